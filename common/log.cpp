@@ -1,0 +1,61 @@
+#include "common/log.h"
+
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <nlohmann/json.hpp>
+
+namespace ductus {
+namespace {
+
+// One JSON object per line: {"ts","level","logger","msg"}. The message is
+// escaped by nlohmann, so a log line can never break the framing.
+class JsonFlag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    nlohmann::json j;
+    auto secs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    msg.time.time_since_epoch())
+                    .count();
+    j["ts"] = secs / 1000.0;
+    j["level"] = spdlog::level::to_string_view(msg.level).data();
+    j["logger"] = std::string(msg.logger_name.data(), msg.logger_name.size());
+    j["msg"] = std::string(msg.payload.data(), msg.payload.size());
+    auto s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    dest.append(s.data(), s.data() + s.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<JsonFlag>();
+  }
+};
+
+}  // namespace
+
+void setupLogging(LogFormat format, spdlog::level::level_enum level) {
+  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  auto logger = std::make_shared<spdlog::logger>("ductus", sink);
+  if (format == LogFormat::Json) {
+    auto f = std::make_unique<spdlog::pattern_formatter>();
+    f->add_flag<JsonFlag>('*').set_pattern("%*");
+    logger->set_formatter(std::move(f));
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  }
+  logger->set_level(level);
+  spdlog::set_default_logger(logger);
+}
+
+bool parseLogFormat(std::string_view s, LogFormat& out) {
+  if (s == "text") {
+    out = LogFormat::Text;
+    return true;
+  }
+  if (s == "json") {
+    out = LogFormat::Json;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace ductus

@@ -1,0 +1,133 @@
+# The supervisor <-> worker protocol. One Unix socketpair per worker process;
+# each direction is a stream of standard Cap'n Proto framed messages
+# (capnp::writeMessage), read on the supervisor side by proto/frame.h.
+#
+# The worker is untrusted: a malformed or oversized frame from it kills that
+# worker, never the supervisor. The supervisor sends no file descriptors and
+# takes none.
+@0x9a64c2d303451d0f;
+
+$import "/capnp/c++.capnp".namespace("ductus::proto");
+
+# ---- supervisor -> worker -------------------------------------------------
+
+struct ModuleSource {
+  specifier @0 :Text;    # "interfaces/adt-feed/transform.js", "lib/util.js"
+  source @1 :Text;
+}
+
+struct LoadInterface {
+  interfaceId @0 :UInt32;
+  name @1 :Text;
+  entry @2 :Text;                 # specifier of the entry module
+  modules @3 :List(ModuleSource); # every module it may import, read by the supervisor
+  functions @4 :List(FunctionBinding);
+  timeoutMs @5 :UInt32;
+}
+
+struct FunctionBinding {
+  functionId @0 :UInt32;   # chosen by the supervisor, unique per worker
+  exportName @1 :Text;     # "transform"
+  inputFormat @2 :Text;    # hl7v2 | json | text | csv | xml | http
+  outputFormat @3 :Text;
+  destination @4 :Text;
+}
+
+struct Meta {
+  messageId @0 :Int64;
+  receivedAtMs @1 :Int64;
+  destination @2 :Text;
+  originId @3 :Int64;      # 0 = not routed
+}
+
+struct Invoke {
+  callId @0 :UInt64;
+  functionId @1 :UInt32;
+  payload @2 :Data;        # bytes as stored: no decoding at intake
+  meta @3 :Meta;
+}
+
+struct ServiceReply {
+  requestId @0 :UInt64;
+  union {
+    ok @1 :Data;           # JSON text of the result
+    error @2 :Text;        # message; transient if it carries [ductus:transient]
+  }
+}
+
+struct ToWorker {
+  union {
+    load @0 :LoadInterface;
+    invoke @1 :Invoke;
+    serviceReply @2 :ServiceReply;
+    shutdown @3 :Void;
+    ping @4 :UInt64;
+  }
+}
+
+# ---- worker -> supervisor -------------------------------------------------
+
+struct Outcome {
+  callId @0 :UInt64;
+  union {
+    output @1 :Data;
+    filtered @2 :Text;
+    quarantine @3 :Text;   # reason, with the script's stack (file:line)
+    transient @4 :Text;
+    runaway @5 :RunawayKind;
+  }
+}
+
+enum RunawayKind {
+  timeout @0;
+  heap @1;
+}
+
+struct Loaded {
+  interfaceId @0 :UInt32;
+  union {
+    ok @1 :Void;
+    error @2 :Text;        # "interfaces/x/transform.js:3:7: SyntaxError: ..."
+  }
+}
+
+struct ServiceRequest {
+  requestId @0 :UInt64;
+  callId @1 :UInt64;       # the call that asked
+  union {
+    dbQuery @2 :DbRequest;
+    dbExecute @3 :DbRequest;
+    fetch @4 :FetchRequest;
+    env @5 :Text;
+    secret @6 :Text;
+  }
+}
+
+struct DbRequest {
+  resource @0 :Text;
+  sql @1 :Text;
+  paramsJson @2 :Text;
+}
+
+struct FetchRequest {
+  url @0 :Text;
+  api @1 :Text;            # resources.yaml api name, or empty for a plain url
+  initJson @2 :Text;       # method, headers, body
+}
+
+struct LogLine {
+  callId @0 :UInt64;
+  level @1 :Text;
+  text @2 :Text;
+}
+
+struct FromWorker {
+  union {
+    ready @0 :Void;        # isolate made and the process confined
+    loaded @1 :Loaded;
+    outcome @2 :Outcome;
+    service @3 :ServiceRequest;
+    log @4 :LogLine;
+    pong @5 :UInt64;
+  }
+}

@@ -1,0 +1,180 @@
+#include "schema/pg_connection.h"
+
+#include <string_view>
+
+namespace ductus::store {
+namespace {
+
+std::string trimmed(const char* s) {
+  std::string_view v = s ? s : "";
+  while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
+  return std::string(v);
+}
+
+}  // namespace
+
+PgConnection::~PgConnection() {
+  *alive_ = false;
+  // Stop polling before libpq closes the socket.
+  poll_.reset();
+  conn_.reset();
+}
+
+void PgConnection::watch(int events) {
+  int fd = PQsocket(conn_.get());
+  // libpq may switch sockets while connecting (one address failed, the
+  // next is tried): re-read it every time and re-create the poll handle.
+  if (fd != pollFd_ || !poll_) {
+    poll_.reset();
+    pollFd_ = fd;
+    if (fd < 0) return fail("connection has no socket");
+    poll_ = UvHandle<uv_poll_t>::make();
+    if (int rc = uv_poll_init(loop_, poll_.get(), fd); rc != 0) {
+      poll_ = {};
+      return fail(std::string("uv_poll_init: ") + uv_strerror(rc));
+    }
+    poll_.markInitialized();
+  }
+  poll_->data = this;
+  uv_poll_start(poll_.get(), events, &PgConnection::onPoll);
+}
+
+void PgConnection::onPoll(uv_poll_t* h, int status, int events) {
+  auto* self = static_cast<PgConnection*>(h->data);
+  if (!self) return;
+  if (status < 0) {
+    // An error on the socket: let libpq find out what it is.
+    events = UV_READABLE | UV_WRITABLE;
+  }
+  if (self->state_ == State::Connecting)
+    self->stepConnect();
+  else if (self->state_ == State::Busy)
+    self->stepQuery(events);
+  else if (self->state_ == State::Idle && (events & UV_READABLE)) {
+    // Idle and readable: the server closed the connection or sent a notice.
+    if (!PQconsumeInput(self->conn_.get())) self->fail(trimmed(PQerrorMessage(self->conn_.get())));
+  }
+}
+
+void PgConnection::connect(const std::string& conninfo, ConnectCallback cb) {
+  onConnect_ = std::move(cb);
+  conn_.reset(PQconnectStart(conninfo.c_str()));
+  if (!conn_) return fail("out of memory starting a connection");
+  if (PQstatus(conn_.get()) == CONNECTION_BAD) return fail(trimmed(PQerrorMessage(conn_.get())));
+  state_ = State::Connecting;
+  // PQconnectStart's first poll state is "writing".
+  watch(UV_WRITABLE);
+}
+
+void PgConnection::stepConnect() {
+  switch (PQconnectPoll(conn_.get())) {
+    case PGRES_POLLING_READING:
+      return watch(UV_READABLE);
+    case PGRES_POLLING_WRITING:
+      return watch(UV_WRITABLE);
+    case PGRES_POLLING_OK: {
+      if (PQsetnonblocking(conn_.get(), 1) != 0) return fail("PQsetnonblocking failed");
+      state_ = State::Idle;
+      watch(UV_READABLE);
+      auto alive = alive_;
+      if (auto cb = std::move(onConnect_)) cb({});
+      if (*alive) startNext();
+      return;
+    }
+    case PGRES_POLLING_FAILED:
+    default:
+      return fail(trimmed(PQerrorMessage(conn_.get())));
+  }
+}
+
+void PgConnection::query(std::string sql, std::vector<Param> params, QueryCallback cb) {
+  queue_.push_back(Pending{std::move(sql), std::move(params), std::move(cb)});
+  if (state_ == State::Idle) startNext();
+  if (state_ == State::Broken) {
+    // A broken connection answers at once; callers reconnect.
+    fail("connection is broken");
+  }
+}
+
+void PgConnection::startNext() {
+  if (state_ != State::Idle || queue_.empty()) return;
+  current_ = std::move(queue_.front());
+  queue_.pop_front();
+  last_ = PgResult();
+  error_.reset();
+
+  std::vector<const char*> values;
+  values.reserve(current_->params.size());
+  for (auto& p : current_->params) values.push_back(p ? p->c_str() : nullptr);
+  if (!PQsendQueryParams(conn_.get(), current_->sql.c_str(), static_cast<int>(values.size()),
+                         nullptr, values.data(), nullptr, nullptr, 0)) {
+    return fail(trimmed(PQerrorMessage(conn_.get())));
+  }
+  state_ = State::Busy;
+  stepQuery(UV_WRITABLE);
+}
+
+void PgConnection::stepQuery(int events) {
+  PGconn* c = conn_.get();
+  int flushed = PQflush(c);
+  if (flushed < 0) return fail(trimmed(PQerrorMessage(c)));
+  if (events & UV_READABLE) {
+    if (!PQconsumeInput(c)) return fail(trimmed(PQerrorMessage(c)));
+  }
+  while (!PQisBusy(c)) {
+    PGresult* r = PQgetResult(c);
+    if (!r) {
+      // The statement is complete.
+      if (error_) return finishQuery(*error_);
+      return finishQuery(std::move(last_));
+    }
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_FATAL_ERROR || st == PGRES_BAD_RESPONSE || st == PGRES_NONFATAL_ERROR) {
+      if (!error_) {
+        const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        error_ = Error{trimmed(PQresultErrorMessage(r)), code ? code : ""};
+      }
+      PQclear(r);
+    } else {
+      last_ = PgResult(r);
+    }
+  }
+  if (PQstatus(c) == CONNECTION_BAD) return fail(trimmed(PQerrorMessage(c)));
+  // Still waiting: more to write (1) wants writable too.
+  watch(flushed == 1 ? (UV_READABLE | UV_WRITABLE) : UV_READABLE);
+}
+
+void PgConnection::finishQuery(Result<PgResult> r) {
+  auto cb = std::move(current_->cb);
+  current_.reset();
+  state_ = State::Idle;
+  watch(UV_READABLE);
+  auto alive = alive_;
+  if (cb) cb(std::move(r));
+  if (*alive) startNext();
+}
+
+void PgConnection::fail(const std::string& why) {
+  // Every waiter hears the cause; the connection is not reused.
+  state_ = State::Broken;
+  poll_.reset();
+  pollFd_ = -1;
+  Error err{"postgres: " + (why.empty() ? std::string("connection lost") : why),
+            "08006"};  // connection_failure
+  auto alive = alive_;
+  if (auto cb = std::move(onConnect_)) {
+    cb(err);
+    if (!*alive) return;
+  }
+  std::deque<Pending> waiting;
+  if (current_) waiting.push_back(std::move(*current_));
+  current_.reset();
+  for (auto& p : queue_) waiting.push_back(std::move(p));
+  queue_.clear();
+  for (auto& p : waiting) {
+    if (p.cb) p.cb(err);
+    if (!*alive) return;
+  }
+}
+
+}  // namespace ductus::store

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs everything Ductus needs to build, test and run on Debian 12, as
+# root. Idempotent: a second run checks and does nothing visible.
+#
+#   sudo scripts/install-deps.sh
+#
+# What it installs: the Debian packages listed in ../shared/DESIGN.md, a
+# PostgreSQL 15 server for dev and tests, and V8 the way DESIGN.md says:
+# libnode108 + libnode-dev (Node 18's V8 10.2) extracted with dpkg-deb into
+# .deps/libnode in this checkout, because Debian's Node.js 20 package
+# conflicts with an installed libnode-dev.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+v8_root="$here/.deps/libnode"
+
+packages=(
+  build-essential cmake pkg-config git
+  libuv1-dev libpq-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
+  libcapnp-dev capnproto libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev googletest
+  libseccomp-dev libsystemd-dev libcurl4-openssl-dev node-llhttp
+  libargon2-dev libssh2-1-dev libldap-dev
+  postgresql-15 postgresql-client-15
+  # libnode108's runtime libraries (it is extracted, not installed)
+  libicu72 libc-ares2 libnghttp2-14 libbrotli1 zlib1g
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: run as root (it uses apt-get)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -e "$v8_root/usr/lib/x86_64-linux-gnu/libnode.so.108" ] || [ ! -e "$v8_root/usr/include/node/v8.h" ]; then
+  echo "install-deps: extracting V8 (libnode108, libnode-dev) into $v8_root"
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  chmod 755 "$tmp"  # apt downloads as the _apt user
+  ( cd "$tmp" && apt-get download -qq libnode108 libnode-dev 2>&1 | grep -v '^W: Download is performed unsandboxed' || true )
+  ls "$tmp"/libnode108_*.deb "$tmp"/libnode-dev_*.deb >/dev/null
+  rm -rf "$v8_root"
+  mkdir -p "$v8_root"
+  for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$v8_root"; done
+fi
+
+# The throwaway clusters run as the postgres OS user (initdb refuses root).
+id postgres >/dev/null 2>&1 || { echo "install-deps: no postgres user after installing postgresql-15" >&2; exit 1; }
+exit 0

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL 15 cluster for dev and tests.
+#
+#   scripts/pg.sh start [DIR] [--tcp PORT]   start (initdb first if DIR is new);
+#                                            prints the connection string
+#   scripts/pg.sh url DIR                    print the connection string
+#   scripts/pg.sh stop DIR [--keep]          stop it and remove DIR (--keep: only stop)
+#   scripts/pg.sh status DIR
+#
+# The cluster runs as the postgres OS user (initdb refuses root), keeps its
+# data in DIR/data, listens only on a Unix socket in DIR (no TCP port unless
+# --tcp), and has fsync on: the durability figures we measure are real.
+set -euo pipefail
+
+PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
+PORT=5432  # only names the socket file inside DIR; no TCP unless --tcp
+
+die() { echo "pg.sh: $*" >&2; exit 1; }
+
+as_owner() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+url_of() { echo "host=$1 port=$PORT user=postgres dbname=postgres"; }
+
+cmd="${1:-}"; shift || true
+case "$cmd" in
+  start)
+    dir=""; tcp=""
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --tcp) tcp="$2"; shift 2 ;;
+        *) dir="$1"; shift ;;
+      esac
+    done
+    [ -x "$PGBIN/initdb" ] || die "no PostgreSQL 15 at $PGBIN: run scripts/install-deps.sh as root"
+    if [ -z "$dir" ]; then dir="$(mktemp -d /tmp/ductus-pg.XXXXXX)"; fi
+    mkdir -p "$dir"
+    dir="$(cd "$dir" && pwd)"
+    [ ${#dir} -lt 90 ] || die "$dir is too long for a Unix socket path; use a shorter folder"
+    if [ "$(id -u)" -eq 0 ]; then chown postgres: "$dir"; chmod 700 "$dir"; fi
+    if [ ! -f "$dir/data/PG_VERSION" ]; then
+      as_owner "$PGBIN/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
+        || { cat "$dir/initdb.log" >&2; die "initdb failed in $dir"; }
+    fi
+    listen="''"
+    [ -n "$tcp" ] && listen="'127.0.0.1'" && PORT="$tcp"
+    if ! as_owner "$PGBIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+      as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 start \
+        -o "-c listen_addresses=$listen -c port=$PORT -c unix_socket_directories='$dir' -c fsync=on -c max_connections=300 -c shared_buffers=256MB -c max_locks_per_transaction=256" >/dev/null \
+        || { tail -20 "$dir/postgres.log" >&2; die "postgres did not start in $dir"; }
+    fi
+    echo "$PORT" > "$dir/port"
+    url_of "$dir"
+    ;;
+  url)
+    dir="${1:?usage: pg.sh url DIR}"
+    [ -f "$dir/port" ] && PORT="$(cat "$dir/port")"
+    url_of "$(cd "$dir" && pwd)"
+    ;;
+  status)
+    dir="${1:?usage: pg.sh status DIR}"
+    as_owner "$PGBIN/pg_ctl" -D "$dir/data" status
+    ;;
+  stop)
+    dir="${1:?usage: pg.sh stop DIR [--keep]}"; keep="${2:-}"
+    if [ -d "$dir/data" ]; then
+      as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null 2>&1 || true
+    fi
+    [ "$keep" = "--keep" ] || rm -rf "$dir"
+    ;;
+  *)
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    [ -z "$cmd" ] && exit 2
+    [ "$cmd" = "--help" ] || [ "$cmd" = "-h" ] || exit 2
+    ;;
+esac

@@ -1,0 +1,47 @@
+// ductus: the engine binary. One binary for the engine, its worker mode and
+// the server-side commands; the first argument picks which.
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "common/version.h"
+#include "supervisor/check_command.h"
+#include "worker/worker_main.h"
+
+namespace {
+
+void usage(FILE* out) {
+  std::fputs(
+      "usage: ductus <command> [options]\n"
+      "\n"
+      "commands:\n"
+      "  check      check this installation (confined V8 worker, PostgreSQL)\n"
+      "  version    print the version\n"
+      "  worker     (internal) a confined script worker, started by the engine\n"
+      "\n"
+      "`ductus <command> --help` describes each command.\n",
+      out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  std::string_view cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    usage(stdout);
+    return 0;
+  }
+  if (cmd == "version" || cmd == "--version") {
+    std::printf("ductus %s\n", ductus::kVersion);
+    return 0;
+  }
+  if (cmd == "worker") return ductus::worker::workerMain(argc, argv);
+  if (cmd == "check") return ductus::supervisor::checkCommand(argc, argv);
+  std::fprintf(stderr, "ductus: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,51 @@
+#include "tests/support/test_env.h"
+
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+extern char** environ;
+
+namespace ductus::test {
+
+std::string databaseUrl() {
+  const char* url = std::getenv("DUCTUS_TEST_DATABASE_URL");
+  if (!url || !*url) {
+    ADD_FAILURE() << "DUCTUS_TEST_DATABASE_URL is not set: run the tests with scripts/test, "
+                     "which starts a throwaway PostgreSQL cluster";
+    return "";
+  }
+  return url;
+}
+
+ChildOutput runChild(const std::vector<std::string>& argv) {
+  ChildOutput r;
+  int fds[2];
+  if (pipe(fds) != 0) return r;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return r;
+  }
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) r.out.append(buf, n);
+  close(fds[0]);
+  waitpid(pid, &r.exitStatus, 0);
+  return r;
+}
+
+}  // namespace ductus::test

@@ -1,0 +1,26 @@
+// Shared helpers for the tests: where the built binary is, the throwaway
+// database, running child processes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ductus::test {
+
+// The throwaway cluster's connection string from DUCTUS_TEST_DATABASE_URL.
+// Fails the current test (and returns "") when unset: tests never guess at a
+// cluster they did not start; run them through scripts/test.
+std::string databaseUrl();
+
+// The ductus binary under test.
+inline const char* ductusBinary() { return DUCTUS_BINARY; }
+
+struct ChildOutput {
+  int exitStatus = -1;  // waitpid status
+  std::string out;
+};
+
+// Runs argv (no shell) and collects stdout; stderr passes through.
+ChildOutput runChild(const std::vector<std::string>& argv);
+
+}  // namespace ductus::test

@@ -1,0 +1,113 @@
+#include "worker/confine.h"
+
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
+#include <cerrno>
+#include <initializer_list>
+#include <memory>
+
+namespace ductus::worker {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+struct CtxFree {
+  void operator()(scmp_filter_ctx c) const { seccomp_release(c); }
+};
+using Filter = std::unique_ptr<void, CtxFree>;
+
+// Memory management V8 and malloc need for the heap, code space and stacks.
+constexpr std::initializer_list<int> kMemory = {
+    SCMP_SYS(brk),      SCMP_SYS(mmap),     SCMP_SYS(munmap),        SCMP_SYS(mprotect),
+    SCMP_SYS(mremap),   SCMP_SYS(madvise),  SCMP_SYS(membarrier),    SCMP_SYS(mincore),
+    SCMP_SYS(pkey_alloc), SCMP_SYS(pkey_free), SCMP_SYS(pkey_mprotect)};
+
+// Threads (V8's platform workers and our watchdog) and their synchronisation.
+constexpr std::initializer_list<int> kThreads = {
+    SCMP_SYS(futex),          SCMP_SYS(set_robust_list), SCMP_SYS(get_robust_list),
+    SCMP_SYS(rseq),           SCMP_SYS(set_tid_address), SCMP_SYS(sched_yield),
+    SCMP_SYS(sched_getaffinity), SCMP_SYS(sched_setaffinity), SCMP_SYS(sched_getparam),
+    SCMP_SYS(sched_getscheduler), SCMP_SYS(sched_setscheduler),
+    SCMP_SYS(getpriority), SCMP_SYS(setpriority), SCMP_SYS(gettid), SCMP_SYS(getpid),
+    SCMP_SYS(getppid), SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid),
+    SCMP_SYS(getegid), SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(tgkill)};
+
+// Time, for Date.now(), performance and deadlines.
+constexpr std::initializer_list<int> kTime = {
+    SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday),
+    SCMP_SYS(time), SCMP_SYS(nanosleep), SCMP_SYS(clock_nanosleep)};
+
+// Signals: V8 and the sanitizers install handlers; abort() raises SIGABRT.
+constexpr std::initializer_list<int> kSignals = {
+    SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn),
+    SCMP_SYS(sigaltstack), SCMP_SYS(restart_syscall)};
+
+// I/O on descriptors the worker already holds: its socket to the supervisor,
+// stdout/stderr. Nothing here can name a new file or address.
+constexpr std::initializer_list<int> kExistingFds = {
+    SCMP_SYS(read),    SCMP_SYS(write),   SCMP_SYS(readv),    SCMP_SYS(writev),
+    SCMP_SYS(pread64), SCMP_SYS(pwrite64), SCMP_SYS(close),   SCMP_SYS(fstat),
+    SCMP_SYS(newfstatat), SCMP_SYS(lseek), SCMP_SYS(fcntl),   SCMP_SYS(dup),
+    SCMP_SYS(sendmsg), SCMP_SYS(recvmsg), SCMP_SYS(sendto),   SCMP_SYS(recvfrom),
+    SCMP_SYS(shutdown), SCMP_SYS(poll),   SCMP_SYS(ppoll),    SCMP_SYS(epoll_wait),
+    SCMP_SYS(epoll_pwait), SCMP_SYS(eventfd2), SCMP_SYS(pipe2), SCMP_SYS(getrandom),
+    SCMP_SYS(getrlimit), SCMP_SYS(prlimit64), SCMP_SYS(uname), SCMP_SYS(ioctl),
+    SCMP_SYS(sysinfo), SCMP_SYS(prctl)};
+
+Status addAll(scmp_filter_ctx ctx, std::initializer_list<int> set) {
+  for (int nr : set) {
+    int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+    if (rc < 0) return Error::fromErrno("seccomp_rule_add(" + std::to_string(nr) + ")", -rc);
+  }
+  return {};
+}
+
+}  // namespace
+
+Status confineProcess(const ConfineOptions& options) {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return Error::fromErrno("prctl(PR_SET_NO_NEW_PRIVS)");
+  // A crashing worker must not write a core holding message payloads.
+  rlimit none{0, 0};
+  if (setrlimit(RLIMIT_CORE, &none) != 0) return Error::fromErrno("setrlimit(RLIMIT_CORE)");
+  if (options.addressSpaceBytes > 0 && !kSanitized) {
+    rlimit as{options.addressSpaceBytes, options.addressSpaceBytes};
+    if (setrlimit(RLIMIT_AS, &as) != 0) return Error::fromErrno("setrlimit(RLIMIT_AS)");
+  }
+
+  // Default: EPERM, so a call we did not foresee fails like a refused
+  // permission (libc and V8 report it) instead of killing a healthy worker.
+  // socket, connect, open*, execve, ptrace, mount, fork and the like all
+  // land here.
+  Filter ctx(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
+  if (!ctx) return Error{"seccomp_init failed"};
+  for (auto set : {kMemory, kThreads, kTime, kSignals, kExistingFds}) {
+    if (auto s = addAll(ctx.get(), set); !s) return s;
+  }
+  // clone only for threads: CLONE_THREAD set. A new process gets EPERM.
+  int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                            SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+  if (rc < 0) return Error::fromErrno("seccomp_rule_add(clone)", -rc);
+  // clone3 passes its flags in memory a filter cannot read; ENOSYS makes
+  // glibc fall back to clone, which the rule above checks.
+  rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+  if (rc < 0) return Error::fromErrno("seccomp_rule_add(clone3)", -rc);
+  // kill only of ourselves (abort(), V8's own signals).
+  rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(kill), 1,
+                        SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(getpid())));
+  if (rc < 0) return Error::fromErrno("seccomp_rule_add(kill)", -rc);
+
+  rc = seccomp_load(ctx.get());
+  if (rc < 0) return Error::fromErrno("seccomp_load", -rc);
+  return {};
+}
+
+}  // namespace ductus::worker
