@@ -2,6 +2,7 @@
 // the server-side commands; the first argument picks which.
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
 #include <string_view>
 
 #include "common/version.h"
@@ -39,7 +40,15 @@ int main(int argc, char** argv) {
     std::printf("ductus %s\n", ductus::kVersion);
     return 0;
   }
-  if (cmd == "worker") return ductus::worker::workerMain(argc, argv);
+  if (cmd == "worker") {
+    // A confined worker leaves with _exit: exit-time work (LeakSanitizer's
+    // thread-stopping, static destructors joining V8's threads) needs
+    // syscalls the seccomp filter refuses.
+    int rc = ductus::worker::workerMain(argc, argv);
+    std::fflush(nullptr);
+    _exit(rc);
+  }
+  // One line per command; each lives in supervisor/<name>_command.cpp.
   if (cmd == "check") return ductus::supervisor::checkCommand(argc, argv);
   std::fprintf(stderr, "ductus: unknown command '%s'\n", argv[1]);
   usage(stderr);
