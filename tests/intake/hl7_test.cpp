@@ -1,0 +1,145 @@
+#include <gtest/gtest.h>
+
+#include "common/hl7/ack.h"
+#include "common/hl7/message.h"
+
+namespace ductus::hl7 {
+namespace {
+
+const std::string kAdt =
+    "MSH|^~\\&|SENDAPP|SENDFAC|RECVAPP|RECVFAC|20260101120000||ADT^A01^ADT_A01|MSG00001|T|2.5.1\r"
+    "EVN|A01|20260101120000\r"
+    "PID|1||12345^^^HOSP^MR~67890^^^OTHER^MR||DOE^JOHN^Q||19700101|M\r"
+    "PID|2||second\r";
+
+TEST(Hl7Message, FindsMshOnlyAtTheStartOfASegment) {
+  EXPECT_EQ(findMsh("MSH|^~\\&"), 0u);
+  EXPECT_EQ(findMsh("\x0bMSH|^~\\&"), 1u);
+  EXPECT_EQ(findMsh("xxMSH|\rMSH|^~\\&"), 7u);
+  EXPECT_EQ(findMsh("PID|MSH|\nMSH|"), 9u);
+  EXPECT_EQ(findMsh("PID|1|MSH"), std::string_view::npos);
+}
+
+TEST(Hl7Message, ReadsFieldsComponentsAndRepetitionsByPath) {
+  auto m = MessageView::parse(kAdt);
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->get("MSH.1"), "|");
+  EXPECT_EQ(m->get("MSH.2"), "^~\\&");
+  EXPECT_EQ(m->get("MSH.9"), "ADT^A01^ADT_A01");
+  EXPECT_EQ(m->get("MSH-9.2"), "A01");
+  EXPECT_EQ(m->get("MSH.10"), "MSG00001");
+  EXPECT_EQ(m->get("PID.3.1"), "12345");
+  EXPECT_EQ(m->get("PID.3[2].4"), "OTHER");
+  EXPECT_EQ(m->get("PID.5.2"), "JOHN");
+  EXPECT_EQ(m->get("PID(2).3"), "second");
+  EXPECT_EQ(m->get("PID.30"), "");
+  EXPECT_EQ(m->get("OBX.1"), "");
+  EXPECT_EQ(m->get("nonsense"), "");
+}
+
+TEST(Hl7Message, CustomDelimitersAreReadFromMsh1AndMsh2) {
+  std::string msg = "MSH#@!*&#A#B#C#D#2026##ORU@R01#ID7#P#2.3\rPID#1##99@x&y\r";
+  auto m = MessageView::parse(msg);
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->delimiters().field, '#');
+  EXPECT_EQ(m->delimiters().component, '@');
+  EXPECT_EQ(m->delimiters().repetition, '!');
+  EXPECT_EQ(m->delimiters().escape, '*');
+  EXPECT_EQ(m->delimiters().subcomponent, '&');
+  EXPECT_EQ(m->get("MSH.10"), "ID7");
+  EXPECT_EQ(m->get("MSH.9.2"), "R01");
+  EXPECT_EQ(m->get("PID.3.2.2"), "y");
+}
+
+TEST(Hl7Message, AcceptsNewlineAndCrLfSegmentTerminators) {
+  std::string msg = "MSH|^~\\&|A|B|C|D|||ADT^A08|X1|P|2.5\r\nPID|1||777\nPV1|1|I\n";
+  auto m = MessageView::parse(msg);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->get("MSH.10"), "X1");
+  EXPECT_EQ(m->get("PID.3"), "777");
+  EXPECT_EQ(m->get("PV1.2"), "I");
+}
+
+TEST(Hl7Message, RefusesDuplicateOrMissingDelimiters) {
+  EXPECT_FALSE(MessageView::parse("MSH||~\\&|A"));
+  EXPECT_FALSE(MessageView::parse("MSH|^~\r"));
+  EXPECT_FALSE(MessageView::parse("PID|1|2"));
+}
+
+TEST(Hl7Message, UnescapeDecodesOnlyWhenAsked) {
+  std::string msg = "MSH|^~\\&|A|B|C|D|||ADT^A01|X|P|2.5\rNTE|1||a\\F\\b\\S\\c\\T\\d\\R\\e\\E\\f\\X41C3A9\\g\\H\\h\r";
+  auto m = MessageView::parse(msg);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->get("NTE.3"), "a\\F\\b\\S\\c\\T\\d\\R\\e\\E\\f\\X41C3A9\\g\\H\\h");
+  EXPECT_EQ(m->getDecoded("NTE.3"), "a|b^c&d~e\\fA\xC3\xA9g\\H\\h");
+}
+
+TEST(Hl7Message, EscapeRoundTripsThroughUnescape) {
+  Delimiters d;
+  std::string text = "size|limit^x&y~z\\w\r\nnext";
+  std::string e = escape(text, d);
+  EXPECT_EQ(e.find_first_of("|^&~\r\n"), std::string::npos);
+  EXPECT_EQ(unescape(e, d), "size|limit^x&y~z\\w\rnext");
+}
+
+TEST(Hl7Ack, SwapsApplicationsAndEchoesControlIdInTheSendersDelimiters) {
+  auto m = MessageView::parse(kAdt);
+  ASSERT_TRUE(m);
+  AckOptions o;
+  o.controlId = "ACK1";
+  std::string ack = buildAck(*m, AckCode::Accept, "", o);
+  auto a = MessageView::parse(ack);
+  ASSERT_TRUE(a) << ack;
+  EXPECT_EQ(a->get("MSH.3"), "RECVAPP");
+  EXPECT_EQ(a->get("MSH.4"), "RECVFAC");
+  EXPECT_EQ(a->get("MSH.5"), "SENDAPP");
+  EXPECT_EQ(a->get("MSH.6"), "SENDFAC");
+  EXPECT_EQ(a->get("MSH.9"), "ACK^A01^ACK");
+  EXPECT_EQ(a->get("MSH.10"), "ACK1");
+  EXPECT_EQ(a->get("MSH.11"), "T");
+  EXPECT_EQ(a->get("MSH.12"), "2.5.1");
+  EXPECT_EQ(a->get("MSA.1"), "AA");
+  EXPECT_EQ(a->get("MSA.2"), "MSG00001");
+  EXPECT_EQ(ack.back(), '\r');
+  EXPECT_EQ(ack.find('\n'), std::string::npos);
+  EXPECT_EQ(a->get("MSH.7").size(), 19u);  // YYYYMMDDHHMMSS+ZZZZ
+}
+
+TEST(Hl7Ack, UsesCustomDelimitersAndEscapesTheText) {
+  std::string msg = "MSH#@!*&#A#B#C#D#2026##ORU@R01#ID7##2.3\r";
+  auto m = MessageView::parse(msg);
+  ASSERT_TRUE(m);
+  std::string ack = buildAck(*m, AckCode::Error, "db down#retry", {});
+  EXPECT_EQ(ack.rfind("MSH#@!*&#C#D#A#B#", 0), 0u) << ack;
+  EXPECT_NE(ack.find("#ACK@R01@ACK#"), std::string::npos) << ack;
+  EXPECT_NE(ack.find("#P#2.3\r"), std::string::npos) << ack;  // no MSH-11: P
+  EXPECT_NE(ack.find("\rMSA#AE#ID7#db down*F*retry\r"), std::string::npos) << ack;
+}
+
+TEST(Hl7Ack, EnhancedModeAnswersWithCommitCodes) {
+  std::string msg = "MSH|^~\\&|A|B|C|D|||ADT^A01|X9|P|2.5|||AL|NE\r";
+  auto m = MessageView::parse(msg);
+  ASSERT_TRUE(m);
+  auto a = MessageView::parse(buildAck(*m, AckCode::Accept, "", {}));
+  EXPECT_EQ(a->get("MSA.1"), "CA");
+  a = MessageView::parse(buildAck(*m, AckCode::Reject, "", {}));
+  EXPECT_EQ(a->get("MSA.1"), "CR");
+}
+
+TEST(Hl7Ack, AnswerWithoutMessageIsAReadableAr) {
+  std::string ack = buildAckWithoutMessage(AckCode::Reject, "no MSH segment", {});
+  auto a = MessageView::parse(ack);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->get("MSA.1"), "AR");
+  EXPECT_EQ(a->get("MSA.2"), "");
+  EXPECT_EQ(a->get("MSA.3"), "no MSH segment");
+}
+
+TEST(Hl7Ack, ControlIdsAreUniqueAndFitMsh10) {
+  std::string a = newControlId(), b = newControlId();
+  EXPECT_NE(a, b);
+  EXPECT_LE(a.size(), 20u);
+}
+
+}  // namespace
+}  // namespace ductus::hl7
