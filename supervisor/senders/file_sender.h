@@ -1,0 +1,75 @@
+// FileSender: the file destination. Each message is written to a
+// temporary dot-name in the target folder, fsync'd, renamed to its final
+// name, and then the folder is fsync'd, so a reader never sees a partial
+// file and a crash never loses one that was reported Sent. Every step runs
+// on libuv's thread pool (uv_fs_* with callbacks); the loop never waits on
+// the disk. Missing folders are made. Errors (EACCES, ENOSPC, EROFS, ...)
+// are Transient and name the path and the cause; a rewrite of the same
+// message replaces the file, so retrying is harmless.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "supervisor/senders/sender.h"
+
+namespace ductus::senders {
+
+struct FileSenderSettings {
+  std::string dir;
+  // Placeholders: {id}, {interface}, {destination}, {date} (UTC yyyymmdd).
+  // May contain '/' for sub-folders under dir.
+  std::string nameTemplate = "{interface}-{id}.msg";
+  int fileMode = 0644;  // before the umask
+};
+
+// The file name for a message, relative to the destination's folder.
+// Slashes inside values become '_' so a name can never leave the folder;
+// an unknown placeholder, an absolute name, "." or ".." components and
+// names whose last part starts with '.' (the temporary files' namespace)
+// are errors.
+Result<std::string> expandFileName(const std::string& nameTemplate, const SendRequest& request,
+                                   std::chrono::system_clock::time_point now);
+
+// Checks a template once, at config time, with placeholder values.
+Status validateNameTemplate(const std::string& nameTemplate);
+
+class FileSender final : public Sender {
+ public:
+  using Clock = std::function<std::chrono::system_clock::time_point()>;
+
+  FileSender(uv_loop_t* loop, FileSenderSettings settings,
+             Clock now = [] { return std::chrono::system_clock::now(); });
+  // Writes still running finish on the pool but call no callback.
+  ~FileSender() override;
+  FileSender(const FileSender&) = delete;
+  FileSender& operator=(const FileSender&) = delete;
+
+  // Writes run concurrently, each on its own temporary file.
+  void send(SendRequest request, SendCallback cb) override;
+  // Waits for writes in flight (they report their real outcome), then done.
+  void close(std::function<void()> done) override;
+
+ private:
+  struct Job;
+  // Shared with every job, so a job can outlive the sender safely.
+  struct State {
+    uv_loop_t* loop;
+    int inFlight = 0;
+    bool abandoned = false;  // the sender is gone: call nobody back
+    std::function<void()> onIdle;
+    uint64_t nextTemp = 0;
+  };
+
+  FileSenderSettings settings_;
+  Clock now_;
+  std::shared_ptr<State> state_;
+  bool closed_ = false;
+};
+
+}  // namespace ductus::senders

@@ -1,0 +1,214 @@
+// The file sender on a real folder: the bytes land unchanged under the
+// expanded name, no temporary file stays behind, folders are made, and a
+// folder we may not write to is a Transient error naming the path.
+#include "supervisor/senders/file_sender.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "tests/senders/receivers.h"
+
+namespace ductus::senders {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// 2026-12-02 23:59:59 UTC: a time whose local date may differ from UTC's.
+const auto kFixedTime = std::chrono::system_clock::from_time_t(1796255999);
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> listAll(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (auto& e : fs::recursive_directory_iterator(dir)) {
+    out.push_back(fs::relative(e.path(), dir).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class FileSenderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(uv_loop_init(&loop_), 0);
+    char tmpl[] = "/tmp/senders-file-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+  }
+  void TearDown() override {
+    sender_.reset();
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    EXPECT_EQ(uv_loop_close(&loop_), 0);
+    std::error_code ec;
+    fs::permissions(root_, fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(root_, ec);
+  }
+
+  FileSender& makeSender(std::string dir, std::string nameTemplate) {
+    sender_ = std::make_unique<FileSender>(&loop_, FileSenderSettings{dir, nameTemplate},
+                                           [] { return kFixedTime; });
+    return *sender_;
+  }
+
+  SendOutcome sendOne(SendRequest req) {
+    std::optional<SendOutcome> out;
+    int calls = 0;
+    sender_->send(std::move(req), [&](SendOutcome o) {
+      ++calls;
+      out = std::move(o);
+    });
+    EXPECT_FALSE(out.has_value()) << "the callback ran inside send()";
+    EXPECT_TRUE(test::runUntil(&loop_, [&] { return out.has_value(); }));
+    EXPECT_EQ(calls, 1);
+    return out.value_or(SendOutcome::transient("no outcome"));
+  }
+
+  uv_loop_t loop_;
+  fs::path root_;
+  std::unique_ptr<FileSender> sender_;
+};
+
+TEST_F(FileSenderTest, TheFileHoldsThePayloadByteForByteAndNoTemporaryFileRemains) {
+  makeSender(root_.string(), "{interface}-{id}.hl7");
+  // ISO-8859-1 (ü = 0xfc), a NUL and CR line ends: nothing is re-encoded.
+  std::string payload = std::string("MSH|^~\\&|A|B\rPID|1||M\xfcller\x00x\r", 26);
+  SendOutcome out = sendOne({42, "adt", "archive", payload, {}, {}});
+  EXPECT_EQ(out.kind, SendOutcomeKind::Sent) << out.detail;
+  EXPECT_EQ(out.detail, (root_ / "adt-42.hl7").string());
+  EXPECT_EQ(readFile(root_ / "adt-42.hl7"), payload);
+  EXPECT_EQ(listAll(root_), std::vector<std::string>{"adt-42.hl7"});
+}
+
+TEST_F(FileSenderTest, ALargePayloadIsWrittenWhole) {
+  makeSender(root_.string(), "{id}.bin");
+  std::string payload;
+  for (int i = 0; i < 5'000'000; ++i) payload += static_cast<char>(i * 7);
+  EXPECT_EQ(sendOne({1, "adt", "archive", payload, {}, {}}).kind, SendOutcomeKind::Sent);
+  EXPECT_EQ(readFile(root_ / "1.bin"), payload);
+}
+
+TEST_F(FileSenderTest, TheTemplateExpandsEveryPlaceholderAndMakesMissingFolders) {
+  makeSender((root_ / "out").string(), "{date}/{destination}/{interface}_{id}.txt");
+  EXPECT_EQ(sendOne({7, "adt", "lab", "x", {}, {}}).kind, SendOutcomeKind::Sent);
+  EXPECT_EQ(readFile(root_ / "out" / "20261202" / "lab" / "adt_7.txt"), "x");
+}
+
+TEST_F(FileSenderTest, RewritingTheSameMessageReplacesTheFile) {
+  makeSender(root_.string(), "{id}.txt");
+  EXPECT_EQ(sendOne({3, "adt", "lab", "first", {}, {}}).kind, SendOutcomeKind::Sent);
+  EXPECT_EQ(sendOne({3, "adt", "lab", "second", {}, {}}).kind, SendOutcomeKind::Sent);
+  EXPECT_EQ(readFile(root_ / "3.txt"), "second");
+  EXPECT_EQ(listAll(root_), std::vector<std::string>{"3.txt"});
+}
+
+TEST_F(FileSenderTest, AnUnwritableFolderIsTransientAndNamesThePathAndTheCause) {
+  fs::permissions(root_, fs::perms::all, fs::perm_options::add);
+  fs::create_directory(root_ / "locked");
+  fs::permissions(root_ / "locked", fs::perms::owner_read | fs::perms::owner_exec |
+                                        fs::perms::others_read | fs::perms::others_exec);
+  const std::string dir = (root_ / "locked").string();
+  // Runs in a child: root ignores folder permissions, so there the child
+  // first becomes nobody. The child prints the outcome for the matcher.
+  auto attempt = [&] {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(2);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    std::optional<SendOutcome> out;
+    {
+      FileSender sender(&loop, FileSenderSettings{dir, "{id}.txt"});
+      sender.send({5, "adt", "lab", "x", {}, {}}, [&](SendOutcome o) { out = o; });
+      while (!out && uv_run(&loop, UV_RUN_ONCE)) {
+      }
+    }
+    if (!out) _exit(3);
+    fprintf(stderr, "%s %s\n", toString(out->kind), out->detail.c_str());
+    _exit(out->kind == SendOutcomeKind::Transient ? 0 : 1);
+  };
+  // "threadsafe" re-runs this test in the child (a fresh folder of its
+  // own), so the pattern matches the path's shape, not this run's name.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(attempt(), ::testing::ExitedWithCode(0),
+              "transient create /tmp/senders-file-.*/locked/\\.5\\.txt\\..*\\.tmp: "
+              "permission denied \\(EACCES\\)");
+  EXPECT_TRUE(fs::is_empty(root_ / "locked"));
+}
+
+TEST_F(FileSenderTest, AFolderThatIsAFileIsTransientAndLeavesNothingBehind) {
+  // Works as root too: no permission bit can make a regular file a folder.
+  { std::ofstream(root_ / "plain") << "not a folder"; }
+  makeSender((root_ / "plain").string(), "{id}.txt");
+  SendOutcome out = sendOne({5, "adt", "lab", "x", {}, {}});
+  EXPECT_EQ(out.kind, SendOutcomeKind::Transient);
+  EXPECT_NE(out.detail.find("ENOTDIR"), std::string::npos) << out.detail;
+  EXPECT_EQ(listAll(root_), std::vector<std::string>{"plain"});
+}
+
+TEST_F(FileSenderTest, AFailedRenameRemovesTheTemporaryFile) {
+  // The final name is an existing non-empty folder: the rename fails after
+  // the temporary file was written, which must then be removed.
+  fs::create_directories(root_ / "9.txt" / "inside");
+  makeSender(root_.string(), "{id}.txt");
+  SendOutcome out = sendOne({9, "adt", "lab", "x", {}, {}});
+  EXPECT_EQ(out.kind, SendOutcomeKind::Transient);
+  EXPECT_NE(out.detail.find("rename"), std::string::npos) << out.detail;
+  EXPECT_EQ(listAll(root_), (std::vector<std::string>{"9.txt", "9.txt/inside"}));
+}
+
+TEST_F(FileSenderTest, ManyWritesAtOnceAllLandAndCloseWaitsForThem) {
+  makeSender(root_.string(), "{id}.txt");
+  int sent = 0;
+  for (int i = 0; i < 40; ++i) {
+    sender_->send({i, "adt", "lab", std::to_string(i), {}, {}}, [&](SendOutcome o) {
+      EXPECT_EQ(o.kind, SendOutcomeKind::Sent) << o.detail;
+      ++sent;
+    });
+  }
+  bool closed = false;
+  sender_->close([&] { closed = true; });
+  ASSERT_TRUE(test::runUntil(&loop_, [&] { return closed; }));
+  EXPECT_EQ(sent, 40);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(readFile(root_ / (std::to_string(i) + ".txt")), std::to_string(i));
+  EXPECT_EQ(listAll(root_).size(), 40u);
+}
+
+TEST(FileName, PlaceholdersExpandWithTheUtcDate) {
+  auto r = expandFileName("{date}-{interface}-{destination}-{id}.hl7", {12, "adt", "lab", "", {}, {}},
+                          kFixedTime);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, "20261202-adt-lab-12.hl7");
+}
+
+TEST(FileName, ValuesCannotLeaveTheFolder) {
+  auto r = expandFileName("{interface}/{id}", {1, "..", "lab", "", {}, {}}, kFixedTime);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, "__/1");
+  r = expandFileName("{interface}.x", {1, "a/../../etc/passwd", "lab", "", {}, {}}, kFixedTime);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->find('/'), std::string::npos);
+}
+
+TEST(FileName, BadTemplatesAreRefused) {
+  EXPECT_FALSE(validateNameTemplate("{nope}.txt").ok());
+  EXPECT_FALSE(validateNameTemplate("{id").ok());
+  EXPECT_FALSE(validateNameTemplate("/abs/{id}").ok());
+  EXPECT_FALSE(validateNameTemplate("../{id}").ok());
+  EXPECT_FALSE(validateNameTemplate(".{id}").ok());
+  EXPECT_FALSE(validateNameTemplate("a//{id}").ok());
+  EXPECT_TRUE(validateNameTemplate("{date}/{id}.hl7").ok());
+}
+
+}  // namespace
+}  // namespace ductus::senders
