@@ -62,7 +62,13 @@ struct ToWorker {
     serviceReply @2 :ServiceReply;
     shutdown @3 :Void;
     ping @4 :UInt64;
+    runTests @5 :RunTests;   # `ductus test`: run the loaded interface's tests
   }
+}
+
+struct RunTests {
+  callId @0 :UInt64;       # the outcome's callId; output = results as JSON
+  interfaceId @1 :UInt32;
 }
 
 # ---- worker -> supervisor -------------------------------------------------

@@ -7,6 +7,7 @@
 
 #include "common/version.h"
 #include "supervisor/check_command.h"
+#include "supervisor/test_command.h"
 #include "worker/worker_main.h"
 
 namespace {
@@ -17,6 +18,7 @@ void usage(FILE* out) {
       "\n"
       "commands:\n"
       "  check      check this installation (confined V8 worker, PostgreSQL)\n"
+      "  test       run the interfaces' *.test.js with mocked services\n"
       "  version    print the version\n"
       "  worker     (internal) a confined script worker, started by the engine\n"
       "\n"
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
   }
   // One line per command; each lives in supervisor/<name>_command.cpp.
   if (cmd == "check") return ductus::supervisor::checkCommand(argc, argv);
+  if (cmd == "test") return ductus::supervisor::testCommand(argc, argv);
   std::fprintf(stderr, "ductus: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return 2;

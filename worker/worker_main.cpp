@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "worker/confine.h"
 #include "worker/v8_isolate.h"
 #include "worker/v8_platform.h"
+#include "worker/worker_loop.h"
 
 namespace ductus::worker {
 namespace {
@@ -96,6 +98,8 @@ int probe(const char* argv0, bool hold) {
 
 int workerMain(int argc, char** argv) {
   bool doProbe = false, hold = false;
+  int fd = -1;
+  size_t heapMb = kDefaultHeapMb;
   for (int i = 2; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--probe") doProbe = true;
@@ -103,12 +107,15 @@ int workerMain(int argc, char** argv) {
     else if (a == "--help" || a == "-h") {
       usage(stdout);
       return 0;
-    } else if (a == "--fd") {
-      std::fputs(
-          "ductus worker: the script host behind --fd is not built yet "
-          "(see the worker issue); only --probe works\n",
-          stderr);
-      return 2;
+    } else if ((a == "--fd" || a == "--heap-mb") && i + 1 < argc) {
+      char* end = nullptr;
+      long v = std::strtol(argv[++i], &end, 10);
+      if (!end || *end || v < 0 || v > (a == "--fd" ? 1 << 20 : 1 << 20)) {
+        std::fprintf(stderr, "ductus worker: bad value '%s' for %s\n", argv[i], argv[i - 1]);
+        return 2;
+      }
+      if (a == "--fd") fd = static_cast<int>(v);
+      else heapMb = static_cast<size_t>(v);
     } else {
       std::fprintf(stderr, "ductus worker: unknown option '%s'\n", argv[i]);
       usage(stderr);
@@ -116,6 +123,7 @@ int workerMain(int argc, char** argv) {
     }
   }
   if (doProbe) return probe(argv[0], hold);
+  if (fd >= 0) return serveWorker(argv[0], fd, heapMb ? heapMb : kDefaultHeapMb);
   usage(stderr);
   return 2;
 }

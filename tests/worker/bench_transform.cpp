@@ -1,0 +1,221 @@
+// bench_transform: what the process boundary costs a transform. The same
+// ORU^R01 transform (parse, change three fields, re-encode) runs
+//   in-process: the worker's ScriptHost called directly, no IPC;
+//   worker:     through WorkerPool to one real, confined worker, pipelined;
+// and a no-op call's round trip both ways. Prints a table; the ratio is the
+// point (scripts/bench-transform.sh).
+#include <uv.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "common/uv_handle.h"
+#include "supervisor/worker_pool.h"
+#include "worker/script_host.h"
+#include "worker/v8_isolate.h"
+#include "worker/v8_platform.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace ductus;
+
+const char* kTransform =
+    "export function transform(msg) {\n"
+    "  msg.set('MSH.3', 'DUCTUS');\n"
+    "  msg.set('PID.5.1', msg.get('PID.5.1').toUpperCase());\n"
+    "  msg.set('OBX[3].5', 'corrected');\n"
+    "  return msg;\n"
+    "}\n"
+    "export function noop(m) { return m; }\n";
+
+// A realistic ~3 KB ORU^R01: header, patient, visit, order, 24 results.
+std::string oru() {
+  std::string m =
+      "MSH|^~\\&|LABSYS|CENTRAL LAB|EHR|GENERAL HOSPITAL|20240315083000||ORU^R01^ORU_R01|"
+      "LAB202403150001|P|2.5.1|||AL|NE||8859/1\r"
+      "PID|1||123456789^^^GH^MR~987654^^^STATE^SS||Mustermann^Max^Johann^^Dr.||19650412|M|||"
+      "Hauptstra\xDF" "e 12^^M\xFCnchen^BY^80331^DE||(089)123456|||M||ACC0001234\r"
+      "PV1|1|I|W3^312^1^GH||||12345^Schmidt^Anna^^^Dr.|||MED||||||||IP|V000123|||||||||||||||||||||||||"
+      "20240314120000\r"
+      "ORC|RE|ORD448811|LAB77221||CM||||20240315070000|||12345^Schmidt^Anna^^^Dr.\r"
+      "OBR|1|ORD448811|LAB77221|24331-1^Lipid panel^LN|||20240315070000|||||||20240315071500|"
+      "BLD&Blood&HL70070|12345^Schmidt^Anna^^^Dr.||||||20240315082900|||F\r";
+  const char* tests[] = {"2093-3^Cholesterol", "2571-8^Triglyceride", "2085-9^HDL",
+                         "13457-7^LDL calc",   "2345-7^Glucose",      "2160-0^Creatinine",
+                         "3094-0^Urea N",      "2951-2^Sodium",       "2823-3^Potassium",
+                         "2075-0^Chloride",    "2028-9^CO2",          "17861-6^Calcium",
+                         "2885-2^Protein",     "1751-7^Albumin",      "1975-2^Bilirubin",
+                         "6768-6^ALP",         "1742-6^ALT",          "1920-8^AST",
+                         "718-7^Hemoglobin",   "4544-3^Hematocrit",   "6690-2^WBC",
+                         "789-8^RBC",          "777-3^Platelets",     "4548-4^HbA1c"};
+  int i = 1;
+  for (const char* t : tests) {
+    m += "OBX|" + std::to_string(i) + "|NM|" + t + "^LN||" + std::to_string(50 + i * 7) +
+         "|mg/dL^mg/dL^UCUM|10-200|N|||F|||20240315082900||LABTECH01\r";
+    ++i;
+  }
+  m += "NTE|1|L|Specimen received at 07:15, processed within SLA.\r";
+  return m;
+}
+
+class CountingOutput : public worker::HostOutput {
+ public:
+  void loaded(uint32_t, const Status& s) override {
+    if (!s) std::fprintf(stderr, "load failed: %s\n", s.error().message.c_str());
+  }
+  void outcome(uint64_t, worker::OutcomeKind kind, std::string_view data) override {
+    ++outcomes;
+    if (kind != worker::OutcomeKind::Output) {
+      ++failures;
+      lastError = std::string(data);
+    }
+    bytes += data.size();
+  }
+  void service(uint64_t, uint64_t, worker::ServiceKind, std::string_view, std::string_view,
+               std::string_view) override {}
+  void log(uint64_t, std::string_view, std::string_view) override {}
+  uint64_t outcomes = 0, failures = 0, bytes = 0;
+  std::string lastError;
+};
+
+struct Figures {
+  double perSecond = 0;
+  double noopMicros = 0;
+};
+
+Figures inProcess(const char* argv0, const std::string& msg, int n) {
+  Figures f;
+  if (auto s = worker::initV8(argv0); !s) return f;
+  auto iso = worker::Isolate::create(size_t{256} << 20);
+  CountingOutput out;
+  auto host = worker::ScriptHost::create((*iso)->get(), out);
+  if (!host) {
+    std::fprintf(stderr, "%s\n", host.error().message.c_str());
+    return f;
+  }
+  worker::InterfaceDef def;
+  def.interfaceId = 1;
+  def.name = "bench";
+  def.entry = "interfaces/bench/transform.js";
+  def.modules[def.entry] = kTransform;
+  def.functions = {{1, "transform", "hl7v2", "hl7v2"}, {2, "noop", "hl7v2", "hl7v2"}};
+  if (!(*host)->load(def)) return f;
+  for (int i = 0; i < 2000; ++i) (*host)->invoke(i, 1, msg, {});  // warm up
+  auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) (*host)->invoke(10000 + i, 1, msg, {});
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  f.perSecond = n / secs;
+  t0 = Clock::now();
+  for (int i = 0; i < n; ++i) (*host)->invoke(1000000 + i, 2, msg, {});
+  f.noopMicros = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n;
+  if (out.failures) std::fprintf(stderr, "in-process failures: %s\n", out.lastError.c_str());
+  host->reset();
+  return f;
+}
+
+class NoServices : public supervisor::ServiceHandler {
+ public:
+  void call(const supervisor::ServiceCall&, std::function<void(Result<std::string>)> r) override {
+    r(Error{"no services in the benchmark"});
+  }
+};
+
+void runUntil(uv_loop_t* loop, const std::function<bool()>& pred) {
+  while (!pred()) uv_run(loop, UV_RUN_ONCE);
+}
+
+Figures throughWorker(const char* binary, const std::string& project, const std::string& msg,
+                      int n) {
+  Figures f;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  NoServices none;
+  supervisor::WorkerPool::Options o;
+  o.binary = binary;
+  o.sharedWorkers = 1;
+  {
+    supervisor::WorkerPool pool(&loop, o, none);
+    supervisor::InterfaceSpec spec;
+    spec.name = "bench";
+    spec.dir = project + "/interfaces/bench";
+    spec.functions = {{"transform", "hl7v2", "hl7v2", "d"}, {"noop", "hl7v2", "hl7v2", "d"}};
+    auto modules = supervisor::readInterfaceModules(spec);
+    if (!modules) {
+      std::fprintf(stderr, "%s\n", modules.error().message.c_str());
+      return f;
+    }
+    std::optional<Status> loaded;
+    auto ids = pool.addInterface(spec, std::move(*modules), [&](Status s) { loaded = s; });
+    runUntil(&loop, [&] { return loaded.has_value(); });
+    if (!*loaded) {
+      std::fprintf(stderr, "%s\n", loaded->error().message.c_str());
+      return f;
+    }
+    auto transform = (*ids)[0], noop = (*ids)[1];
+    int done = 0, failed = 0;
+    auto count = [&](supervisor::Outcome out) {
+      ++done;
+      if (out.kind != supervisor::Outcome::Kind::Output) ++failed;
+    };
+    for (int i = 0; i < 2000; ++i) pool.invoke(transform, msg, {}, count);  // warm up
+    runUntil(&loop, [&] { return done == 2000; });
+    done = 0;
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) pool.invoke(transform, msg, {}, count);
+    runUntil(&loop, [&] { return done == n; });
+    f.perSecond = n / std::chrono::duration<double>(Clock::now() - t0).count();
+    // Round trip: one call at a time.
+    int rounds = n / 4;
+    t0 = Clock::now();
+    for (int i = 0; i < rounds; ++i) {
+      done = 0;
+      pool.invoke(noop, msg, {}, count);
+      runUntil(&loop, [&] { return done == 1; });
+    }
+    f.noopMicros = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / rounds;
+    if (failed) std::fprintf(stderr, "%d calls through the worker failed\n", failed);
+    bool down = false;
+    pool.shutdown([&] { down = true; });
+    runUntil(&loop, [&] { return down; });
+  }
+  uv_run(&loop, UV_RUN_NOWAIT);
+  uv_loop_close(&loop);
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: bench_transform DUCTUS_BINARY SCRATCH_DIR [CALLS]\n");
+    return 2;
+  }
+  int n = argc > 3 ? std::atoi(argv[3]) : 50000;
+  std::string project = argv[2];
+  std::string dir = project + "/interfaces/bench";
+  std::string cmd = "mkdir -p '" + dir + "'";
+  if (std::system(cmd.c_str()) != 0) return 2;
+  if (FILE* f = std::fopen((dir + "/transform.js").c_str(), "w")) {
+    std::fputs(kTransform, f);
+    std::fclose(f);
+  }
+  std::string msg = oru();
+  // The worker first: the in-process half starts V8 in this process, and
+  // uv_spawn forks it.
+  Figures w = throughWorker(argv[1], project, msg, n);
+  Figures p = inProcess(argv[0], msg, n);
+  std::printf("ORU^R01 of %zu bytes, %d calls, 1 worker\n\n", msg.size(), n);
+  std::printf("%-34s %14s %14s %8s\n", "", "in-process", "worker (IPC)", "ratio");
+  std::printf("%-34s %14.0f %14.0f %7.2fx\n", "ORU transforms/s (parse, 3 sets)", p.perSecond,
+              w.perSecond, p.perSecond > 0 ? w.perSecond / p.perSecond : 0.0);
+  std::printf("%-34s %13.1fus %13.1fus %7.2fx\n", "no-op call round trip", p.noopMicros,
+              w.noopMicros, p.noopMicros > 0 ? w.noopMicros / p.noopMicros : 0.0);
+  double overhead = p.perSecond > 0 ? (1.0 - w.perSecond / p.perSecond) * 100.0 : 0.0;
+  std::printf("\nIPC overhead on throughput: %.1f%% (target < 20%%); worker: %.0f/s (target >= 15000/s)\n",
+              overhead, w.perSecond);
+  return 0;
+}

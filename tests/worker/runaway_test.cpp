@@ -1,0 +1,250 @@
+// Runaway protection and isolation with real worker processes: a looping or
+// memory-hungry script costs only its own worker, and the supervisor
+// survives whatever a worker sends.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/worker/pool_fixture.h"
+
+namespace ductus::test {
+namespace {
+
+using supervisor::Outcome;
+using Kind = supervisor::Outcome::Kind;
+using namespace std::chrono_literals;
+
+const std::string kMsg = "MSH|^~\\&|A|B|C|D|x||ADT^A01|1|P|2.5\rPID|1||1||DOE^JOHN\r";
+
+supervisor::InterfaceSpec dedicated(supervisor::InterfaceSpec s, std::chrono::milliseconds timeout) {
+  s.dedicated = true;
+  s.workers = 1;
+  s.timeout = timeout;
+  return s;
+}
+
+TEST_F(PoolTest, AnInfiniteLoopIsQuarantinedWithinTimeoutPlusGraceWhileAnotherWorkerKeepsAnswering) {
+  writeFile("interfaces/loop/transform.js", "export function transform(m) { for (;;) {} }\n");
+  writeFile("interfaces/ok/transform.js", "export function transform(m) { return m; }\n");
+  supervisor::WorkerPool::Options o;
+  o.grace = 1000ms;
+  pool(o);
+  auto loopFn = load(dedicated(spec("loop"), 300ms));
+  ASSERT_TRUE(loopFn) << loopFn.error().message;
+  auto okFn = load(dedicated(spec("ok"), 300ms));
+  ASSERT_TRUE(okFn) << okFn.error().message;
+
+  std::optional<Outcome> looped;
+  auto start = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::duration tookLoop{};
+  pool().invoke(*loopFn, kMsg, {}, [&](Outcome out) {
+    tookLoop = std::chrono::steady_clock::now() - start;
+    looped = std::move(out);
+  });
+  // While the loop spins, the other interface answers, call after call.
+  int answered = 0, answeredWhileLooping = 0;
+  while (!looped && std::chrono::steady_clock::now() - start < 5s) {
+    std::optional<Outcome> got;
+    pool().invoke(*okFn, kMsg, {}, [&](Outcome out) { got = std::move(out); });
+    ASSERT_TRUE(runUntil([&] { return got.has_value(); }, 2s));
+    ASSERT_EQ(got->kind, Kind::Output) << got->data;
+    ++answered;
+    if (!looped) ++answeredWhileLooping;
+  }
+  ASSERT_TRUE(runUntil([&] { return looped.has_value(); }, 3s));
+  EXPECT_EQ(looped->kind, Kind::RunawayTimeout) << looped->data;
+  EXPECT_LT(tookLoop, 300ms + o.grace);
+  EXPECT_GT(answeredWhileLooping, 3);
+  // The looping worker's isolate stays usable: one timeout does not stop
+  // the interface, and the next call of it is tried.
+  EXPECT_FALSE(pool().isStopped("loop"));
+}
+
+TEST_F(PoolTest, ThreeTimeoutsInARowStopTheInterfaceAndItsCallsStayPending) {
+  writeFile("interfaces/spin/transform.js", "export function transform(m) { while (true) {} }\n");
+  std::string stoppedName, stoppedWhy;
+  pool().onInterfaceStopped([&](const std::string& n, const std::string& why) {
+    stoppedName = n;
+    stoppedWhy = why;
+  });
+  auto fn = load(dedicated(spec("spin"), 100ms));
+  ASSERT_TRUE(fn) << fn.error().message;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(call(*fn, kMsg).kind, Kind::RunawayTimeout);
+    EXPECT_FALSE(pool().isStopped("spin"));
+  }
+  EXPECT_EQ(call(*fn, kMsg).kind, Kind::RunawayTimeout);
+  EXPECT_TRUE(pool().isStopped("spin"));
+  EXPECT_EQ(stoppedName, "spin");
+  EXPECT_NE(stoppedWhy.find("3 runaway timeouts in a row"), std::string::npos) << stoppedWhy;
+  auto after = call(*fn, kMsg);
+  EXPECT_EQ(after.kind, Kind::Stopped);
+}
+
+TEST_F(PoolTest, ATimeoutBetweenTwoSuccessesDoesNotCountTowardsStopping) {
+  writeFile("interfaces/some/transform.js",
+            "export function transform(m) { if (m.get('MSH.10') === 'loop') for (;;) {} return m; }\n");
+  auto fn = load(dedicated(spec("some"), 100ms));
+  ASSERT_TRUE(fn) << fn.error().message;
+  std::string loop = "MSH|^~\\&|A|B|C|D|x||ADT^A01|loop|P|2.5\r";
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(call(*fn, loop).kind, Kind::RunawayTimeout);
+    if (i < 2) {
+      EXPECT_EQ(call(*fn, kMsg).kind, Kind::Output);
+    }
+  }
+  EXPECT_FALSE(pool().isStopped("some"));
+}
+
+TEST_F(PoolTest, ALoopAfterAnAwaitIsStoppedAndTheOtherCallsInFlightAreRetried) {
+  writeFile("interfaces/late/transform.js",
+            "import { env } from 'ductus';\n"
+            "export async function transform(s) {\n"
+            "  const v = await env('X');\n"
+            "  if (s === 'loop') for (;;) {}\n"
+            "  return s + v;\n"
+            "}\n");
+  services_.hold = true;
+  supervisor::WorkerPool::Options o;
+  pool(o);
+  auto fn = load(dedicated(spec("late", "text"), 300ms));
+  ASSERT_TRUE(fn) << fn.error().message;
+  std::optional<Outcome> a, b;
+  pool().invoke(*fn, "other", {}, [&](Outcome x) { a = x; });
+  pool().invoke(*fn, "loop", {}, [&](Outcome x) { b = x; });
+  ASSERT_TRUE(runUntil([&] { return services_.held.size() == 2; }, 10s));
+  services_.held[1].second(std::string("\"1\""));  // the looping one resumes first
+  ASSERT_TRUE(runUntil([&] { return a && b; }, 10s));
+  EXPECT_EQ(b->kind, Kind::RunawayTimeout) << b->data;
+  EXPECT_EQ(a->kind, Kind::Transient) << a->data;
+}
+
+TEST_F(PoolTest, APromiseThatNeverSettlesEndsAsARunawayAtTheDeadline) {
+  writeFile("interfaces/never/transform.js",
+            "export function transform(m) { return new Promise(() => {}); }\n");
+  auto fn = load(dedicated(spec("never"), 200ms));
+  ASSERT_TRUE(fn) << fn.error().message;
+  EXPECT_EQ(call(*fn, kMsg, 5s).kind, Kind::RunawayTimeout);
+}
+
+TEST_F(PoolTest, AHeapBombKillsOnlyItsWorkerAndStopsItsInterface) {
+  writeFile("interfaces/bomb/transform.js",
+            "export function transform(m) {\n"
+            "  const keep = [];\n"
+            "  for (;;) keep.push(new Array(100000).fill({ x: Math.random() }));\n"
+            "}\n");
+  writeFile("interfaces/calm/transform.js", "export function transform(m) { return m; }\n");
+  supervisor::WorkerPool::Options o;
+  o.heapMb = 64;
+  pool(o);
+  auto bomb = load(dedicated(spec("bomb"), 30000ms));
+  ASSERT_TRUE(bomb) << bomb.error().message;
+  auto calm = load(dedicated(spec("calm"), 1000ms));
+  ASSERT_TRUE(calm) << calm.error().message;
+  auto bombPids = pool().workerPids("bomb");
+  auto calmPids = pool().workerPids("calm");
+  ASSERT_EQ(bombPids.size(), 1u);
+  ASSERT_EQ(calmPids.size(), 1u);
+
+  auto out = call(*bomb, kMsg, 30s);
+  EXPECT_EQ(out.kind, Kind::RunawayHeap) << out.data;
+  EXPECT_TRUE(pool().isStopped("bomb"));
+  // Its worker is gone (and replaced); the other interface's is untouched.
+  ASSERT_TRUE(runUntil([&] { return kill(bombPids[0], 0) != 0; }, 5s));
+  EXPECT_EQ(pool().workerPids("calm"), calmPids);
+  EXPECT_EQ(call(*calm, kMsg).kind, Kind::Output);
+}
+
+TEST_F(PoolTest, AWorkerThatStopsAnsweringIsKilledAfterTheGraceAndItsCallIsARunaway) {
+  // A worker stopped with SIGSTOP cannot answer its own watchdog: only the
+  // supervisor's deadline (timeout + grace) gets the call back.
+  writeFile("interfaces/slow/transform.js", "export function transform(m) { return m; }\n");
+  supervisor::WorkerPool::Options o;
+  o.grace = 300ms;
+  pool(o);
+  auto fn = load(dedicated(spec("slow"), 200ms));
+  ASSERT_TRUE(fn) << fn.error().message;
+  auto pids = pool().workerPids("slow");
+  ASSERT_EQ(pids.size(), 1u);
+  ASSERT_EQ(kill(pids[0], SIGSTOP), 0);
+  auto out = call(*fn, kMsg, 5s);
+  EXPECT_EQ(out.kind, Kind::RunawayTimeout) << out.data;
+  // Restarted: the next call is answered by a new process.
+  auto next = call(*fn, kMsg, 20s);
+  EXPECT_EQ(next.kind, Kind::Output) << next.data;
+  EXPECT_NE(pool().workerPids("slow"), pids);
+}
+
+TEST_F(PoolTest, AMalformedFrameFromAWorkerKillsThatWorkerNotTheSupervisor) {
+  // A "worker" that writes garbage to its socket instead of frames.
+  auto fake = project_ / "fake-worker.sh";
+  {
+    std::ofstream f(fake);
+    f << "#!/bin/sh\nprintf '\\377\\377\\377\\377\\377\\377\\377\\377garbage' >&3\nsleep 30\n";
+  }
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  writeFile("interfaces/g/transform.js", "export function transform(m) { return m; }\n");
+  supervisor::WorkerPool::Options o;
+  o.binary = fake.string();
+  o.sharedWorkers = 1;
+  pool_ = std::make_unique<supervisor::WorkerPool>(&loop_, o, services_);
+  auto modules = supervisor::readInterfaceModules(spec("g"));
+  ASSERT_TRUE(modules);
+  auto ids = pool_->addInterface(spec("g"), std::move(*modules));
+  ASSERT_TRUE(ids);
+  auto pids = pool_->workerPids("g");
+  ASSERT_EQ(pids.size(), 1u);
+  std::optional<Outcome> got;
+  pool_->invoke((*ids)[0], kMsg, {}, [&](Outcome x) { got = x; });
+  ASSERT_TRUE(runUntil([&] { return got.has_value(); }, 10s));
+  EXPECT_EQ(got->kind, Kind::Transient) << got->data;
+  EXPECT_TRUE(runUntil([&] { return kill(pids[0], 0) != 0; }, 5s));
+  EXPECT_GE(pool_->restarts(), 1u);
+}
+
+TEST_F(PoolTest, SharedInterfacesShareThePoolAndADedicatedOneHasItsOwnWorkers) {
+  writeFile("interfaces/a/transform.js", "export const transform = (m) => m;\n");
+  writeFile("interfaces/b/transform.js", "export const transform = (m) => m;\n");
+  writeFile("interfaces/c/transform.js", "export const transform = (m) => m;\n");
+  supervisor::WorkerPool::Options o;
+  o.sharedWorkers = 2;
+  pool(o);
+  ASSERT_TRUE(load(spec("a")));
+  ASSERT_TRUE(load(spec("b")));
+  auto c = spec("c");
+  c.dedicated = true;
+  c.workers = 3;
+  ASSERT_TRUE(load(c));
+  auto a = pool().workerPids("a"), b = pool().workerPids("b"), cp = pool().workerPids("c");
+  EXPECT_EQ(a.size(), 2u);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(cp.size(), 3u);
+  for (pid_t p : cp) EXPECT_EQ(std::count(a.begin(), a.end(), p), 0);
+}
+
+TEST_F(PoolTest, ARunningWorkerIsConfinedBySeccomp) {
+  writeFile("interfaces/s/transform.js", "export const transform = (m) => m;\n");
+  ASSERT_TRUE(load(spec("s")));
+  auto pids = pool().workerPids("s");
+  ASSERT_FALSE(pids.empty());
+  std::ifstream status("/proc/" + std::to_string(pids[0]) + "/status");
+  std::stringstream text;
+  text << status.rdbuf();
+  EXPECT_NE(text.str().find("Seccomp:\t2"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("NoNewPrivs:\t1"), std::string::npos);
+}
+
+TEST(ConfinedWorker, OpeningAFileOrASocketFromInsideAConfinedWorkerFailsWithEperm) {
+  // --probe confines itself with the same confineProcess() as a serving
+  // worker, then tries.
+  auto r = runChild({ductusBinary(), "worker", "--probe"});
+  EXPECT_NE(r.out.find("socket: EPERM"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("open: EPERM"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fork: EPERM"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ductus::test

@@ -1,0 +1,96 @@
+// `ductus test PROJECT` runs the interfaces' *.test.js in workers with mocks
+// and needs no database.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/support/test_env.h"
+
+namespace ductus::test {
+namespace {
+
+class TestCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ductus-test-command.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void write(const std::string& rel, const std::string& text) {
+    auto p = dir_ / rel;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+  std::filesystem::path dir_;
+};
+
+constexpr const char* kTransform =
+    "import { db } from 'ductus';\n"
+    "export async function transform(msg) {\n"
+    "  const rows = await db('patients').query('select mrn from p where id = $1', [msg.get('PID.3.1')]);\n"
+    "  msg.set('PID.3.1', rows[0].mrn);\n"
+    "  return msg;\n"
+    "}\n";
+
+TEST_F(TestCommand, PassingFailingAndUnmockedTestsAreCountedAndAFailureExitsWithOne) {
+  write("interfaces/adt/interface.yaml", "name: adt\n");
+  write("interfaces/adt/transform.js", kTransform);
+  write("interfaces/adt/transform.test.js",
+        "import { test, mock, assert, hl7v2, run } from 'ductus';\n"
+        "import { transform } from './transform.js';\n"
+        "const msg = 'MSH|^~\\\\&|A|B|C|D|x||ADT^A01|1|P|2.5\\rPID|1||42\\r';\n"
+        "test('maps the id to the MRN', async () => {\n"
+        "  mock.db('patients', (sql, params) => [{ mrn: 'M' + params[0] }]);\n"
+        "  const out = await transform(hl7v2.parse(msg));\n"
+        "  assert.equal(out.get('PID.3.1'), 'M42');\n"
+        "});\n"
+        "test('run() classifies like the engine', async () => {\n"
+        "  mock.db('patients', []);\n"
+        "  const r = await run(transform, msg);\n"
+        "  assert.equal(r.kind, 'quarantine');\n"
+        "});\n"
+        "test('mocks are reset before each test', async () => {\n"
+        "  await transform(hl7v2.parse(msg));\n"
+        "});\n"
+        "test('a plain failure', () => { assert.equal(1 + 1, 3); });\n");
+  auto r = runChild({ductusBinary(), "test", dir_.string()});
+  ASSERT_TRUE(WIFEXITED(r.exitStatus));
+  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_NE(r.out.find("2 passed, 2 failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok   maps the id to the MRN"), std::string::npos) << r.out;
+  // The unmocked call says how to mock it.
+  EXPECT_NE(r.out.find("mock.db(\"patients\", (sql, params) => rows)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected 3, got 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("transform.test.js:"), std::string::npos) << r.out;
+}
+
+TEST_F(TestCommand, AllPassingExitsWithZero) {
+  write("interfaces/a/transform.js", "export const transform = (m) => m;\n");
+  write("interfaces/a/transform.test.js",
+        "import { test, assert, mock, env, fetch } from 'ductus';\n"
+        "test('env and fetch are mocked', async () => {\n"
+        "  mock.env('SITE', 'north');\n"
+        "  mock.fetch((url) => ({ status: 200, body: url }));\n"
+        "  assert.equal(await env('SITE'), 'north');\n"
+        "  assert.equal(await (await fetch('https://x/y')).text(), 'https://x/y');\n"
+        "});\n");
+  auto r = runChild({ductusBinary(), "test", dir_.string()});
+  ASSERT_TRUE(WIFEXITED(r.exitStatus));
+  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 0) << r.out;
+  EXPECT_NE(r.out.find("1 passed, 0 failed"), std::string::npos) << r.out;
+}
+
+TEST_F(TestCommand, ATestFileThatDoesNotLoadIsAFailure) {
+  write("interfaces/b/transform.js", "export const transform = (m) => m;\n");
+  write("interfaces/b/transform.test.js", "import { test } from 'ductus';\ntest('x', () => { const = 1; });\n");
+  auto r = runChild({ductusBinary(), "test", dir_.string()});
+  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_NE(r.out.find("interfaces/b/transform.test.js:2:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 passed, 1 failed"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ductus::test

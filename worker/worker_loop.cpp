@@ -1,0 +1,239 @@
+#include "worker/worker_loop.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "proto/frame.h"
+#include "proto/worker.capnp.h"
+#include "worker/confine.h"
+#include "worker/script_host.h"
+#include "worker/v8_isolate.h"
+#include "worker/v8_platform.h"
+
+namespace ductus::worker {
+namespace {
+
+kj::ArrayPtr<const capnp::byte> bytesOf(std::string_view s) {
+  return kj::arrayPtr(reinterpret_cast<const capnp::byte*>(s.data()), s.size());
+}
+
+capnp::Text::Reader textOf(std::string_view s) { return capnp::Text::Reader(s.data(), s.size()); }
+
+// Collects outgoing frames; flush() writes them in one go after each batch
+// of incoming frames, so pipelined calls cost one write per batch.
+class FrameOutput : public HostOutput {
+ public:
+  explicit FrameOutput(int fd) : fd_(fd) {}
+
+  void ready() {
+    capnp::MallocMessageBuilder b;
+    b.initRoot<proto::FromWorker>().setReady();
+    append(b);
+  }
+  void pong(uint64_t v) {
+    capnp::MallocMessageBuilder b;
+    b.initRoot<proto::FromWorker>().setPong(v);
+    append(b);
+  }
+  void loaded(uint32_t interfaceId, const Status& result) override {
+    capnp::MallocMessageBuilder b;
+    auto l = b.initRoot<proto::FromWorker>().initLoaded();
+    l.setInterfaceId(interfaceId);
+    if (result) l.setOk();
+    else l.setError(result.error().message);
+    append(b);
+  }
+  void outcome(uint64_t callId, OutcomeKind kind, std::string_view data) override {
+    capnp::MallocMessageBuilder b(data.size() / sizeof(capnp::word) + 64);
+    auto o = b.initRoot<proto::FromWorker>().initOutcome();
+    o.setCallId(callId);
+    switch (kind) {
+      case OutcomeKind::Output: o.setOutput(bytesOf(data)); break;
+      case OutcomeKind::Filtered: o.setFiltered(textOf(data)); break;
+      case OutcomeKind::Quarantine: o.setQuarantine(textOf(data)); break;
+      case OutcomeKind::Transient: o.setTransient(textOf(data)); break;
+      case OutcomeKind::RunawayTimeout: o.setRunaway(proto::RunawayKind::TIMEOUT); break;
+      case OutcomeKind::RunawayHeap: o.setRunaway(proto::RunawayKind::HEAP); break;
+    }
+    append(b);
+  }
+  void service(uint64_t requestId, uint64_t callId, ServiceKind kind, std::string_view a,
+               std::string_view b2, std::string_view c) override {
+    capnp::MallocMessageBuilder b;
+    auto s = b.initRoot<proto::FromWorker>().initService();
+    s.setRequestId(requestId);
+    s.setCallId(callId);
+    switch (kind) {
+      case ServiceKind::DbQuery:
+      case ServiceKind::DbExecute: {
+        auto d = kind == ServiceKind::DbQuery ? s.initDbQuery() : s.initDbExecute();
+        d.setResource(textOf(a));
+        d.setSql(textOf(b2));
+        d.setParamsJson(textOf(c));
+        break;
+      }
+      case ServiceKind::Fetch: {
+        auto f = s.initFetch();
+        f.setUrl(textOf(a));
+        f.setApi(textOf(b2));
+        f.setInitJson(textOf(c));
+        break;
+      }
+      case ServiceKind::Env: s.setEnv(textOf(a)); break;
+      case ServiceKind::Secret: s.setSecret(textOf(a)); break;
+    }
+    append(b);
+  }
+  void log(uint64_t callId, std::string_view level, std::string_view text) override {
+    capnp::MallocMessageBuilder b;
+    auto l = b.initRoot<proto::FromWorker>().initLog();
+    l.setCallId(callId);
+    l.setLevel(textOf(level));
+    l.setText(textOf(text));
+    append(b);
+  }
+
+  // False when the supervisor is gone.
+  bool flush() {
+    size_t off = 0;
+    while (off < buf_.size()) {
+      ssize_t n = ::write(fd_, buf_.data() + off, buf_.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    buf_.clear();
+    return true;
+  }
+
+ private:
+  void append(capnp::MessageBuilder& b) {
+    kj::Array<capnp::word> words = capnp::messageToFlatArray(b);
+    auto bytes = words.asBytes();
+    buf_.append(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  }
+  int fd_;
+  std::string buf_;
+};
+
+std::string_view viewOf(capnp::Data::Reader d) {
+  return {reinterpret_cast<const char*>(d.begin()), d.size()};
+}
+
+// False when the worker should stop (shutdown).
+bool dispatch(ScriptHost& host, FrameOutput& out, proto::ToWorker::Reader msg) {
+  switch (msg.which()) {
+    case proto::ToWorker::LOAD: {
+      auto l = msg.getLoad();
+      InterfaceDef def;
+      def.interfaceId = l.getInterfaceId();
+      def.name = l.getName();
+      def.entry = l.getEntry();
+      for (auto m : l.getModules()) def.modules[m.getSpecifier()] = m.getSource();
+      for (auto f : l.getFunctions())
+        def.functions.push_back({f.getFunctionId(), f.getExportName(), f.getInputFormat(),
+                                 f.getOutputFormat()});
+      def.timeout = std::chrono::milliseconds(l.getTimeoutMs() ? l.getTimeoutMs() : 5000);
+      (void)host.load(def);
+      return true;
+    }
+    case proto::ToWorker::INVOKE: {
+      auto inv = msg.getInvoke();
+      auto m = inv.getMeta();
+      CallMeta meta{m.getMessageId(), m.getReceivedAtMs(), m.getDestination(), m.getOriginId()};
+      host.invoke(inv.getCallId(), inv.getFunctionId(), viewOf(inv.getPayload()), meta);
+      return true;
+    }
+    case proto::ToWorker::SERVICE_REPLY: {
+      auto r = msg.getServiceReply();
+      if (r.isOk()) host.serviceReply(r.getRequestId(), true, viewOf(r.getOk()));
+      else host.serviceReply(r.getRequestId(), false, std::string_view(r.getError().cStr()));
+      return true;
+    }
+    case proto::ToWorker::RUN_TESTS: {
+      auto t = msg.getRunTests();
+      host.runTests(t.getCallId(), t.getInterfaceId());
+      return true;
+    }
+    case proto::ToWorker::PING: out.pong(msg.getPing()); return true;
+    case proto::ToWorker::SHUTDOWN: return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int serveWorker(const char* argv0, int fd, size_t heapMb) {
+  if (auto s = initV8(argv0); !s) {
+    std::fprintf(stderr, "worker: %s\n", s.error().message.c_str());
+    return 2;
+  }
+  auto iso = Isolate::create(heapMb << 20);
+  if (!iso) {
+    std::fprintf(stderr, "worker: %s\n", iso.error().message.c_str());
+    return 2;
+  }
+  FrameOutput out(fd);
+  auto host = ScriptHost::create((*iso)->get(), out);
+  if (!host) {
+    std::fprintf(stderr, "worker: %s\n", host.error().message.c_str());
+    return 2;
+  }
+  // The address space: V8's heap plus code space, stacks and the
+  // allocator's slack. The heap limit, not this, stops a heap bomb.
+  size_t addressSpace = (heapMb * 4 + 2048) * (size_t{1} << 20);
+  if (auto s = confineProcess({addressSpace}); !s) {
+    std::fprintf(stderr, "worker: confining failed: %s\n", s.error().message.c_str());
+    return 2;
+  }
+  out.ready();
+  if (!out.flush()) return 0;
+
+  proto::FrameReader reader;
+  std::string buf(256 * 1024, '\0');
+  for (;;) {
+    int timeoutMs = -1;
+    auto next = (*host)->nextDeadline();
+    if (next != ScriptHost::Clock::time_point::max()) {
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - ScriptHost::Clock::now());
+      timeoutMs = static_cast<int>(std::max<int64_t>(0, ms.count() + 1));
+    }
+    pollfd p{fd, POLLIN, 0};
+    int pr = ::poll(&p, 1, timeoutMs);
+    if (pr < 0 && errno != EINTR) return 2;
+    if (pr > 0) {
+      ssize_t n = ::read(fd, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return 0;  // the supervisor is gone
+      reader.feed(buf.data(), static_cast<size_t>(n));
+      for (;;) {
+        auto f = reader.next();
+        if (!f) {
+          std::fprintf(stderr, "worker: %s\n", f.error().message.c_str());
+          return 2;
+        }
+        if (!*f) break;
+        try {
+          if (!dispatch(**host, out, (*f)->getRoot<proto::ToWorker>())) {
+            out.flush();
+            return 0;
+          }
+        } catch (const kj::Exception& e) {
+          std::fprintf(stderr, "worker: malformed frame: %s\n", e.getDescription().cStr());
+          return 2;
+        }
+        if ((*host)->mustExit()) break;
+      }
+    }
+    (*host)->expireOverdue(ScriptHost::Clock::now());
+    if (!out.flush()) return 0;
+    if ((*host)->mustExit()) return kExitHeapOverflow;
+  }
+}
+
+}  // namespace ductus::worker
