@@ -1,0 +1,363 @@
+#include "intake/http_server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "common/fd.h"
+#include "tests/intake/loop_thread.h"
+
+namespace ductus::intake {
+namespace {
+
+using std::chrono::milliseconds;
+using test::LoopThread;
+
+struct Reply {
+  int status = 0;
+  std::string head;  // status line and headers, lowercased
+  std::string body;
+};
+
+// A blocking raw-socket HTTP client: the tests control every byte.
+class RawClient {
+ public:
+  explicit RawClient(uint16_t port) {
+    fd_ = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  bool connected() const { return connected_; }
+  bool send(std::string_view bytes) {
+    return ::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  // One response (Content-Length framed); status 0 on timeout or EOF.
+  Reply read(milliseconds timeout = milliseconds(5000)) {
+    Reply r;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      size_t end = buf_.find("\r\n\r\n");
+      if (end != std::string::npos) {
+        std::string head = buf_.substr(0, end);
+        for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        size_t len = 0;
+        if (size_t p = head.find("content-length:"); p != std::string::npos)
+          len = std::stoul(head.substr(p + 15));
+        if (buf_.size() >= end + 4 + len) {
+          r.status = std::stoi(head.substr(9, 3));
+          r.head = head;
+          r.body = buf_.substr(end + 4, len);
+          buf_.erase(0, end + 4 + len);
+          return r;
+        }
+      }
+      if (!fill(deadline)) return r;
+    }
+  }
+  bool closedByPeer(milliseconds timeout = milliseconds(3000)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{fd_.get(), POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+      char b[4096];
+      ssize_t n = ::recv(fd_.get(), b, sizeof b, 0);
+      if (n <= 0) return true;
+      buf_.append(b, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  bool fill(std::chrono::steady_clock::time_point deadline) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{fd_.get(), POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    char b[65536];
+    ssize_t n = ::recv(fd_.get(), b, sizeof b, 0);
+    if (n <= 0) return false;
+    buf_.append(b, static_cast<size_t>(n));
+    return true;
+  }
+  Fd fd_;
+  bool connected_ = false;
+  std::string buf_;
+};
+
+std::string post(std::string_view path, std::string_view body, std::string_view extra = "") {
+  return "POST " + std::string(path) + " HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n" +
+         std::string(extra) + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+         std::string(body);
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void start(HttpSettings settings = {}) {
+    loop_.run([&] {
+      server_ = std::make_unique<HttpServer>(loop_.loop(), settings);
+      auto s = server_->listen("127.0.0.1", 0);
+      ASSERT_TRUE(s) << s.error().message;
+      port_ = server_->port();
+    });
+  }
+  void route(const std::string& path, HttpServer::Handler h, size_t maxBody = 0) {
+    loop_.run([&] {
+      auto s = server_->addRoute(path, std::move(h), maxBody);
+      EXPECT_TRUE(s) << s.error().message;
+    });
+  }
+  // A handler that echoes the request into the response body and counts.
+  HttpServer::Handler echo(const std::string& tag) {
+    return [this, tag](const HttpRequest& r, HttpRespond respond) {
+      {
+        std::lock_guard lock(mu_);
+        requests_.push_back(r);
+      }
+      respond(HttpResponse{202, {{"X-Route", tag}}, tag + ":" + r.method + ":" + r.body});
+    };
+  }
+  void TearDown() override {
+    loop_.run([&] { server_.reset(); });
+  }
+
+  LoopThread loop_;
+  std::unique_ptr<HttpServer> server_;
+  uint16_t port_ = 0;
+  std::mutex mu_;
+  std::vector<HttpRequest> requests_;
+};
+
+TEST_F(HttpServerTest, ThreeRequestsShareOneKeepAliveConnection) {
+  start();
+  route("/adt", echo("adt"));
+  RawClient c(port_);
+  ASSERT_TRUE(c.connected());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.send(post("/adt", "body" + std::to_string(i))));
+    Reply r = c.read();
+    EXPECT_EQ(r.status, 202);
+    EXPECT_EQ(r.body, "adt:POST:body" + std::to_string(i));
+    EXPECT_NE(r.head.find("connection: keep-alive"), std::string::npos);
+  }
+  loop_.run([&] { EXPECT_EQ(server_->connectionCount(), 1u); });
+}
+
+TEST_F(HttpServerTest, RequestFieldsReachTheHandler) {
+  start();
+  route("/in", echo("in"));
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(post("/in?a=1&b=two", "x", "X-Custom-Header: Value\r\n")));
+  EXPECT_EQ(c.read().status, 202);
+  std::lock_guard lock(mu_);
+  ASSERT_EQ(requests_.size(), 1u);
+  const HttpRequest& r = requests_[0];
+  EXPECT_EQ(r.method, "POST");
+  EXPECT_EQ(r.path, "/in");
+  EXPECT_EQ(r.query, "a=1&b=two");
+  EXPECT_EQ(r.header("x-custom-header").value_or(""), "Value");
+  EXPECT_EQ(r.header("content-type").value_or(""), "text/plain");
+  EXPECT_EQ(r.peer.rfind("127.0.0.1:", 0), 0u);
+}
+
+TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredOneAtATimeInOrder) {
+  start();
+  std::atomic<int> inFlight{0}, maxInFlight{0};
+  route("/slow", [&](const HttpRequest& r, HttpRespond respond) {
+    maxInFlight = std::max(maxInFlight.load(), ++inFlight);
+    std::string body = r.body;
+    LoopThread::after(loop_.loop(), 50, [&, respond, body] {
+      --inFlight;
+      respond(HttpResponse{202, {}, body});
+    });
+  });
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(post("/slow", "one") + post("/slow", "two") + post("/slow", "three")));
+  EXPECT_EQ(c.read().body, "one");
+  EXPECT_EQ(c.read().body, "two");
+  EXPECT_EQ(c.read().body, "three");
+  EXPECT_EQ(maxInFlight.load(), 1);
+}
+
+TEST_F(HttpServerTest, ABodyOverTheLimitIsAnswered413AndTheConnectionCloses) {
+  HttpSettings s;
+  s.maxBodyBytes = 100;
+  start(s);
+  route("/adt", echo("adt"));
+  {
+    RawClient c(port_);
+    // Declared too large: refused before the body is sent.
+    ASSERT_TRUE(c.send("POST /adt HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" +
+                       std::string(200, 'x')));
+    Reply r = c.read();
+    EXPECT_EQ(r.status, 413);
+    EXPECT_NE(r.head.find("connection: close"), std::string::npos);
+    EXPECT_TRUE(c.closedByPeer());
+  }
+  {
+    RawClient c(port_);
+    // Chunked: only the chunks show it.
+    std::string chunked = "POST /adt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 5; ++i) chunked += "20\r\n" + std::string(32, 'y') + "\r\n";
+    chunked += "0\r\n\r\n";
+    ASSERT_TRUE(c.send(chunked));
+    EXPECT_EQ(c.read().status, 413);
+    EXPECT_TRUE(c.closedByPeer());
+  }
+  std::lock_guard lock(mu_);
+  EXPECT_TRUE(requests_.empty());
+}
+
+TEST_F(HttpServerTest, ARouteMayHaveItsOwnBodyLimit) {
+  start();
+  route("/small", echo("small"), 10);
+  route("/big", echo("big"));
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(post("/big", std::string(50, 'z'))));
+  EXPECT_EQ(c.read().status, 202);
+  RawClient d(port_);
+  ASSERT_TRUE(d.send(post("/small", std::string(50, 'z'))));
+  EXPECT_EQ(d.read().status, 413);
+}
+
+TEST_F(HttpServerTest, AnUnknownPathIs404AndTheConnectionStaysUsable) {
+  start();
+  route("/adt", echo("adt"));
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(post("/nope", "lost")));
+  EXPECT_EQ(c.read().status, 404);
+  ASSERT_TRUE(c.send(post("/adt", "kept")));
+  Reply r = c.read();
+  EXPECT_EQ(r.status, 202);
+  EXPECT_EQ(r.body, "adt:POST:kept");
+}
+
+TEST_F(HttpServerTest, AChunkedBodyIsDechunked) {
+  start();
+  route("/adt", echo("adt"));
+  RawClient c(port_);
+  std::string req =
+      "POST /adt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nhello\r\n1;ext=1\r\n,\r\n6\r\n world\r\n0\r\n\r\n";
+  // Byte by byte, so every parser state sees a split.
+  for (char ch : req) ASSERT_TRUE(c.send(std::string(1, ch)));
+  Reply r = c.read();
+  EXPECT_EQ(r.status, 202);
+  EXPECT_EQ(r.body, "adt:POST:hello, world");
+}
+
+TEST_F(HttpServerTest, TwoRoutesShareOnePort) {
+  start();
+  route("/a", echo("a"));
+  route("/b", echo("b"));
+  loop_.run([&] { EXPECT_FALSE(server_->addRoute("/a", echo("again"))); });
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(post("/b", "1")));
+  Reply rb = c.read();
+  ASSERT_TRUE(c.send(post("/a", "2")));
+  Reply ra = c.read();
+  EXPECT_EQ(rb.body, "b:POST:1");
+  EXPECT_EQ(ra.body, "a:POST:2");
+  EXPECT_NE(ra.head.find("x-route: a"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, ConnectionCloseIsHonoured) {
+  start();
+  route("/adt", echo("adt"));
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(post("/adt", "bye", "Connection: close\r\n")));
+  Reply r = c.read();
+  EXPECT_EQ(r.status, 202);
+  EXPECT_NE(r.head.find("connection: close"), std::string::npos);
+  EXPECT_TRUE(c.closedByPeer());
+}
+
+TEST_F(HttpServerTest, AHeadOverTheLimitIsAnswered431) {
+  HttpSettings s;
+  s.maxHeaderBytes = 1024;
+  start(s);
+  route("/adt", echo("adt"));
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(post("/adt", "x", "X-Big: " + std::string(4000, 'h') + "\r\n")));
+  EXPECT_EQ(c.read().status, 431);
+  EXPECT_TRUE(c.closedByPeer());
+}
+
+TEST_F(HttpServerTest, MalformedHttpIsAnswered400) {
+  start();
+  route("/adt", echo("adt"));
+  RawClient c(port_);
+  ASSERT_TRUE(c.send("THIS IS NOT HTTP\r\n\r\n"));
+  EXPECT_EQ(c.read().status, 400);
+  EXPECT_TRUE(c.closedByPeer());
+}
+
+TEST_F(HttpServerTest, AResponseGivenLaterArrivesOnlyThenAndADroppedOneIs500) {
+  start();
+  std::vector<HttpRespond> held;
+  route("/later", [&](const HttpRequest&, HttpRespond r) { held.push_back(std::move(r)); });
+  route("/drop", [](const HttpRequest&, HttpRespond) {});
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(post("/later", "x")));
+  EXPECT_EQ(c.read(milliseconds(200)).status, 0) << "a response arrived before respond()";
+  loop_.run([&] {
+    ASSERT_EQ(held.size(), 1u);
+    held[0](HttpResponse{503, {{"Retry-After", "5"}}, "draining"});
+    held[0](HttpResponse{200, {}, "second call ignored"});
+  });
+  Reply r = c.read();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.head.find("retry-after: 5"), std::string::npos);
+  ASSERT_TRUE(c.send(post("/drop", "x")));
+  EXPECT_EQ(c.read().status, 500);
+  loop_.run([&] { held.clear(); });
+}
+
+TEST_F(HttpServerTest, Expect100ContinueIsAnsweredBeforeTheBody) {
+  start();
+  route("/adt", echo("adt"));
+  RawClient c(port_);
+  ASSERT_TRUE(c.send("POST /adt HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n"));
+  Reply cont = c.read();
+  EXPECT_EQ(cont.status, 100);
+  ASSERT_TRUE(c.send("data"));
+  EXPECT_EQ(c.read().body, "adt:POST:data");
+}
+
+TEST_F(HttpServerTest, CloseWaitsForTheResponseInFlight) {
+  start();
+  std::vector<HttpRespond> held;
+  route("/later", [&](const HttpRequest&, HttpRespond r) { held.push_back(std::move(r)); });
+  RawClient busy(port_), idle(port_);
+  ASSERT_TRUE(busy.send(post("/later", "x")));
+  for (int i = 0; i < 100; ++i) {
+    bool got = false;
+    loop_.run([&] { got = !held.empty(); });
+    if (got) break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  std::atomic<bool> closed{false};
+  loop_.run([&] { server_->close([&] { closed = true; }); });
+  EXPECT_TRUE(idle.closedByPeer());
+  EXPECT_FALSE(closed.load());
+  loop_.run([&] { held.at(0)(HttpResponse{202, {}, "done"}); });
+  Reply r = busy.read();
+  EXPECT_EQ(r.status, 202);
+  EXPECT_NE(r.head.find("connection: close"), std::string::npos);
+  EXPECT_TRUE(busy.closedByPeer());
+  for (int i = 0; i < 200 && !closed; ++i) std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_TRUE(closed.load());
+  loop_.run([&] { held.clear(); });
+}
+
+}  // namespace
+}  // namespace ductus::intake
