@@ -21,6 +21,14 @@ Frame::Frame(std::vector<capnp::word> words, const FrameLimits& limits)
       reader_(kj::arrayPtr(words_.data(), words_.size()), readerOptions(limits)) {}
 
 void FrameReader::feed(const char* data, size_t len) {
+  // Consumed frames leave a gap at the front; close it only when it is at
+  // least half the bytes held, so a read holding many frames is not moved
+  // once per frame.
+  if (start_ > 0 && (start_ >= len_ - start_ || len_ == start_)) {
+    std::memmove(buf_.data(), reinterpret_cast<char*>(buf_.data()) + start_, len_ - start_);
+    len_ -= start_;
+    start_ = 0;
+  }
   size_t needWords = (len_ + len + sizeof(capnp::word) - 1) / sizeof(capnp::word);
   if (buf_.size() < needWords) buf_.resize(std::max(needWords, buf_.size() * 2));
   std::memcpy(reinterpret_cast<char*>(buf_.data()) + len_, data, len);
@@ -29,11 +37,13 @@ void FrameReader::feed(const char* data, size_t len) {
 
 Result<std::unique_ptr<Frame>> FrameReader::next() {
   constexpr size_t W = sizeof(capnp::word);
-  size_t haveWords = len_ / W;
+  // start_ is a whole number of words: frames are.
+  const capnp::word* begin = buf_.data() + start_ / W;
+  size_t haveWords = (len_ - start_) / W;
   if (haveWords == 0) return std::unique_ptr<Frame>{};
   size_t expected;
   try {
-    expected = capnp::expectedSizeInWordsFromPrefix(kj::arrayPtr(buf_.data(), haveWords));
+    expected = capnp::expectedSizeInWordsFromPrefix(kj::arrayPtr(begin, haveWords));
   } catch (const kj::Exception& e) {
     return Error{std::string("malformed frame: ") + e.getDescription().cStr()};
   }
@@ -43,10 +53,9 @@ Result<std::unique_ptr<Frame>> FrameReader::next() {
   }
   if (expected > haveWords) return std::unique_ptr<Frame>{};
 
-  std::vector<capnp::word> words(buf_.begin(), buf_.begin() + expected);
-  size_t rest = len_ - expected * W;
-  std::memmove(buf_.data(), reinterpret_cast<char*>(buf_.data()) + expected * W, rest);
-  len_ = rest;
+  std::vector<capnp::word> words(begin, begin + expected);
+  start_ += expected * W;
+  if (start_ == len_) start_ = len_ = 0;
   try {
     return std::make_unique<Frame>(std::move(words), limits_);
   } catch (const kj::Exception& e) {

@@ -50,12 +50,13 @@ class FrameReader {
   // when the peer announced a frame over the limit (drop the connection).
   Result<std::unique_ptr<Frame>> next();
 
-  size_t bufferedBytes() const { return len_; }
+  size_t bufferedBytes() const { return len_ - start_; }
 
  private:
   FrameLimits limits_;
   std::vector<capnp::word> buf_;
-  size_t len_ = 0;  // bytes used in buf_
+  size_t len_ = 0;    // bytes used in buf_
+  size_t start_ = 0;  // bytes of buf_ already handed out as frames
 };
 
 // Serializes a built message into one contiguous byte string for a write.

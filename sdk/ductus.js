@@ -71,6 +71,10 @@ function unescapeHl7(s, d) {
 
 function escapeHl7(s, d) {
   s = String(s);
+  if (s.indexOf(d.esc) < 0 && s.indexOf(d.field) < 0 && s.indexOf(d.comp) < 0 &&
+      s.indexOf(d.sub) < 0 && s.indexOf(d.rep) < 0) {
+    return s;
+  }
   let out = "";
   for (const c of s) {
     if (c === d.esc) out += `${d.esc}E${d.esc}`;
@@ -83,8 +87,22 @@ function escapeHl7(s, d) {
   return out;
 }
 
+// Parsed paths, by text: transforms use the same few paths for every message.
+const pathCache = [new Map(), new Map()];
+const PATH_CACHE_LIMIT = 10000;
+
 // "PID.3[2].1.2", "OBX[2].5", "3.1" (relative to a segment).
 function parsePath(path, withSegment) {
+  const cache = pathCache[withSegment ? 1 : 0];
+  let p = cache.get(path);
+  if (p === undefined) {
+    p = Object.freeze(parsePathText(path, withSegment));
+    if (cache.size < PATH_CACHE_LIMIT) cache.set(path, p);
+  }
+  return p;
+}
+
+function parsePathText(path, withSegment) {
   const parts = String(path).split(".");
   const r = { seg: null, segIndex: 1, field: 0, rep: 1, comp: 0, sub: 0 };
   let i = 0;
@@ -263,14 +281,19 @@ class Hl7Message {
 
   /** MSH-18 says which character set the bytes are in; latin1 otherwise. */
   get charset() {
-    const cs = this._segments[0]?.get("18") ?? "";
+    const msh = this._segments[0]?._raw ?? "";
+    if (msh.indexOf("UTF") < 0 && msh.indexOf("utf") < 0) return "latin1";
+    const cs = this._segments[0].get("18") ?? "";
     return CHARSET_UTF8.test(cs.trim()) ? "utf8" : "latin1";
   }
 
   _find(name, index) {
+    const field = this._delims.field;
+    const len = name.length;
     let n = 0;
     for (const s of this._segments) {
-      if (s._raw.startsWith(name) && s._raw.length >= 3 && s.name === name && ++n === index) return s;
+      const raw = s._raw;
+      if (raw.startsWith(name) && (raw.length === len || raw[len] === field) && ++n === index) return s;
     }
     return undefined;
   }
@@ -285,8 +308,11 @@ class Hl7Message {
 }
 
 function charsetOfHl7Text(text) {
-  const end = text.search(/\r|\n/);
+  let end = text.indexOf("\r");
+  if (end < 0) end = text.indexOf("\n");
   const msh = end < 0 ? text : text.slice(0, end);
+  // Most messages name no character set: skip the split.
+  if (msh.indexOf("UTF") < 0 && msh.indexOf("utf") < 0) return "latin1";
   const fields = msh.split(text[3] || "|");
   return CHARSET_UTF8.test((fields[17] ?? "").trim()) ? "utf8" : "latin1";
 }
@@ -570,10 +596,20 @@ function fail(callId, e) {
 
 // Called by the worker for each invoke. Reports through native.done, now
 // for a synchronous transform or later for an async one.
-export function __run(fn, inFormat, outFormat, payload, meta, callId) {
+class Meta {
+  constructor(id, receivedAtMs, destination, origin) {
+    this.id = id;
+    this.receivedAtMs = receivedAtMs;
+    this.destination = destination;
+    this.origin = origin;
+  }
+  get receivedAt() { return new Date(this.receivedAtMs); }
+}
+
+export function __run(fn, inFormat, outFormat, payload, callId, id, receivedAtMs, destination, origin) {
   let result;
   try {
-    result = fn(decodeInput(inFormat, payload), meta);
+    result = fn(decodeInput(inFormat, payload), new Meta(id, receivedAtMs, destination, origin));
   } catch (e) {
     return fail(callId, e);
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "worker/sdk_source.h"
 #include "worker/v8_isolate.h"
@@ -270,7 +271,7 @@ Status ScriptHost::load(const InterfaceDef& def) {
     if (!ns->Get(ctx, str(isolate_, f.exportName)).ToLocal(&v) || !v->IsFunction()) {
       return report(Error{def.entry + " does not export a function named \"" + f.exportName + "\""});
     }
-    Function fn{def.interfaceId, {}, {}, {}, def.timeout};
+    Function fn{def.interfaceId, {}, {}, {}, def.timeout, f.inputFormat == "hl7v2"};
     fn.fn.Reset(isolate_, v.As<v8::Function>());
     fn.inputFormat.Reset(isolate_, str(isolate_, f.inputFormat));
     fn.outputFormat.Reset(isolate_, str(isolate_, f.outputFormat));
@@ -347,28 +348,26 @@ void ScriptHost::invoke(uint64_t callId, uint32_t functionId, std::string_view p
   // hl7v2 arrives as latin1, one character per byte, so an unchanged message
   // goes back byte for byte; the SDK re-decodes when MSH-18 says UTF-8.
   v8::Local<v8::String> inFmt = f.inputFormat.Get(isolate_);
-  bool oneByte = inFmt->Length() == 5 && utf8(isolate_, inFmt) == "hl7v2";
   v8::Local<v8::String> text =
-      oneByte ? v8::String::NewFromOneByte(isolate_,
+      f.latin1Input ? v8::String::NewFromOneByte(isolate_,
                                            reinterpret_cast<const uint8_t*>(payload.data()),
                                            v8::NewStringType::kNormal,
                                            static_cast<int>(payload.size()))
                     .ToLocalChecked()
               : str(isolate_, payload);
-  v8::Local<v8::Object> m = v8::Object::New(isolate_);
-  m->Set(ctx, str(isolate_, "id"), v8::Number::New(isolate_, static_cast<double>(meta.messageId)))
-      .Check();
-  m->Set(ctx, str(isolate_, "receivedAt"),
-         v8::Date::New(ctx, static_cast<double>(meta.receivedAtMs)).ToLocalChecked())
-      .Check();
-  m->Set(ctx, str(isolate_, "destination"), str(isolate_, meta.destination)).Check();
-  m->Set(ctx, str(isolate_, "origin"), v8::Number::New(isolate_, static_cast<double>(meta.originId)))
-      .Check();
-
-  v8::Local<v8::Value> args[] = {f.fn.Get(isolate_), inFmt, f.outputFormat.Get(isolate_), text, m,
-                                 v8::Number::New(isolate_, static_cast<double>(callId))};
+  // The meta object is made in JavaScript, where its shape is cached.
+  v8::Local<v8::Value> args[] = {f.fn.Get(isolate_),
+                                 inFmt,
+                                 f.outputFormat.Get(isolate_),
+                                 text,
+                                 v8::Number::New(isolate_, static_cast<double>(callId)),
+                                 v8::Number::New(isolate_, static_cast<double>(meta.messageId)),
+                                 v8::Number::New(isolate_, static_cast<double>(meta.receivedAtMs)),
+                                 str(isolate_, meta.destination),
+                                 v8::Number::New(isolate_, static_cast<double>(meta.originId))};
   runGuarded(callId, deadline, [&] {
-    v8::MaybeLocal<v8::Value> r = run_.Get(isolate_)->Call(ctx, v8::Undefined(isolate_), 6, args);
+    v8::MaybeLocal<v8::Value> r =
+        run_.Get(isolate_)->Call(ctx, v8::Undefined(isolate_), static_cast<int>(std::size(args)), args);
     (void)r;  // __run reports through native.done; an exception here is a termination
   });
 }

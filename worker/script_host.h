@@ -101,6 +101,7 @@ class ScriptHost {
     v8::Global<v8::Function> fn;
     v8::Global<v8::String> inputFormat, outputFormat;
     std::chrono::milliseconds timeout;
+    bool latin1Input;  // hl7v2: one character per byte
   };
   struct Call {
     Clock::time_point deadline;

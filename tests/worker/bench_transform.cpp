@@ -9,6 +9,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <unistd.h>
 #include <optional>
 #include <string>
 
@@ -85,10 +88,46 @@ class CountingOutput : public worker::HostOutput {
 struct Figures {
   double perSecond = 0;
   double noopMicros = 0;
+  // CPU time per transform: what the figures would be on an idle core
+  // (the machine running the bench is usually shared).
+  double cpuMicros = 0;            // in-process: this process; worker: the worker
+  double supervisorCpuMicros = 0;  // worker only: this (supervisor) process
 };
+
+double processCpuMicros() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+// utime + stime of another process, from /proc/<pid>/stat.
+double childCpuMicros(pid_t pid) {
+  std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return 0;
+  char buf[2048];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return 0;
+  // After the command comes field 3 (state); utime is field 14, stime 15.
+  unsigned long utime = 0, stime = 0;
+  int field = 3;
+  for (const char* q = p + 2; *q && field < 15; ++q) {
+    if (*q == ' ') {
+      ++field;
+      if (field == 14) utime = std::strtoul(q + 1, nullptr, 10);
+      if (field == 15) stime = std::strtoul(q + 1, nullptr, 10);
+    }
+  }
+  return (utime + stime) * 1e6 / sysconf(_SC_CLK_TCK);
+}
 
 Figures inProcess(const char* argv0, const std::string& msg, int n) {
   Figures f;
+  // BENCH_V8_FLAGS=--perf-basic-prof lets `perf report` name JIT frames.
+  if (const char* flags = std::getenv("BENCH_V8_FLAGS")) v8::V8::SetFlagsFromString(flags);
   if (auto s = worker::initV8(argv0); !s) return f;
   auto iso = worker::Isolate::create(size_t{256} << 20);
   CountingOutput out;
@@ -106,8 +145,10 @@ Figures inProcess(const char* argv0, const std::string& msg, int n) {
   if (!(*host)->load(def)) return f;
   for (int i = 0; i < 2000; ++i) (*host)->invoke(i, 1, msg, {});  // warm up
   auto t0 = Clock::now();
+  double cpu0 = processCpuMicros();
   for (int i = 0; i < n; ++i) (*host)->invoke(10000 + i, 1, msg, {});
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  f.cpuMicros = (processCpuMicros() - cpu0) / n;
   f.perSecond = n / secs;
   t0 = Clock::now();
   for (int i = 0; i < n; ++i) (*host)->invoke(1000000 + i, 2, msg, {});
@@ -164,10 +205,14 @@ Figures throughWorker(const char* binary, const std::string& project, const std:
     for (int i = 0; i < 2000; ++i) pool.invoke(transform, msg, {}, count);  // warm up
     runUntil(&loop, [&] { return done == 2000; });
     done = 0;
+    pid_t worker = pool.workerPids("bench").at(0);
+    double workerCpu0 = childCpuMicros(worker), ownCpu0 = processCpuMicros();
     auto t0 = Clock::now();
     for (int i = 0; i < n; ++i) pool.invoke(transform, msg, {}, count);
     runUntil(&loop, [&] { return done == n; });
     f.perSecond = n / std::chrono::duration<double>(Clock::now() - t0).count();
+    f.cpuMicros = (childCpuMicros(worker) - workerCpu0) / n;
+    f.supervisorCpuMicros = (processCpuMicros() - ownCpu0) / n;
     // Round trip: one call at a time.
     int rounds = n / 4;
     t0 = Clock::now();
@@ -214,8 +259,23 @@ int main(int argc, char** argv) {
               w.perSecond, p.perSecond > 0 ? w.perSecond / p.perSecond : 0.0);
   std::printf("%-34s %13.1fus %13.1fus %7.2fx\n", "no-op call round trip", p.noopMicros,
               w.noopMicros, p.noopMicros > 0 ? w.noopMicros / p.noopMicros : 0.0);
+  std::printf("%-34s %13.1fus %13.1fus %7.2fx\n", "CPU per ORU transform (script side)",
+              p.cpuMicros, w.cpuMicros, p.cpuMicros > 0 ? w.cpuMicros / p.cpuMicros : 0.0);
+  std::printf("%-34s %14s %13.1fus\n", "CPU per ORU transform (supervisor)", "-",
+              w.supervisorCpuMicros);
+  std::printf("%-34s %14.0f %14.0f %7.2fx\n", "ORU/s per busy core (1e6 / CPU)",
+              p.cpuMicros > 0 ? 1e6 / p.cpuMicros : 0.0, w.cpuMicros > 0 ? 1e6 / w.cpuMicros : 0.0,
+              p.cpuMicros > 0 && w.cpuMicros > 0 ? p.cpuMicros / w.cpuMicros : 0.0);
   double overhead = p.perSecond > 0 ? (1.0 - w.perSecond / p.perSecond) * 100.0 : 0.0;
-  std::printf("\nIPC overhead on throughput: %.1f%% (target < 20%%); worker: %.0f/s (target >= 15000/s)\n",
-              overhead, w.perSecond);
+  double cpuOverhead = p.cpuMicros > 0 ? (w.cpuMicros / p.cpuMicros - 1.0) * 100.0 : 0.0;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  double load[1] = {0};
+  getloadavg(load, 1);
+  std::printf(
+      "\nIPC overhead: %.1f%% on wall-clock throughput, %.1f%% on the worker's CPU per "
+      "transform (target < 20%%)\nworker: %.0f ORU/s wall clock, %.0f ORU/s per busy core "
+      "(target >= 15000/s)\nmachine: %ld cores, load average %.1f while measuring\n",
+      overhead, cpuOverhead, w.perSecond, w.cpuMicros > 0 ? 1e6 / w.cpuMicros : 0.0, cores,
+      load[0]);
   return 0;
 }
