@@ -104,8 +104,16 @@ Status validateNameTemplate(const std::string& nameTemplate) {
 // One message's write: a chain of uv_fs_* steps, each started from the
 // previous one's callback. The job owns itself from start to finish.
 struct FileSender::Job {
-  enum class Step { MakeDir, OpenTemp, Write, SyncFile, CloseFile, Rename, OpenDir, SyncDir, CloseDir,
-                    CleanupClose, CleanupUnlink };
+  enum class Step {
+    MakeDir,
+    OpenTemp,
+    Write,
+    SyncFile,
+    CloseFile,
+    Rename,
+    CleanupClose,
+    CleanupUnlink
+  };
 
   uv_fs_t req{};
   std::shared_ptr<State> state;
@@ -192,25 +200,7 @@ struct FileSender::Job {
         return check(uv_fs_rename(loop(), &req, tempPath.c_str(), finalPath.c_str(), &Job::onFs));
       case Step::Rename:
         if (err) return fail(describe("rename to", finalPath, err));
-        step = Step::OpenDir;
-        return check(
-            uv_fs_open(loop(), &req, dirPath.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0,
-                       &Job::onFs));
-      case Step::OpenDir:
-        if (err) return fail(describe("open folder", dirPath, err));
-        fd = static_cast<uv_file>(result);
-        step = Step::SyncDir;
-        return check(uv_fs_fsync(loop(), &req, fd, &Job::onFs));
-      case Step::SyncDir:
-        // Some file systems cannot fsync a folder (EINVAL); the rename is
-        // then as durable as they make it.
-        if (err && err != UV_EINVAL) {
-          failure = SendOutcome::transient(describe("fsync folder", dirPath, err));
-        }
-        step = Step::CloseDir;
-        return check(uv_fs_close(loop(), &req, std::exchange(fd, -1), &Job::onFs));
-      case Step::CloseDir:
-        return done(failure ? *failure : SendOutcome::sent(finalPath));
+        return renamed();
       case Step::CleanupClose:
         step = Step::CleanupUnlink;
         return check(uv_fs_unlink(loop(), &req, tempPath.c_str(), &Job::onFs));
@@ -218,6 +208,9 @@ struct FileSender::Job {
         return done(*failure);
     }
   }
+
+  // Queues for the folder's fsync, which calls done().
+  void renamed();
 
   void syncFile() {
     step = Step::SyncFile;
@@ -263,6 +256,94 @@ struct FileSender::Job {
     }
   }
 };
+
+// One fsync of one folder on behalf of every job waiting in its queue:
+// open the folder, fsync it, close it, then answer them all.
+struct FileSender::FolderSync {
+  enum class Step { Open, Sync, Close };
+
+  uv_fs_t req{};
+  std::shared_ptr<State> state;
+  std::string dir;
+  std::vector<Job*> jobs;
+  Step step = Step::Open;
+  uv_file fd = -1;
+  std::optional<SendOutcome> failure;
+
+  static void join(const std::shared_ptr<State>& state, Job* job) {
+    FolderQueue& q = state->folders[job->dirPath];
+    q.waiting.push_back(job);
+    if (!q.running) start(state, job->dirPath);
+  }
+
+  static void start(const std::shared_ptr<State>& state, const std::string& dir) {
+    FolderQueue& q = state->folders[dir];
+    auto op = std::make_unique<FolderSync>();
+    op->req.data = op.get();
+    op->state = state;
+    op->dir = dir;
+    op->jobs.swap(q.waiting);
+    q.running = true;
+    ++state->folderSyncs;
+    FolderSync* raw = op.release();  // owns itself until finish()
+    raw->submit(uv_fs_open(state->loop, &raw->req, raw->dir.c_str(),
+                           O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, &FolderSync::onFs));
+  }
+
+  void submit(int rc) {
+    if (rc < 0) {
+      uv_fs_req_cleanup(&req);
+      postToLoop(state->loop, [this, rc] { onStep(rc); });
+    }
+  }
+
+  static void onFs(uv_fs_t* r) {
+    auto* op = static_cast<FolderSync*>(r->data);
+    ssize_t result = r->result;
+    uv_fs_req_cleanup(r);
+    op->onStep(result);
+  }
+
+  void onStep(ssize_t result) {
+    const int err = result < 0 ? static_cast<int>(result) : 0;
+    switch (step) {
+      case Step::Open:
+        if (err) {
+          failure = SendOutcome::transient(describe("open folder", dir, err));
+          return finish();
+        }
+        fd = static_cast<uv_file>(result);
+        step = Step::Sync;
+        return submit(uv_fs_fsync(state->loop, &req, fd, &FolderSync::onFs));
+      case Step::Sync:
+        // Some file systems cannot fsync a folder (EINVAL); the rename is
+        // then as durable as they make it.
+        if (err && err != UV_EINVAL) {
+          failure = SendOutcome::transient(describe("fsync folder", dir, err));
+        }
+        step = Step::Close;
+        return submit(uv_fs_close(state->loop, &req, std::exchange(fd, -1), &FolderSync::onFs));
+      case Step::Close:
+        return finish();
+    }
+  }
+
+  void finish() {
+    std::unique_ptr<FolderSync> self(this);  // freed when this returns
+    // Renames that arrived meanwhile get the next fsync; it starts before
+    // the callbacks below, which may queue more writes of their own.
+    FolderQueue& q = state->folders[dir];
+    q.running = false;
+    if (!q.waiting.empty()) {
+      start(state, dir);
+    } else {
+      state->folders.erase(dir);
+    }
+    for (Job* job : jobs) job->done(failure ? *failure : SendOutcome::sent(job->finalPath));
+  }
+};
+
+void FileSender::Job::renamed() { FolderSync::join(state, this); }
 
 FileSender::FileSender(uv_loop_t* loop, FileSenderSettings settings, Clock now)
     : settings_(std::move(settings)), now_(std::move(now)), state_(std::make_shared<State>()) {
