@@ -8,6 +8,10 @@
 #include "common/version.h"
 #include "supervisor/check_command.h"
 #include "supervisor/test_command.h"
+#include "supervisor/secret_command.h"
+#include "supervisor/validate_command.h"
+#include "supervisor/migrate_command.h"
+#include "supervisor/run_command.h"
 #include "worker/worker_main.h"
 
 namespace {
@@ -17,7 +21,13 @@ void usage(FILE* out) {
       "usage: ductus <command> [options]\n"
       "\n"
       "commands:\n"
+      "  run        run the engine on a project\n"
+      "  dev        run the engine on a project with a throwaway PostgreSQL\n"
       "  check      check this installation (confined V8 worker, PostgreSQL)\n"
+      "  migrate    apply the database migrations this binary carries\n"
+      "  upgrade    upgrade --check: list pending migrations, change nothing\n"
+      "  secret     set, list or remove the project's encrypted secrets\n"
+      "  validate   check a project's files and print a line per interface\n"
       "  test       run the interfaces' *.test.js with mocked services\n"
       "  version    print the version\n"
       "  worker     (internal) a confined script worker, started by the engine\n"
@@ -51,8 +61,14 @@ int main(int argc, char** argv) {
     _exit(rc);
   }
   // One line per command; each lives in supervisor/<name>_command.cpp.
+  if (cmd == "run") return ductus::supervisor::runCommand(argc, argv);
+  if (cmd == "dev") return ductus::supervisor::devCommand(argc, argv);
   if (cmd == "check") return ductus::supervisor::checkCommand(argc, argv);
   if (cmd == "test") return ductus::supervisor::testCommand(argc, argv);
+  if (cmd == "validate") return ductus::supervisor::validateCommand(argc, argv);
+  if (cmd == "secret") return ductus::supervisor::secretCommand(argc, argv);
+  if (cmd == "migrate") return ductus::supervisor::migrateCommand(argc, argv);
+  if (cmd == "upgrade") return ductus::supervisor::upgradeCommand(argc, argv);
   std::fprintf(stderr, "ductus: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return 2;

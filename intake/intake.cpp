@@ -1,0 +1,63 @@
+#include "intake/intake.h"
+
+#include <set>
+
+namespace ductus::intake {
+
+Intake::Intake(store::Store& store, IntakeSpec spec, std::function<void(int32_t)> wake)
+    : store_(store), spec_(std::move(spec)), wake_(std::move(wake)) {}
+
+void Intake::accept(std::string payload,
+                    std::function<void(Result<store::StoredMessage>)> cb) {
+  auto pass = gate_->enter();
+  if (!pass) return cb(Error{"interface " + spec_.name + " is not accepting messages (stopping)"});
+  MessageKeys keys = intake::keysOf(spec_.keys, payload);
+  store::NewMessage m;
+  m.interfaceId = spec_.interfaceId;
+  m.tier = spec_.tier;
+  m.payload = std::move(payload);
+  m.partitionKey = keys.lane;
+  m.dedupeKey = std::move(keys.dedupe);
+  m.destinationIds = spec_.destinationIds;
+  m.relaxed = spec_.relaxed;
+  int32_t lane = keys.lane;
+  // The pass travels with the store call: the gate counts this message as
+  // in flight until the sender has been answered.
+  auto held = std::make_shared<Gate::Pass>(std::move(*pass));
+  store_.insert(std::move(m), [this, lane, held, cb = std::move(cb)](
+                                  Result<store::StoredMessage> r) mutable {
+    bool queued = r && r->status == store::MessageStatus::Pending;
+    cb(std::move(r));
+    if (queued) wake_(lane);
+  });
+}
+
+void Intake::acceptBatch(std::vector<std::string> payloads,
+                         std::optional<store::SourceStateWrite> state,
+                         std::function<void(Result<std::vector<store::StoredMessage>>)> cb) {
+  auto pass = gate_->enter();
+  if (!pass) return cb(Error{"interface " + spec_.name + " is not accepting messages (stopping)"});
+  store::NewBatch b;
+  b.interfaceId = spec_.interfaceId;
+  b.tier = spec_.tier;
+  b.destinationIds = spec_.destinationIds;
+  b.relaxed = spec_.relaxed;
+  b.state = std::move(state);
+  auto lanes = std::make_shared<std::set<int32_t>>();
+  b.items.reserve(payloads.size());
+  for (auto& p : payloads) {
+    MessageKeys keys = intake::keysOf(spec_.keys, p);
+    lanes->insert(keys.lane);
+    b.items.push_back(store::BatchItem{std::move(p), keys.lane, std::move(keys.dedupe)});
+  }
+  auto held = std::make_shared<Gate::Pass>(std::move(*pass));
+  store_.insertBatch(std::move(b), [this, lanes, held, cb = std::move(cb)](
+                                       Result<std::vector<store::StoredMessage>> r) mutable {
+    bool ok = r.ok();
+    cb(std::move(r));
+    if (ok)
+      for (int32_t lane : *lanes) wake_(lane);
+  });
+}
+
+}  // namespace ductus::intake

@@ -1,0 +1,62 @@
+// Intake: one interface's way into the store. Every source (MLLP, HTTP,
+// schedule, file, a route) hands its message here; it reads the message's
+// keys, stores it with one delivery per destination in one commit, and only
+// then answers, so a source acknowledges only what is committed (the seed's
+// invariant 1). After the commit it wakes the delivery loops of the
+// message's lane.
+//
+// Each intake has a Gate: while closed (a stop, a drain) nothing new is
+// stored, and a stop waits for the passes still out.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "intake/gate.h"
+#include "intake/message_keys.h"
+#include "schema/store.h"
+
+namespace ductus::intake {
+
+struct IntakeSpec {
+  std::string name;  // the interface's, for logs
+  int64_t interfaceId = 0;
+  store::Tier tier = store::Tier::Week7;
+  std::vector<int64_t> destinationIds;
+  bool relaxed = false;  // durability: relaxed
+  KeySpec keys;
+};
+
+class Intake {
+ public:
+  // wake(lane) runs after each commit that queued something in that lane.
+  Intake(store::Store& store, IntakeSpec spec, std::function<void(int32_t lane)> wake);
+
+  const IntakeSpec& spec() const { return spec_; }
+  Gate& gate() { return *gate_; }
+
+  // Stores one message. cb hears the stored message (Duplicate for a dedupe
+  // hit, still stored) or why storing failed (the sender should retry).
+  // Refused at once when the gate is closed.
+  void accept(std::string payload, std::function<void(Result<store::StoredMessage>)> cb);
+
+  // Stores many messages (a file's records) with the source's progress in
+  // one transaction. Gate as accept().
+  void acceptBatch(std::vector<std::string> payloads, std::optional<store::SourceStateWrite> state,
+                   std::function<void(Result<std::vector<store::StoredMessage>>)> cb);
+
+  // A routed message's keys, read with this (the target) interface's spec.
+  MessageKeys keysOf(std::string_view payload) const { return intake::keysOf(spec_.keys, payload); }
+  void wake(int32_t lane) { wake_(lane); }
+
+ private:
+  store::Store& store_;
+  IntakeSpec spec_;
+  std::function<void(int32_t)> wake_;
+  std::shared_ptr<Gate> gate_ = Gate::make();
+};
+
+}  // namespace ductus::intake

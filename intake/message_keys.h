@@ -1,0 +1,35 @@
+// The keys intake reads from a message before storing it: the ordering key
+// (-> its lane, common/partition.h) and the dedupe key. HL7 v2 paths
+// ("PID.3.1") are read from the raw bytes (common/hl7); JSON paths
+// ("patient.mrn", "$.patient.mrn", "ids[0]") from the parsed document.
+// Other formats have no keys: one lane, no dedupe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/config/model.h"
+
+namespace ductus::intake {
+
+struct KeySpec {
+  config::Format format = config::Format::Hl7v2;
+  std::optional<std::string> orderingKey;
+  uint32_t partitions = 1;
+  std::optional<std::string> dedupeKey;
+};
+
+struct MessageKeys {
+  int32_t lane = 0;
+  std::optional<std::string> dedupe;  // nullopt: no key, or empty in the message
+};
+
+MessageKeys keysOf(const KeySpec& spec, std::string_view payload);
+
+// The value at `path` in a message of `format` ("" when absent or the
+// message can't be read).
+std::string valueAt(config::Format format, std::string_view payload, std::string_view path);
+
+}  // namespace ductus::intake

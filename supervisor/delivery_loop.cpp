@@ -1,0 +1,422 @@
+#include "supervisor/delivery_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include "intake/intake.h"
+
+namespace ductus::supervisor {
+namespace {
+
+using store::MessageStatus;
+
+std::string runawayText(Outcome::Kind k, const std::string& data) {
+  std::string why = k == Outcome::Kind::RunawayHeap ? "runaway: the script filled its heap"
+                                                    : "runaway: the script ran past its timeout";
+  return data.empty() ? why : why + ": " + data;
+}
+
+}  // namespace
+
+DeliveryLoop::DeliveryLoop(uv_loop_t* loop, store::Store& store, WorkerPool& workers,
+                           DeliveryTarget target, std::vector<int32_t> lanes)
+    : loop_(loop), store_(store), workers_(workers), target_(std::move(target)),
+      lanes_(std::move(lanes)) {
+  if (target_.rateLimit && target_.rateLimit->count > 0) limiter_.emplace(*target_.rateLimit);
+  timer_ = UvHandle<uv_timer_t>::make();
+  uv_timer_init(loop_, timer_.get());
+  timer_.markInitialized();
+  timer_->data = this;
+}
+
+DeliveryLoop::~DeliveryLoop() { *alive_ = false; }
+
+int64_t DeliveryLoop::receivedAtMs(const std::string& t) {
+  // Postgres' text of a timestamptz: "2026-12-02 16:50:01.123456+00".
+  std::tm tm{};
+  int us = 0, tzh = 0, tzm = 0;
+  char sign = '+';
+  int n = std::sscanf(t.c_str(), "%d-%d-%d %d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                      &tm.tm_hour, &tm.tm_min, &tm.tm_sec);
+  if (n != 6) return 0;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  size_t p = t.find('.', 10);
+  size_t z = t.find_first_of("+-", 19);
+  if (p != std::string::npos && (z == std::string::npos || p < z)) {
+    std::string frac = t.substr(p + 1, (z == std::string::npos ? t.size() : z) - p - 1);
+    frac.resize(6, '0');
+    us = std::atoi(frac.c_str());
+  }
+  if (z != std::string::npos) {
+    sign = t[z];
+    std::sscanf(t.c_str() + z + 1, "%d:%d", &tzh, &tzm);
+  }
+  int64_t secs = timegm(&tm) - (sign == '-' ? -1 : 1) * (tzh * 3600 + tzm * 60);
+  return secs * 1000 + us / 1000;
+}
+
+void DeliveryLoop::wake() {
+  if (stopping_ || state_ == State::Stopped) return;
+  if (state_ == State::Idle) {
+    uv_timer_stop(timer_.get());
+    read();
+  } else {
+    wakeAgain_ = true;
+  }
+}
+
+void DeliveryLoop::armTimer(std::chrono::milliseconds delay) {
+  uv_timer_start(
+      timer_.get(),
+      [](uv_timer_t* t) {
+        auto* self = static_cast<DeliveryLoop*>(t->data);
+        if (!self) return;
+        switch (self->state_) {
+          case State::Idle:
+          case State::BackingOff:
+            if (self->stopping_) return self->maybeStopped();
+            return self->read();
+          case State::Working:
+            return self->next();  // a rate limit's wait is over
+          default:
+            return;
+        }
+      },
+      static_cast<uint64_t>(delay.count()), 0);
+}
+
+void DeliveryLoop::read() {
+  state_ = State::Reading;
+  wakeAgain_ = false;
+  auto alive = alive_;
+  store_.readQueue(target_.destinationId, lanes_, 0,
+                   [this, alive](Result<std::vector<store::QueuedDelivery>> r) {
+                     if (!*alive) return;
+                     if (!r) {
+                       spdlog::warn("{}/{}: reading the queue failed: {}", target_.interfaceName,
+                                    target_.destinationName, r.error().message);
+                       return backOff(std::min(kMaxBackoff, kFirstBackoff * (1 << std::min(failures_++, 6))));
+                     }
+                     onRows(std::move(*r));
+                   });
+}
+
+void DeliveryLoop::onRows(std::vector<store::QueuedDelivery> rows) {
+  if (rows.empty()) {
+    state_ = State::Idle;
+    if (stopping_) return maybeStopped();
+    if (wakeAgain_) return read();
+    armTimer(kSafetyNet);
+    return;
+  }
+  state_ = State::Working;
+  items_.clear();
+  items_.reserve(rows.size());
+  for (auto& row : rows) items_.push_back(Item{std::move(row), std::nullopt});
+  pos_ = 0;
+  // Every transform of the read at once: the workers pipeline them, and the
+  // outputs are still delivered strictly in order below. If a delivery
+  // fails, the outputs after it are dropped and transformed again later
+  // (at-least-once already allows a transform to run twice).
+  auto generation = std::make_shared<int>(0);
+  generation_ = generation;
+  for (size_t i = 0; i < items_.size(); ++i) {
+    const auto& row = items_[i].row;
+    CallMeta meta;
+    meta.messageId = row.message.id;
+    meta.receivedAtMs = receivedAtMs(row.message.receivedAt);
+    meta.destination = target_.destinationName;
+    meta.originId = row.originId.value_or(0);
+    auto alive = alive_;
+    workers_.invoke(target_.function, row.payload, meta,
+                    [this, alive, generation, i](Outcome o) {
+                      if (!*alive || generation_ != generation) return;
+                      items_[i].outcome = std::move(o);
+                      if (state_ == State::Working && i == pos_ && !inFlight_ && !waitingForSender_) next();
+                    });
+  }
+}
+
+void DeliveryLoop::next() {
+  while (pos_ < items_.size()) {
+    if (stopping_) break;
+    Item& item = items_[pos_];
+    if (!item.outcome) return;  // its transform is still running
+    inFlight_ = true;
+    deliver(item);
+    inFlight_ = false;
+    if (state_ != State::Working || waitingForSender_) return;
+  }
+  // The read is done (or we are stopping): flush, then look again.
+  state_ = State::Flushing;
+  auto alive = alive_;
+  flush([this, alive](bool) {
+    if (!*alive) return;
+    if (stopping_) return maybeStopped();
+    readAgainOrIdle();
+  });
+}
+
+void DeliveryLoop::deliver(Item& item) {
+  const Outcome& o = *item.outcome;
+  switch (o.kind) {
+    case Outcome::Kind::Output:
+      break;
+    case Outcome::Kind::Filtered:
+      return finished(MessageStatus::Filtered, o.data.empty() ? std::nullopt
+                                                              : std::optional<std::string>(o.data),
+                      std::nullopt);
+    case Outcome::Kind::Quarantine:
+      return finished(MessageStatus::Quarantined, o.data, std::nullopt);
+    case Outcome::Kind::RunawayTimeout:
+    case Outcome::Kind::RunawayHeap:
+      return finished(MessageStatus::Quarantined, runawayText(o.kind, o.data), std::nullopt);
+    case Outcome::Kind::Transient:
+      return failed(o.data);
+    case Outcome::Kind::Stopped:
+      // The interface's code is stopped (runaways): its messages stay
+      // pending until the code is fixed and the engine restarted.
+      spdlog::warn("{}/{}: interface stopped; {} message(s) left pending", target_.interfaceName,
+                   target_.destinationName, items_.size() - pos_);
+      interfaceStopped_ = true;
+      pos_ = items_.size();
+      return;
+  }
+
+  std::optional<std::string> saved;
+  if (target_.saveOutput) saved = o.data;
+
+  if (target_.route) {
+    auto keys = target_.route->keysOf(o.data);
+    routed_.push_back(store::RoutedItem{item.row.message, o.data, keys.lane, keys.dedupe});
+    ++counters_.routed;
+    ++pos_;
+    failures_ = 0;
+    return;
+  }
+
+  if (limiter_) {
+    auto d = limiter_->tryAcquire(senders::RateLimiter::Clock::now());
+    if (d.kind == senders::RateDecision::Kind::Drop)
+      return finished(MessageStatus::Filtered, std::string("over the rate limit"), std::nullopt);
+    if (d.kind == senders::RateDecision::Kind::Wait) {
+      waitingForSender_ = true;  // hold the loop until the timer
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d.wait).count() + 1;
+      uv_timer_start(
+          timer_.get(),
+          [](uv_timer_t* t) {
+            auto* self = static_cast<DeliveryLoop*>(t->data);
+            if (!self) return;
+            self->waitingForSender_ = false;
+            self->next();
+          },
+          static_cast<uint64_t>(ms), 0);
+      return;
+    }
+  }
+
+  senders::SendRequest req;
+  req.messageId = item.row.message.id;
+  req.interfaceName = target_.interfaceName;
+  req.destinationName = target_.destinationName;
+  req.payload = o.data;
+  waitingForSender_ = true;
+  auto alive = alive_;
+  target_.sender->send(std::move(req), [this, alive, saved](senders::SendOutcome out) {
+    if (!*alive) return;
+    waitingForSender_ = false;
+    switch (out.kind) {
+      case senders::SendOutcomeKind::Sent:
+        finished(MessageStatus::Sent, std::nullopt, saved);
+        break;
+      case senders::SendOutcomeKind::Permanent:
+        finished(MessageStatus::Quarantined, out.detail, saved);
+        break;
+      case senders::SendOutcomeKind::Transient:
+        failed(out.detail);
+        return;
+    }
+    if (state_ == State::Working) next();
+  });
+}
+
+void DeliveryLoop::finished(MessageStatus status, std::optional<std::string> why,
+                            std::optional<std::string> output) {
+  Item& item = items_[pos_];
+  batch_.push_back(store::DeliveryOutcome{item.row.message, status, std::move(why),
+                                          std::move(output)});
+  switch (status) {
+    case MessageStatus::Sent: ++counters_.sent; break;
+    case MessageStatus::Filtered: ++counters_.filtered; break;
+    case MessageStatus::Quarantined: ++counters_.quarantined; break;
+    default: break;
+  }
+  ++pos_;
+  failures_ = 0;
+}
+
+void DeliveryLoop::failed(const std::string& why) {
+  Item& item = items_[pos_];
+  int attempts = item.row.attempts + 1;
+  if (target_.maxAttempts > 0 && attempts >= static_cast<int>(target_.maxAttempts)) {
+    finished(MessageStatus::Quarantined,
+             "gave up after " + std::to_string(attempts) + " attempts: " + why, std::nullopt);
+    if (state_ == State::Working && !inFlight_) next();
+    return;
+  }
+  ++counters_.retries;
+  // Record the attempt (attempts + 1, last_error), the message stays
+  // pending; then flush everything done before it, and back off.
+  batch_.push_back(
+      store::DeliveryOutcome{item.row.message, MessageStatus::Pending, why, std::nullopt});
+  auto delay = std::min(kMaxBackoff, kFirstBackoff * (1 << std::min(failures_, 6)));
+  ++failures_;
+  spdlog::warn("{}/{}: message {} failed (attempt {}): {}; retrying in {} ms",
+               target_.interfaceName, target_.destinationName, item.row.message.id, attempts, why,
+               delay.count());
+  items_.clear();
+  pos_ = 0;
+  generation_.reset();
+  state_ = State::Flushing;
+  auto alive = alive_;
+  flush([this, alive, delay](bool) {
+    if (!*alive) return;
+    if (stopping_) return maybeStopped();
+    backOff(delay);
+  });
+}
+
+void DeliveryLoop::backOff(std::chrono::milliseconds delay) {
+  state_ = State::BackingOff;
+  if (stopping_) return maybeStopped();
+  armTimer(delay);
+}
+
+void DeliveryLoop::readAgainOrIdle() {
+  items_.clear();
+  pos_ = 0;
+  generation_.reset();
+  if (interfaceStopped_) {
+    state_ = State::Idle;  // woken reads find it stopped at once again
+    interfaceStopped_ = false;
+    armTimer(kSafetyNet);
+    return;
+  }
+  read();
+}
+
+void DeliveryLoop::flush(std::function<void(bool ok)> then) {
+  if (batch_.empty() && routed_.empty()) return then(true);
+  auto outcomes = std::make_shared<std::vector<store::DeliveryOutcome>>(std::move(batch_));
+  auto routed = std::make_shared<std::vector<store::RoutedItem>>(std::move(routed_));
+  batch_.clear();
+  routed_.clear();
+  auto alive = alive_;
+
+  auto doRouted = [this, alive, routed, then](bool okSoFar) {
+    if (!*alive) return;
+    if (routed->empty()) return then(okSoFar);
+    const auto& spec = target_.route->spec();
+    store::RoutedBatch b;
+    b.sourceDestinationId = target_.destinationId;
+    b.targetInterfaceId = spec.interfaceId;
+    b.targetTier = spec.tier;
+    b.targetDestinationIds = spec.destinationIds;
+    b.items = *routed;
+    store_.finishRouted(std::move(b), [this, alive, routed, then, okSoFar](
+                                          Result<std::vector<store::RoutedMessage>> r) {
+      if (!*alive) return;
+      if (!r) {
+        spdlog::error("{}/{}: storing {} routed message(s) failed: {}; they will be routed again",
+                      target_.interfaceName, target_.destinationName, routed->size(),
+                      r.error().message);
+        return then(false);
+      }
+      std::vector<store::MessageRef> refs;
+      std::set<int32_t> lanes;
+      std::map<int64_t, const store::RoutedItem*> byId;
+      for (auto& it : *routed) byId[it.source.id] = &it;
+      for (auto& m : *r) {
+        if (auto f = byId.find(m.sourceId); f != byId.end()) {
+          refs.push_back(f->second->source);
+          lanes.insert(f->second->partitionKey);
+        }
+      }
+      settle(std::move(refs), 0);
+      for (int32_t lane : lanes) target_.route->wake(lane);
+      then(okSoFar);
+    });
+  };
+
+  if (outcomes->empty()) return doRouted(true);
+  store_.flushStatuses(
+      target_.destinationId, *outcomes,
+      [this, alive, outcomes, doRouted](Result<std::vector<int64_t>> r) {
+        if (!*alive) return;
+        if (!r) {
+          // Nothing was recorded: those messages are delivered again later
+          // (at least once). Logged, since it means the store is in trouble.
+          spdlog::error("{}/{}: recording {} outcome(s) failed: {}", target_.interfaceName,
+                        target_.destinationName, outcomes->size(), r.error().message);
+          return doRouted(false);
+        }
+        std::set<int64_t> changed(r->begin(), r->end());
+        std::vector<store::MessageRef> refs;
+        for (auto& o : *outcomes)
+          if (o.status != MessageStatus::Pending && changed.count(o.message.id))
+            refs.push_back(o.message);
+        settle(std::move(refs), 0);
+        doRouted(true);
+      });
+}
+
+void DeliveryLoop::settle(std::vector<store::MessageRef> refs, int attempt) {
+  if (refs.empty()) return;
+  auto alive = alive_;
+  auto copy = std::make_shared<std::vector<store::MessageRef>>(refs);
+  store_.settle(std::move(refs), [this, alive, copy, attempt](Result<int64_t> r) {
+    if (!*alive || r) return;
+    // The statuses are committed; only the settle is retried (the seed's
+    // settle_saved), never the status write. At start, settleFinished
+    // repairs whatever a crash left.
+    if (attempt < 5) {
+      spdlog::warn("{}/{}: settling failed ({}), retrying", target_.interfaceName,
+                   target_.destinationName, r.error().message);
+      settle(*copy, attempt + 1);
+    }
+  });
+}
+
+void DeliveryLoop::stop(std::function<void()> done) {
+  stopping_ = true;
+  stopDone_ = std::move(done);
+  if (state_ == State::Idle || state_ == State::BackingOff) {
+    uv_timer_stop(timer_.get());
+    auto alive = alive_;
+    state_ = State::Flushing;
+    flush([this, alive](bool) {
+      if (*alive) maybeStopped();
+    });
+    return;
+  }
+  if (state_ == State::Working && !waitingForSender_) {
+    // Waiting for a transform: stop at the message in hand.
+    uv_timer_stop(timer_.get());
+    next();
+  }
+  // Reading / Flushing / a send in flight: maybeStopped() runs when done.
+}
+
+void DeliveryLoop::maybeStopped() {
+  if (state_ == State::Stopped) return;
+  state_ = State::Stopped;
+  uv_timer_stop(timer_.get());
+  if (auto d = std::move(stopDone_)) d();
+}
+
+}  // namespace ductus::supervisor

@@ -1,0 +1,123 @@
+// DeliveryLoop: the one owner of a set of lanes for one destination (the
+// seed's invariant 3). It reads up to 50 pending deliveries of its lanes in
+// message id order, sends all of their transforms to the workers at once
+// (many calls in flight: DESIGN.md "What the machine allows"), and then
+// delivers the outputs strictly in order. Outcomes are flushed in batches
+// of at most 50, at the end of each read, and always before a back-off.
+//
+// A transient failure blocks the loop: the same message is retried after
+// 1 s, doubling to 60 s, so nothing behind it in its lanes overtakes it.
+// Other destinations have loops of their own and keep going.
+//
+// Woken by intake after a commit in one of its lanes; a 30 s timer is only
+// a safety net.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/uv_handle.h"
+#include "schema/store.h"
+#include "supervisor/senders/rate_limiter.h"
+#include "supervisor/senders/sender.h"
+#include "supervisor/worker_pool.h"
+
+namespace ductus::intake {
+class Intake;
+}
+
+namespace ductus::supervisor {
+
+struct DeliveryTarget {
+  std::string interfaceName;
+  std::string destinationName;
+  int64_t destinationId = 0;
+  WorkerPool::FunctionId function = 0;
+  uint32_t maxAttempts = 0;  // 0: retry transient failures forever
+  bool saveOutput = false;
+  std::optional<senders::RateLimitSettings> rateLimit;
+  // Exactly one of these: a sender, or a route's target intake.
+  senders::Sender* sender = nullptr;
+  intake::Intake* route = nullptr;
+  store::Tier routeTier = store::Tier::Week7;
+};
+
+struct DeliveryCounters {
+  int64_t sent = 0, filtered = 0, quarantined = 0, retries = 0, routed = 0;
+};
+
+class DeliveryLoop {
+ public:
+  static constexpr std::chrono::milliseconds kFirstBackoff{1000};
+  static constexpr std::chrono::milliseconds kMaxBackoff{60'000};
+  static constexpr std::chrono::milliseconds kSafetyNet{30'000};
+
+  DeliveryLoop(uv_loop_t* loop, store::Store& store, WorkerPool& workers, DeliveryTarget target,
+               std::vector<int32_t> lanes);
+  ~DeliveryLoop();
+  DeliveryLoop(const DeliveryLoop&) = delete;
+  DeliveryLoop& operator=(const DeliveryLoop&) = delete;
+
+  // Reads the queue soon (now if idle; after the current read otherwise).
+  void wake();
+  // Finishes the message in hand (flushing what is done), then stops.
+  void stop(std::function<void()> done);
+
+  const DeliveryTarget& target() const { return target_; }
+  const DeliveryCounters& counters() const { return counters_; }
+
+ private:
+  enum class State { Idle, Reading, Working, Flushing, BackingOff, Stopped };
+  struct Item {
+    store::QueuedDelivery row;
+    std::optional<Outcome> outcome;
+  };
+
+  void read();
+  void onRows(std::vector<store::QueuedDelivery> rows);
+  void next();
+  void deliver(Item& item);
+  void finished(store::MessageStatus status, std::optional<std::string> why,
+                std::optional<std::string> output);
+  void failed(const std::string& why);
+  void flush(std::function<void(bool ok)> then);
+  void settle(std::vector<store::MessageRef> refs, int attempt);
+  void readAgainOrIdle();
+  void backOff(std::chrono::milliseconds delay);
+  void armTimer(std::chrono::milliseconds delay);
+  void maybeStopped();
+  static int64_t receivedAtMs(const std::string& pgText);
+
+  uv_loop_t* loop_;
+  store::Store& store_;
+  WorkerPool& workers_;
+  DeliveryTarget target_;
+  std::vector<int32_t> lanes_;
+  std::optional<senders::RateLimiter> limiter_;
+  UvHandle<uv_timer_t> timer_;
+
+  State state_ = State::Idle;
+  bool wakeAgain_ = false;
+  bool inFlight_ = false;          // inside deliver(), so callbacks don't re-enter next()
+  bool waitingForSender_ = false;  // a send (or a rate limit's wait) is under way
+  bool interfaceStopped_ = false;
+  std::shared_ptr<int> generation_;  // outcomes of an abandoned read are ignored
+  bool stopping_ = false;
+  std::function<void()> stopDone_;
+  std::vector<Item> items_;
+  size_t pos_ = 0;
+  int failures_ = 0;  // consecutive transient failures of the first message
+  std::vector<store::DeliveryOutcome> batch_;
+  std::vector<store::RoutedItem> routed_;
+  DeliveryCounters counters_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ductus::supervisor

@@ -1,0 +1,96 @@
+// Engine: one running project. It owns the store, the workers, every
+// interface's intake and sources, and one delivery loop per (slot,
+// destination), all on one libuv loop.
+//
+// Start (the seed's start sequence, minus ownership which comes later):
+// migrate -> connect the store -> partitions -> register interfaces and
+// destinations -> reconcile what is waiting -> workers load the code ->
+// intakes and delivery loops -> listeners last, so nothing is acknowledged
+// before the engine can deliver it. Stop: close every gate and listener,
+// wait for the stores in flight to be answered, stop the delivery loops
+// (each flushes what it finished), stop the workers, close the store.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config/model.h"
+#include "common/result.h"
+#include "common/uv_handle.h"
+
+namespace ductus::store {
+class Store;
+}
+namespace ductus::intake {
+class Intake;
+class MllpListener;
+class HttpServer;
+}  // namespace ductus::intake
+namespace ductus::senders {
+class Sender;
+class CurlMulti;
+}  // namespace ductus::senders
+
+namespace ductus::supervisor {
+
+class DeliveryLoop;
+class WorkerPool;
+class ProjectServices;
+class ScheduleSource;
+
+struct EngineOptions {
+  std::string databaseUrl;
+  std::string binary = "/proc/self/exe";  // the ductus binary, for workers
+  size_t poolSize = 8;
+};
+
+class Engine {
+ public:
+  Engine(uv_loop_t* loop, config::Project project, EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  void start(std::function<void(Status)> done);
+  void stop(std::function<void()> done);
+
+  // "mllp adt-feed 127.0.0.1:2575" for each open listener.
+  const std::vector<std::string>& listeners() const { return listenerLines_; }
+
+ private:
+  struct Iface;
+  void migrate(std::function<void(Status)> next);
+  void registerAll(size_t i, std::function<void(Status)> next);
+  void registerDestinations(Iface& f, size_t j, std::function<void(Status)> next);
+  void reconcile(std::function<void(Status)> next);
+  Status startWorkers();
+  Status buildDelivery();
+  Status openSources();
+  void wake(Iface& f, int32_t lane);
+  void maintainPartitions();
+
+  uv_loop_t* loop_;
+  config::Project project_;
+  EngineOptions options_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<ProjectServices> services_;
+  std::unique_ptr<WorkerPool> workers_;
+  std::unique_ptr<senders::CurlMulti> curl_;
+  std::vector<std::unique_ptr<Iface>> ifaces_;
+  std::map<std::string, Iface*> byName_;
+  std::vector<std::unique_ptr<intake::MllpListener>> mllp_;
+  std::map<std::string, std::unique_ptr<intake::HttpServer>> http_;  // by host:port
+  std::vector<std::unique_ptr<ScheduleSource>> schedules_;
+  std::vector<std::string> listenerLines_;
+  UvHandle<uv_timer_t> partitionTimer_;
+  bool stopping_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ductus::supervisor
