@@ -88,7 +88,60 @@ void PgConnection::stepConnect() {
 }
 
 void PgConnection::query(std::string sql, std::vector<Param> params, QueryCallback cb) {
-  queue_.push_back(Pending{std::move(sql), std::move(params), std::move(cb)});
+  Pending p;
+  p.sql = std::move(sql);
+  p.params = std::move(params);
+  p.cb = std::move(cb);
+  enqueue(std::move(p));
+}
+
+void PgConnection::query(std::string sql, std::vector<Param> params, std::vector<int> formats,
+                         QueryCallback cb) {
+  Pending p;
+  p.sql = std::move(sql);
+  p.params = std::move(params);
+  p.cb = std::move(cb);
+  p.formats = std::move(formats);
+  enqueue(std::move(p));
+}
+
+void PgConnection::execute(const std::string& name, const std::string& sql,
+                           std::vector<Param> params, std::vector<int> formats, QueryCallback cb) {
+  if (!prepared_.count(name)) {
+    // Marked at once so a second execute queued behind this one does not
+    // prepare again; a failed prepare unmarks it (and the execute behind it
+    // fails with the server's "does not exist", carrying the cause).
+    prepared_.insert(name);
+    Pending prep;
+    prep.sql = sql;
+    prep.kind = Kind::Prepare;
+    prep.name = name;
+    prep.params.resize(params.size());
+    auto alive = alive_;
+    prep.cb = [this, alive, name](Result<PgResult> r) {
+      if (*alive && !r.ok()) prepared_.erase(name);
+    };
+    enqueue(std::move(prep));
+  }
+  Pending p;
+  p.params = std::move(params);
+  p.cb = std::move(cb);
+  p.kind = Kind::Prepared;
+  p.name = name;
+  p.formats = std::move(formats);
+  enqueue(std::move(p));
+}
+
+void PgConnection::script(std::string sql, QueryCallback cb) {
+  Pending p;
+  p.sql = std::move(sql);
+  p.cb = std::move(cb);
+  p.kind = Kind::Script;
+  enqueue(std::move(p));
+}
+
+void PgConnection::enqueue(Pending p) {
+  queue_.push_back(std::move(p));
   if (state_ == State::Idle) startNext();
   if (state_ == State::Broken) {
     // A broken connection answers at once; callers reconnect.
@@ -103,13 +156,37 @@ void PgConnection::startNext() {
   last_ = PgResult();
   error_.reset();
 
+  const Pending& q = *current_;
   std::vector<const char*> values;
-  values.reserve(current_->params.size());
-  for (auto& p : current_->params) values.push_back(p ? p->c_str() : nullptr);
-  if (!PQsendQueryParams(conn_.get(), current_->sql.c_str(), static_cast<int>(values.size()),
-                         nullptr, values.data(), nullptr, nullptr, 0)) {
-    return fail(trimmed(PQerrorMessage(conn_.get())));
+  std::vector<int> lengths;
+  values.reserve(q.params.size());
+  lengths.reserve(q.params.size());
+  for (auto& p : q.params) {
+    values.push_back(p ? p->data() : nullptr);
+    lengths.push_back(p ? static_cast<int>(p->size()) : 0);
   }
+  const int* formats = q.formats.empty() ? nullptr : q.formats.data();
+  if (!q.formats.empty() && q.formats.size() != q.params.size())
+    return finishQuery(Error{"postgres: parameter formats do not match the parameters"});
+  int n = static_cast<int>(values.size());
+  int sent = 0;
+  switch (q.kind) {
+    case Kind::Params:
+      sent = PQsendQueryParams(conn_.get(), q.sql.c_str(), n, nullptr, values.data(),
+                               lengths.data(), formats, 0);
+      break;
+    case Kind::Prepare:
+      sent = PQsendPrepare(conn_.get(), q.name.c_str(), q.sql.c_str(), n, nullptr);
+      break;
+    case Kind::Prepared:
+      sent = PQsendQueryPrepared(conn_.get(), q.name.c_str(), n, values.data(), lengths.data(),
+                                 formats, 0);
+      break;
+    case Kind::Script:
+      sent = PQsendQuery(conn_.get(), q.sql.c_str());
+      break;
+  }
+  if (!sent) return fail(trimmed(PQerrorMessage(conn_.get())));
   state_ = State::Busy;
   stepQuery(UV_WRITABLE);
 }

@@ -5,7 +5,10 @@
 // test/asynctest.c does. Nothing here ever blocks the loop.
 //
 // Queries queue up and run one after another in submission order. Every
-// parameter is bound (text format); SQL is never assembled from values.
+// parameter is bound (text format unless a format vector says binary, which
+// bytea payloads and arrays use: no hex doubling of a 64 MB message); SQL is
+// never assembled from values. Named statements are prepared once per
+// connection and then executed by name.
 #pragma once
 
 #include <libpq-fe.h>
@@ -16,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "common/result.h"
@@ -42,6 +46,16 @@ class PgConnection {
   // Queues a statement. cb runs on the loop with the (last) result, or an
   // Error carrying the server's message and SQLSTATE in Error::code.
   void query(std::string sql, std::vector<Param> params, QueryCallback cb);
+  // The same with a format per parameter (0 text, 1 binary; empty = text).
+  void query(std::string sql, std::vector<Param> params, std::vector<int> formats,
+             QueryCallback cb);
+  // Prepares `sql` under `name` the first time this connection sees the
+  // name, then executes it. The name must always mean the same text.
+  void execute(const std::string& name, const std::string& sql, std::vector<Param> params,
+               std::vector<int> formats, QueryCallback cb);
+  // Simple protocol: several statements separated by ';', no parameters.
+  // Only for text that ships inside the binary (migrations, BEGIN/COMMIT).
+  void script(std::string sql, QueryCallback cb);
 
   bool connected() const { return state_ == State::Idle || state_ == State::Busy; }
   bool broken() const { return state_ == State::Broken; }
@@ -49,11 +63,16 @@ class PgConnection {
 
  private:
   enum class State { Fresh, Connecting, Idle, Busy, Broken };
+  enum class Kind { Params, Prepare, Prepared, Script };
   struct Pending {
     std::string sql;
     std::vector<Param> params;
     QueryCallback cb;
+    Kind kind = Kind::Params;
+    std::string name;          // Prepare / Prepared
+    std::vector<int> formats;  // per parameter; empty = all text
   };
+  void enqueue(Pending p);
 
   static void onPoll(uv_poll_t* h, int status, int events);
   void watch(int events);
@@ -76,6 +95,7 @@ class PgConnection {
   std::optional<Pending> current_;
   PgResult last_;
   std::optional<Error> error_;
+  std::unordered_set<std::string> prepared_;
   // Guards against `this` being destroyed inside a user callback.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -1,0 +1,130 @@
+#include "schema/pg_pool.h"
+
+namespace ductus::store {
+
+struct PgPool::Shared : std::enable_shared_from_this<PgPool::Shared> {
+  enum class State { Connecting, Idle, Leased, Down };
+  struct Slot {
+    std::unique_ptr<PgConnection> conn;
+    State state = State::Down;
+  };
+
+  uv_loop_t* loop;
+  std::string conninfo;
+  std::vector<Slot> slots;
+  std::deque<size_t> idle;  // slots in State::Idle
+  std::deque<LeaseCallback> waiters;
+  bool closed = false;
+
+  void setState(size_t i, State s) {
+    Slot& slot = slots[i];
+    if (slot.state == State::Idle) std::erase(idle, i);
+    slot.state = s;
+    if (s == State::Idle) idle.push_back(i);
+  }
+
+  void connect(size_t i, std::function<void(Status)> cb) {
+    setState(i, State::Connecting);
+    slots[i].conn = std::make_unique<PgConnection>(loop);
+    std::weak_ptr<Shared> weak = shared_from_this();
+    slots[i].conn->connect(conninfo, [weak, i, cb = std::move(cb)](Status s) {
+      auto self = weak.lock();
+      if (!self || self->closed) return;
+      if (s.ok()) {
+        self->setState(i, State::Idle);
+      } else {
+        self->setState(i, State::Down);
+        // Nobody can be served until a connection comes back: tell the
+        // waiters now rather than leaving them hanging (they retry).
+        auto waiters = std::move(self->waiters);
+        self->waiters.clear();
+        for (auto& w : waiters) w(Error{s.error().message, s.error().code});
+      }
+      if (cb) cb(s);
+      self->dispatch();
+    });
+  }
+
+  void dispatch() {
+    while (!closed && !waiters.empty() && !idle.empty()) {
+      size_t i = idle.front();
+      setState(i, State::Leased);
+      auto cb = std::move(waiters.front());
+      waiters.pop_front();
+      cb(std::make_shared<Lease>(shared_from_this(), i));
+    }
+    if (closed || waiters.empty()) return;
+    // Waiters but nothing idle: bring back a slot that is down, if any.
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (slots[i].state == State::Down) {
+        connect(i, nullptr);
+        return;
+      }
+    }
+  }
+
+  void release(size_t i) {
+    if (closed) {
+      slots[i].conn.reset();
+      return;
+    }
+    if (slots[i].conn->broken()) {
+      // Replaced, not reused: its prepared statements and session are gone.
+      connect(i, nullptr);
+      return;
+    }
+    setState(i, State::Idle);
+    dispatch();
+  }
+};
+
+PgPool::Lease::Lease(std::shared_ptr<Shared> pool, size_t slot)
+    : pool_(std::move(pool)), slot_(slot) {}
+
+PgPool::Lease::~Lease() { pool_->release(slot_); }
+
+PgConnection& PgPool::Lease::conn() { return *pool_->slots[slot_].conn; }
+
+PgPool::PgPool(uv_loop_t* loop, std::string conninfo, size_t size)
+    : shared_(std::make_shared<Shared>()) {
+  shared_->loop = loop;
+  shared_->conninfo = std::move(conninfo);
+  shared_->slots.resize(size == 0 ? 1 : size);
+}
+
+PgPool::~PgPool() {
+  shared_->closed = true;
+  shared_->waiters.clear();
+  // Leased connections stay with their lease until it ends.
+  for (auto& s : shared_->slots)
+    if (s.state != Shared::State::Leased) s.conn.reset();
+}
+
+void PgPool::start(std::function<void(Status)> cb) {
+  auto remaining = std::make_shared<size_t>(shared_->slots.size());
+  auto reported = std::make_shared<bool>(false);
+  for (size_t i = 0; i < shared_->slots.size(); ++i) {
+    shared_->connect(i, [cb, remaining, reported](Status s) {
+      --*remaining;
+      if (*reported) return;
+      if (!s.ok()) {
+        *reported = true;
+        return cb(s);
+      }
+      if (*remaining == 0) {
+        *reported = true;
+        cb({});
+      }
+    });
+  }
+}
+
+void PgPool::acquire(LeaseCallback cb) {
+  shared_->waiters.push_back(std::move(cb));
+  shared_->dispatch();
+}
+
+size_t PgPool::size() const { return shared_->slots.size(); }
+size_t PgPool::waiting() const { return shared_->waiters.size(); }
+
+}  // namespace ductus::store

@@ -1,0 +1,528 @@
+#include "schema/store.h"
+
+#include <spdlog/spdlog.h>
+
+#include "schema/pg_binary.h"
+#include "schema/store_sql.h"
+
+namespace ductus::store {
+namespace {
+
+namespace pb = pgbinary;
+constexpr int kText = 0, kBinary = 1;
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+// The three columns every message key travels as.
+struct RefArrays {
+  std::string ids, tiers, ats;
+};
+
+RefArrays refArrays(const std::vector<MessageRef>& refs) {
+  std::vector<int64_t> ids;
+  std::vector<int16_t> tiers;
+  std::vector<std::string> ats;
+  for (auto& r : refs) {
+    ids.push_back(r.id);
+    tiers.push_back(static_cast<int16_t>(r.tier));
+    ats.push_back(r.receivedAt);
+  }
+  return {pb::int8Array(ids), pb::int2Array(tiers), pb::bytesArray(pb::kText, ats)};
+}
+
+Tier tierOf(long long v) { return static_cast<Tier>(static_cast<int16_t>(v)); }
+
+// Rows of (id, tier, received_at, status) as StoredMessage.
+std::vector<StoredMessage> storedRows(const PgResult& r) {
+  std::vector<StoredMessage> out;
+  out.reserve(r.rows());
+  for (int i = 0; i < r.rows(); ++i) {
+    StoredMessage s;
+    s.ref.id = r.integer(i, 0);
+    s.ref.tier = tierOf(r.integer(i, 1));
+    s.ref.receivedAt = std::string(r.text(i, 2));
+    s.status = static_cast<MessageStatus>(r.integer(i, 3));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+Store::Store(uv_loop_t* loop, StoreOptions options)
+    : loop_(loop), options_(std::move(options)), pool_(loop, options_.conninfo, options_.poolSize) {}
+
+Store::~Store() { *alive_ = false; }
+
+void Store::start(Done cb) { pool_.start(std::move(cb)); }
+
+bool Store::retryable(const Error& e, int attempt) {
+  if (attempt >= options_.maxRetries) return false;
+  if (e.code == "40001") {
+    ++stats_.serializationRetries;
+    return true;
+  }
+  if (e.code == "40P01") {
+    ++stats_.deadlockRetries;
+    return true;
+  }
+  return false;
+}
+
+void Store::run(const Statement& s, std::vector<Param> params, std::vector<int> formats,
+                bool retry, Callback<PgResult> cb, int attempt) {
+  auto alive = alive_;
+  pool_.acquire([this, alive, s, params = std::move(params), formats = std::move(formats), retry,
+                 cb = std::move(cb), attempt](Result<LeasePtr> lease) mutable {
+    if (!*alive) return;
+    if (!lease) return cb(lease.error());
+    auto copy = params;
+    auto fcopy = formats;
+    PgConnection& conn = (*lease)->conn();
+    conn.execute(s.name, s.sql, std::move(copy), std::move(fcopy),
+                 [this, alive, lease = *lease, s, params = std::move(params),
+                  formats = std::move(formats), retry, cb = std::move(cb),
+                  attempt](Result<PgResult> r) mutable {
+                   if (!*alive) return;
+                   if (!r && retry && retryable(r.error(), attempt)) {
+                     lease.reset();  // back to the pool before trying again
+                     return run(s, std::move(params), std::move(formats), retry, std::move(cb),
+                                attempt + 1);
+                   }
+                   lease.reset();
+                   cb(std::move(r));
+                 });
+  });
+}
+
+void Store::transaction(TxBody body, Done done, int attempt) {
+  auto alive = alive_;
+  pool_.acquire([this, alive, body = std::move(body), done = std::move(done),
+                 attempt](Result<LeasePtr> lease) mutable {
+    if (!*alive) return;
+    if (!lease) return done(lease.error());
+    LeasePtr l = *lease;
+    l->conn().script("BEGIN", [](Result<PgResult>) {});
+    // The body's statements queue behind BEGIN on the same connection.
+    auto again = [this, alive, body, done, attempt, l](Status s) mutable {
+      if (!*alive) return;
+      auto finish = [this, alive, body, done, attempt, l](Status s) mutable {
+        if (!*alive) return;
+        if (!s.ok() && retryable(s.error(), attempt)) {
+          l.reset();
+          return transaction(std::move(body), std::move(done), attempt + 1);
+        }
+        l.reset();
+        done(s);
+      };
+      if (!s.ok()) {
+        // ROLLBACK answers even on an aborted transaction; keep the cause.
+        l->conn().script("ROLLBACK", [finish, s](Result<PgResult>) mutable { finish(s); });
+        return;
+      }
+      l->conn().script("COMMIT", [finish](Result<PgResult> r) mutable {
+        if (!r) return finish(r.error());
+        finish({});
+      });
+    };
+    body(l, std::move(again));
+  });
+}
+
+// ---- Registry -------------------------------------------------------------
+
+void Store::ensureInterface(const std::string& name, Callback<int64_t> cb) {
+  // Read first: registering is rare, and an INSERT ... ON CONFLICT would
+  // write (and lock) on every start.
+  static const Statement find{"ductus_find_interface", sql::kFindInterface};
+  static const Statement add{"ductus_add_interface", sql::kAddInterface};
+  run(find, {name}, {}, false, [this, name, cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    if (r->rows() > 0) return cb(static_cast<int64_t>(r->integer(0, 0)));
+    run(add, {name}, {}, false, [this, name, cb](Result<PgResult> r) {
+      if (!r) return cb(r.error());
+      if (r->rows() > 0) return cb(static_cast<int64_t>(r->integer(0, 0)));
+      // Someone registered it between our read and insert.
+      run(find, {name}, {}, false, [name, cb](Result<PgResult> r) {
+        if (!r) return cb(r.error());
+        if (r->rows() == 0) return cb(Error{"interface " + name + " could not be registered"});
+        cb(static_cast<int64_t>(r->integer(0, 0)));
+      });
+    });
+  });
+}
+
+void Store::ensureDestination(int64_t interfaceId, const std::string& name,
+                              Callback<int64_t> cb) {
+  static const Statement find{"ductus_find_destination", sql::kFindDestination};
+  static const Statement add{"ductus_add_destination", sql::kAddDestination};
+  std::vector<Param> p{num(interfaceId), name};
+  run(find, p, {}, false, [this, p, name, cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    if (r->rows() > 0) return cb(static_cast<int64_t>(r->integer(0, 0)));
+    run(add, p, {}, false, [this, p, name, cb](Result<PgResult> r) {
+      if (!r) return cb(r.error());
+      if (r->rows() > 0) return cb(static_cast<int64_t>(r->integer(0, 0)));
+      run(find, p, {}, false, [name, cb](Result<PgResult> r) {
+        if (!r) return cb(r.error());
+        if (r->rows() == 0) return cb(Error{"destination " + name + " could not be registered"});
+        cb(static_cast<int64_t>(r->integer(0, 0)));
+      });
+    });
+  });
+}
+
+// ---- Inserts ----------------------------------------------------------------
+
+void Store::insert(NewMessage m, Callback<StoredMessage> cb) {
+  NewBatch b;
+  b.interfaceId = m.interfaceId;
+  b.tier = m.tier;
+  b.destinationIds = std::move(m.destinationIds);
+  b.relaxed = m.relaxed;
+  b.items.push_back(BatchItem{std::move(m.payload), m.partitionKey, std::move(m.dedupeKey)});
+  std::vector<int64_t> origins{m.originId.value_or(0)};
+  static const Statement stmt{"ductus_insert_messages", sql::kInsertMessages};
+  std::vector<std::string> payloads{std::move(b.items[0].payload)};
+  std::vector<std::optional<std::string>> keys{std::move(b.items[0].dedupeKey)};
+  std::vector<Param> params{num(b.interfaceId),
+                            num(static_cast<int16_t>(b.tier)),
+                            pb::int8Array(b.destinationIds),
+                            std::string(b.relaxed ? "t" : "f"),
+                            pb::bytesArray(pb::kBytea, payloads),
+                            pb::int4Array({b.items[0].partitionKey}),
+                            pb::bytesArray(pb::kText, keys),
+                            pb::int8Array(origins),
+                            std::nullopt,
+                            std::nullopt};
+  std::vector<int> formats{kText, kText, kBinary, kText, kBinary, kBinary, kBinary, kBinary,
+                           kText, kText};
+  // Not retried: an insert updates nothing, and a failed insert is answered
+  // to the sender (AE / 503), who sends again.
+  run(stmt, std::move(params), std::move(formats), false, [cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    auto rows = storedRows(*r);
+    if (rows.size() != 1) return cb(Error{"message insert returned no row"});
+    cb(std::move(rows[0]));
+  });
+}
+
+void Store::insertBatch(NewBatch b, Callback<std::vector<StoredMessage>> cb) {
+  if (b.items.empty() && !b.state) return cb(std::vector<StoredMessage>{});
+  std::vector<std::string> payloads;
+  std::vector<int32_t> lanes;
+  std::vector<std::optional<std::string>> keys;
+  payloads.reserve(b.items.size());
+  for (auto& it : b.items) {
+    payloads.push_back(std::move(it.payload));
+    lanes.push_back(it.partitionKey);
+    keys.push_back(std::move(it.dedupeKey));
+  }
+  std::vector<int64_t> origins(b.items.size(), 0);
+  Param stateKey, stateJson;
+  if (b.state) {
+    stateKey = b.state->key;
+    stateJson = b.state->json;
+  }
+  static const Statement stmt{"ductus_insert_messages", sql::kInsertMessages};
+  std::vector<Param> params{num(b.interfaceId),
+                            num(static_cast<int16_t>(b.tier)),
+                            pb::int8Array(b.destinationIds),
+                            std::string(b.relaxed ? "t" : "f"),
+                            pb::bytesArray(pb::kBytea, payloads),
+                            pb::int4Array(lanes),
+                            pb::bytesArray(pb::kText, keys),
+                            pb::int8Array(origins),
+                            stateKey,
+                            stateJson};
+  std::vector<int> formats{kText, kText, kBinary, kText, kBinary, kBinary, kBinary, kBinary,
+                           kText, kText};
+  run(stmt, std::move(params), std::move(formats), false, [cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    cb(storedRows(*r));
+  });
+}
+
+// ---- Queue, flush, settle ---------------------------------------------------
+
+void Store::readQueue(int64_t destinationId, std::vector<int32_t> lanes, int64_t afterMessageId,
+                      Callback<std::vector<QueuedDelivery>> cb) {
+  static const Statement stmt{"ductus_read_queue", sql::kReadQueue};
+  std::vector<Param> params{num(destinationId), num(afterMessageId), pb::int4Array(lanes),
+                            num(kQueueReadRows)};
+  run(stmt, std::move(params), {kText, kText, kBinary, kText}, false,
+      [cb](Result<PgResult> r) {
+        if (!r) return cb(r.error());
+        std::vector<QueuedDelivery> out;
+        out.reserve(r->rows());
+        for (int i = 0; i < r->rows(); ++i) {
+          QueuedDelivery q;
+          q.message.id = r->integer(i, 0);
+          q.message.tier = tierOf(r->integer(i, 1));
+          q.message.receivedAt = std::string(r->text(i, 2));
+          q.partitionKey = static_cast<int32_t>(r->integer(i, 3));
+          q.attempts = static_cast<int32_t>(r->integer(i, 4));
+          auto payload = pb::decodeByteaText(r->text(i, 5));
+          if (!payload) return cb(payload.error());
+          q.payload = std::move(*payload);
+          if (!r->isNull(i, 6)) q.originId = r->integer(i, 6);
+          out.push_back(std::move(q));
+        }
+        cb(std::move(out));
+      });
+}
+
+void Store::flushStatuses(int64_t destinationId, std::vector<DeliveryOutcome> outcomes,
+                          Callback<std::vector<int64_t>> cb) {
+  if (outcomes.empty()) return cb(std::vector<int64_t>{});
+  if (outcomes.size() > kFlushRows)
+    return cb(Error{"status flush of " + std::to_string(outcomes.size()) +
+                    " deliveries: at most " + std::to_string(kFlushRows) + " at a time"});
+  std::vector<MessageRef> refs;
+  std::vector<int16_t> statuses;
+  std::vector<std::optional<std::string>> errors, outputs;
+  for (auto& o : outcomes) {
+    if (o.status == MessageStatus::Duplicate)
+      return cb(Error{"a delivery cannot be marked duplicate (message " + num(o.message.id) + ")"});
+    refs.push_back(o.message);
+    statuses.push_back(static_cast<int16_t>(o.status));
+    errors.push_back(std::move(o.lastError));
+    outputs.push_back(std::move(o.output));
+  }
+  auto a = refArrays(refs);
+  static const Statement stmt{"ductus_flush_statuses", sql::kFlushStatuses};
+  std::vector<Param> params{num(destinationId),
+                            a.ids,
+                            a.tiers,
+                            a.ats,
+                            pb::int2Array(statuses),
+                            pb::bytesArray(pb::kText, errors),
+                            pb::bytesArray(pb::kBytea, outputs)};
+  run(stmt, std::move(params), {kText, kBinary, kBinary, kBinary, kBinary, kBinary, kBinary},
+      true, [cb](Result<PgResult> r) {
+        if (!r) return cb(r.error());
+        std::vector<int64_t> ids;
+        for (int i = 0; i < r->rows(); ++i) ids.push_back(r->integer(i, 0));
+        cb(std::move(ids));
+      });
+}
+
+void Store::settle(std::vector<MessageRef> messages, Callback<int64_t> cb) {
+  settleChunk(std::make_shared<std::vector<MessageRef>>(std::move(messages)),
+              std::make_shared<int64_t>(0), std::move(cb));
+}
+
+// Settles at most kFlushRows messages per transaction, so a long list (start
+// up) does not hold thousands of row locks at once.
+void Store::settleChunk(std::shared_ptr<std::vector<MessageRef>> rest,
+                        std::shared_ptr<int64_t> changed, Callback<int64_t> cb) {
+  if (rest->empty()) return cb(*changed);
+  size_t n = std::min(rest->size(), kFlushRows);
+  std::vector<MessageRef> chunk(rest->begin(), rest->begin() + n);
+  rest->erase(rest->begin(), rest->begin() + n);
+  auto a = std::make_shared<RefArrays>(refArrays(chunk));
+  auto count = std::make_shared<int64_t>(0);
+  static const Statement lock{"ductus_settle_lock", sql::kSettleLock};
+  static const Statement write{"ductus_settle_write", sql::kSettleWrite};
+  transaction(
+      [a, count](LeasePtr l, Done done) {
+        std::vector<int> f{kBinary, kBinary, kBinary};
+        *count = 0;
+        // The lock's own error (a deadlock, say) is the one to retry on;
+        // the write behind it would only say "transaction is aborted".
+        auto lockError = std::make_shared<std::optional<Error>>();
+        l->conn().execute(lock.name, lock.sql, {a->ids, a->tiers, a->ats}, f,
+                          [lockError](Result<PgResult> r) {
+                            if (!r) *lockError = r.error();
+                          });
+        // Queued behind the lock statement on the same connection: it runs
+        // after the locks are held, with a snapshot of its own.
+        l->conn().execute(write.name, write.sql, {a->ids, a->tiers, a->ats}, f,
+                          [count, done, lockError](Result<PgResult> r) {
+                            if (*lockError) return done(**lockError);
+                            if (!r) return done(r.error());
+                            *count = r->affected();
+                            done({});
+                          });
+      },
+      [this, rest, changed, count, cb](Status s) {
+        if (!s.ok()) return cb(s.error());
+        *changed += *count;
+        settleChunk(rest, changed, cb);
+      });
+}
+
+// ---- Routes, resend ----------------------------------------------------------
+
+void Store::finishRouted(RoutedBatch b, Callback<std::vector<RoutedMessage>> cb) {
+  if (b.items.empty()) return cb(std::vector<RoutedMessage>{});
+  std::vector<MessageRef> refs;
+  std::vector<std::string> payloads;
+  std::vector<int32_t> lanes;
+  std::vector<std::optional<std::string>> keys;
+  for (auto& it : b.items) {
+    refs.push_back(it.source);
+    payloads.push_back(std::move(it.payload));
+    lanes.push_back(it.partitionKey);
+    keys.push_back(std::move(it.dedupeKey));
+  }
+  auto a = refArrays(refs);
+  static const Statement stmt{"ductus_finish_routed", sql::kFinishRouted};
+  std::vector<Param> params{a.ids,
+                            a.tiers,
+                            a.ats,
+                            num(b.sourceDestinationId),
+                            pb::bytesArray(pb::kBytea, payloads),
+                            pb::int4Array(lanes),
+                            pb::bytesArray(pb::kText, keys),
+                            num(b.targetInterfaceId),
+                            num(static_cast<int16_t>(b.targetTier)),
+                            pb::int8Array(b.targetDestinationIds)};
+  std::vector<int> formats{kBinary, kBinary, kBinary, kText,  kBinary,
+                           kBinary, kBinary, kText,   kText,  kBinary};
+  run(stmt, std::move(params), std::move(formats), true, [cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    auto stored = storedRows(*r);
+    std::vector<RoutedMessage> out;
+    for (size_t i = 0; i < stored.size(); ++i)
+      out.push_back(RoutedMessage{r->integer(static_cast<int>(i), 4), std::move(stored[i])});
+    cb(std::move(out));
+  });
+}
+
+void Store::resend(const MessageRef& message, int64_t destinationId, Callback<bool> cb) {
+  static const Statement lock{"ductus_lock_message", sql::kLockOneMessage};
+  static const Statement back{"ductus_resend_delivery", sql::kResendDelivery};
+  static const Statement pend{"ductus_resend_message", sql::kResendMessage};
+  std::vector<Param> key{num(message.id), num(static_cast<int16_t>(message.tier)),
+                         message.receivedAt};
+  auto changed = std::make_shared<bool>(false);
+  transaction(
+      [key, destinationId, changed](LeasePtr l, Done done) {
+        *changed = false;
+        auto firstError = std::make_shared<std::optional<Error>>();
+        l->conn().execute(lock.name, lock.sql, key, {}, [firstError](Result<PgResult> r) {
+          if (!r && !*firstError) *firstError = r.error();
+        });
+        auto withDest = key;
+        withDest.push_back(num(destinationId));
+        l->conn().execute(back.name, back.sql, withDest, {},
+                          [changed, firstError](Result<PgResult> r) {
+                            if (r) *changed = r->affected() > 0;
+                            else if (!*firstError) *firstError = r.error();
+                          });
+        l->conn().execute(pend.name, pend.sql, key, {}, [done, firstError](Result<PgResult> r) {
+          if (*firstError) return done(**firstError);
+          if (!r) return done(r.error());
+          done({});
+        });
+      },
+      [changed, cb](Status s) {
+        if (!s.ok()) return cb(s.error());
+        cb(*changed);
+      });
+}
+
+// ---- Start-up repair ---------------------------------------------------------
+
+void Store::reconcile(int64_t interfaceId, std::vector<int64_t> activeDestinationIds,
+                      Callback<ReconcileReport> cb) {
+  static const Statement missing{"ductus_reconcile_missing", sql::kReconcileMissing};
+  static const Statement removed{"ductus_reconcile_removed", sql::kReconcileRemoved};
+  static const Statement finished{"ductus_reconcile_finished", sql::kReconcileFinished};
+  std::vector<Param> p{num(interfaceId), pb::int8Array(activeDestinationIds)};
+  std::vector<int> f{kText, kBinary};
+  auto report = std::make_shared<ReconcileReport>();
+  run(missing, p, f, true, [this, p, f, report, interfaceId, cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    report->deliveriesAdded = r->affected();
+    run(removed, p, f, true, [this, report, interfaceId, cb](Result<PgResult> r) {
+      if (!r) return cb(r.error());
+      report->deliveriesFiltered = r->affected();
+      run(finished, {num(interfaceId)}, {}, true, [report, cb](Result<PgResult> r) {
+        if (!r) return cb(r.error());
+        report->deliveriesFinished = r->affected();
+        cb(*report);
+      });
+    });
+  });
+}
+
+void Store::settleFinished(int64_t interfaceId, Callback<int64_t> cb) {
+  static const Statement stmt{"ductus_finished_but_pending", sql::kFinishedButPending};
+  constexpr int kPage = 1000;
+  auto total = std::make_shared<int64_t>(0);
+  auto step = std::make_shared<std::function<void()>>();
+  auto weakStep = std::weak_ptr<std::function<void()>>(step);
+  *step = [this, interfaceId, total, weakStep, cb]() {
+    auto keep = weakStep.lock();
+    run(stmt, {num(interfaceId), num(kPage)}, {}, false,
+        [this, total, keep, cb](Result<PgResult> r) {
+          if (!r) return cb(r.error());
+          std::vector<MessageRef> refs;
+          for (int i = 0; i < r->rows(); ++i)
+            refs.push_back(MessageRef{r->integer(i, 0), tierOf(r->integer(i, 1)),
+                                      std::string(r->text(i, 2))});
+          bool more = r->rows() == kPage;
+          settle(std::move(refs), [total, keep, more, cb](Result<int64_t> n) {
+            if (!n) return cb(n.error());
+            *total += *n;
+            // A page that settled nothing would come back the same: stop.
+            if (more && *n > 0) return (*keep)();
+            cb(*total);
+          });
+        });
+  };
+  // The chain keeps itself alive through `keep` until the last page.
+  auto start = *step;
+  start();
+}
+
+void Store::withWaiting(Callback<std::vector<int64_t>> cb) {
+  static const Statement stmt{"ductus_with_waiting", sql::kWithWaiting};
+  run(stmt, {}, {}, false, [cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    std::vector<int64_t> ids;
+    for (int i = 0; i < r->rows(); ++i) ids.push_back(r->integer(i, 0));
+    cb(std::move(ids));
+  });
+}
+
+void Store::hasPending(int64_t interfaceId, Callback<bool> cb) {
+  static const Statement stmt{"ductus_has_pending", sql::kHasPending};
+  run(stmt, {num(interfaceId)}, {}, false, [cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    cb(r->text(0, 0) == "t");
+  });
+}
+
+// ---- Source state, dedupe keys --------------------------------------------------
+
+void Store::getSourceState(int64_t interfaceId, const std::string& key,
+                           Callback<std::optional<std::string>> cb) {
+  static const Statement stmt{"ductus_get_source_state", sql::kGetSourceState};
+  run(stmt, {num(interfaceId), key}, {}, false, [cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    if (r->rows() == 0) return cb(std::optional<std::string>{});
+    cb(std::optional<std::string>(std::string(r->text(0, 0))));
+  });
+}
+
+void Store::putSourceState(int64_t interfaceId, const std::string& key, const std::string& json,
+                           Done cb) {
+  static const Statement stmt{"ductus_put_source_state", sql::kPutSourceState};
+  run(stmt, {num(interfaceId), key, json}, {}, false, [cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    cb({});
+  });
+}
+
+void Store::purgeDedupeKeys(int64_t seconds, Callback<int64_t> cb) {
+  static const Statement stmt{"ductus_purge_dedupe_keys", sql::kPurgeDedupeKeys};
+  run(stmt, {num(seconds)}, {}, false, [cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    cb(static_cast<int64_t>(r->affected()));
+  });
+}
+
+}  // namespace ductus::store

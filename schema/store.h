@@ -1,0 +1,144 @@
+// Store: every statement the engine runs to store and move messages, on a
+// pool of async libpq connections on the caller's libuv loop. Every call
+// returns at once and answers through its callback, on the loop.
+//
+// Locking rules (seed, "Destinations and deliveries" and "Storage"):
+// - a message, its deliveries and its dedupe claim go in one statement, so
+//   one commit per acknowledgement;
+// - delivery updates change only rows still pending, so a retried flush
+//   changes nothing twice;
+// - settle locks the message rows in id order in a statement of its own and
+//   only then reads their deliveries (a fresh snapshot): two destinations
+//   settling overlapping sets cannot deadlock, and a resend that moved a
+//   delivery back to pending while holding the lock is seen;
+// - partitions are created one table and tier per transaction, waiting at
+//   most 2 s for the lock (store_partitions.cpp);
+// - every statement that updates messages or deliveries is retried on
+//   serialization failure (40001) and deadlock (40P01).
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "schema/pg_pool.h"
+#include "schema/store_types.h"
+
+namespace ductus::store {
+
+struct StoreOptions {
+  std::string conninfo;
+  size_t poolSize = 8;
+  int maxRetries = 50;  // per statement, for 40001 / 40P01
+};
+
+class Store {
+ public:
+  template <typename T>
+  using Callback = std::function<void(Result<T>)>;
+  using Done = std::function<void(Status)>;
+
+  // Rows a queue read returns at most (the seed's 50).
+  static constexpr int kQueueReadRows = 50;
+  // Deliveries a status flush changes at most.
+  static constexpr size_t kFlushRows = 50;
+
+  Store(uv_loop_t* loop, StoreOptions options);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Connects the pool. Migrations are the Migrator's (run it first).
+  void start(Done cb);
+
+  // Registry: the id of a name, registered on first use.
+  void ensureInterface(const std::string& name, Callback<int64_t> cb);
+  void ensureDestination(int64_t interfaceId, const std::string& name, Callback<int64_t> cb);
+
+  // One message, its deliveries and its dedupe claim in one transaction (one
+  // commit). A dedupe hit is stored as Duplicate and never queued.
+  void insert(NewMessage m, Callback<StoredMessage> cb);
+  // Many messages of one interface in one transaction, ids in the batch's
+  // order; a key repeated inside the batch is a duplicate after its first.
+  // The source_state write commits with them.
+  void insertBatch(NewBatch b, Callback<std::vector<StoredMessage>> cb);
+
+  // Up to kQueueReadRows pending deliveries of one destination in message
+  // id order, after afterMessageId, in the given lanes (empty: all lanes).
+  void readQueue(int64_t destinationId, std::vector<int32_t> lanes, int64_t afterMessageId,
+                 Callback<std::vector<QueuedDelivery>> cb);
+
+  // Writes up to kFlushRows outcomes of one destination; only pending rows
+  // change. Answers the ids of the messages whose delivery changed.
+  void flushStatuses(int64_t destinationId, std::vector<DeliveryOutcome> outcomes,
+                     Callback<std::vector<int64_t>> cb);
+
+  // Sets each message's overall status from its deliveries. Answers how
+  // many messages changed. Safe to retry alone after a committed flush.
+  void settle(std::vector<MessageRef> messages, Callback<int64_t> cb);
+
+  // A route's flush: marks this destination's pending deliveries of the
+  // items sent and stores the target's messages for exactly those, in one
+  // transaction with synchronous_commit off. Answers what was stored.
+  void finishRouted(RoutedBatch b, Callback<std::vector<RoutedMessage>> cb);
+
+  // Moves one delivery back to pending (and its message), holding the
+  // message's row lock as settle does. Answers whether it changed anything.
+  void resend(const MessageRef& message, int64_t destinationId, Callback<bool> cb);
+
+  // Start-up repair of one interface's rows (activeDestinationIds: the
+  // destinations the project has now).
+  void reconcile(int64_t interfaceId, std::vector<int64_t> activeDestinationIds,
+                 Callback<ReconcileReport> cb);
+  // Settles messages left pending with no pending delivery. Answers how many.
+  void settleFinished(int64_t interfaceId, Callback<int64_t> cb);
+  // Interfaces with a pending message or delivery (loose index scans).
+  void withWaiting(Callback<std::vector<int64_t>> cb);
+  // Is a message of this interface still pending? (schedules skip a run)
+  void hasPending(int64_t interfaceId, Callback<bool> cb);
+
+  void getSourceState(int64_t interfaceId, const std::string& key,
+                      Callback<std::optional<std::string>> cb);
+  void putSourceState(int64_t interfaceId, const std::string& key, const std::string& json,
+                      Done cb);
+
+  // Deletes dedupe keys first seen more than `seconds` ago. Answers how many.
+  void purgeDedupeKeys(int64_t seconds, Callback<int64_t> cb);
+
+  // Creates the partitions of the coming days (store_partitions.cpp).
+  void ensurePartitions(PartitionOptions options, Callback<PartitionReport> cb);
+
+  const StoreStats& stats() const { return stats_; }
+  PgPool& pool() { return pool_; }
+
+ private:
+  struct Statement {
+    const char* name;
+    const char* sql;
+  };
+  using LeasePtr = PgPool::LeasePtr;
+  using TxBody = std::function<void(LeasePtr, Done)>;
+
+  // One prepared statement on a pooled connection, retried on 40001/40P01
+  // when `retry` (statements that update messages or deliveries).
+  void run(const Statement& s, std::vector<Param> params, std::vector<int> formats, bool retry,
+           Callback<PgResult> cb, int attempt = 0);
+  // BEGIN, body, COMMIT on one leased connection; the whole transaction is
+  // run again on 40001/40P01.
+  void transaction(TxBody body, Done done, int attempt = 0);
+  bool retryable(const Error& e, int attempt);
+  void settleChunk(std::shared_ptr<std::vector<MessageRef>> rest, std::shared_ptr<int64_t> changed,
+                   Callback<int64_t> cb);
+
+  uv_loop_t* loop_;
+  StoreOptions options_;
+  PgPool pool_;
+  StoreStats stats_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ductus::store

@@ -1,0 +1,286 @@
+// The store's statements. Each is prepared once per connection under its
+// name. Batches travel as binary arrays; unnest(...) WITH ORDINALITY keeps
+// the caller's order.
+#pragma once
+
+namespace ductus::store::sql {
+
+// The message insert, for one message or a batch of one interface.
+// $1 interface, $2 tier, $3 destination ids, $4 relaxed, $5 payloads,
+// $6 partition keys, $7 dedupe keys (NULL elements: none), $8 origin ids
+// (0: none), $9 source_state key (NULL: none), $10 its JSON.
+// - cfg: synchronous_commit off for this transaction only when relaxed
+//   (set_config(..., true) lasts until the commit, which reads it);
+// - sel: ids drawn in the batch's order (volatile expressions are evaluated
+//   after ORDER BY), so ids keep the batch's order;
+// - claim: the dedupe keys; a key claimed earlier, or earlier in this batch,
+//   inserts nothing and its message is a duplicate (status 4, no deliveries).
+//   A concurrent claim of the same key waits for the other's commit;
+// - m, dl, st: the messages, one delivery per destination, the source state.
+constexpr const char* kInsertMessages = R"(
+WITH cfg AS MATERIALIZED (
+  SELECT set_config('synchronous_commit',
+           CASE WHEN $4::bool THEN 'off' ELSE current_setting('synchronous_commit') END, true) AS sc
+), input AS (
+  SELECT * FROM unnest($5::bytea[], $6::int4[], $7::text[], $8::int8[])
+    WITH ORDINALITY AS t(payload, pkey, dkey, origin, n)
+), sel AS (
+  SELECT n, payload, pkey, dkey, nullif(origin, 0) AS origin, nextval('messages_id_seq') AS id
+  FROM input CROSS JOIN cfg ORDER BY n
+), claim AS (
+  INSERT INTO dedupe_keys (interface_id, key, message_id)
+  SELECT $1::int8, dkey, id FROM sel WHERE dkey IS NOT NULL ORDER BY n
+  ON CONFLICT DO NOTHING
+  RETURNING message_id
+), m AS (
+  INSERT INTO messages (id, tier, interface_id, partition_key, dedupe_key, status, last_error,
+                        origin_id, payload)
+  SELECT id, $2::int2, $1::int8, pkey, dkey, s.status,
+         CASE s.status WHEN 4 THEN 'duplicate: dedupe key seen before'
+                       WHEN 2 THEN 'no destination' END,
+         origin, payload
+  FROM (SELECT sel.*,
+               CASE WHEN dkey IS NOT NULL AND id NOT IN (SELECT message_id FROM claim) THEN 4
+                    WHEN cardinality($3::int8[]) = 0 THEN 2
+                    ELSE 0 END AS status
+        FROM sel) s
+  ORDER BY n
+  RETURNING id, tier, received_at, partition_key, status
+), dl AS (
+  INSERT INTO deliveries (message_id, destination_id, tier, received_at, partition_key)
+  SELECT m.id, dest, m.tier, m.received_at, m.partition_key
+  FROM m CROSS JOIN unnest($3::int8[]) AS dest
+  WHERE m.status = 0
+), st AS (
+  INSERT INTO source_state (interface_id, key, value)
+  SELECT $1::int8, $9::text, $10::jsonb WHERE $9::text IS NOT NULL
+  ON CONFLICT (interface_id, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
+)
+SELECT id, tier, received_at::text, status FROM m ORDER BY id
+)";
+
+// A destination's queue: the partial index deliveries_queue walked in
+// message order, stopping after $4 rows; then each row's message by its full
+// key (one partition each).
+constexpr const char* kReadQueue = R"(
+SELECT d.message_id, d.tier, d.received_at::text, d.partition_key, d.attempts, m.payload,
+       m.origin_id
+FROM (SELECT message_id, tier, received_at, partition_key, attempts
+      FROM deliveries
+      WHERE destination_id = $1 AND status = 0 AND message_id > $2
+        AND (cardinality($3::int4[]) = 0 OR partition_key = ANY ($3::int4[]))
+      ORDER BY message_id
+      LIMIT $4) d
+JOIN messages m ON m.id = d.message_id AND m.tier = d.tier AND m.received_at = d.received_at
+ORDER BY d.message_id
+)";
+
+// The status flush: only rows still pending change.
+constexpr const char* kFlushStatuses = R"(
+UPDATE deliveries d
+SET status = u.status,
+    attempts = d.attempts + 1,
+    last_error = u.err,
+    output = u.out,
+    updated_at = now()
+FROM unnest($2::int8[], $3::int2[], $4::text[], $5::int2[], $6::text[], $7::bytea[])
+       AS u(id, tier, at, status, err, out)
+WHERE d.destination_id = $1 AND d.message_id = u.id AND d.tier = u.tier
+  AND d.received_at = u.at::timestamptz AND d.status = 0
+RETURNING d.message_id
+)";
+
+// Settle, first statement: the message rows locked in id order.
+constexpr const char* kSettleLock = R"(
+SELECT m.id
+FROM messages m
+JOIN unnest($1::int8[], $2::int2[], $3::text[]) AS u(id, tier, at)
+  ON m.id = u.id AND m.tier = u.tier AND m.received_at = u.at::timestamptz
+ORDER BY m.id
+FOR UPDATE OF m
+)";
+
+// Settle, second statement (a fresh snapshot, taken after the locks): the
+// overall status from the deliveries: pending while any is, then
+// quarantined if any is, else sent if any is, else filtered.
+constexpr const char* kSettleWrite = R"(
+UPDATE messages m
+SET status = s.status
+FROM (SELECT u.id, u.tier, u.at::timestamptz AS at,
+             CASE WHEN bool_or(d.status = 0) THEN 0
+                  WHEN bool_or(d.status = 3) THEN 3
+                  WHEN bool_or(d.status = 1) THEN 1
+                  ELSE 2 END AS status
+      FROM unnest($1::int8[], $2::int2[], $3::text[]) AS u(id, tier, at)
+      LEFT JOIN deliveries d
+        ON d.message_id = u.id AND d.tier = u.tier AND d.received_at = u.at::timestamptz
+      GROUP BY 1, 2, 3) s
+WHERE m.id = s.id AND m.tier = s.tier AND m.received_at = s.at
+  AND m.status <> 4 AND m.status <> s.status
+)";
+
+// A route's flush ($1..$3 the source messages' keys, $4 the route
+// destination, $5..$7 the target payloads, lanes and dedupe keys, $8 target
+// interface, $9 its tier, $10 its destinations). Target messages are stored
+// for exactly the deliveries this statement finished (done); a retry after
+// the commit finds them done and stores nothing.
+constexpr const char* kFinishRouted = R"(
+WITH cfg AS MATERIALIZED (
+  SELECT set_config('synchronous_commit', 'off', true) AS sc
+), done AS (
+  UPDATE deliveries d
+  SET status = 1, attempts = d.attempts + 1, last_error = NULL, updated_at = now()
+  FROM unnest($1::int8[], $2::int2[], $3::text[]) AS u(id, tier, at), cfg
+  WHERE d.destination_id = $4 AND d.message_id = u.id AND d.tier = u.tier
+    AND d.received_at = u.at::timestamptz AND d.status = 0
+  RETURNING d.message_id
+), input AS (
+  SELECT * FROM unnest($1::int8[], $5::bytea[], $6::int4[], $7::text[])
+    WITH ORDINALITY AS t(origin, payload, pkey, dkey, n)
+), sel AS (
+  SELECT n, payload, pkey, dkey, origin, nextval('messages_id_seq') AS id
+  FROM input WHERE origin IN (SELECT message_id FROM done) ORDER BY n
+), claim AS (
+  INSERT INTO dedupe_keys (interface_id, key, message_id)
+  SELECT $8::int8, dkey, id FROM sel WHERE dkey IS NOT NULL ORDER BY n
+  ON CONFLICT DO NOTHING
+  RETURNING message_id
+), m AS (
+  INSERT INTO messages (id, tier, interface_id, partition_key, dedupe_key, status, last_error,
+                        origin_id, payload)
+  SELECT id, $9::int2, $8::int8, pkey, dkey, s.status,
+         CASE s.status WHEN 4 THEN 'duplicate: dedupe key seen before'
+                       WHEN 2 THEN 'no destination' END,
+         origin, payload
+  FROM (SELECT sel.*,
+               CASE WHEN dkey IS NOT NULL AND id NOT IN (SELECT message_id FROM claim) THEN 4
+                    WHEN cardinality($10::int8[]) = 0 THEN 2
+                    ELSE 0 END AS status
+        FROM sel) s
+  ORDER BY n
+  RETURNING id, tier, received_at, partition_key, status, origin_id
+), dl AS (
+  INSERT INTO deliveries (message_id, destination_id, tier, received_at, partition_key)
+  SELECT m.id, dest, m.tier, m.received_at, m.partition_key
+  FROM m CROSS JOIN unnest($10::int8[]) AS dest
+  WHERE m.status = 0
+)
+SELECT id, tier, received_at::text, status, origin_id FROM m ORDER BY id
+)";
+
+// Resend, after the message lock: the delivery back to pending.
+constexpr const char* kResendDelivery = R"(
+UPDATE deliveries SET status = 0, last_error = NULL, updated_at = now()
+WHERE message_id = $1 AND tier = $2::int2 AND received_at = $3::timestamptz
+  AND destination_id = $4 AND status <> 0
+)";
+constexpr const char* kResendMessage = R"(
+UPDATE messages SET status = 0
+WHERE id = $1 AND tier = $2::int2 AND received_at = $3::timestamptz AND status <> 0
+)";
+constexpr const char* kLockOneMessage = R"(
+SELECT id FROM messages
+WHERE id = $1 AND tier = $2::int2 AND received_at = $3::timestamptz
+FOR UPDATE
+)";
+
+// Reconcile 1: pending messages lacking a delivery to a destination.
+constexpr const char* kReconcileMissing = R"(
+INSERT INTO deliveries (message_id, destination_id, tier, received_at, partition_key)
+SELECT m.id, dest, m.tier, m.received_at, m.partition_key
+FROM messages m CROSS JOIN unnest($2::int8[]) AS dest
+WHERE m.interface_id = $1 AND m.status = 0
+  AND NOT EXISTS (SELECT 1 FROM deliveries d
+                  WHERE d.message_id = m.id AND d.destination_id = dest
+                    AND d.tier = m.tier AND d.received_at = m.received_at)
+ORDER BY m.id
+ON CONFLICT DO NOTHING
+)";
+
+// Reconcile 2: pending deliveries to destinations the project no longer has.
+constexpr const char* kReconcileRemoved = R"(
+UPDATE deliveries d
+SET status = 2, last_error = 'destination removed', updated_at = now()
+FROM destinations ds
+WHERE ds.interface_id = $1 AND d.destination_id = ds.id
+  AND NOT (ds.id = ANY ($2::int8[])) AND d.status = 0
+)";
+
+// Reconcile 3: pending deliveries whose message is already finished (an
+// older version finished it) take the message's status.
+constexpr const char* kReconcileFinished = R"(
+UPDATE deliveries d
+SET status = m.status, updated_at = now()
+FROM messages m
+WHERE m.interface_id = $1 AND m.status IN (1, 2, 3)
+  AND d.message_id = m.id AND d.tier = m.tier AND d.received_at = m.received_at
+  AND d.status = 0
+)";
+
+// Messages left pending with no pending delivery.
+constexpr const char* kFinishedButPending = R"(
+SELECT m.id, m.tier, m.received_at::text
+FROM messages m
+WHERE m.interface_id = $1 AND m.status = 0
+  AND NOT EXISTS (SELECT 1 FROM deliveries d
+                  WHERE d.message_id = m.id AND d.tier = m.tier
+                    AND d.received_at = m.received_at AND d.status = 0)
+ORDER BY m.id
+LIMIT $2
+)";
+
+// Interfaces with something waiting: two loose index scans (one step per
+// distinct value) over the pending partial indexes.
+constexpr const char* kWithWaiting = R"(
+WITH RECURSIVE mi AS (
+  (SELECT interface_id FROM messages WHERE status = 0 ORDER BY interface_id LIMIT 1)
+  UNION ALL
+  SELECT (SELECT interface_id FROM messages
+          WHERE status = 0 AND interface_id > mi.interface_id
+          ORDER BY interface_id LIMIT 1)
+  FROM mi WHERE mi.interface_id IS NOT NULL
+), dd AS (
+  (SELECT destination_id FROM deliveries WHERE status = 0 ORDER BY destination_id LIMIT 1)
+  UNION ALL
+  SELECT (SELECT destination_id FROM deliveries
+          WHERE status = 0 AND destination_id > dd.destination_id
+          ORDER BY destination_id LIMIT 1)
+  FROM dd WHERE dd.destination_id IS NOT NULL
+)
+SELECT interface_id FROM mi WHERE interface_id IS NOT NULL
+UNION
+SELECT ds.interface_id FROM dd JOIN destinations ds ON ds.id = dd.destination_id
+ORDER BY 1
+)";
+
+constexpr const char* kHasPending = R"(
+SELECT EXISTS (SELECT 1 FROM messages WHERE interface_id = $1 AND status = 0)
+)";
+
+constexpr const char* kFindInterface = "SELECT id FROM interfaces WHERE name = $1";
+constexpr const char* kAddInterface = R"(
+INSERT INTO interfaces (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id
+)";
+constexpr const char* kFindDestination =
+    "SELECT id FROM destinations WHERE interface_id = $1 AND name = $2";
+constexpr const char* kAddDestination = R"(
+INSERT INTO destinations (interface_id, name) VALUES ($1, $2)
+ON CONFLICT (interface_id, name) DO NOTHING RETURNING id
+)";
+
+constexpr const char* kGetSourceState =
+    "SELECT value::text FROM source_state WHERE interface_id = $1 AND key = $2";
+constexpr const char* kPutSourceState = R"(
+INSERT INTO source_state (interface_id, key, value) VALUES ($1, $2, $3::jsonb)
+ON CONFLICT (interface_id, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
+)";
+
+constexpr const char* kPurgeDedupeKeys = R"(
+DELETE FROM dedupe_keys WHERE seen_at < now() - $1::int8 * interval '1 second'
+)";
+
+constexpr const char* kEnsurePartitions = R"(
+SELECT created, waited FROM ductus_ensure_partitions($1::text, $2::int2, $3::date, $4::int4, $5::int4)
+)";
+
+}  // namespace ductus::store::sql

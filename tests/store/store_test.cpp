@@ -1,0 +1,434 @@
+// The message store's statements against a real cluster: inserts with
+// deliveries and dedupe, batches, the queue read, the status flush, settle,
+// routes, resend, reconcile, source state, and the pool.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "tests/store/store_fixture.h"
+
+namespace ductus::store::test {
+namespace {
+
+using Outcomes = std::vector<DeliveryOutcome>;
+
+DeliveryOutcome outcome(const MessageRef& m, MessageStatus s,
+                        std::optional<std::string> err = std::nullopt) {
+  DeliveryOutcome o;
+  o.message = m;
+  o.status = s;
+  o.lastError = std::move(err);
+  return o;
+}
+
+class Messages : public StoreTest {
+ protected:
+  std::vector<int64_t> flush(int64_t dest, Outcomes o) {
+    auto r = run<std::vector<int64_t>>([&](auto cb) { store_->flushStatuses(dest, o, cb); });
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r ? *r : std::vector<int64_t>{};
+  }
+  int64_t settle(std::vector<MessageRef> refs) {
+    auto r = run<int64_t>([&](auto cb) { store_->settle(refs, cb); });
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r ? *r : -1;
+  }
+  int64_t statusOf(int64_t id) {
+    return scalar("SELECT status FROM messages WHERE id = $1", {std::to_string(id)});
+  }
+  int64_t deliveryStatus(int64_t id, int64_t dest) {
+    return scalar("SELECT status FROM deliveries WHERE message_id = $1 AND destination_id = $2",
+                  {std::to_string(id), std::to_string(dest)});
+  }
+};
+
+TEST_F(Messages, AMessageIsStoredByteForByteWithOneDeliveryPerDestination) {
+  std::string payload("MSH|^~\\&|\0\xff\r\x0bOBX|1\r", 21);
+  auto m = insert(message(payload, {destA_, destB_}));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->status, MessageStatus::Pending);
+  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE message_id = $1 AND status = 0",
+                   {std::to_string(m->ref.id)}),
+            2);
+  auto q = queue(destA_);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(q[0].payload, payload);
+  EXPECT_EQ(q[0].message.id, m->ref.id);
+  EXPECT_EQ(q[0].message.receivedAt, m->ref.receivedAt);
+  EXPECT_EQ(queue(destC_).size(), 0u);
+}
+
+TEST_F(Messages, ADedupeHitIsStoredAsDuplicateAndNeverQueued) {
+  auto first = insert(message("one", {destA_}, "MSG0001"));
+  auto again = insert(message("one again", {destA_}, "MSG0001"));
+  auto other = insert(message("two", {destA_}, "MSG0002"));
+  ASSERT_TRUE(first.ok() && again.ok() && other.ok());
+  EXPECT_EQ(first->status, MessageStatus::Pending);
+  EXPECT_EQ(again->status, MessageStatus::Duplicate);
+  EXPECT_EQ(other->status, MessageStatus::Pending);
+  EXPECT_EQ(statusOf(again->ref.id), 4);
+  EXPECT_NE(text("SELECT last_error FROM messages WHERE id = $1", {std::to_string(again->ref.id)}),
+            "");
+  auto q = queue(destA_);
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_EQ(q[0].payload, "one");
+  EXPECT_EQ(q[1].payload, "two");
+  // Another interface has its own keys.
+  auto i2 = run<int64_t>([&](auto cb) { store_->ensureInterface("other", cb); });
+  auto m = message("one", {}, "MSG0001");
+  m.interfaceId = *i2;
+  auto elsewhere = insert(m);
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_NE(elsewhere->status, MessageStatus::Duplicate);
+}
+
+TEST_F(Messages, ARelaxedInsertTurnsSynchronousCommitOffForItsOwnTransactionOnly) {
+  // One connection, so the next statement runs on the same session.
+  auto m = message("relaxed", {destA_});
+  m.relaxed = true;
+  auto stored = insert(m);
+  ASSERT_TRUE(stored.ok()) << stored.error().message;
+  auto setting = run<std::string>([&](auto cb) {
+    store_->pool().acquire([cb](Result<PgPool::LeasePtr> l) {
+      if (!l) return cb(l.error());
+      auto lease = *l;
+      lease->conn().query("SHOW synchronous_commit", {}, [lease, cb](Result<PgResult> r) {
+        if (!r) return cb(r.error());
+        cb(std::string(r->text(0, 0)));
+      });
+    });
+  });
+  ASSERT_TRUE(setting.ok());
+  EXPECT_EQ(*setting, "on");
+  EXPECT_EQ(queue(destA_).size(), 1u);
+}
+
+TEST_F(Messages, ABatchKeepsItsOrderTreatsARepeatedKeyAsDuplicateAndWritesSourceState) {
+  NewBatch b;
+  b.interfaceId = iface_;
+  b.tier = Tier::Week3;
+  b.destinationIds = {destA_};
+  for (int i = 0; i < 30; ++i)
+    b.items.push_back(BatchItem{"rec" + std::to_string(i), i % 4,
+                                i == 7 ? std::optional<std::string>("K3")
+                                       : std::optional<std::string>("K" + std::to_string(i))});
+  b.state = SourceStateWrite{"file:lab.csv", R"({"offset": 30})"};
+  auto r = run<std::vector<StoredMessage>>([&](auto cb) { store_->insertBatch(b, cb); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 30u);
+  for (size_t i = 1; i < r->size(); ++i) EXPECT_LT((*r)[i - 1].ref.id, (*r)[i].ref.id);
+  EXPECT_EQ((*r)[3].status, MessageStatus::Pending);
+  EXPECT_EQ((*r)[7].status, MessageStatus::Duplicate);  // K3 again, later in the batch
+  EXPECT_EQ(text("SELECT payload FROM messages WHERE id = $1", {std::to_string((*r)[0].ref.id)}),
+            "\\x72656330");  // "rec0"
+  auto q = queue(destA_);
+  ASSERT_EQ(q.size(), 29u);
+  EXPECT_EQ(q[0].payload, "rec0");
+  EXPECT_EQ(q[28].payload, "rec29");
+  auto state = run<std::optional<std::string>>(
+      [&](auto cb) { store_->getSourceState(iface_, "file:lab.csv", cb); });
+  ASSERT_TRUE(state.ok() && state->has_value());
+  EXPECT_EQ(**state, R"({"offset": 30})");
+}
+
+TEST_F(Messages, AFailedBatchWritesNeitherMessagesNorItsSourceState) {
+  NewBatch b;
+  b.interfaceId = iface_;
+  b.tier = Tier::Week1;
+  b.destinationIds = {destA_};
+  b.items.push_back(BatchItem{"ok", 0, std::nullopt});
+  b.state = SourceStateWrite{"file:x", "not json"};
+  auto r = run<std::vector<StoredMessage>>([&](auto cb) { store_->insertBatch(b, cb); });
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages"), 0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM source_state"), 0);
+}
+
+TEST_F(Messages, TheQueueReadsFiftyInMessageOrderForTheGivenLanes) {
+  NewBatch b;
+  b.interfaceId = iface_;
+  b.tier = Tier::Week1;
+  b.destinationIds = {destA_};
+  for (int i = 0; i < 120; ++i) b.items.push_back(BatchItem{"m" + std::to_string(i), i % 3, {}});
+  ASSERT_TRUE(run<std::vector<StoredMessage>>([&](auto cb) { store_->insertBatch(b, cb); }).ok());
+  auto all = queue(destA_);
+  ASSERT_EQ(all.size(), 50u);
+  for (size_t i = 1; i < all.size(); ++i) EXPECT_LT(all[i - 1].message.id, all[i].message.id);
+  auto lanes = queue(destA_, {1});
+  ASSERT_EQ(lanes.size(), 40u);
+  for (auto& d : lanes) EXPECT_EQ(d.partitionKey, 1);
+  auto next = queue(destA_, {}, all.back().message.id);
+  ASSERT_EQ(next.size(), 50u);
+  EXPECT_GT(next[0].message.id, all.back().message.id);
+}
+
+TEST_F(Messages, TheQueueReadWalksTheQueueIndexAndStopsAfterItsRows) {
+  // The plan, not a time: an index scan on the partial queue index under the
+  // LIMIT, no sort of the backlog, no sequential scan of deliveries.
+  ASSERT_TRUE((*sql_)("SET enable_seqscan = off").ok());  // tiny tables: keep the real plan
+  auto r = (*sql_)(
+      "EXPLAIN SELECT message_id FROM deliveries WHERE destination_id = 1 AND status = 0 "
+      "AND message_id > 0 AND partition_key = ANY ('{0,1}'::int4[]) ORDER BY message_id LIMIT 50");
+  ASSERT_TRUE(r.ok());
+  std::string all;
+  for (int i = 0; i < r->rows(); ++i) all += std::string(r->text(i, 0)) + "\n";
+  EXPECT_NE(all.find("Limit"), std::string::npos) << all;
+  EXPECT_NE(all.find("destination_id_message_id_partition"), std::string::npos) << all;
+  // Merge Append keeps each partition's index order; a Sort node would sort
+  // the whole backlog.
+  EXPECT_EQ(all.find("Sort  ("), std::string::npos) << all;
+  EXPECT_EQ(all.find("Seq Scan"), std::string::npos) << all;
+}
+
+TEST_F(Messages, AFlushChangesOnlyPendingDeliveriesSoARetriedFlushChangesNothing) {
+  auto m1 = insert(message("1", {destA_}));
+  auto m2 = insert(message("2", {destA_}));
+  ASSERT_TRUE(m1.ok() && m2.ok());
+  Outcomes o{outcome(m1->ref, MessageStatus::Sent),
+             outcome(m2->ref, MessageStatus::Quarantined, "AR: bad PID")};
+  o[0].output = std::string("out\0put", 7);
+  EXPECT_EQ(flush(destA_, o).size(), 2u);
+  EXPECT_EQ(flush(destA_, o).size(), 0u);
+  EXPECT_EQ(deliveryStatus(m1->ref.id, destA_), 1);
+  EXPECT_EQ(deliveryStatus(m2->ref.id, destA_), 3);
+  EXPECT_EQ(scalar("SELECT attempts FROM deliveries WHERE message_id = $1",
+                   {std::to_string(m1->ref.id)}),
+            1);
+  EXPECT_EQ(text("SELECT output FROM deliveries WHERE message_id = $1",
+                  {std::to_string(m1->ref.id)}),
+            "\\x6f757400707574");
+}
+
+TEST_F(Messages, ARecordedAttemptKeepsTheDeliveryQueued) {
+  auto m = insert(message("x", {destA_}));
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(flush(destA_, {outcome(m->ref, MessageStatus::Pending, "connection refused")}).size(),
+            1u);
+  auto q = queue(destA_);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(q[0].attempts, 1);
+}
+
+TEST_F(Messages, SettleSetsPendingQuarantinedSentOrFiltered) {
+  auto mixed = insert(message("q", {destA_, destB_}));
+  auto sent = insert(message("s", {destA_, destB_}));
+  auto filtered = insert(message("f", {destA_}));
+  auto waiting = insert(message("w", {destA_, destB_}));
+  ASSERT_TRUE(mixed.ok() && sent.ok() && filtered.ok() && waiting.ok());
+  flush(destA_, {outcome(mixed->ref, MessageStatus::Sent), outcome(sent->ref, MessageStatus::Sent),
+                 outcome(filtered->ref, MessageStatus::Filtered),
+                 outcome(waiting->ref, MessageStatus::Sent)});
+  flush(destB_, {outcome(mixed->ref, MessageStatus::Quarantined),
+                 outcome(sent->ref, MessageStatus::Filtered)});
+  EXPECT_EQ(settle({mixed->ref, sent->ref, filtered->ref, waiting->ref}), 3);
+  EXPECT_EQ(statusOf(mixed->ref.id), 3);
+  EXPECT_EQ(statusOf(sent->ref.id), 1);
+  EXPECT_EQ(statusOf(filtered->ref.id), 2);
+  EXPECT_EQ(statusOf(waiting->ref.id), 0);
+  // Settling again changes nothing.
+  EXPECT_EQ(settle({mixed->ref, sent->ref, filtered->ref, waiting->ref}), 0);
+}
+
+TEST_F(Messages, AResendWhileAnotherDestinationSettlesLeavesTheMessagePending) {
+  auto m = insert(message("r", {destA_, destB_}));
+  ASSERT_TRUE(m.ok());
+  flush(destB_, {outcome(m->ref, MessageStatus::Sent)});
+  flush(destA_, {outcome(m->ref, MessageStatus::Sent)});
+  // A resend of B holds the message's lock and has moved B back to pending,
+  // not yet committed, when A's settle starts.
+  Sql resend(db_->conninfo());
+  std::string id = std::to_string(m->ref.id);
+  ASSERT_TRUE(resend("BEGIN").ok());
+  ASSERT_TRUE(resend("SELECT 1 FROM messages WHERE id = $1 FOR UPDATE", {id}).ok());
+  ASSERT_TRUE(resend("UPDATE deliveries SET status = 0 WHERE message_id = $1 AND destination_id = $2",
+                     {id, std::to_string(destB_)})
+                  .ok());
+  ASSERT_TRUE(resend("UPDATE messages SET status = 0 WHERE id = $1", {id}).ok());
+  std::optional<Result<int64_t>> settled;
+  store_->settle({m->ref}, [&](Result<int64_t> r) { settled = std::move(r); });
+  // Wait until the settle is blocked on the message's row lock.
+  for (int i = 0; i < 500; ++i) {
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    if (scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+               "AND wait_event_type = 'Lock'") > 0)
+      break;
+    usleep(10000);
+  }
+  ASSERT_FALSE(settled.has_value());
+  ASSERT_TRUE(resend("COMMIT").ok());
+  while (!settled && uv_run(&loop_, UV_RUN_ONCE)) {
+  }
+  ASSERT_TRUE(settled && settled->ok());
+  EXPECT_EQ(statusOf(m->ref.id), 0) << "settle marked the message done with B pending again";
+  EXPECT_EQ(queue(destB_).size(), 1u);
+}
+
+TEST_F(Messages, ResendMovesAFinishedDeliveryAndItsMessageBackToPending) {
+  auto m = insert(message("r", {destA_}));
+  ASSERT_TRUE(m.ok());
+  flush(destA_, {outcome(m->ref, MessageStatus::Quarantined, "AR")});
+  settle({m->ref});
+  ASSERT_EQ(statusOf(m->ref.id), 3);
+  auto r = run<bool>([&](auto cb) { store_->resend(m->ref, destA_, cb); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(*r);
+  EXPECT_EQ(statusOf(m->ref.id), 0);
+  EXPECT_EQ(queue(destA_).size(), 1u);
+}
+
+TEST_F(Messages, FinishRoutedStoresTheTargetsMessagesOnlyForDeliveriesItFinished) {
+  auto target = run<int64_t>([&](auto cb) { store_->ensureInterface("lab-internal", cb); });
+  ASSERT_TRUE(target.ok());
+  auto tdest = run<int64_t>([&](auto cb) { store_->ensureDestination(*target, "default", cb); });
+  auto s1 = insert(message("one", {destA_}));
+  auto s2 = insert(message("two", {destA_}));
+  ASSERT_TRUE(s1.ok() && s2.ok() && tdest.ok());
+  flush(destA_, {outcome(s2->ref, MessageStatus::Filtered)});  // already final: not routed
+  RoutedBatch b;
+  b.sourceDestinationId = destA_;
+  b.targetInterfaceId = *target;
+  b.targetTier = Tier::Week7;
+  b.targetDestinationIds = {*tdest};
+  b.items = {RoutedItem{s1->ref, "ONE", 5, std::nullopt}, RoutedItem{s2->ref, "TWO", 5, {}}};
+  auto r = run<std::vector<RoutedMessage>>([&](auto cb) { store_->finishRouted(b, cb); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].sourceId, s1->ref.id);
+  EXPECT_EQ(scalar("SELECT origin_id FROM messages WHERE id = $1",
+                   {std::to_string((*r)[0].stored.ref.id)}),
+            s1->ref.id);
+  EXPECT_EQ(deliveryStatus(s1->ref.id, destA_), 1);
+  auto q = queue(*tdest);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(q[0].payload, "ONE");
+  EXPECT_EQ(q[0].originId, s1->ref.id);
+  EXPECT_EQ(q[0].message.tier, Tier::Week7);
+  // A retry after the commit finds the deliveries done and routes nothing.
+  auto again = run<std::vector<RoutedMessage>>([&](auto cb) { store_->finishRouted(b, cb); });
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty());
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE interface_id = $1",
+                   {std::to_string(*target)}),
+            1);
+}
+
+TEST_F(Messages, ReconcileAddsMissingDeliveriesFiltersRemovedDestinationsAndFinishesFinished) {
+  auto m1 = insert(message("1", {destA_}));
+  auto m2 = insert(message("2", {destA_, destB_}));
+  auto m3 = insert(message("3", {destA_}));
+  ASSERT_TRUE(m1.ok() && m2.ok() && m3.ok());
+  // An older version finished m3 without touching its delivery.
+  ASSERT_TRUE((*sql_)("UPDATE messages SET status = 1 WHERE id = $1",
+                      {std::to_string(m3->ref.id)})
+                  .ok());
+  // The project now has destinations A and C (B removed, C new).
+  auto r = run<ReconcileReport>([&](auto cb) { store_->reconcile(iface_, {destA_, destC_}, cb); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->deliveriesAdded, 2);     // m1, m2 to C (m3 is finished)
+  EXPECT_EQ(r->deliveriesFiltered, 1);  // m2 to B
+  EXPECT_EQ(r->deliveriesFinished, 1);  // m3 to A
+  EXPECT_EQ(deliveryStatus(m2->ref.id, destB_), 2);
+  EXPECT_EQ(deliveryStatus(m3->ref.id, destA_), 1);
+  EXPECT_EQ(queue(destC_).size(), 2u);
+  auto again = run<ReconcileReport>(
+      [&](auto cb) { store_->reconcile(iface_, {destA_, destC_}, cb); });
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->deliveriesAdded + again->deliveriesFiltered + again->deliveriesFinished, 0);
+}
+
+TEST_F(Messages, SettleFinishedSettlesMessagesLeftPendingWithNothingPending) {
+  std::vector<StoredMessage> ms;
+  for (int i = 0; i < 5; ++i) ms.push_back(*insert(message("m", {destA_})));
+  Outcomes o;
+  for (int i = 0; i < 3; ++i) o.push_back(outcome(ms[i].ref, MessageStatus::Sent));
+  flush(destA_, o);  // flushed, never settled (a crash in between)
+  auto r = run<int64_t>([&](auto cb) { store_->settleFinished(iface_, cb); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, 3);
+  EXPECT_EQ(statusOf(ms[0].ref.id), 1);
+  EXPECT_EQ(statusOf(ms[4].ref.id), 0);
+}
+
+TEST_F(Messages, WithWaitingAndHasPendingSeeOnlyInterfacesWithSomethingPending) {
+  auto idle = run<int64_t>([&](auto cb) { store_->ensureInterface("idle", cb); });
+  ASSERT_TRUE(idle.ok());
+  auto none = run<std::vector<int64_t>>([&](auto cb) { store_->withWaiting(cb); });
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  auto m = insert(message("x", {destA_}));
+  ASSERT_TRUE(m.ok());
+  auto some = run<std::vector<int64_t>>([&](auto cb) { store_->withWaiting(cb); });
+  ASSERT_TRUE(some.ok());
+  EXPECT_EQ(*some, std::vector<int64_t>{iface_});
+  EXPECT_TRUE(*run<bool>([&](auto cb) { store_->hasPending(iface_, cb); }));
+  EXPECT_FALSE(*run<bool>([&](auto cb) { store_->hasPending(*idle, cb); }));
+  flush(destA_, {outcome(m->ref, MessageStatus::Sent)});
+  settle({m->ref});
+  EXPECT_FALSE(*run<bool>([&](auto cb) { store_->hasPending(iface_, cb); }));
+}
+
+TEST_F(Messages, SourceStateIsReplacedAndDedupeKeysArePurgedByAge) {
+  auto put = [&](std::string v) {
+    return run<bool>([&](auto cb) {
+      store_->putSourceState(iface_, "schedule", v, [cb](Status s) {
+        if (!s) return cb(s.error());
+        cb(true);
+      });
+    });
+  };
+  ASSERT_TRUE(put(R"({"last": 1})").ok());
+  ASSERT_TRUE(put(R"({"last": 2})").ok());
+  auto v = run<std::optional<std::string>>(
+      [&](auto cb) { store_->getSourceState(iface_, "schedule", cb); });
+  ASSERT_TRUE(v.ok() && v->has_value());
+  EXPECT_EQ(**v, R"({"last": 2})");
+  ASSERT_TRUE(insert(message("a", {destA_}, "K1")).ok());
+  ASSERT_TRUE(insert(message("b", {destA_}, "K2")).ok());
+  ASSERT_TRUE((*sql_)("UPDATE dedupe_keys SET seen_at = now() - interval '2 days' "
+                      "WHERE key = 'K1'")
+                  .ok());
+  auto purged = run<int64_t>([&](auto cb) { store_->purgeDedupeKeys(86400, cb); });
+  ASSERT_TRUE(purged.ok());
+  EXPECT_EQ(*purged, 1);
+  EXPECT_EQ(insert(message("a", {destA_}, "K1"))->status, MessageStatus::Pending);
+  EXPECT_EQ(insert(message("b", {destA_}, "K2"))->status, MessageStatus::Duplicate);
+}
+
+class SmallPool : public Messages {
+ protected:
+  void SetUp() override {
+    poolSize_ = 2;
+    Messages::SetUp();
+  }
+};
+
+TEST_F(SmallPool, StatementsQueueForAFreeConnection) {
+  int done = 0, failed = 0;
+  for (int i = 0; i < 40; ++i)
+    store_->insert(message("m" + std::to_string(i), {destA_}), [&](Result<StoredMessage> r) {
+      ++done;
+      if (!r) ++failed;
+    });
+  EXPECT_GT(store_->pool().waiting(), 0u);
+  while (done < 40 && uv_run(&loop_, UV_RUN_ONCE)) {
+  }
+  EXPECT_EQ(done, 40);
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages"), 40);
+}
+
+TEST_F(SmallPool, AConnectionTheServerDroppedIsReplaced) {
+  ASSERT_TRUE(insert(message("before", {destA_})).ok());
+  ASSERT_TRUE((*sql_)("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                      "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+                  .ok());
+  // The first use of each dead connection fails (the caller retries, as
+  // intake answers AE/503); after that the pool has fresh ones.
+  int ok = 0;
+  for (int i = 0; i < 6; ++i)
+    if (insert(message("after", {destA_})).ok()) ++ok;
+  EXPECT_GE(ok, 4);
+  EXPECT_TRUE(insert(message("last", {destA_})).ok());
+}
+
+}  // namespace
+}  // namespace ductus::store::test
