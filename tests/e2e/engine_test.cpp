@@ -1,0 +1,405 @@
+// End to end: a real `ductus run` child process on a database of the test's
+// own, real MLLP senders and receivers on 127.0.0.1, and kill -9 in the
+// middle of traffic. What is asserted is the seed's invariants: nothing is
+// acknowledged before it is committed, nothing acknowledged is lost, order
+// per key holds at the receiver, a route stores each message once.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "tests/support/engine_process.h"
+#include "tests/support/mllp_client.h"
+#include "tests/support/mllp_receiver.h"
+#include "tests/support/test_database.h"
+
+namespace ductus::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const char* kPassThrough = "export function transform(msg) { return msg; }\n";
+
+std::string hl7(const std::string& controlId, const std::string& mrn) {
+  return "MSH|^~\\&|SEND|FAC|RECV|FAC|20260101120000||ADT^A01|" + controlId + "|P|2.5\r" +
+         "PID|1||" + mrn + "^^^H||Doe^John\r";
+}
+
+std::string engineYaml() { return "api: { listen: off }\nisolates: { workers: 1, heap_mb: 256 }\n"; }
+
+template <typename Pred>
+bool waitFor(Pred pred, std::chrono::seconds timeout) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return pred();
+}
+
+// Sends each message until it is acknowledged AA, reconnecting as a real
+// sender does when the engine goes away. Records what got AA.
+void sendAll(uint16_t port, const std::vector<std::pair<std::string, std::string>>& messages,
+             std::vector<std::string>& acked, std::atomic<bool>& stop) {
+  std::optional<MllpClient> c;
+  for (auto& [id, msg] : messages) {
+    for (;;) {
+      if (stop) return;
+      if (!c) {
+        auto r = MllpClient::connect("127.0.0.1", port, 1000ms);
+        if (!r) {
+          std::this_thread::sleep_for(100ms);
+          continue;
+        }
+        c.emplace(std::move(*r));
+      }
+      auto ack = c->exchange(msg, 10000ms);
+      if (!ack) {
+        c.reset();
+        continue;
+      }
+      auto f = readAck(*ack);
+      if (f.code == "AA" && f.controlId == id) {
+        acked.push_back(id);
+        break;
+      }
+      std::this_thread::sleep_for(50ms);  // AE: the engine could not store it; send again
+    }
+  }
+}
+
+// The first arrival of each control id, per key ("K3-7" -> key K3, seq 7),
+// must come in sequence order.
+void expectFirstArrivalsInOrder(const std::vector<std::string>& arrivals) {
+  std::set<std::string> seen;
+  std::map<std::string, int> last;
+  for (auto& id : arrivals) {
+    if (!seen.insert(id).second) continue;
+    auto dash = id.rfind('-');
+    std::string key = id.substr(0, dash);
+    int seq = std::stoi(id.substr(dash + 1));
+    auto it = last.find(key);
+    if (it != last.end()) {
+      EXPECT_LT(it->second, seq) << "key " << key << ": " << id << " arrived after seq "
+                                 << it->second;
+    }
+    last[key] = seq;
+  }
+}
+
+TEST(EngineEndToEnd, TheAckWaitsForTheCommit) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/adt/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/adt/transform.js", kPassThrough},
+  });
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+
+  // Hold a lock that blocks every insert into messages.
+  PGconn* locker = db.connect();
+  PQclear(PQexec(locker, "BEGIN"));
+  PGresult* r = PQexec(locker, "LOCK TABLE messages IN EXCLUSIVE MODE");
+  ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(locker);
+  PQclear(r);
+
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c->send(hl7("HELD-1", "M1")).ok());
+  // No ACK while the commit cannot happen.
+  EXPECT_FALSE(c->readFrame(1500ms).ok());
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "0");
+
+  PQclear(PQexec(locker, "COMMIT"));
+  PQfinish(locker);
+  auto ack = c->readFrame(10000ms);
+  ASSERT_TRUE(ack.ok()) << ack.error().message;
+  auto f = readAck(*ack);
+  EXPECT_EQ(f.code, "AA");
+  EXPECT_EQ(f.controlId, "HELD-1");  // MSA-2 = MSH-10
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "1");
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+TEST(EngineEndToEnd, PerKeyOrderHoldsWhileOneKeysFirstMessageFailsThreeTimes) {
+  TestDatabase db;
+  MllpReceiver receiver([](const std::string& id, int times) {
+    return id == "K3-0" && times < 3 ? "AE" : "AA";
+  });
+  uint16_t port = freePort();
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/adt/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\nformat: hl7v2\nordering: { key: PID.3.1, partitions: 16 }\n"
+           "destination:\n  mllp: { host: 127.0.0.1, port: " +
+           std::to_string(receiver.port()) + " }\n"},
+      {"interfaces/adt/transform.js", kPassThrough},
+  });
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  const int perKey = 12, keys = 10;
+  for (int i = 0; i < perKey; ++i)
+    for (int k = 0; k < keys; ++k) {
+      std::string id = "K" + std::to_string(k) + "-" + std::to_string(i);
+      auto ack = c->exchange(hl7(id, "MRN" + std::to_string(k)));
+      ASSERT_TRUE(ack.ok());
+      ASSERT_EQ(readAck(*ack).code, "AA");
+    }
+  // Back-offs of 1 + 2 + 4 s for K3-0.
+  ASSERT_TRUE(waitFor([&] { return receiver.accepted().size() >= perKey * keys; }, 60s))
+      << receiver.accepted().size() << " delivered\n" << engine.log();
+  EXPECT_EQ(receiver.arrivals("K3-0"), 4);
+  auto got = receiver.accepted();
+  EXPECT_EQ(got.size(), static_cast<size_t>(perKey * keys));  // no duplicates in a clean run
+  expectFirstArrivalsInOrder(got);
+  // Statuses are flushed and settled just after the sends.
+  EXPECT_TRUE(waitFor(
+      [&] {
+        return db.value("SELECT count(*) FROM messages WHERE status = 1") ==
+               std::to_string(perKey * keys);
+      },
+      20s))
+      << db.value("SELECT string_agg(status::text || ':' || n::text, ' ') FROM (SELECT status, "
+                  "count(*) n FROM deliveries GROUP BY status) s")
+      << "\n" << engine.log();
+  // Three failures and the send that succeeded.
+  EXPECT_EQ(db.value("SELECT attempts FROM deliveries d JOIN messages m ON m.id = d.message_id "
+                     "WHERE convert_from(m.payload, 'LATIN1') LIKE '%|K3-0|%'"),
+            "4");
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+TEST(EngineEndToEnd, ADestinationThatIsDownBlocksOnlyItself) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  uint16_t nobody = freePort();  // nothing listens there
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/adt/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\nformat: hl7v2\ndestinations:\n  archive:\n    file: { path: out/ }\n"
+           "  lab:\n    mllp: { host: 127.0.0.1, port: " +
+           std::to_string(nobody) + " }\n"},
+      {"interfaces/adt/transform.js", kPassThrough},
+  });
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c->exchange(hl7("D-" + std::to_string(i), "M")).ok());
+
+  fs::path out = project.root() / "out";
+  auto files = [&] {
+    size_t n = 0;
+    if (fs::exists(out))
+      for (auto& e : fs::directory_iterator(out))
+        if (e.path().filename().string()[0] != '.') ++n;
+    return n;
+  };
+  ASSERT_TRUE(waitFor([&] { return files() == 20; }, 30s)) << files() << "\n" << engine.log();
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return db.value("SELECT max(attempts) FROM deliveries d JOIN destinations t ON t.id = "
+                        "d.destination_id WHERE t.name = 'lab'") >= "1";
+      },
+      20s));
+  EXPECT_EQ(db.value("SELECT count(*) FROM deliveries d JOIN destinations t ON t.id = "
+                     "d.destination_id WHERE t.name = 'lab' AND d.status = 0"),
+            "20");
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages WHERE status = 0"), "20");
+  EXPECT_NE(db.value("SELECT last_error FROM deliveries d JOIN destinations t ON t.id = "
+                     "d.destination_id WHERE t.name = 'lab' AND attempts > 0 LIMIT 1"),
+            "");
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+TEST(EngineEndToEnd, KillNineMidTrafficLosesNothingAcknowledgedAndKeepsOrder) {
+  TestDatabase db;
+  MllpReceiver receiver;
+  uint16_t port = freePort();
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/adt/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\nformat: hl7v2\nordering: { key: PID.3.1, partitions: 16 }\n"
+           "dedupe: { key: MSH.10 }\n"
+           "destination:\n  mllp: { host: 127.0.0.1, port: " +
+           std::to_string(receiver.port()) + " }\n"},
+      {"interfaces/adt/transform.js", kPassThrough},
+  });
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+
+  const int senders = 4, each = 300;
+  std::vector<std::vector<std::string>> acked(senders);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < senders; ++t) {
+    std::vector<std::pair<std::string, std::string>> msgs;
+    for (int i = 0; i < each; ++i) {
+      std::string id = "T" + std::to_string(t) + "-" + std::to_string(i);
+      msgs.emplace_back(id, hl7(id, "MRN" + std::to_string(t)));
+    }
+    threads.emplace_back([&, t, msgs] { sendAll(port, msgs, acked[t], stop); });
+  }
+  auto total = [&] {
+    size_t n = 0;
+    for (auto& a : acked) n += a.size();
+    return n;
+  };
+  ASSERT_TRUE(waitFor([&] { return total() >= 300 && receiver.accepted().size() >= 100; }, 60s));
+  engine.kill9();
+  ASSERT_TRUE(engine.start());
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(total(), static_cast<size_t>(senders * each));
+
+  // Every acknowledged message reaches the receiver at least once.
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto got = receiver.accepted();
+        return std::set<std::string>(got.begin(), got.end()).size() >=
+               static_cast<size_t>(senders * each);
+      },
+      90s))
+      << engine.log();
+  auto got = receiver.accepted();
+  std::set<std::string> delivered(got.begin(), got.end());
+  for (auto& a : acked)
+    for (auto& id : a) EXPECT_TRUE(delivered.count(id)) << id << " was acknowledged, never delivered";
+  expectFirstArrivalsInOrder(got);
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+TEST(EngineEndToEnd, ARouteStoresEachMessageOnceAcrossAKillNine) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/front/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\nformat: hl7v2\ndestination:\n  interface: back\n"},
+      {"interfaces/front/transform.js", kPassThrough},
+      {"interfaces/back/interface.yaml",
+       "source:\n  internal: {}\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/back/transform.js", kPassThrough},
+  });
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  std::vector<std::string> acked;
+  std::atomic<bool> stop{false};
+  std::vector<std::pair<std::string, std::string>> msgs;
+  for (int i = 0; i < 400; ++i) msgs.emplace_back("R-" + std::to_string(i), hl7("R-" + std::to_string(i), "M"));
+  std::thread sender([&] { sendAll(port, msgs, acked, stop); });
+  auto routed = [&] {
+    return std::stoll("0" + db.value("SELECT count(*) FROM messages m JOIN interfaces i ON i.id = "
+                                     "m.interface_id WHERE i.name = 'back'"));
+  };
+  ASSERT_TRUE(waitFor([&] { return routed() >= 50; }, 60s)) << engine.log();
+  engine.kill9();
+  ASSERT_TRUE(engine.start());
+  sender.join();
+  // Messages acknowledged twice (no dedupe here) are two messages; what
+  // must hold is one routed copy per front message.
+  std::string fronts = db.value(
+      "SELECT count(*) FROM messages m JOIN interfaces i ON i.id = m.interface_id WHERE i.name = "
+      "'front' AND m.status <> 4");
+  ASSERT_TRUE(waitFor([&] { return std::to_string(routed()) == fronts; }, 60s))
+      << routed() << " routed of " << fronts << "\n" << engine.log();
+  EXPECT_EQ(db.value("SELECT count(*) - count(DISTINCT origin_id) FROM messages m JOIN interfaces "
+                     "i ON i.id = m.interface_id WHERE i.name = 'back'"),
+            "0");
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages m JOIN interfaces i ON i.id = m.interface_id "
+                     "WHERE i.name = 'back' AND m.origin_id IS NULL"),
+            "0");
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+// A one-shot HTTP server answering every request with `status`.
+class FixedHttpServer {
+ public:
+  explicit FixedHttpServer(int status) : status_(status) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    listen(fd_, 16);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        pollfd p{fd_, POLLIN, 0};
+        if (poll(&p, 1, 100) <= 0) continue;
+        int c = accept(fd_, nullptr, nullptr);
+        std::string req;
+        char buf[4096];
+        ssize_t n;
+        while (req.find("\r\n\r\n") == std::string::npos && (n = read(c, buf, sizeof buf)) > 0)
+          req.append(buf, n);
+        std::string resp = "HTTP/1.1 " + std::to_string(status_) +
+                           " Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found";
+        (void)!write(c, resp.data(), resp.size());
+        close(c);
+      }
+    });
+  }
+  ~FixedHttpServer() {
+    stop_ = true;
+    thread_.join();
+    close(fd_);
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  int status_;
+  int fd_;
+  uint16_t port_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(EngineEndToEnd, AnHttp404QuarantinesTheMessageWithTheStatusInLastError) {
+  TestDatabase db;
+  FixedHttpServer http(404);
+  uint16_t port = freePort();
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/adt/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\nformat: hl7v2\ndestination:\n  http: { url: \"http://127.0.0.1:" +
+           std::to_string(http.port()) + "/in\" }\n"},
+      {"interfaces/adt/transform.js", kPassThrough},
+  });
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c->exchange(hl7("H-1", "M")).ok());
+  ASSERT_TRUE(waitFor([&] { return db.value("SELECT status FROM messages") == "3"; }, 30s))
+      << engine.log();
+  EXPECT_NE(db.value("SELECT last_error FROM deliveries").find("404"), std::string::npos)
+      << db.value("SELECT last_error FROM deliveries");
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+}  // namespace
+}  // namespace ductus::test

@@ -1,0 +1,51 @@
+// EngineProcess: a real `ductus run` on a project folder the test writes,
+// as a child process whose log goes to a file. Tests kill it with SIGKILL
+// mid-traffic and start it again on the same database.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+
+namespace ductus::test {
+
+// A temporary project folder: files given as path -> text.
+class TempProject {
+ public:
+  explicit TempProject(const std::map<std::string, std::string>& files);
+  ~TempProject();
+  const std::filesystem::path& root() const { return root_; }
+
+ private:
+  std::filesystem::path root_;
+};
+
+class EngineProcess {
+ public:
+  EngineProcess(std::filesystem::path project, std::string databaseUrl);
+  ~EngineProcess();  // SIGKILLs a child still running
+
+  // Starts `ductus run` and waits for its "started:" line; false (with the
+  // log in the failure) if it exits or takes longer than the timeout.
+  bool start(std::chrono::seconds timeout = std::chrono::seconds(60));
+  void kill9();
+  // SIGTERM and wait; the exit status.
+  int terminate(std::chrono::seconds timeout = std::chrono::seconds(40));
+  std::string log() const;
+  pid_t pid() const { return pid_; }
+
+ private:
+  std::filesystem::path project_;
+  std::string url_;
+  std::filesystem::path logFile_;
+  pid_t pid_ = -1;
+  int runs_ = 0;
+};
+
+// Free TCP port on 127.0.0.1 (bind to 0, read it, close).
+uint16_t freePort();
+
+}  // namespace ductus::test
