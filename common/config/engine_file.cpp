@@ -1,0 +1,134 @@
+// ductus.yaml and resources.yaml.
+#include "common/config/project_files.h"
+
+#include <cctype>
+
+#include "common/config/address.h"
+
+namespace ductus::config {
+
+EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
+                         const std::filesystem::path& projectRoot) {
+  EngineConfig e;
+  if (!r.map(root, "",
+             {"database", "api", "isolates", "retention", "max_message_size", "secrets"},
+             {{"alerts", "alert rules, channels and the heartbeat"},
+              {"auth", "sign-in settings and directory (LDAP) sign-in"},
+              {"doctor", "scheduled certificate and connection checks"},
+              {"monitor", "monitoring settings"},
+              {"owners", "owners of interfaces"}}))
+    return e;
+  if (auto v = r.text(root, "database", "", Subst::Yes)) e.database = *v;
+
+  if (YamlReader::has(root, "api")) {
+    YAML::Node api = root["api"];
+    if (r.map(api, "api", {"listen"},
+              {{"tls", "TLS on the API listener"}, {"allow", "address allow-lists"}})) {
+      if (YamlReader::raw(api, "listen") == "off") {
+        e.apiEnabled = false;
+      } else if (YamlReader::has(api, "listen")) {
+        e.apiListenAt = r.at(api["listen"]);
+        if (auto hp = r.hostPort(api, "listen", "api")) e.apiListen = *hp;
+      }
+    }
+  }
+  if (YamlReader::has(root, "isolates")) {
+    YAML::Node iso = root["isolates"];
+    if (r.map(iso, "isolates", {"workers", "heap_mb"})) {
+      if (auto v = r.whole(iso, "workers", "isolates", 1, 256)) e.isolateWorkers = *v;
+      if (auto v = r.whole(iso, "heap_mb", "isolates", 16, 16384)) e.heapMb = *v;
+    }
+  }
+  if (auto v = r.retention(root, "retention", "")) e.retention = *v;
+  if (auto v = r.size(root, "max_message_size", "", 1ull << 10, 1ull << 30)) e.maxMessageBytes = *v;
+  if (YamlReader::has(root, "secrets")) {
+    YAML::Node s = root["secrets"];
+    if (r.map(s, "secrets", {"key_file"})) {
+      if (auto v = r.required(s, "key_file", "secrets")) {
+        std::filesystem::path p(*v);
+        e.secretsKeyFile = p.is_absolute() ? p : projectRoot / p;
+      }
+    }
+  }
+  return e;
+}
+
+namespace {
+
+// Resource names are what interfaces and code refer to: db("lab"), api: lab.
+bool isValidName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  return true;
+}
+
+// Calls each(name, node) for every entry of the mapping at root[key].
+template <typename F>
+void forEachNamed(YamlReader& r, const YAML::Node& root, std::string_view key, F each) {
+  if (!YamlReader::has(root, key)) return;
+  YAML::Node n = root[std::string(key)];
+  if (n.IsNull()) return;
+  if (!n.IsMap()) {
+    r.error(n, std::string(key), "expected a mapping of names to settings");
+    return;
+  }
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    std::string name = it->first.IsScalar() ? it->first.Scalar() : "";
+    std::string path = joinPath(std::string(key), name);
+    if (!isValidName(name)) {
+      r.error(it->first, std::string(key),
+              "`" + name + "` is not a valid name (letters, digits, _ and -, at most 64)");
+      continue;
+    }
+    each(name, path, it->second, r.at(it->first));
+  }
+}
+
+}  // namespace
+
+Resources parseResources(YamlReader& r, const YAML::Node& root) {
+  Resources res;
+  if (!r.map(root, "", {"databases", "apis"},
+             {{"certificates", "certificate and key pairs for TLS"},
+              {"ldap", "directory connections"},
+              {"sftp", "named SFTP servers"}}))
+    return res;
+  forEachNamed(r, root, "databases", [&](const std::string& name, const std::string& path,
+                                         const YAML::Node& n, Location at) {
+    if (!r.map(n, path, {"url", "max_connections"},
+               {{"kind", "database kinds other than PostgreSQL (SQL Server)"},
+                {"ca", "a CA for the database's TLS"}}))
+      return;
+    DatabaseResource db{name, "", 10, at};
+    if (auto v = r.required(n, "url", path, Subst::Yes)) {
+      if (v->rfind("postgres://", 0) != 0 && v->rfind("postgresql://", 0) != 0)
+        r.error(n["url"], joinPath(path, "url"),
+                "expected a PostgreSQL URL (postgresql://user@host/db)");
+      else db.url = *v;
+    }
+    if (auto v = r.whole(n, "max_connections", path, 1, 1000)) db.maxConnections = *v;
+    res.databases.emplace(name, std::move(db));
+  });
+  forEachNamed(r, root, "apis", [&](const std::string& name, const std::string& path,
+                                    const YAML::Node& n, Location at) {
+    if (!r.map(n, path, {"url", "headers", "timeout"},
+               {{"ca", "a CA for the API's TLS"}, {"certificate", "a client certificate"}}))
+      return;
+    ApiResource api;
+    api.name = name;
+    api.at = at;
+    if (auto v = r.required(n, "url", path, Subst::Yes)) {
+      if (!isValidHttpUrl(*v))
+        r.error(n["url"], joinPath(path, "url"), "expected an http:// or https:// URL");
+      else api.url = *v;
+    }
+    api.headers = r.stringMap(n, "headers", path, Subst::Yes);
+    if (auto v = r.duration(n, "timeout", path, std::chrono::milliseconds(10), std::chrono::minutes(10)))
+      api.timeout = *v;
+    res.apis.emplace(name, std::move(api));
+  });
+  return res;
+}
+
+}  // namespace ductus::config

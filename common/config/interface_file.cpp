@@ -1,0 +1,418 @@
+// interfaces/<name>/interface.yaml: source, format, ordering, destinations.
+#include <cctype>
+#include <chrono>
+
+#include "common/config/address.h"
+#include "common/config/duration.h"
+#include "common/config/project_files.h"
+#include "common/cron.h"
+
+namespace ductus::config {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+const std::vector<Unsupported> kListenerUnsupported = {
+    {"tls", "TLS on listeners"}, {"allow", "address allow-lists"}};
+
+// A path written in a project file: relative, inside the project (".." would
+// let one interface write into another's or the engine's files).
+bool isInsideProject(const std::string& p) {
+  std::filesystem::path path(p);
+  if (path.is_absolute()) return true;  // an operator's own folder, e.g. /var/spool/feed
+  for (auto& part : path)
+    if (part == "..") return false;
+  return true;
+}
+
+void checkFolder(YamlReader& r, const YAML::Node& map, const std::string& path, std::string_view key,
+                 const std::string& value) {
+  if (!isInsideProject(value))
+    r.error(map[std::string(key)], joinPath(path, key),
+            "`..` is not allowed: a relative path stays inside the project");
+}
+
+FileSelection parseSelection(YamlReader& r, const YAML::Node& n, const std::string& path) {
+  FileSelection f;
+  if (auto v = r.required(n, "path", path)) {
+    checkFolder(r, n, path, "path", *v);
+    f.path = *v;
+  }
+  if (auto v = r.text(n, "pattern", path)) f.pattern = *v;
+  if (auto v = r.choice<Split>(n, "split", path, {{"records", Split::Records}, {"none", Split::None}}))
+    f.split = *v;
+  if (auto v = r.text(n, "move_to", path)) {
+    checkFolder(r, n, path, "move_to", *v);
+    f.moveTo = *v;
+  }
+  if (auto v = r.flag(n, "delete", path)) f.deleteAfter = *v;
+  if (auto v = r.duration(n, "poll", path, milliseconds(100), minutes(60))) f.poll = *v;
+  // A file left in place would be read again at the next poll.
+  bool move = YamlReader::has(n, "move_to"), del = f.deleteAfter;
+  if (move == del)
+    r.error(n, path,
+            move ? "give either move_to or delete: true, not both"
+                 : "a read file must leave the folder: give move_to: <folder> or delete: true");
+  return f;
+}
+
+const std::vector<std::string_view> kSelectionKeys = {"path", "pattern", "split", "move_to", "delete",
+                                                      "poll"};
+
+std::vector<std::string_view> with(std::vector<std::string_view> a,
+                                   std::initializer_list<std::string_view> b) {
+  a.insert(a.end(), b);
+  return a;
+}
+
+const std::vector<std::string_view> kSourceKinds = {"mllp", "http", "file", "sftp", "schedule",
+                                                    "internal"};
+
+void parseSource(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) {
+  YAML::Node src = root["source"];
+  if (!src.IsDefined()) {
+    r.error(r.at(root), "source",
+            "`source` is required (one of mllp, http, file, sftp, schedule, internal)");
+    return;
+  }
+  iface.sourceAt = r.at(src);
+  if (!r.map(src, "source", kSourceKinds)) return;
+  if (!src.IsMap() || src.size() != 1) {
+    r.error(src, "source", "expected exactly one source kind: mllp, http, file, sftp, schedule or internal");
+    if (!src.IsMap() || src.size() == 0) return;
+  }
+  std::string kind = src.begin()->first.IsScalar() ? src.begin()->first.Scalar() : "";
+  bool known = false;
+  for (auto k : kSourceKinds) known = known || k == kind;
+  if (!known) return;  // map() has named it
+  YAML::Node n = src.begin()->second;
+  std::string path = "source." + kind;
+  if (kind == "mllp") {
+    MllpSource s;
+    if (r.map(n, path, {"listen"}, kListenerUnsupported))
+      if (auto hp = r.hostPort(n, "listen", path)) s.listen = *hp;
+    iface.sourceDescribe = "mllp " + s.listen.toString();
+    iface.source = s;
+  } else if (kind == "http") {
+    HttpSource s;
+    if (r.map(n, path, {"listen", "path", "mode"}, kListenerUnsupported)) {
+      if (auto hp = r.hostPort(n, "listen", path)) s.listen = *hp;
+      if (auto v = r.text(n, "path", path)) {
+        if (v->empty() || v->front() != '/') r.error(n["path"], path + ".path", "expected a path starting with /");
+        else s.path = *v;
+      }
+      if (auto v = r.choice<HttpMode>(n, "mode", path,
+                                      {{"queue", HttpMode::Queue}, {"respond", HttpMode::Respond}}))
+        s.mode = *v;
+    }
+    iface.sourceDescribe = "http " + s.listen.toString() + s.path +
+                           (s.mode == HttpMode::Respond ? " (respond)" : " (queue)");
+    iface.source = s;
+  } else if (kind == "file") {
+    FileSource s;
+    if (r.map(n, path, kSelectionKeys, {{"marker", "ready-marker files"}}))
+      s.files = parseSelection(r, n, path);
+    iface.sourceDescribe = "file " + s.files.path + s.files.pattern +
+                           (s.files.split == Split::Records ? " (split: records)" : "");
+    iface.source = s;
+  } else if (kind == "sftp") {
+    SftpSource s;
+    s.server.port = 22;
+    if (r.map(n, path, with(kSelectionKeys, {"host", "port", "user", "password"}),
+              {{"private_key", "key-based SFTP sign-in"},
+               {"host_key", "pinned SFTP host keys"},
+               {"marker", "ready-marker files"}})) {
+      if (auto v = r.host(n, "host", path)) s.server.host = *v;
+      if (auto v = r.whole(n, "port", path, 1, 65535)) s.server.port = static_cast<uint16_t>(*v);
+      if (auto v = r.required(n, "user", path, Subst::Yes)) s.user = *v;
+      if (auto v = r.required(n, "password", path, Subst::Yes)) s.password = *v;
+      s.files = parseSelection(r, n, path);
+    }
+    iface.sourceDescribe = "sftp " + YamlReader::raw(n, "host") + ":" + s.files.path;
+    iface.source = s;
+  } else if (kind == "schedule") {
+    ScheduleSource s;
+    if (r.map(n, path, {"every", "cron"})) {
+      bool every = YamlReader::has(n, "every"), cron = YamlReader::has(n, "cron");
+      if (every == cron)
+        r.error(n, path, "give exactly one of every: <duration> or cron: \"<5 fields>\"");
+      if (every) s.every = r.duration(n, "every", path, seconds(1), std::chrono::hours(24 * 31));
+      if (cron) {
+        if (auto v = r.required(n, "cron", path)) {
+          // The schedule source's own parser, so what validates is what runs.
+          if (auto parsed = parseCron(*v); !parsed)
+            r.error(n["cron"], path + ".cron", parsed.error().message);
+          else s.cron = *v;
+        }
+      }
+    }
+    iface.sourceDescribe =
+        s.every ? "schedule every " + formatDuration(*s.every) : "schedule cron \"" + s.cron + "\"";
+    iface.source = s;
+  } else if (kind == "internal") {
+    r.map(n, path, {});
+    iface.sourceDescribe = "internal";
+    iface.source = InternalSource{};
+  }
+}
+
+std::string methodOf(YamlReader& r, const YAML::Node& n, const std::string& path) {
+  auto v = r.choice<std::string_view>(n, "method", path,
+                                      {{"POST", "POST"}, {"PUT", "PUT"}, {"PATCH", "PATCH"}});
+  return v ? std::string(*v) : "POST";
+}
+
+const std::vector<std::string_view> kTargetKinds = {"mllp", "http", "file", "sftp", "interface"};
+
+// One destination's map: exactly one kind, then its common settings.
+std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, const std::string& path,
+                                            std::string name, const InterfaceConfig& iface) {
+  Destination d;
+  d.name = std::move(name);
+  d.at = r.at(n);
+  d.output = iface.format;
+  if (!r.map(n, path,
+             with(kTargetKinds, {"transform", "output", "retry", "rate_limit", "save_output"}),
+             {{"tls", "TLS on outbound connections"}, {"batch", "batched deliveries"}}))
+    return std::nullopt;
+  std::vector<std::string> kinds;
+  for (auto k : kTargetKinds)
+    if (YamlReader::has(n, k)) kinds.emplace_back(k);
+  if (kinds.size() != 1) {
+    r.error(n, path,
+            kinds.empty() ? "a destination needs one of mllp, http, file, sftp or interface"
+                          : "a destination has exactly one of mllp, http, file, sftp or interface; "
+                            "found " + kinds[0] + " and " + kinds[1] +
+                                " (use `destinations:` with a name for each)");
+    if (kinds.empty()) return std::nullopt;
+  }
+  const std::string& kind = kinds[0];
+  YAML::Node t = n[kind];
+  std::string tp = joinPath(path, kind);
+  d.targetAt = r.keyAt(n, kind);
+  if (kind == "mllp") {
+    MllpDestination m;
+    if (r.map(t, tp, {"host", "port", "ack_timeout"}, {{"tls", "TLS on outbound connections"}})) {
+      if (auto v = r.host(t, "host", tp)) m.address.host = *v;
+      if (!YamlReader::has(t, "port")) r.error(r.at(t), tp + ".port", "`port` is required");
+      if (auto v = r.whole(t, "port", tp, 1, 65535)) m.address.port = static_cast<uint16_t>(*v);
+      if (auto v = r.duration(t, "ack_timeout", tp, milliseconds(100), minutes(10))) m.ackTimeout = *v;
+    }
+    d.describe = "mllp " + YamlReader::raw(t, "host") + ":" + YamlReader::raw(t, "port");
+    d.target = m;
+  } else if (kind == "http") {
+    HttpDestination h;
+    if (r.map(t, tp, {"url", "api", "path", "method", "headers", "timeout"},
+              {{"tls", "TLS client settings"}, {"ca", "a CA for the server's TLS"},
+               {"certificate", "a client certificate"}})) {
+      bool url = YamlReader::has(t, "url"), api = YamlReader::has(t, "api");
+      if (url == api)
+        r.error(t, tp, "give exactly one of url: <http(s) URL> or api: <a resources.yaml api>");
+      if (url) {
+        if (auto v = r.text(t, "url", tp, Subst::Yes)) {
+          if (!isValidHttpUrl(*v))
+            r.error(t["url"], tp + ".url",
+                    Substituter::hasReference(YamlReader::raw(t, "url"))
+                        ? "the substituted URL is not an http:// or https:// URL"
+                        : "expected an http:// or https:// URL, got `" + *v + "`");
+          else h.url = *v;
+        }
+      }
+      if (api) {
+        if (auto v = r.text(t, "api", tp)) h.api = *v;
+        if (auto v = r.text(t, "path", tp)) h.path = *v;
+      } else if (YamlReader::has(t, "path")) {
+        r.error(r.keyAt(t, "path"), tp + ".path", "`path` goes with api:; put the path in the url");
+      }
+      h.method = methodOf(r, t, tp);
+      h.headers = r.stringMap(t, "headers", tp, Subst::Yes);
+      if (auto v = r.duration(t, "timeout", tp, milliseconds(100), minutes(10))) h.timeout = *v;
+    }
+    d.describe = "http " + h.method + " " +
+                 (h.api.empty() ? YamlReader::raw(t, "url") : "api " + h.api + h.path);
+    d.target = h;
+  } else if (kind == "file") {
+    FileDestination f;
+    if (r.map(t, tp, {"path", "name"})) {
+      if (auto v = r.required(t, "path", tp)) {
+        checkFolder(r, t, tp, "path", *v);
+        f.path = *v;
+      }
+      if (auto v = r.text(t, "name", tp)) {
+        if (v->find('/') != v->npos) r.error(t["name"], tp + ".name", "a file name has no `/`");
+        else f.name = *v;
+      }
+    }
+    d.describe = "file " + f.path;
+    d.target = f;
+  } else if (kind == "sftp") {
+    SftpDestination s;
+    s.server.port = 22;
+    if (r.map(t, tp, {"host", "port", "user", "password", "path", "name"},
+              {{"private_key", "key-based SFTP sign-in"}, {"host_key", "pinned SFTP host keys"}})) {
+      if (auto v = r.host(t, "host", tp)) s.server.host = *v;
+      if (auto v = r.whole(t, "port", tp, 1, 65535)) s.server.port = static_cast<uint16_t>(*v);
+      if (auto v = r.required(t, "user", tp, Subst::Yes)) s.user = *v;
+      if (auto v = r.required(t, "password", tp, Subst::Yes)) s.password = *v;
+      if (auto v = r.required(t, "path", tp)) s.path = *v;
+      if (auto v = r.text(t, "name", tp)) s.name = *v;
+    }
+    d.describe = "sftp " + YamlReader::raw(t, "host") + ":" + s.path;
+    d.target = s;
+  } else {
+    RouteDestination route;
+    if (auto v = r.required(n, "interface", path)) route.interface = *v;
+    d.describe = "route to " + route.interface;
+    d.target = route;
+  }
+  if (auto v = r.text(n, "transform", path)) {
+    bool ident = !v->empty() && !std::isdigit(static_cast<unsigned char>((*v)[0]));
+    for (char c : *v) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$');
+    if (!ident) r.error(n["transform"], path + ".transform", "expected the name of an exported function, got `" + *v + "`");
+    else d.transform = *v;
+  }
+  if (auto v = r.format(n, "output", path)) d.output = *v;
+  if (YamlReader::has(n, "retry")) {
+    YAML::Node retry = n["retry"];
+    if (r.map(retry, path + ".retry", {"max_attempts"}, {{"backoff", "custom back-off"}}))
+      if (auto v = r.whole(retry, "max_attempts", path + ".retry", 0, 1'000'000)) d.maxAttempts = *v;
+  }
+  if (YamlReader::has(n, "rate_limit")) {
+    YAML::Node rl = n["rate_limit"];
+    std::string rp = path + ".rate_limit";
+    if (r.map(rl, rp, {"messages", "per", "over"})) {
+      RateLimit limit;
+      if (!YamlReader::has(rl, "messages")) r.error(rl, rp + ".messages", "`messages` is required");
+      if (auto v = r.whole(rl, "messages", rp, 1, 1'000'000)) limit.messages = *v;
+      if (auto v = r.duration(rl, "per", rp, milliseconds(100), std::chrono::hours(24))) limit.per = *v;
+      if (auto v = r.choice<bool>(rl, "over", rp, {{"wait", false}, {"drop", true}})) limit.dropOver = *v;
+      d.rateLimit = limit;
+    }
+  }
+  if (auto v = r.flag(n, "save_output", path)) d.saveOutput = *v;
+  return d;
+}
+
+bool isValidDestinationName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  return true;
+}
+
+}  // namespace
+
+void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) {
+  if (!r.map(root, "",
+             {"source", "format", "ordering", "dedupe", "durability", "timeout", "isolation", "workers",
+              "retention", "max_message_size", "code", "respond", "dedicated_pools", "destination",
+              "destinations"},
+             {{"owners", "owners of an interface"},
+              {"owner", "owners of an interface"},
+              {"monitor", "per-interface monitoring thresholds"},
+              {"alerts", "per-interface alert rules"},
+              {"quarantined", "quarantine retention (quarantined: purge)"},
+              {"description", "interface descriptions"}}))
+    return;
+  if (root.IsNull()) {
+    r.error(r.at(root), "", "the file is empty: an interface needs at least a source and a destination");
+    return;
+  }
+  parseSource(r, root, iface);
+  if (auto v = r.format(root, "format", "")) iface.format = *v;
+
+  if (YamlReader::has(root, "ordering")) {
+    YAML::Node o = root["ordering"];
+    if (r.map(o, "ordering", {"key", "partitions"})) {
+      Ordering ord;
+      if (auto v = r.required(o, "key", "ordering")) ord.key = *v;
+      if (auto v = r.whole(o, "partitions", "ordering", 1, kMaxPartitions)) ord.partitions = *v;
+      iface.ordering = ord;
+    }
+  }
+  if (YamlReader::has(root, "dedupe")) {
+    YAML::Node dd = root["dedupe"];
+    if (r.map(dd, "dedupe", {"key"}, {{"window", "dedupe windows"}}))
+      if (auto v = r.required(dd, "key", "dedupe")) iface.dedupeKey = *v;
+  }
+  if (auto v = r.choice<Durability>(root, "durability", "",
+                                    {{"strict", Durability::Strict}, {"relaxed", Durability::Relaxed}}))
+    iface.durability = *v;
+  if (auto v = r.duration(root, "timeout", "", kMinTimeout, kMaxTimeout)) iface.timeout = *v;
+  if (auto v = r.choice<Isolation>(root, "isolation", "",
+                                   {{"shared", Isolation::Shared}, {"dedicated", Isolation::Dedicated}}))
+    iface.isolation = *v;
+  if (auto v = r.whole(root, "workers", "", 1, 64)) {
+    iface.workers = *v;
+    if (iface.isolation != Isolation::Dedicated)
+      r.error(root["workers"], "workers",
+              "workers: is for isolation: dedicated (shared interfaces use the engine's pool)");
+  }
+  if (auto v = r.retention(root, "retention", "")) iface.retention = *v;
+  if (auto v = r.size(root, "max_message_size", "", 1ull << 10, 1ull << 30)) iface.maxMessageBytes = *v;
+  if (auto v = r.text(root, "code", "")) {
+    std::filesystem::path p(*v);
+    if (p.is_absolute() || !isInsideProject(*v) || p.extension() != ".js")
+      r.error(root["code"], "code", "expected a .js file inside the interface's folder, got `" + *v + "`");
+    else iface.code = *v;
+  }
+  if (auto v = r.text(root, "respond", "")) iface.respond = *v;
+
+  if (YamlReader::has(root, "dedicated_pools")) {
+    YAML::Node pools = root["dedicated_pools"];
+    iface.dedicatedPoolsAt = r.at(pools);
+    if (!pools.IsMap()) {
+      r.error(pools, "dedicated_pools", "expected a mapping of database resources to connection counts");
+    } else {
+      for (auto it = pools.begin(); it != pools.end(); ++it) {
+        std::string db = it->first.IsScalar() ? it->first.Scalar() : "";
+        if (auto v = r.whole(pools, db, "dedicated_pools", 1, 100)) iface.dedicatedPools[db] = *v;
+      }
+      if (iface.isolation != Isolation::Dedicated)
+        r.error(r.keyAt(root, "dedicated_pools"), "dedicated_pools",
+                "dedicated_pools is for isolation: dedicated (a shared isolate can't tell which "
+                "interface is calling)");
+    }
+  }
+
+  bool one = YamlReader::has(root, "destination"), many = YamlReader::has(root, "destinations");
+  if (iface.respondMode()) {
+    if (one || many)
+      r.error(r.keyAt(root, one ? "destination" : "destinations"), one ? "destination" : "destinations",
+              "a respond-mode interface answers the request itself and has no destination");
+    if (iface.ordering) r.error(r.keyAt(root, "ordering"), "ordering", "a respond-mode interface has no queue to order");
+    if (iface.dedupeKey) r.error(r.keyAt(root, "dedupe"), "dedupe", "a respond-mode interface has no queue to dedupe");
+    return;
+  }
+  if (YamlReader::has(root, "respond"))
+    r.error(r.keyAt(root, "respond"), "respond", "respond: is for http sources with mode: respond");
+  if (one && many) {
+    r.error(r.keyAt(root, "destinations"), "destinations",
+            "give either destination: (one) or destinations: (by name), not both");
+  } else if (one) {
+    if (auto d = parseDestination(r, root["destination"], "destination", "default", iface))
+      iface.destinations.push_back(std::move(*d));
+  } else if (many) {
+    YAML::Node ds = root["destinations"];
+    if (!ds.IsMap() || ds.size() == 0) {
+      r.error(ds, "destinations", "expected a mapping of destination names to destinations");
+    } else {
+      for (auto it = ds.begin(); it != ds.end(); ++it) {
+        std::string name = it->first.IsScalar() ? it->first.Scalar() : "";
+        if (!isValidDestinationName(name)) {
+          r.error(it->first, "destinations", "`" + name + "` is not a valid destination name (letters, digits, _ and -)");
+          continue;
+        }
+        if (auto d = parseDestination(r, it->second, "destinations." + name, name, iface))
+          iface.destinations.push_back(std::move(*d));
+      }
+    }
+  } else {
+    r.error(r.at(root), "destination",
+            "`destination` (or `destinations`) is required: where do messages go?");
+  }
+}
+
+}  // namespace ductus::config

@@ -1,0 +1,46 @@
+// loadProject: reads a project folder (ductus.yaml, resources.yaml,
+// interfaces/<name>/interface.yaml), substitutes ${env:} and ${secret:},
+// and checks all of it, before anything touches a database. Blocking file
+// reads: it runs before the engine's loop starts, or in a CLI command.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "common/config/diagnostic.h"
+#include "common/config/model.h"
+#include "common/config/substitute.h"
+#include "common/result.h"
+
+namespace ductus::config {
+
+struct LoadOptions {
+  // Which secrets/<env>.json ${secret:} reads.
+  std::string environment = "prod";
+  // ${env:NAME}; unset means the process environment.
+  Substituter::EnvLookup env;
+  // The secrets key text; unset means DUCTUS_SECRETS_KEY, then the key
+  // file named in ductus.yaml.
+  std::optional<std::string> secretsKey;
+};
+
+struct LoadOutcome {
+  std::optional<Project> project;  // set only when diagnostics is empty
+  Diagnostics diagnostics;         // every mistake, in file order
+};
+
+LoadOutcome loadProjectWithDiagnostics(const std::filesystem::path& root, const LoadOptions& options);
+
+// The project, or an Error (code "config") whose message lists every
+// diagnostic, one per line.
+Result<Project> loadProject(const std::filesystem::path& root, const LoadOptions& options);
+
+// The environment a command uses when --env is not given: DUCTUS_ENV, else "prod".
+std::string defaultEnvironment();
+
+// The secrets key file named in ductus.yaml (empty when none), for the
+// secret commands, which must not need the rest of the project to be valid.
+Result<std::filesystem::path> secretsKeyFileOf(const std::filesystem::path& root);
+
+}  // namespace ductus::config

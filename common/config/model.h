@@ -1,0 +1,241 @@
+// The project an operator writes (DESIGN.md, "The project an operator
+// writes"), as typed values: ductus.yaml → EngineConfig, resources.yaml →
+// Resources, interfaces/<name>/interface.yaml → InterfaceConfig. Everything
+// here has been checked by the loader; ${env:} and ${secret:} are already
+// substituted, so secret values live in these structs and must never be
+// logged (describe() texts are built from what was written, not the values).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/config/diagnostic.h"
+
+namespace ductus::config {
+
+using Duration = std::chrono::milliseconds;
+
+enum class Format { Hl7v2, Json, Text, Csv, Xml };
+enum class Durability { Strict, Relaxed };
+enum class Isolation { Shared, Dedicated };
+// Whole weeks only: partitions are per day (1w) or per week (3w, 7w); see
+// the seed's "Retention". The value is the window in days.
+enum class Retention { OneWeek = 7, ThreeWeeks = 21, SevenWeeks = 49 };
+
+const char* formatName(Format f);
+const char* retentionName(Retention r);
+
+// Messages carrying documents (base64 PDFs in OBX-5) run to tens of MB.
+constexpr uint64_t kDefaultMaxMessageBytes = 64ull << 20;
+constexpr Duration kDefaultTimeout = std::chrono::seconds(5);
+constexpr Duration kMinTimeout = std::chrono::milliseconds(10);
+constexpr Duration kMaxTimeout = std::chrono::minutes(10);
+// With an ordering key and no partitions: as DESIGN.md's example.
+constexpr uint32_t kDefaultPartitions = 16;
+constexpr uint32_t kMaxPartitions = 4096;
+
+struct HostPort {
+  std::string host;  // a name, an IPv4 address or an IPv6 address (no brackets)
+  uint16_t port = 0;
+  std::string toString() const;  // brackets around IPv6
+};
+
+// ---- ductus.yaml ----------------------------------------------------------
+
+struct EngineConfig {
+  // Empty when not given: `ductus dev` provides one, `ductus run` takes
+  // --database or DUCTUS_DATABASE_URL. Substitution allowed.
+  std::string database;
+  bool apiEnabled = true;  // `api: { listen: off }` disables it
+  HostPort apiListen{"127.0.0.1", 7700};
+  Location apiListenAt;
+  uint32_t isolateWorkers = 0;  // 0 = one per core
+  uint32_t heapMb = 512;
+  Retention retention = Retention::SevenWeeks;  // each interface's default
+  uint64_t maxMessageBytes = kDefaultMaxMessageBytes;
+  // secrets: { key_file: ... }, resolved against the project folder; empty
+  // when not given (the key then comes from DUCTUS_SECRETS_KEY only).
+  std::filesystem::path secretsKeyFile;
+};
+
+// ---- resources.yaml -------------------------------------------------------
+
+struct DatabaseResource {
+  std::string name;
+  std::string url;  // a PostgreSQL connection URL; substitution allowed
+  uint32_t maxConnections = 10;
+  Location at;
+};
+
+struct ApiResource {
+  std::string name;
+  std::string url;  // base URL; substitution allowed
+  std::map<std::string, std::string> headers;  // substitution allowed (tokens)
+  Duration timeout = std::chrono::seconds(30);
+  Location at;
+};
+
+struct Resources {
+  std::map<std::string, DatabaseResource> databases;
+  std::map<std::string, ApiResource> apis;
+};
+
+// ---- sources ---------------------------------------------------------------
+
+struct MllpSource {
+  HostPort listen;
+};
+
+enum class HttpMode { Queue, Respond };
+struct HttpSource {
+  HostPort listen;
+  std::string path = "/";
+  HttpMode mode = HttpMode::Queue;
+};
+
+enum class Split { None, Records };
+// What a file or SFTP source reads and what it does with a file once read.
+struct FileSelection {
+  std::string path;  // folder; local ones relative to the project
+  std::string pattern = "*";
+  Split split = Split::None;
+  std::string moveTo;        // empty when deleteAfter
+  bool deleteAfter = false;  // `delete: true`
+  Duration poll = std::chrono::seconds(5);
+};
+
+struct FileSource {
+  FileSelection files;
+};
+
+struct SftpSource {
+  HostPort server;  // host + port (default 22); host substitution allowed
+  std::string user;
+  std::string password;  // substitution allowed (a ${secret:})
+  FileSelection files;
+};
+
+struct ScheduleSource {
+  std::optional<Duration> every;  // exactly one of every / cron
+  std::string cron;               // 5 fields, server local time
+};
+
+struct InternalSource {};
+
+using Source =
+    std::variant<MllpSource, HttpSource, FileSource, SftpSource, ScheduleSource, InternalSource>;
+
+const char* sourceKind(const Source& s);  // "mllp", "http", ...
+
+// ---- destinations ----------------------------------------------------------
+
+struct MllpDestination {
+  HostPort address;  // host substitution allowed
+  Duration ackTimeout = std::chrono::seconds(30);
+};
+
+struct HttpDestination {
+  std::string url;  // substitution allowed; empty when api is set
+  std::string api;  // a resources.yaml apis: entry; path goes under its URL
+  std::string path;
+  std::string method = "POST";
+  std::map<std::string, std::string> headers;  // substitution allowed
+  Duration timeout = std::chrono::seconds(30);
+};
+
+struct FileDestination {
+  std::string path;  // folder, relative to the project
+  std::string name = "{id}";
+};
+
+struct SftpDestination {
+  HostPort server;
+  std::string user;
+  std::string password;
+  std::string path;
+  std::string name = "{id}";
+};
+
+// `interface: <name>`: routes to an interface whose source is internal.
+struct RouteDestination {
+  std::string interface;
+};
+
+using Target =
+    std::variant<MllpDestination, HttpDestination, FileDestination, SftpDestination, RouteDestination>;
+
+const char* targetKind(const Target& t);
+
+struct RateLimit {
+  uint32_t messages = 0;  // at most this many
+  Duration per = std::chrono::seconds(1);
+  bool dropOver = false;  // `over: drop` filters the excess; `wait` (default) delays it
+};
+
+struct Destination {
+  std::string name;  // "default" for `destination:`
+  Target target;
+  std::string transform = "transform";  // the exported function
+  Format output = Format::Hl7v2;        // defaults to the interface's format
+  uint32_t maxAttempts = 0;             // retry.max_attempts; 0 = forever (transient)
+  std::optional<RateLimit> rateLimit;
+  bool saveOutput = false;
+  std::string describe;  // "file out/" — from the text as written, never secret values
+  Location at;           // the destination's map
+  Location targetAt;     // the kind's key (route checks point here)
+};
+
+// ---- interface.yaml --------------------------------------------------------
+
+struct Ordering {
+  std::string key;  // e.g. PID.3.1
+  uint32_t partitions = kDefaultPartitions;
+};
+
+struct InterfaceConfig {
+  std::string name;  // its folder's name
+  std::filesystem::path folder;
+  std::string file;  // interface.yaml as reported in diagnostics
+  Source source;
+  std::string sourceDescribe;  // "mllp 127.0.0.1:2575"
+  Location sourceAt;
+  Format format = Format::Hl7v2;
+  std::optional<Ordering> ordering;
+  std::optional<std::string> dedupeKey;
+  Durability durability = Durability::Strict;
+  Duration timeout = kDefaultTimeout;
+  Isolation isolation = Isolation::Shared;
+  uint32_t workers = 1;  // dedicated only
+  Retention retention = Retention::SevenWeeks;
+  uint64_t maxMessageBytes = kDefaultMaxMessageBytes;
+  std::string code = "transform.js";  // the module, relative to the folder
+  std::string respond = "transform";  // respond mode: the function that answers
+  std::map<std::string, uint32_t> dedicatedPools;  // database resource → connections
+  Location dedicatedPoolsAt;
+  std::vector<Destination> destinations;  // empty only in respond mode
+
+  // Lanes: the partition count with an ordering key, else one.
+  uint32_t partitionCount() const { return ordering ? ordering->partitions : 1; }
+  bool respondMode() const {
+    auto* h = std::get_if<HttpSource>(&source);
+    return h && h->mode == HttpMode::Respond;
+  }
+};
+
+struct Project {
+  std::filesystem::path root;
+  std::string environment;  // which secrets/<env>.json was used
+  EngineConfig engine;
+  Resources resources;
+  std::vector<InterfaceConfig> interfaces;  // sorted by name
+
+  const InterfaceConfig* find(std::string_view name) const;
+};
+
+}  // namespace ductus::config

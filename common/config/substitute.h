@@ -1,0 +1,55 @@
+// ${env:NAME} and ${secret:NAME} in project files.
+//
+// Allowed only where a deployment differs or a credential sits: the engine's
+// database URL; every string in resources.yaml (URLs, headers, credentials);
+// destination hosts, URLs and headers; SFTP hosts, users and passwords.
+// Anywhere else a `${` is refused, so a template can't silently become a
+// literal file name or path.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/config/secrets.h"
+
+namespace ductus::config {
+
+class Substituter {
+ public:
+  using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+  // secretsFile: secrets/<env>.json; opened on the first ${secret:} only,
+  // with the key from keyText (DUCTUS_SECRETS_KEY) or else keyFile.
+  Substituter(EnvLookup env, std::filesystem::path secretsFile, std::optional<std::string> keyText,
+               std::filesystem::path keyFile);
+
+  struct Outcome {
+    std::string value;
+    bool substituted = false;         // the value holds something not written in the file
+    std::vector<std::string> errors;  // one per missing or malformed reference
+  };
+  Outcome apply(std::string_view text);
+
+  // Whether text holds a `${`: the sign of a reference where none is allowed.
+  static bool hasReference(std::string_view text) { return text.find("${") != text.npos; }
+
+  // The key file can only be known once ductus.yaml is read.
+  void setKeyFile(std::filesystem::path keyFile) { keyFile_ = std::move(keyFile); }
+
+ private:
+  std::optional<std::string> secret(const std::string& name, std::string& error);
+
+  EnvLookup env_;
+  std::filesystem::path secretsFile_;
+  std::optional<std::string> keyText_;
+  std::filesystem::path keyFile_;
+  bool secretsTried_ = false;
+  std::optional<SecretsFile> secrets_;
+  std::string secretsError_;
+};
+
+}  // namespace ductus::config

@@ -1,0 +1,3 @@
+export function transform(doc, meta) {
+  return { ...doc, routedFrom: meta.origin ?? null };
+}

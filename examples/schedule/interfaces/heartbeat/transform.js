@@ -1,0 +1,3 @@
+export function transform(run) {
+  return `heartbeat due ${run.due}, previous ${run.previous ?? "none"}\n`;
+}

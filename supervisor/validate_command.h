@@ -1,0 +1,12 @@
+// `ductus validate [PROJECT] [--env ENV] [--json]`: loads and checks a whole
+// project without touching a database. Prints one line per interface and
+// exits 0, or every mistake (file:line:column: key: message) and exits 1.
+// The report goes to stdout either way: it is the command's answer, and
+// editors and CI read it from there.
+#pragma once
+
+namespace ductus::supervisor {
+
+int validateCommand(int argc, char** argv);
+
+}  // namespace ductus::supervisor

@@ -1,0 +1,112 @@
+// Checks across files: routes, listeners, named resources.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/config/project_dir.h"
+
+namespace ductus::config::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string mllpTo(const std::string& listen, const std::string& destination) {
+  return "source:\n  mllp: { listen: " + listen + " }\ndestination:\n" + destination;
+}
+
+TEST(CheckRoutes, ARouteIntoAnInternalInterfaceOfTheSameFormatIsValid) {
+  ProjectDir p;
+  p.iface("in", mllpTo("127.0.0.1:2575", "  interface: store\n  output: json\n"));
+  p.iface("store", "source:\n  internal: {}\nformat: json\ndestination:\n  file: { path: out/ }\n");
+  EXPECT_EQ(p.errors(), "");
+}
+
+TEST(CheckRoutes, ARouteToAMissingInterfaceNamesTheNearestOne) {
+  ProjectDir p;
+  p.iface("in", mllpTo("127.0.0.1:2575", "  interface: stroe\n"));
+  p.iface("store", "source:\n  internal: {}\ndestination:\n  file: { path: out/ }\n");
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/in/interface.yaml:4:3: destination.interface: route target "
+                                    "`stroe` is not an interface of this project \u2014 did you mean `store`?"));
+}
+
+TEST(CheckRoutes, ARouteTargetMustHaveAnInternalSource) {
+  ProjectDir p;
+  p.iface("in", mllpTo("127.0.0.1:2575", "  interface: other\n"));
+  p.iface("other", mllpTo("127.0.0.1:2576", "  file: { path: out/ }\n"));
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/in/interface.yaml:4:3: destination.interface: route target "
+                                    "`other` must have `source: internal`"));
+}
+
+TEST(CheckRoutes, ARouteTargetMustReadTheFormatTheDestinationOutputs) {
+  ProjectDir p;
+  p.iface("in", mllpTo("127.0.0.1:2575", "  interface: store\n"));  // outputs hl7v2
+  p.iface("store", "source:\n  internal: {}\nformat: json\ndestination:\n  file: { path: out/ }\n");
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/in/interface.yaml:4:3: destination.interface: this destination "
+                                    "outputs hl7v2 but `store` reads json"));
+}
+
+TEST(CheckRoutes, ARouteLoopIsRefused) {
+  ProjectDir p;
+  p.iface("in", mllpTo("127.0.0.1:2575", "  interface: a\n"));
+  p.iface("a", "source:\n  internal: {}\ndestination:\n  interface: b\n");
+  p.iface("b", "source:\n  internal: {}\ndestinations:\n  back:\n    interface: a\n");
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("interfaces/b/interface.yaml:5:5: destinations.back.interface: route loop: "
+                           "a \u2192 b \u2192 a"));
+  EXPECT_EQ(std::count(e.begin(), e.end(), '\n'), 1) << e;
+}
+
+TEST(CheckEndpoints, TwoMllpListenersOnOneAddressAreRefused) {
+  ProjectDir p;
+  p.iface("a", mllpTo("127.0.0.1:2575", "  file: { path: a/ }\n"));
+  p.iface("b", mllpTo("0.0.0.0:2575", "  file: { path: b/ }\n"));
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/b/interface.yaml:2:3: source.mllp.listen: 0.0.0.0:2575 is also "
+                                    "where interface `a` listens"));
+}
+
+TEST(CheckEndpoints, AListenerOnTheApiAddressIsRefused) {
+  ProjectDir p;
+  p.iface("a", mllpTo("127.0.0.1:7700", "  file: { path: a/ }\n"));
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/a/interface.yaml:2:3: source.mllp.listen: 127.0.0.1:7700 is also "
+                                    "where the API"));
+}
+
+TEST(CheckEndpoints, HttpInterfacesMayShareAPortWithDistinctPathsOnly) {
+  ProjectDir p;
+  auto http = [](const std::string& path) {
+    return "source:\n  http: { listen: 127.0.0.1:8080, path: " + path +
+           " }\ndestination:\n  file: { path: out/ }\n";
+  };
+  p.iface("a", http("/a"));
+  p.iface("b", http("/b"));
+  EXPECT_EQ(p.errors(), "");
+  p.iface("c", http("/a"));
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/c/interface.yaml:2:3: source.http.listen: path /a on "
+                                    "127.0.0.1:8080 is also interface `a`'s"));
+}
+
+TEST(CheckEndpoints, AnHttpAndAnMllpListenerCannotSharePorts) {
+  ProjectDir p;
+  p.iface("a", "source:\n  http: { listen: 127.0.0.1:8080 }\ndestination:\n  file: { path: out/ }\n");
+  p.iface("b", mllpTo("127.0.0.1:8080", "  file: { path: b/ }\n"));
+  EXPECT_THAT(p.errors(), HasSubstr("only HTTP interfaces may share a port"));
+}
+
+TEST(CheckResources, ANamedApiOrDatabaseThatDoesNotExistIsRefused) {
+  ProjectDir p;
+  p.write("resources.yaml",
+          "apis:\n  lab: { url: \"https://lab.example\" }\n"
+          "databases:\n  patients: { url: \"postgresql://db/p\" }\n");
+  p.iface("a",
+          "source:\n  mllp: { listen: 127.0.0.1:2575 }\n"
+          "isolation: dedicated\n"
+          "dedicated_pools: { patient: 2 }\n"
+          "destination:\n  http: { api: lbb, path: /in }\n");
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("interfaces/a/interface.yaml:4:18: dedicated_pools.patient: database `patient` is not "
+                           "in resources.yaml (databases:) \u2014 did you mean `patients`?"));
+  EXPECT_THAT(e, HasSubstr("interfaces/a/interface.yaml:6:3: destination.http.api: api `lbb` is not in "
+                           "resources.yaml (apis:) \u2014 did you mean `lab`?"));
+}
+
+}  // namespace
+}  // namespace ductus::config::test

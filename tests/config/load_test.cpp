@@ -1,0 +1,309 @@
+// Reading each file into the model, and the errors each key can produce,
+// each with its exact file:line:column.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/config/project_dir.h"
+
+namespace ductus::config::test {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+constexpr const char* kMllpToFile =
+    "source:\n"
+    "  mllp: { listen: 127.0.0.1:2575 }\n"
+    "destination:\n"
+    "  file: { path: out/ }\n";
+
+TEST(LoadProject, AMinimalInterfaceGetsTheDocumentedDefaults) {
+  ProjectDir p;
+  p.iface("adt", kMllpToFile);
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  const InterfaceConfig& i = o.project->interfaces.at(0);
+  EXPECT_EQ(i.name, "adt");
+  EXPECT_EQ(i.format, Format::Hl7v2);
+  EXPECT_EQ(i.timeout, 5000ms);
+  EXPECT_EQ(i.durability, Durability::Strict);
+  EXPECT_EQ(i.isolation, Isolation::Shared);
+  EXPECT_EQ(i.retention, Retention::SevenWeeks);
+  EXPECT_EQ(i.maxMessageBytes, 64ull << 20);
+  EXPECT_EQ(i.partitionCount(), 1u);
+  ASSERT_EQ(i.destinations.size(), 1u);
+  const Destination& d = i.destinations[0];
+  EXPECT_EQ(d.name, "default");
+  EXPECT_EQ(d.transform, "transform");
+  EXPECT_EQ(d.output, Format::Hl7v2);
+  EXPECT_EQ(d.maxAttempts, 0u);
+  EXPECT_FALSE(d.saveOutput);
+  EXPECT_EQ(std::get<FileDestination>(d.target).path, "out/");
+  auto& m = std::get<MllpSource>(i.source);
+  EXPECT_EQ(m.listen.host, "127.0.0.1");
+  EXPECT_EQ(m.listen.port, 2575);
+}
+
+TEST(LoadProject, EveryDocumentedSettingIsReadIntoTheModel) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "api: { listen: 127.0.0.1:7799 }\n"
+          "isolates: { workers: 3, heap_mb: 256 }\n"
+          "retention: 3w\n"
+          "max_message_size: 32MB\n");
+  p.write("resources.yaml", "databases:\n  patients: { url: postgresql://db/p, max_connections: 4 }\n");
+  p.iface("lab",
+          "source:\n"
+          "  http: { listen: 127.0.0.1:8080, path: /lab, mode: queue }\n"
+          "format: json\n"
+          "ordering: { key: patient.id, partitions: 32 }\n"
+          "dedupe: { key: id }\n"
+          "durability: relaxed\n"
+          "timeout: 250ms\n"
+          "isolation: dedicated\n"
+          "workers: 2\n"
+          "retention: 1w\n"
+          "max_message_size: 512KB\n"
+          "dedicated_pools: { patients: 2 }\n"
+          "destinations:\n"
+          "  a:\n"
+          "    mllp: { host: lab.example, port: 2576, ack_timeout: 10s }\n"
+          "    transform: toHl7\n"
+          "    output: hl7v2\n"
+          "    retry: { max_attempts: 5 }\n"
+          "    rate_limit: { messages: 10, per: 1m, over: drop }\n"
+          "    save_output: true\n"
+          "  b:\n"
+          "    http: { url: \"https://lab.example/in\", method: PUT, headers: { X-A: b }, timeout: 3s }\n");
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  const EngineConfig& e = o.project->engine;
+  EXPECT_EQ(e.apiListen.port, 7799);
+  EXPECT_EQ(e.isolateWorkers, 3u);
+  EXPECT_EQ(e.heapMb, 256u);
+  EXPECT_EQ(e.retention, Retention::ThreeWeeks);
+  EXPECT_EQ(e.maxMessageBytes, 32ull << 20);
+  EXPECT_EQ(o.project->resources.databases.at("patients").maxConnections, 4u);
+  const InterfaceConfig& i = o.project->interfaces.at(0);
+  EXPECT_EQ(std::get<HttpSource>(i.source).path, "/lab");
+  EXPECT_EQ(i.format, Format::Json);
+  EXPECT_EQ(i.ordering->key, "patient.id");
+  EXPECT_EQ(i.partitionCount(), 32u);
+  EXPECT_EQ(*i.dedupeKey, "id");
+  EXPECT_EQ(i.durability, Durability::Relaxed);
+  EXPECT_EQ(i.timeout, 250ms);
+  EXPECT_EQ(i.isolation, Isolation::Dedicated);
+  EXPECT_EQ(i.workers, 2u);
+  EXPECT_EQ(i.retention, Retention::OneWeek);
+  EXPECT_EQ(i.maxMessageBytes, 512u << 10);
+  EXPECT_EQ(i.dedicatedPools.at("patients"), 2u);
+  ASSERT_EQ(i.destinations.size(), 2u);
+  const Destination& a = i.destinations[0];
+  EXPECT_EQ(a.name, "a");
+  EXPECT_EQ(std::get<MllpDestination>(a.target).address.host, "lab.example");
+  EXPECT_EQ(std::get<MllpDestination>(a.target).ackTimeout, 10s);
+  EXPECT_EQ(a.transform, "toHl7");
+  EXPECT_EQ(a.output, Format::Hl7v2);
+  EXPECT_EQ(a.maxAttempts, 5u);
+  ASSERT_TRUE(a.rateLimit);
+  EXPECT_EQ(a.rateLimit->messages, 10u);
+  EXPECT_EQ(a.rateLimit->per, 60s);
+  EXPECT_TRUE(a.rateLimit->dropOver);
+  EXPECT_TRUE(a.saveOutput);
+  const Destination& b = i.destinations[1];
+  auto& h = std::get<HttpDestination>(b.target);
+  EXPECT_EQ(h.method, "PUT");
+  EXPECT_EQ(h.headers.at("X-A"), "b");
+  EXPECT_EQ(h.timeout, 3s);
+  EXPECT_EQ(b.output, Format::Json);  // the interface's format by default
+}
+
+TEST(LoadProject, AnOrderingKeyWithoutPartitionsGetsSixteenLanes) {
+  ProjectDir p;
+  p.iface("adt", std::string(kMllpToFile) + "ordering: { key: PID.3.1 }\n");
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  EXPECT_EQ(o.project->interfaces[0].partitionCount(), 16u);
+}
+
+TEST(LoadProject, EachSourceKindIsRead) {
+  ProjectDir p;
+  p.iface("f", "source:\n  file: { path: in/, pattern: \"*.csv\", split: records, move_to: done/ }\n"
+               "format: csv\ndestination:\n  file: { path: out/ }\n");
+  p.iface("s", "source:\n  schedule: { cron: \"0 2 * * mon-fri\" }\nformat: json\n"
+               "destination:\n  file: { path: out2/ }\n");
+  p.iface("e", "source:\n  schedule: { every: 5m }\ndestination:\n  file: { path: out3/ }\n");
+  p.iface("t", "source:\n  sftp: { host: sftp.example, user: u, password: p, path: /in, delete: true }\n"
+               "destination:\n  file: { path: out4/ }\n");
+  p.iface("r", "source:\n  http: { listen: 127.0.0.1:8081, mode: respond }\nformat: json\n");
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  auto& f = std::get<FileSource>(o.project->find("f")->source);
+  EXPECT_EQ(f.files.split, Split::Records);
+  EXPECT_EQ(f.files.moveTo, "done/");
+  EXPECT_EQ(std::get<ScheduleSource>(o.project->find("s")->source).cron, "0 2 * * mon-fri");
+  EXPECT_EQ(*std::get<ScheduleSource>(o.project->find("e")->source).every, 5min);
+  auto& t = std::get<SftpSource>(o.project->find("t")->source);
+  EXPECT_EQ(t.server.port, 22);
+  EXPECT_TRUE(t.files.deleteAfter);
+  EXPECT_TRUE(o.project->find("r")->respondMode());
+  EXPECT_TRUE(o.project->find("r")->destinations.empty());
+}
+
+TEST(LoadProject, AnUnknownKeyNamesTheNearestValidKeyAtItsLine) {
+  ProjectDir p;
+  p.iface("adt",
+          "source:\n"
+          "  mllp: { listen: 127.0.0.1:2575 }\n"
+          "destinaton:\n"
+          "  file: { path: out/ }\n");
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:3:1: destinaton: unknown key `destinaton` "
+                           "\u2014 did you mean `destination`?"));
+}
+
+TEST(LoadProject, AnUnknownNestedKeyIsPlacedAtItsOwnLineAndColumn) {
+  ProjectDir p;
+  p.iface("adt",
+          "source:\n"
+          "  mllp: { listen: 127.0.0.1:2575 }\n"
+          "destination:\n"
+          "  file: { path: out/ }\n"
+          "  retry: { max_atempts: 3 }\n");
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/adt/interface.yaml:5:12: destination.retry.max_atempts: "
+                                    "unknown key `max_atempts` \u2014 did you mean `max_attempts`?"));
+}
+
+TEST(LoadProject, SeedSettingsNotImplementedYetAreRefusedNotIgnored) {
+  ProjectDir p;
+  p.write("ductus.yaml", "alerts: { keep: 1y }\napi: { listen: 127.0.0.1:7700, tls: { certificate: a } }\n");
+  p.write("resources.yaml", "certificates: {}\n");
+  p.iface("adt",
+          "source:\n"
+          "  mllp: { listen: 127.0.0.1:2575, allow: [10.0.0.0/8] }\n"
+          "owners: [team-a]\n"
+          "destination:\n"
+          "  file: { path: out/ }\n");
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:1:1: alerts: `alerts` (alert rules, channels and the heartbeat) is not supported yet"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:2:32: api.tls: `tls` (TLS on the API listener) is not supported yet"));
+  EXPECT_THAT(e, HasSubstr("resources.yaml:1:1: certificates: `certificates`"));
+  EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:2:35: source.mllp.allow: `allow` (address allow-lists) is not supported yet"));
+  EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:3:1: owners: `owners` (owners of an interface) is not supported yet"));
+}
+
+TEST(LoadProject, EveryErrorOfAProjectIsReportedInOneRun) {
+  ProjectDir p;
+  p.write("ductus.yaml", "retention: 2w\n");
+  p.iface("a",
+          "source:\n"
+          "  mllp: { listen: 127.0.0.1:0 }\n"
+          "timeout: 5\n"
+          "destination:\n"
+          "  file: { path: out/ }\n");
+  p.iface("b",
+          "source:\n"
+          "  schedule: { every: 5 }\n"
+          "destination:\n"
+          "  file: { path: out/ }\n"
+          "  save_output: yes\n");
+  auto o = p.load();
+  EXPECT_FALSE(o.project);
+  std::string e = p.errors();
+  EXPECT_EQ(o.diagnostics.size(), 5u) << e;
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:1:12: retention: expected 1w | 3w | 7w, got `2w`"));
+  EXPECT_THAT(e, HasSubstr("interfaces/a/interface.yaml:2:19: source.mllp.listen: expected host:port"));
+  EXPECT_THAT(e, HasSubstr("interfaces/a/interface.yaml:3:10: timeout: expected a duration such as 250ms"));
+  EXPECT_THAT(e, HasSubstr("interfaces/b/interface.yaml:2:22: source.schedule.every: expected a duration"));
+  EXPECT_THAT(e, HasSubstr("interfaces/b/interface.yaml:5:16: destination.save_output: expected true or false, got `yes`"));
+}
+
+TEST(LoadProject, TimeoutMustBeFromTenMillisecondsToTenMinutes) {
+  for (auto [value, ok] : {std::pair{"10ms", true}, {"10m", true}, {"9ms", false}, {"11m", false}}) {
+    ProjectDir p;
+    p.iface("adt", std::string(kMllpToFile) + "timeout: " + value + "\n");
+    std::string e = p.errors();
+    if (ok) EXPECT_EQ(e, "") << value;
+    else EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:5:10: timeout: must be from 10ms to 10m, got `" +
+                                  std::string(value) + "`"));
+  }
+}
+
+TEST(LoadProject, RetentionIsOneThreeOrSevenWeeksAndPartitionsAtLeastOne) {
+  ProjectDir p;
+  p.iface("adt", std::string(kMllpToFile) + "retention: 14d\nordering: { key: PID.3.1, partitions: 0 }\n");
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:5:12: retention: expected 1w | 3w | 7w, got `14d`"));
+  EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:6:39: ordering.partitions: expected a whole number from 1 to 4096, got `0`"));
+}
+
+TEST(LoadProject, SizesPortsAndHostsAreChecked) {
+  ProjectDir p;
+  p.write("ductus.yaml", "max_message_size: 64 megabytes\n");
+  p.iface("adt",
+          "source:\n"
+          "  mllp: { listen: \"127.0.0.1:70000\" }\n"
+          "destinations:\n"
+          "  x:\n"
+          "    mllp: { host: \"no such host!\", port: 0 }\n");
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:1:19: max_message_size: expected a size such as 512KB, 64MB or 1GB"));
+  EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:2:19: source.mllp.listen: expected host:port with a port from 1 to 65535"));
+  EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:5:19: destinations.x.mllp.host: expected a host name or IP address"));
+  EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:5:42: destinations.x.mllp.port: expected a whole number from 1 to 65535"));
+}
+
+TEST(LoadProject, AnInvalidCronExpressionIsRefusedAtItsLine) {
+  ProjectDir p;
+  p.iface("nightly", "source:\n  schedule: { cron: \"0 25 * * *\" }\ndestination:\n  file: { path: out/ }\n");
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/nightly/interface.yaml:2:21: source.schedule.cron: cron hour field"));
+}
+
+TEST(LoadProject, YamlSyntaxErrorsArePlacedAtTheirLine) {
+  ProjectDir p;
+  p.iface("adt", "source:\n  mllp: { listen: 127.0.0.1:2575\ndestination: x\n");
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/adt/interface.yaml:3:"));
+  EXPECT_THAT(p.errors(), HasSubstr("not valid YAML"));
+}
+
+TEST(LoadProject, ADuplicateKeyIsRefused) {
+  ProjectDir p;
+  p.iface("adt", std::string(kMllpToFile) + "timeout: 1s\ntimeout: 2s\n");
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/adt/interface.yaml:6:1: timeout: duplicate key `timeout` "
+                                    "(first given on line 5)"));
+}
+
+TEST(LoadProject, AMissingSourceOrDestinationIsNamed) {
+  ProjectDir p;
+  p.iface("a", "format: hl7v2\n");
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("interfaces/a/interface.yaml:1:1: source: `source` is required"));
+  EXPECT_THAT(e, HasSubstr("interfaces/a/interface.yaml:1:1: destination: `destination` (or `destinations`) is required"));
+}
+
+TEST(LoadProject, AMissingModuleFileIsNamed) {
+  ProjectDir p;
+  p.write("interfaces/adt/interface.yaml", kMllpToFile);
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/adt/transform.js not found"));
+}
+
+TEST(LoadProject, AFolderWithoutDuctusYamlIsNotAProject) {
+  ProjectDir p;
+  std::filesystem::remove(p.root() / "ductus.yaml");
+  p.iface("adt", kMllpToFile);
+  EXPECT_THAT(p.errors(), HasSubstr("ductus.yaml: not found"));
+}
+
+TEST(LoadProject, LoadProjectReturnsEveryDiagnosticInItsError) {
+  ProjectDir p;
+  p.iface("adt", std::string(kMllpToFile) + "timeout: 1x\nretention: 2w\n");
+  LoadOptions o;
+  auto r = loadProject(p.root(), o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "config");
+  EXPECT_THAT(r.error().message, HasSubstr("interface.yaml:5:10: timeout"));
+  EXPECT_THAT(r.error().message, HasSubstr("interface.yaml:6:12: retention"));
+}
+
+}  // namespace
+}  // namespace ductus::config::test

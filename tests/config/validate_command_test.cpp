@@ -1,0 +1,164 @@
+// `ductus validate` and `ductus secret` as an operator runs them: the real
+// binary on the example projects and on a broken copy.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/config/project_dir.h"
+#include "tests/support/test_env.h"
+
+namespace ductus::config::test {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+int exitCode(const ductus::test::ChildOutput& r) {
+  return WIFEXITED(r.exitStatus) ? WEXITSTATUS(r.exitStatus) : -1;
+}
+
+// Runs a shell line with stderr folded into stdout (runChild keeps only stdout).
+ductus::test::ChildOutput sh(const std::string& line) {
+  return ductus::test::runChild({"/bin/sh", "-c", line + " 2>&1"});
+}
+
+std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+
+const std::vector<std::string> kExamples = {"adt-feed",          "lab-results-http", "http-respond",
+                                            "route-to-internal", "file-split-records", "schedule"};
+
+TEST(ValidateCommand, EveryExampleProjectValidates) {
+  for (auto& name : kExamples) {
+    fs::path dir = fs::path(DUCTUS_SOURCE_DIR) / "examples" / name;
+    auto r = ductus::test::runChild({ductus::test::ductusBinary(), "validate", dir.string()});
+    EXPECT_EQ(exitCode(r), 0) << name << ":\n" << r.out;
+    EXPECT_THAT(r.out, HasSubstr(", valid")) << name;
+  }
+}
+
+TEST(ValidateCommand, TheDemoPrintsOneLinePerInterface) {
+  fs::path dir = fs::path(DUCTUS_SOURCE_DIR) / "examples/route-to-internal";
+  auto r = ductus::test::runChild({ductus::test::ductusBinary(), "validate", dir.string()});
+  EXPECT_THAT(r.out, HasSubstr("adt-in: mllp 127.0.0.1:2578, hl7v2 \u2192 default: route to adt-json (json)\n"));
+  EXPECT_THAT(r.out, HasSubstr("adt-json: internal, json \u2192 default: file out/ (json)\n"));
+}
+
+// A copy of an example with several mistakes: every one is listed, exit 1.
+class BrokenCopy : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::copy(fs::path(DUCTUS_SOURCE_DIR) / "examples/route-to-internal", dir_.root(),
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    dir_.write("interfaces/adt-in/interface.yaml",
+               "source:\n"
+               "  mllp: { listen: 127.0.0.1:2578 }\n"
+               "timeout: 5 seconds\n"
+               "destinaton:\n"
+               "  interface: adt-json\n");
+    dir_.write("interfaces/adt-json/interface.yaml",
+               "source:\n"
+               "  internal: {}\n"
+               "format: json\n"
+               "retention: 2w\n"
+               "destination:\n"
+               "  interface: adt-in\n");
+  }
+  ProjectDir dir_;
+};
+
+TEST_F(BrokenCopy, ExitsOneListingEveryError) {
+  auto r = ductus::test::runChild({ductus::test::ductusBinary(), "validate", dir_.root().string()});
+  EXPECT_EQ(exitCode(r), 1) << r.out;
+  std::string in = (dir_.root() / "interfaces/adt-in/interface.yaml").string();
+  std::string json = (dir_.root() / "interfaces/adt-json/interface.yaml").string();
+  EXPECT_THAT(r.out, HasSubstr(in + ":3:10: timeout: expected a duration"));
+  EXPECT_THAT(r.out, HasSubstr(in + ":4:1: destinaton: unknown key `destinaton` \u2014 did you mean `destination`?"));
+  EXPECT_THAT(r.out, HasSubstr(in + ":1:1: destination: `destination` (or `destinations`) is required"));
+  EXPECT_THAT(r.out, HasSubstr(json + ":4:12: retention: expected 1w | 3w | 7w, got `2w`"));
+  EXPECT_THAT(r.out, HasSubstr(json + ":6:3: destination.interface: route target `adt-in` must have `source: internal`"));
+  EXPECT_THAT(r.out, HasSubstr(": 5 errors\n"));
+}
+
+TEST_F(BrokenCopy, JsonListsTheSameErrorsForEditors) {
+  auto r = ductus::test::runChild({ductus::test::ductusBinary(), "validate", dir_.root().string(), "--json"});
+  EXPECT_EQ(exitCode(r), 1);
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(doc["ok"].get<bool>());
+  ASSERT_EQ(doc["errors"].size(), 5u) << r.out;
+  EXPECT_EQ(doc["errors"][0]["line"], 1);
+  EXPECT_EQ(doc["errors"][0]["key"], "destination");
+}
+
+TEST(ValidateCommand, JsonSummarisesAValidProject) {
+  fs::path dir = fs::path(DUCTUS_SOURCE_DIR) / "examples/adt-feed";
+  auto r = ductus::test::runChild({ductus::test::ductusBinary(), "validate", dir.string(), "--json"});
+  EXPECT_EQ(exitCode(r), 0);
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(doc["ok"].get<bool>());
+  EXPECT_EQ(doc["interfaces"][0]["name"], "adt-feed");
+  EXPECT_EQ(doc["interfaces"][0]["source"], "mllp");
+  EXPECT_EQ(doc["interfaces"][0]["partitions"], 16);
+  EXPECT_EQ(doc["interfaces"][0]["destinations"][0]["kind"], "file");
+}
+
+constexpr const char* kKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+TEST(SecretCommand, SetListAndRemoveWithoutEverPrintingAValue) {
+  ProjectDir p;
+  std::string ductus = ductus::test::ductusBinary();
+  std::string env = "DUCTUS_SECRETS_KEY=" + std::string(kKey) + " ";
+  std::string proj = " --project " + quoted(p.root());
+  auto set = sh("printf 'tok-123\\n' | " + env + ductus + " secret set LAB_TOKEN" + proj);
+  EXPECT_EQ(exitCode(set), 0) << set.out;
+  EXPECT_THAT(set.out, Not(HasSubstr("tok-123")));
+  auto set2 = sh("printf 'pw' | " + env + ductus + " secret set DB_PASSWORD --env test" + proj);
+  EXPECT_EQ(exitCode(set2), 0) << set2.out;
+  EXPECT_TRUE(fs::exists(p.root() / "secrets/test.json"));
+
+  auto list = sh(env + ductus + " secret list" + proj);
+  EXPECT_EQ(exitCode(list), 0);
+  EXPECT_EQ(list.out, "LAB_TOKEN\n");
+
+  auto store = SecretsFile::open(p.root() / "secrets/prod.json", *parseSecretsKey(kKey));
+  ASSERT_TRUE(store);
+  EXPECT_EQ(*store->find("LAB_TOKEN"), "tok-123");  // the newline echo adds is not the value's
+
+  auto rm = sh(env + ductus + " secret rm LAB_TOKEN" + proj);
+  EXPECT_EQ(exitCode(rm), 0) << rm.out;
+  EXPECT_EQ(sh(env + ductus + " secret list" + proj).out, "");
+  EXPECT_EQ(exitCode(sh(env + ductus + " secret rm LAB_TOKEN" + proj)), 1);
+}
+
+TEST(SecretCommand, AWrongKeyIsRefusedAndTheFileIsLeftAlone) {
+  ProjectDir p;
+  std::string ductus = ductus::test::ductusBinary();
+  std::string proj = " --project " + quoted(p.root());
+  ASSERT_EQ(exitCode(sh("printf v | DUCTUS_SECRETS_KEY=" + std::string(kKey) + " " + ductus +
+                        " secret set A" + proj)),
+            0);
+  std::ifstream in(p.root() / "secrets/prod.json");
+  std::stringstream before;
+  before << in.rdbuf();
+  std::string wrong = "DUCTUS_SECRETS_KEY=" + std::string(64, 'e') + " ";
+  auto list = sh(wrong + ductus + " secret list" + proj);
+  EXPECT_EQ(exitCode(list), 1);
+  EXPECT_THAT(list.out, HasSubstr("this key does not open secret `A`"));
+  auto set = sh("printf x | " + wrong + ductus + " secret set B" + proj);
+  EXPECT_EQ(exitCode(set), 1);
+  std::ifstream after(p.root() / "secrets/prod.json");
+  std::stringstream now;
+  now << after.rdbuf();
+  EXPECT_EQ(before.str(), now.str());
+  auto none = sh("env -u DUCTUS_SECRETS_KEY " + ductus + " secret list" + proj);
+  EXPECT_EQ(exitCode(none), 1);
+  EXPECT_THAT(none.out, HasSubstr("no secrets key"));
+}
+
+}  // namespace
+}  // namespace ductus::config::test
