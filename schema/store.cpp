@@ -174,37 +174,131 @@ void Store::ensureDestination(int64_t interfaceId, const std::string& name,
 
 // ---- Inserts ----------------------------------------------------------------
 
+namespace {
+
+struct InsertColumns {
+  std::vector<std::string> payloads;
+  std::vector<int32_t> lanes;
+  std::vector<std::optional<std::string>> keys;
+  std::vector<int64_t> origins;
+};
+
+std::vector<Param> insertParams(int64_t interfaceId, Tier tier,
+                                const std::vector<int64_t>& destinations, bool relaxed,
+                                const InsertColumns& c, Param stateKey, Param stateJson) {
+  return {num(interfaceId),
+          num(static_cast<int16_t>(tier)),
+          pb::int8Array(destinations),
+          std::string(relaxed ? "t" : "f"),
+          pb::bytesArray(pb::kBytea, c.payloads),
+          pb::int4Array(c.lanes),
+          pb::bytesArray(pb::kText, c.keys),
+          pb::int8Array(c.origins),
+          std::move(stateKey),
+          std::move(stateJson)};
+}
+
+const std::vector<int> kInsertFormats{kText,   kText,   kBinary, kText, kBinary,
+                                      kBinary, kBinary, kBinary, kText, kText};
+const char* const kInsertName = "ductus_insert_messages";
+
+bool sameGroup(const NewMessage& a, const NewMessage& b) {
+  return a.interfaceId == b.interfaceId && a.tier == b.tier && a.relaxed == b.relaxed &&
+         a.destinationIds == b.destinationIds;
+}
+
+}  // namespace
+
 void Store::insert(NewMessage m, Callback<StoredMessage> cb) {
-  NewBatch b;
-  b.interfaceId = m.interfaceId;
-  b.tier = m.tier;
-  b.destinationIds = std::move(m.destinationIds);
-  b.relaxed = m.relaxed;
-  b.items.push_back(BatchItem{std::move(m.payload), m.partitionKey, std::move(m.dedupeKey)});
-  std::vector<int64_t> origins{m.originId.value_or(0)};
-  static const Statement stmt{"ductus_insert_messages", sql::kInsertMessages};
-  std::vector<std::string> payloads{std::move(b.items[0].payload)};
-  std::vector<std::optional<std::string>> keys{std::move(b.items[0].dedupeKey)};
-  std::vector<Param> params{num(b.interfaceId),
-                            num(static_cast<int16_t>(b.tier)),
-                            pb::int8Array(b.destinationIds),
-                            std::string(b.relaxed ? "t" : "f"),
-                            pb::bytesArray(pb::kBytea, payloads),
-                            pb::int4Array({b.items[0].partitionKey}),
-                            pb::bytesArray(pb::kText, keys),
-                            pb::int8Array(origins),
-                            std::nullopt,
-                            std::nullopt};
-  std::vector<int> formats{kText, kText, kBinary, kText, kBinary, kBinary, kBinary, kBinary,
-                           kText, kText};
+  if (!options_.coalesceInserts) return insertOne(QueuedInsert{std::move(m), std::move(cb)});
+  inserts_.push_back(QueuedInsert{std::move(m), std::move(cb)});
+  // One lease asked for per insert: each lease stores at least one, so
+  // nobody is left waiting; a lease that finds the queue empty (its insert
+  // went with an earlier group) goes straight back.
+  auto alive = alive_;
+  pool_.acquire([this, alive](Result<LeasePtr> lease) {
+    if (!*alive || inserts_.empty()) return;
+    if (!lease) {
+      auto q = std::move(inserts_.front());
+      inserts_.pop_front();
+      return q.cb(lease.error());
+    }
+    insertGroup(*lease);
+  });
+}
+
+void Store::insertGroup(LeasePtr lease) {
+  auto group = std::make_shared<std::deque<QueuedInsert>>();
+  group->push_back(std::move(inserts_.front()));
+  inserts_.pop_front();
+  // Only the contiguous run behind it: ids keep the arrival order.
+  while (!inserts_.empty() && group->size() < options_.maxInsertGroup &&
+         sameGroup(inserts_.front().m, group->front().m)) {
+    group->push_back(std::move(inserts_.front()));
+    inserts_.pop_front();
+  }
+  const NewMessage& first = group->front().m;
+  InsertColumns c;
+  for (auto& q : *group) {
+    c.payloads.push_back(q.m.payload);
+    c.lanes.push_back(q.m.partitionKey);
+    c.keys.push_back(q.m.dedupeKey);
+    c.origins.push_back(q.m.originId.value_or(0));
+  }
+  auto params = insertParams(first.interfaceId, first.tier, first.destinationIds, first.relaxed, c,
+                             std::nullopt, std::nullopt);
+  auto alive = alive_;
+  lease->conn().execute(
+      kInsertName, sql::kInsertMessages, std::move(params), kInsertFormats,
+      [this, alive, lease, group](Result<PgResult> r) mutable {
+        lease.reset();
+        if (!*alive) return;
+        if (!r) {
+          if (group->size() == 1) return group->front().cb(r.error());
+          return insertEach(group);
+        }
+        auto rows = storedRows(*r);
+        if (rows.size() != group->size()) {
+          Error e{"message insert returned " + std::to_string(rows.size()) + " rows for " +
+                  std::to_string(group->size()) + " messages"};
+          for (auto& q : *group) q.cb(e);
+          return;
+        }
+        // RETURNING is in id order, and ids were drawn in the group's order.
+        for (size_t i = 0; i < rows.size(); ++i) (*group)[i].cb(std::move(rows[i]));
+      });
+}
+
+void Store::insertEach(std::shared_ptr<std::deque<QueuedInsert>> items) {
+  if (items->empty()) return;
+  auto q = std::move(items->front());
+  items->pop_front();
+  auto cb = std::move(q.cb);
+  q.cb = [this, items, cb = std::move(cb)](Result<StoredMessage> r) {
+    cb(std::move(r));
+    insertEach(items);
+  };
+  insertOne(std::move(q));
+}
+
+void Store::insertOne(QueuedInsert q) {
+  InsertColumns c;
+  c.payloads.push_back(std::move(q.m.payload));
+  c.lanes.push_back(q.m.partitionKey);
+  c.keys.push_back(std::move(q.m.dedupeKey));
+  c.origins.push_back(q.m.originId.value_or(0));
+  static const Statement stmt{kInsertName, sql::kInsertMessages};
   // Not retried: an insert updates nothing, and a failed insert is answered
   // to the sender (AE / 503), who sends again.
-  run(stmt, std::move(params), std::move(formats), false, [cb](Result<PgResult> r) {
-    if (!r) return cb(r.error());
-    auto rows = storedRows(*r);
-    if (rows.size() != 1) return cb(Error{"message insert returned no row"});
-    cb(std::move(rows[0]));
-  });
+  run(stmt,
+      insertParams(q.m.interfaceId, q.m.tier, q.m.destinationIds, q.m.relaxed, c, std::nullopt,
+                   std::nullopt),
+      kInsertFormats, false, [cb = std::move(q.cb)](Result<PgResult> r) {
+        if (!r) return cb(r.error());
+        auto rows = storedRows(*r);
+        if (rows.size() != 1) return cb(Error{"message insert returned no row"});
+        cb(std::move(rows[0]));
+      });
 }
 
 void Store::insertBatch(NewBatch b, Callback<std::vector<StoredMessage>> cb) {
@@ -224,19 +318,11 @@ void Store::insertBatch(NewBatch b, Callback<std::vector<StoredMessage>> cb) {
     stateKey = b.state->key;
     stateJson = b.state->json;
   }
-  static const Statement stmt{"ductus_insert_messages", sql::kInsertMessages};
-  std::vector<Param> params{num(b.interfaceId),
-                            num(static_cast<int16_t>(b.tier)),
-                            pb::int8Array(b.destinationIds),
-                            std::string(b.relaxed ? "t" : "f"),
-                            pb::bytesArray(pb::kBytea, payloads),
-                            pb::int4Array(lanes),
-                            pb::bytesArray(pb::kText, keys),
-                            pb::int8Array(origins),
-                            stateKey,
-                            stateJson};
-  std::vector<int> formats{kText, kText, kBinary, kText, kBinary, kBinary, kBinary, kBinary,
-                           kText, kText};
+  static const Statement stmt{kInsertName, sql::kInsertMessages};
+  InsertColumns c{std::move(payloads), std::move(lanes), std::move(keys), std::move(origins)};
+  auto params = insertParams(b.interfaceId, b.tier, b.destinationIds, b.relaxed, c,
+                             std::move(stateKey), std::move(stateJson));
+  auto formats = kInsertFormats;
   run(stmt, std::move(params), std::move(formats), false, [cb](Result<PgResult> r) {
     if (!r) return cb(r.error());
     cb(storedRows(*r));

@@ -19,6 +19,7 @@
 
 #include <uv.h>
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -34,6 +35,13 @@ struct StoreOptions {
   std::string conninfo;
   size_t poolSize = 8;
   int maxRetries = 50;  // per statement, for 40001 / 40P01
+  // Single inserts that wait for a connection together (same interface,
+  // tier, destinations and durability) are stored in one statement and one
+  // commit; each caller is still answered only after that commit. A group
+  // that fails is stored again message by message, so one bad message
+  // can't refuse the others. Off: one statement and commit per insert.
+  bool coalesceInserts = true;
+  size_t maxInsertGroup = 50;
 };
 
 class Store {
@@ -60,7 +68,9 @@ class Store {
   void ensureDestination(int64_t interfaceId, const std::string& name, Callback<int64_t> cb);
 
   // One message, its deliveries and its dedupe claim in one transaction (one
-  // commit). A dedupe hit is stored as Duplicate and never queued.
+  // commit, possibly shared with inserts that waited alongside it: see
+  // StoreOptions::coalesceInserts). A dedupe hit is stored as Duplicate and
+  // never queued.
   void insert(NewMessage m, Callback<StoredMessage> cb);
   // Many messages of one interface in one transaction, ids in the batch's
   // order; a key repeated inside the batch is a duplicate after its first.
@@ -131,6 +141,16 @@ class Store {
   // run again on 40001/40P01.
   void transaction(TxBody body, Done done, int attempt = 0);
   bool retryable(const Error& e, int attempt);
+  struct QueuedInsert {
+    NewMessage m;
+    Callback<StoredMessage> cb;
+  };
+  // Stores the front of inserts_ and the inserts behind it that can share
+  // its statement, on this lease.
+  void insertGroup(LeasePtr lease);
+  // Stores these one statement each, in order (a failed group's retry).
+  void insertEach(std::shared_ptr<std::deque<QueuedInsert>> items);
+  void insertOne(QueuedInsert q);
   void settleChunk(std::shared_ptr<std::vector<MessageRef>> rest, std::shared_ptr<int64_t> changed,
                    Callback<int64_t> cb);
 
@@ -138,6 +158,7 @@ class Store {
   StoreOptions options_;
   PgPool pool_;
   StoreStats stats_;
+  std::deque<QueuedInsert> inserts_;  // waiting for a connection, in arrival order
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

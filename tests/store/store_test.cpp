@@ -416,6 +416,50 @@ TEST_F(SmallPool, StatementsQueueForAFreeConnection) {
   EXPECT_EQ(scalar("SELECT count(*) FROM messages"), 40);
 }
 
+TEST_F(SmallPool, InsertsWaitingTogetherShareOneCommitEachAnsweredWithItsOwnRowInOrder) {
+  std::vector<std::optional<Result<StoredMessage>>> answers(20);
+  for (int i = 0; i < 20; ++i)
+    store_->insert(message("m" + std::to_string(i), {destA_}, "K" + std::to_string(i % 15)),
+                   [&answers, i](Result<StoredMessage> r) { answers[i] = std::move(r); });
+  auto all = [&] {
+    for (auto& a : answers)
+      if (!a) return false;
+    return true;
+  };
+  while (!all() && uv_run(&loop_, UV_RUN_ONCE)) {
+  }
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(answers[i]->ok()) << answers[i]->error().message;
+    if (i > 0) EXPECT_LT((*answers[i - 1])->ref.id, (*answers[i])->ref.id);
+    EXPECT_EQ((*answers[i])->status, i < 15 ? MessageStatus::Pending : MessageStatus::Duplicate);
+  }
+  // Fewer transactions than messages: the waiting ones were committed together.
+  EXPECT_LT(scalar("SELECT count(DISTINCT xmin::text) FROM messages"), 20);
+  auto q = queue(destA_);
+  ASSERT_EQ(q.size(), 15u);
+  EXPECT_EQ(q[3].payload, "m3");
+}
+
+TEST_F(SmallPool, OneBadMessageInAGroupDoesNotRefuseTheOthers) {
+  std::vector<std::optional<Result<StoredMessage>>> answers(8);
+  for (int i = 0; i < 8; ++i) {
+    // Invalid UTF-8 in a text column: the server refuses that message.
+    std::optional<std::string> key;
+    if (i == 5) key = std::string("\xff\xfe");
+    store_->insert(message("m" + std::to_string(i), {destA_}, key),
+                   [&answers, i](Result<StoredMessage> r) { answers[i] = std::move(r); });
+  }
+  auto all = [&] {
+    for (auto& a : answers)
+      if (!a) return false;
+    return true;
+  };
+  while (!all() && uv_run(&loop_, UV_RUN_ONCE)) {
+  }
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(answers[i]->ok(), i != 5) << i;
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages"), 7);
+}
+
 TEST_F(SmallPool, AConnectionTheServerDroppedIsReplaced) {
   ASSERT_TRUE(insert(message("before", {destA_})).ok());
   ASSERT_TRUE((*sql_)("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
