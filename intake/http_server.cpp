@@ -30,7 +30,12 @@ std::string formatAddress(const sockaddr_storage& ss) {
   if (ss.ss_family == AF_INET6) {
     const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
     uv_ip6_name(in6, host, sizeof host);
-    return "[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
+    // Appended piecewise: "[" + std::string trips GCC 12's -Wrestrict.
+    std::string out = "[";
+    out.append(host);
+    out.append("]:");
+    out.append(std::to_string(ntohs(in6->sin6_port)));
+    return out;
   }
   return "unknown";
 }
@@ -256,7 +261,10 @@ class HttpConnection {
       if (n != UV_EOF && n != UV_ECONNRESET && !self->shutdown_)
         spdlog::warn("{}: connection from {} failed: {}", self->name(), self->peer_,
                      uv_strerror(static_cast<int>(n)));
-      self->closeNow();
+      // A client that half-closes after its request still gets the queued
+      // response: shutdown waits for pending writes, uv_close cancels them.
+      if (n == UV_EOF && !self->shutdown_) self->shutdownAndClose(false);
+      else self->closeNow();
       return;
     }
     if (self->shutdown_) {  // lingering after an error answer: drop it

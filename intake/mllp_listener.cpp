@@ -34,7 +34,12 @@ std::string formatAddress(const sockaddr_storage& ss) {
     const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
     uv_ip6_name(in6, host, sizeof host);
     port = ntohs(in6->sin6_port);
-    return "[" + std::string(host) + "]:" + std::to_string(port);
+    // Appended piecewise: "[" + std::string trips GCC 12's -Wrestrict.
+    std::string out = "[";
+    out.append(host);
+    out.append("]:");
+    out.append(std::to_string(port));
+    return out;
   }
   return "unknown";
 }
@@ -118,7 +123,7 @@ class MllpConnection {
     // Answered from inside the handler: the feed loop on the stack goes on.
     if (feeding_) return;
     drainPending();
-    if (!busy_ && !closing_) startReading();
+    if (!busy_ && !closing_ && !shutdown_) startReading();
   }
 
   MllpListener* listener_;
@@ -153,7 +158,10 @@ class MllpConnection {
       else if (self->state_ == Framing::InFrame)
         spdlog::info("{}: connection {} from {} closed in the middle of a message",
                      self->name(), self->peer_.connection, self->peer_.address);
-      self->closeNow();
+      // On EOF an ACK may still be queued: shutdown lets it go out first
+      // (uv_close would cancel it).
+      if (n == UV_EOF) self->shutdownAndClose();
+      else self->closeNow();
       return;
     }
     self->consume(buf->base, static_cast<size_t>(n));
@@ -220,7 +228,8 @@ class MllpConnection {
   }
 
   void shutdownAndClose() {
-    if (closing_) return;
+    if (closing_ || shutdown_) return;
+    shutdown_ = true;
     stopReading();
     auto* req = new uv_shutdown_t{};  // freed in onShutdown
     if (uv_shutdown(req, stream(), &MllpConnection::onShutdown) < 0) {
@@ -349,6 +358,7 @@ class MllpConnection {
   bool reading_ = false;
   bool closing_ = false;
   bool closeAfterAnswer_ = false;
+  bool shutdown_ = false;
   bool garbageLogged_ = false;
   std::weak_ptr<MllpAnswer::State> inflight_;
 };

@@ -305,6 +305,19 @@ TEST_F(MllpListenerTest, AnAnswerAfterTheSenderLeftIsHarmless) {
   EXPECT_EQ(readAck(*ack).controlId, "NEXT");
 }
 
+TEST_F(MllpListenerTest, ASenderThatHalfClosesAfterItsMessageStillGetsTheAck) {
+  start([&](const std::string&, MllpAnswer a) {
+    LoopThread::after(loop_.loop(), 50, [a] { a(AckCode::Accept); });
+  });
+  auto c = connect();
+  ASSERT_TRUE(c.send(adt("HALF")));
+  ASSERT_EQ(::shutdown(c.fd(), SHUT_WR), 0);
+  auto ack = c.readFrame();
+  ASSERT_TRUE(ack) << ack.error().message;
+  EXPECT_EQ(readAck(*ack).controlId, "HALF");
+  EXPECT_TRUE(c.closedByPeer());
+}
+
 TEST_F(MllpListenerTest, CloseAnswersInFlightMessagesThenClosesEverything) {
   std::vector<MllpAnswer> held;
   start([&](const std::string&, MllpAnswer a) { held.push_back(std::move(a)); });
