@@ -18,6 +18,7 @@
 #include "schema/pg_connection.h"
 #include "schema/store.h"
 #include "supervisor/delivery_loop.h"
+#include "supervisor/file_source.h"
 #include "supervisor/project_services.h"
 #include "supervisor/schedule_source.h"
 #include "supervisor/senders/curl_multi_uv.h"
@@ -449,6 +450,10 @@ Status Engine::openSources() {
       if (!src) return Error{c.name + ": " + src.error().message};
       listenerLines_.push_back("schedule " + c.name + " " + c.sourceDescribe);
       schedules_.push_back(std::move(*src));
+    } else if (auto* fsrc = std::get_if<config::FileSource>(&c.source)) {
+      files_.push_back(std::make_unique<FileSource>(loop_, *store_, *f->intake, fsrc->files,
+                                                    c.format, project_.root));
+      listenerLines_.push_back("file " + c.name + " " + c.sourceDescribe);
     } else if (std::holds_alternative<config::InternalSource>(c.source)) {
       // Filled only by routes.
     } else {
@@ -473,6 +478,7 @@ void Engine::stop(std::function<void()> done) {
   stopping_ = true;
   partitionTimer_.reset();
   schedules_.clear();
+  files_.clear();
   auto alive = alive_;
   // 1. No new messages: gates and listeners close; in-flight stores are
   //    answered first (the listeners close connections after their answer).

@@ -43,6 +43,7 @@ class DeliveryLoop;
 class WorkerPool;
 class ProjectServices;
 class ScheduleSource;
+class FileSource;
 
 struct EngineOptions {
   std::string databaseUrl;
@@ -87,6 +88,7 @@ class Engine {
   std::vector<std::unique_ptr<intake::MllpListener>> mllp_;
   std::map<std::string, std::unique_ptr<intake::HttpServer>> http_;  // by host:port
   std::vector<std::unique_ptr<ScheduleSource>> schedules_;
+  std::vector<std::unique_ptr<FileSource>> files_;
   std::vector<std::string> listenerLines_;
   UvHandle<uv_timer_t> partitionTimer_;
   bool stopping_ = false;

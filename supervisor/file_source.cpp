@@ -1,0 +1,264 @@
+#include "supervisor/file_source.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "intake/intake.h"
+#include "schema/store.h"
+
+namespace ductus::supervisor {
+namespace fs = std::filesystem;
+
+struct FileSource::Job {
+  FileSource* owner = nullptr;  // null once the source is gone mid-read
+  bool reading = false;         // a uv_fs_read is in flight
+  intake::PolledFile file;
+  int fd = -1;
+  uint64_t readAt = 0;     // next byte to read
+  uint64_t committed = 0;  // offset saved with the last committed batch
+  int64_t records = 0;
+  std::optional<intake::RecordSplitter> splitter;  // split: records
+  std::string whole;                                // unsplit
+  std::vector<intake::SplitRecord> pending;
+  size_t pendingBytes = 0;
+  std::string buf = std::string(kReadChunk, '\0');
+  uv_fs_t req{};
+  ~Job() {
+    if (fd >= 0) ::close(fd);  // a regular file's close does not wait on the disk
+  }
+};
+
+namespace {
+
+intake::SplitFormat splitFormatOf(config::Format f) {
+  switch (f) {
+    case config::Format::Hl7v2: return intake::SplitFormat::Hl7;
+    case config::Format::Csv: return intake::SplitFormat::Csv;
+    default: return intake::SplitFormat::Lines;
+  }
+}
+
+std::string stateKey(const std::string& name) { return "file:" + name; }
+
+}  // namespace
+
+FileSource::FileSource(uv_loop_t* loop, store::Store& store, intake::Intake& intake,
+                       const config::FileSelection& files, config::Format format,
+                       const fs::path& projectRoot)
+    : loop_(loop), store_(store), intake_(intake), files_(files), format_(format),
+      folder_(fs::path(files.path).is_absolute() ? fs::path(files.path) : projectRoot / files.path),
+      moveTo_(files.moveTo.empty() ? fs::path()
+              : fs::path(files.moveTo).is_absolute() ? fs::path(files.moveTo)
+                                                     : projectRoot / files.moveTo),
+      poller_(loop, intake::FilePollerSettings{folder_.string(), files.pattern, ""}) {
+  timer_ = UvHandle<uv_timer_t>::make();
+  uv_timer_init(loop_, timer_.get());
+  timer_.markInitialized();
+  timer_->data = this;
+  schedule(0);
+}
+
+FileSource::~FileSource() {
+  *alive_ = false;
+  // A read in flight still uses the job's buffer and request: hand the job
+  // to the read's callback, which frees it.
+  if (job_ && job_->reading) {
+    job_->owner = nullptr;
+    job_.release();
+  }
+}
+
+void FileSource::schedule(uint64_t ms) {
+  uv_timer_start(
+      timer_.get(),
+      [](uv_timer_t* t) {
+        if (auto* self = static_cast<FileSource*>(t->data)) self->poll();
+      },
+      ms, 0);
+}
+
+void FileSource::poll() {
+  auto alive = alive_;
+  poller_.poll([this, alive](Result<std::vector<intake::PolledFile>> r) {
+    if (!*alive) return;
+    if (!r) {
+      spdlog::warn("{}: file source: {}", intake_.spec().name, r.error().message);
+      return roundDone();
+    }
+    ready_ = std::move(*r);
+    next_ = 0;
+    nextFile();
+  });
+}
+
+void FileSource::roundDone() {
+  job_.reset();
+  schedule(static_cast<uint64_t>(files_.poll.count()));
+}
+
+void FileSource::nextFile() {
+  if (next_ >= ready_.size()) return roundDone();
+  if (!intake_.gate().open()) return roundDone();  // stopping: files wait
+  const intake::PolledFile f = ready_[next_];
+  auto alive = alive_;
+  store_.getSourceState(intake_.spec().interfaceId, stateKey(f.name),
+                        [this, alive, f](Result<std::optional<std::string>> r) {
+                          if (!*alive) return;
+                          if (!r) return fail(r.error().message);
+                          startFile(f, *r);
+                        });
+}
+
+void FileSource::startFile(const intake::PolledFile& f, std::optional<std::string> state) {
+  job_ = std::make_unique<Job>();
+  job_->owner = this;
+  job_->file = f;
+  job_->req.data = job_.get();
+  bool split = files_.split == config::Split::Records;
+  if (state) {
+    auto j = nlohmann::json::parse(*state, nullptr, false);
+    if (!j.is_discarded() && j.value("size", uint64_t{0}) == f.size &&
+        j.value("mtime", int64_t{0}) == f.mtimeNs) {
+      if (j.value("done", false)) return finishFile();  // stored; the move was lost
+      job_->committed = j.value("offset", uint64_t{0});
+      job_->records = j.value("records", int64_t{0});
+      spdlog::info("{}: resuming {} at byte {} ({} records already stored)", intake_.spec().name,
+                   f.name, job_->committed, job_->records);
+    }
+  }
+  if (!split && f.size > kMaxUnsplitBytes) {
+    spdlog::error("{}: {} is {} bytes, over the {} byte limit for a file read whole; left in "
+                  "place (use split: records)",
+                  intake_.spec().name, f.path, f.size, kMaxUnsplitBytes);
+    job_.reset();
+    ++next_;
+    return nextFile();
+  }
+  job_->fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (job_->fd < 0) return fail("open " + f.path + ": " + std::strerror(errno));
+  job_->readAt = job_->committed;
+  if (split) {
+    std::optional<std::string> header;
+    if (format_ == config::Format::Csv && job_->committed > 0) {
+      // The header is the file's first record: read it again from the start.
+      std::string head(64 * 1024, '\0');
+      ssize_t n = ::pread(job_->fd, head.data(), head.size(), 0);
+      if (n > 0) header = intake::RecordSplitter::readCsvHeader(std::string_view(head.data(), n));
+      if (!header) return fail(f.path + ": cannot read the CSV header to resume");
+    }
+    job_->splitter.emplace(splitFormatOf(format_), job_->committed, header);
+  }
+  readMore();
+}
+
+void FileSource::readMore() {
+  uv_buf_t b = uv_buf_init(job_->buf.data(), static_cast<unsigned>(job_->buf.size()));
+  int rc = uv_fs_read(loop_, &job_->req, job_->fd, &b, 1, static_cast<int64_t>(job_->readAt),
+                      [](uv_fs_t* req) {
+                        auto* job = static_cast<Job*>(req->data);
+                        ssize_t n = req->result;
+                        uv_fs_req_cleanup(req);
+                        job->reading = false;
+                        if (!job->owner) {
+                          std::unique_ptr<Job> orphan(job);  // its source is gone
+                          return;
+                        }
+                        job->owner->onRead(n);
+                      });
+  if (rc < 0) return fail(std::string("read: ") + uv_strerror(rc));
+  job_->reading = true;
+}
+
+void FileSource::onRead(ssize_t n) {
+  if (n < 0) return fail("read " + job_->file.path + ": " + uv_strerror(static_cast<int>(n)));
+  Job& j = *job_;
+  if (n == 0) {
+    if (j.splitter) j.splitter->finish(j.pending);
+    return storeBatch(true);
+  }
+  j.readAt += static_cast<uint64_t>(n);
+  std::string_view chunk(j.buf.data(), static_cast<size_t>(n));
+  if (!j.splitter) {
+    j.whole.append(chunk);
+    return readMore();
+  }
+  size_t before = j.pending.size();
+  j.splitter->feed(chunk, j.pending);
+  for (size_t i = before; i < j.pending.size(); ++i) j.pendingBytes += j.pending[i].bytes.size();
+  if (j.pending.size() >= kBatchRecords || j.pendingBytes >= kBatchBytes) return storeBatch(false);
+  readMore();
+}
+
+void FileSource::storeBatch(bool last) {
+  Job& j = *job_;
+  std::vector<std::string> payloads;
+  uint64_t offset = j.committed;
+  if (j.splitter) {
+    for (auto& r : j.pending) payloads.push_back(std::move(r.bytes));
+    if (!j.pending.empty()) offset = j.pending.back().endOffset;
+  } else {
+    payloads.push_back(std::move(j.whole));
+  }
+  if (last) offset = j.file.size;
+  int64_t records = j.records + static_cast<int64_t>(payloads.size());
+  nlohmann::json state{{"size", j.file.size}, {"mtime", j.file.mtimeNs}, {"offset", offset},
+                       {"records", records},   {"done", last}};
+  j.pending.clear();
+  j.pendingBytes = 0;
+  auto alive = alive_;
+  auto after = [this, alive, offset, records, last](Status s) {
+    if (!*alive) return;
+    if (!s) return fail(s.error().message);
+    job_->committed = offset;
+    job_->records = records;
+    if (last) return finishFile();
+    readMore();
+  };
+  if (payloads.empty()) {
+    return store_.putSourceState(intake_.spec().interfaceId, stateKey(j.file.name), state.dump(),
+                                 after);
+  }
+  intake_.acceptBatch(std::move(payloads), store::SourceStateWrite{stateKey(j.file.name), state.dump()},
+                      [after](Result<std::vector<store::StoredMessage>> r) {
+                        after(r ? Status() : Status(r.error()));
+                      });
+}
+
+void FileSource::finishFile() {
+  const intake::PolledFile f = job_->file;
+  int64_t records = job_->records;
+  job_.reset();
+  std::error_code ec;
+  if (!moveTo_.empty()) {
+    fs::create_directories(moveTo_, ec);
+    fs::path target = moveTo_ / f.name;
+    if (fs::exists(target, ec))
+      target += "." + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+    fs::rename(f.path, target, ec);
+  } else {
+    fs::remove(f.path, ec);
+  }
+  if (ec) {
+    // Stored (done is saved), so the next round only retries the move.
+    spdlog::error("{}: {} is stored but could not be {}: {}", intake_.spec().name, f.path,
+                  moveTo_.empty() ? "deleted" : "moved to " + moveTo_.string(), ec.message());
+    return roundDone();
+  }
+  spdlog::info("{}: {} stored ({} message(s)) and {}", intake_.spec().name, f.name,
+               records == 0 ? 1 : records, moveTo_.empty() ? "deleted" : "moved");
+  poller_.forget(f.name);
+  ++next_;
+  nextFile();
+}
+
+void FileSource::fail(const std::string& why) {
+  spdlog::warn("{}: file source: {}; trying again at the next poll", intake_.spec().name, why);
+  roundDone();
+}
+
+}  // namespace ductus::supervisor
