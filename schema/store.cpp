@@ -212,19 +212,32 @@ bool sameGroup(const NewMessage& a, const NewMessage& b) {
 void Store::insert(NewMessage m, Callback<StoredMessage> cb) {
   if (!options_.coalesceInserts) return insertOne(QueuedInsert{std::move(m), std::move(cb)});
   inserts_.push_back(QueuedInsert{std::move(m), std::move(cb)});
-  // One lease asked for per insert: each lease stores at least one, so
-  // nobody is left waiting; a lease that finds the queue empty (its insert
-  // went with an earlier group) goes straight back.
-  auto alive = alive_;
-  pool_.acquire([this, alive](Result<LeasePtr> lease) {
-    if (!*alive || inserts_.empty()) return;
-    if (!lease) {
-      auto q = std::move(inserts_.front());
-      inserts_.pop_front();
-      return q.cb(lease.error());
-    }
-    insertGroup(*lease);
-  });
+  pumpInserts();
+}
+
+void Store::pumpInserts() {
+  int limit = options_.maxInsertStatements > 0 ? options_.maxInsertStatements
+                                               : static_cast<int>(pool_.size());
+  while (!inserts_.empty() && insertStatements_ < limit) {
+    ++insertStatements_;
+    auto alive = alive_;
+    pool_.acquire([this, alive](Result<LeasePtr> lease) {
+      if (!*alive) return;
+      if (inserts_.empty()) {
+        --insertStatements_;
+        return;
+      }
+      if (!lease) {
+        // No connection can be made: everyone waiting hears why now.
+        --insertStatements_;
+        auto waiting = std::move(inserts_);
+        inserts_.clear();
+        for (auto& q : waiting) q.cb(lease.error());
+        return;
+      }
+      insertGroup(*lease);
+    });
+  }
 }
 
 void Store::insertGroup(LeasePtr lease) {
@@ -253,6 +266,8 @@ void Store::insertGroup(LeasePtr lease) {
       [this, alive, lease, group](Result<PgResult> r) mutable {
         lease.reset();
         if (!*alive) return;
+        --insertStatements_;
+        pumpInserts();
         if (!r) {
           if (group->size() == 1) return group->front().cb(r.error());
           return insertEach(group);
