@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Intake throughput: MLLP ACKs/s at 1 and 16 connections (strict and
+# relaxed) and HTTP 202s/s at 16, each next to pgbench's durable single-row
+# INSERT rate at the same concurrency on the same cluster in the same run.
+# Also: file ingest of 100,000 CSV rows with split: records (relaxed).
+#
+#   scripts/bench-ingest.sh            (BUILD=build/release by default)
+#
+# Targets (the issue): strict >= 0.8 x pgbench at 1 and at 16 connections;
+# file ingest >= 100,000 rows/s.
+source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
+bench_start
+
+pg1=$(pgbench_rate 1)
+pg16=$(pgbench_rate 16)
+port=$((20000 + RANDOM % 20000))
+
+project() {  # project DIR DURABILITY SOURCE FORMAT
+  mkdir -p "$1/interfaces/in"
+  printf 'api: { listen: off }\nisolates: { workers: 1, heap_mb: 256 }\n' > "$1/ductus.yaml"
+  printf 'source:\n  %s\nformat: %s\ndurability: %s\ndestination:\n  file: { path: out/ }\n' \
+    "$3" "$4" "$2" > "$1/interfaces/in/interface.yaml"
+  # Filtered: this measures intake; the delivery loop still runs each transform.
+  echo 'export function transform() { return null; }' > "$1/interfaces/in/transform.js"
+}
+
+rows=()
+for durability in strict relaxed; do
+  for conns in 1 16; do
+    dir="$work/p-$durability-$conns"
+    project "$dir" "$durability" "mllp: { listen: 127.0.0.1:$port }" hl7v2
+    engine_start "$dir" "$(new_db "b_${durability}_$conns")"
+    total=$(( conns == 1 ? 3000 : 16000 ))
+    rate=$("$LOAD" 127.0.0.1 "$port" "$conns" "$total" | sed -n 's/.*rate=\([0-9]*\).*/\1/p')
+    engine_stop
+    pg=$([ "$conns" = 1 ] && echo "$pg1" || echo "$pg16")
+    rows+=("| MLLP ACKs/s, $durability | $conns | $rate | $pg | $(ratio "$rate" "$pg") |")
+  done
+done
+
+dir="$work/p-http"
+project "$dir" strict "http: { listen: 127.0.0.1:$port, path: /in }" json
+engine_start "$dir" "$(new_db b_http)"
+rate=$("$LOAD" 127.0.0.1 "$port" 16 16000 --http /in | sed -n 's/.*rate=\([0-9]*\).*/\1/p')
+engine_stop
+rows+=("| HTTP 202s/s, strict | 16 | $rate | $pg16 | $(ratio "$rate" "$pg16") |")
+
+dir="$work/p-file"
+project "$dir" relaxed 'file: { path: in/, pattern: "*.csv", split: records, move_to: done/, poll: 100ms }' csv
+fdb="$(new_db b_file)"
+engine_start "$dir" "$fdb"
+mkdir -p "$dir/in"
+awk 'BEGIN { print "order_id,mrn,test_code,note"; for (i = 0; i < 100000; i++) printf "%d,MRN%d,T%d,\"note, %d\"\n", i, i % 500, i % 7, i }' > "$dir/in/.rows"
+mv "$dir/in/.rows" "$dir/in/rows.csv"
+t0=$(date +%s.%N)
+until [ -f "$dir/done/rows.csv" ]; do sleep 0.05; done
+t1=$(date +%s.%N)
+engine_stop
+n=$(psql "$fdb" -Atc "SELECT count(*) FROM messages")
+frate=$(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')
+rows+=("| file CSV rows/s (split: records, relaxed; includes the 2-poll readiness wait) | - | $frate | - | - |")
+
+echo
+echo "| what | connections | rate | pgbench INSERT/s same concurrency | ratio |"
+echo "| --- | --- | --- | --- | --- |"
+printf '%s\n' "${rows[@]}"

@@ -1,0 +1,58 @@
+# Shared by scripts/bench-*.sh: a throwaway cluster, pgbench's durable
+# single-row INSERT rate on it (the limit every figure is a ratio to), and
+# running the engine on a generated project. Sourced, not run.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD:-$here/build/release}"
+PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
+
+bench_start() {
+  [ -x "$build/ductus" ] || "$here/scripts/build.sh" release >/dev/null
+  cmake --build "$build" --target ductus mllp_load >/dev/null
+  LOAD="$build/tests/bench/mllp_load"
+  pgdir="$(mktemp -d /tmp/ductus-bench.XXXXXX)"
+  work="$(mktemp -d /tmp/ductus-bench-work.XXXXXX)"
+  trap 'bench_stop' EXIT
+  url="$("$here/scripts/pg.sh" start "$pgdir")"
+  psql "$url" -qc "CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, payload text)"
+  echo "INSERT INTO bench_rows (payload) VALUES ('x');" > "$work/insert.sql"
+}
+
+bench_stop() {
+  [ -n "${engine_pid:-}" ] && kill -9 "$engine_pid" 2>/dev/null || true
+  "$here/scripts/pg.sh" stop "$pgdir" || true
+  rm -rf "$work"
+}
+
+# pgbench_rate CLIENTS: durable single-row INSERTs per second.
+pgbench_rate() {
+  "$PGBIN/pgbench" -n -c "$1" -j "$1" -T "${PGBENCH_SECONDS:-8}" -f "$work/insert.sql" "$url" 2>/dev/null \
+    | awk '/^tps = / { printf "%.0f", $3 }'
+}
+
+# new_db NAME: a fresh database; prints its connection string.
+new_db() {
+  PGOPTIONS="-c client_min_messages=warning" psql "$url" -qc "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null
+  echo "$url dbname=$1"
+}
+
+# engine_start PROJECT DBURL: runs the engine until engine_stop.
+engine_start() {
+  "$build/ductus" run "$1" --database "$2" >"$work/engine.log" 2>&1 &
+  engine_pid=$!
+  for _ in $(seq 1 200); do
+    grep -q "started:" "$work/engine.log" && return 0
+    kill -0 "$engine_pid" 2>/dev/null || { cat "$work/engine.log" >&2; return 1; }
+    sleep 0.1
+  done
+  cat "$work/engine.log" >&2
+  return 1
+}
+
+engine_stop() {
+  kill -TERM "$engine_pid" 2>/dev/null || true
+  wait "$engine_pid" 2>/dev/null || true
+  engine_pid=""
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
