@@ -594,8 +594,6 @@ function fail(callId, e) {
   native.done(callId, kind, text, 0);
 }
 
-// Called by the worker for each invoke. Reports through native.done, now
-// for a synchronous transform or later for an async one.
 class Meta {
   constructor(id, receivedAtMs, destination, origin) {
     this.id = id;
@@ -606,7 +604,10 @@ class Meta {
   get receivedAt() { return new Date(this.receivedAtMs); }
 }
 
-export function __run(fn, inFormat, outFormat, payload, callId, id, receivedAtMs, destination, origin) {
+// Called by the worker for each invoke. Reports through native.done, now
+// for a synchronous transform or later for an async one. Not exported:
+// interface code must not be able to settle another interface's calls.
+function runCall(fn, inFormat, outFormat, payload, callId, id, receivedAtMs, destination, origin) {
   let result;
   try {
     result = fn(decodeInput(inFormat, payload), new Meta(id, receivedAtMs, destination, origin));
@@ -694,7 +695,7 @@ export async function run(fn, payload, { input = "hl7v2", output = input, meta =
 }
 
 // Called by the worker under `ductus test`: JSON of the results.
-export async function __runTests() {
+async function runTests() {
   const results = [];
   for (const t of tests) {
     mocks = { db: new Map(), fetch: null, env: new Map(), secret: new Map() };
@@ -708,3 +709,5 @@ export async function __runTests() {
   mocks = null;
   return JSON.stringify(results);
 }
+
+native.register(runCall, runTests);

@@ -6,6 +6,9 @@
 
 #include <csignal>
 
+#include <capnp/serialize.h>
+#include <kj/io.h>
+
 #include "common/fd.h"
 
 namespace ductus::supervisor {
@@ -17,6 +20,18 @@ struct WriteOp {
   uv_write_t req{};
   std::string data;
   std::weak_ptr<WorkerProcess*> owner;
+};
+
+class AppendTo : public kj::OutputStream {
+ public:
+  explicit AppendTo(std::string& s) : s_(s) {}
+  using kj::OutputStream::write;
+  void write(const void* buffer, size_t size) override {
+    s_.append(static_cast<const char*>(buffer), size);
+  }
+
+ private:
+  std::string& s_;
 };
 
 }  // namespace
@@ -98,9 +113,9 @@ WorkerProcess::~WorkerProcess() {
 
 void WorkerProcess::send(capnp::MessageBuilder& message) {
   if (exited_) return;
-  kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
-  auto bytes = words.asBytes();
-  pending_.append(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  // Serialized straight behind what is already queued: no flat copy first.
+  AppendTo out(pending_);
+  capnp::writeMessage(out, message);
   flush();
 }
 

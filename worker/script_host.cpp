@@ -114,6 +114,7 @@ Status ScriptHost::init() {
   fn("request", &ScriptHost::nativeRequest);
   fn("log", &ScriptHost::nativeLog);
   fn("utf8", &ScriptHost::nativeUtf8);
+  fn("register", &ScriptHost::nativeRegister);
   ctx->Global()->Set(ctx, str(isolate_, "__ductus_native"), native).Check();
 
   v8::TryCatch tc(isolate_);
@@ -128,10 +129,8 @@ Status ScriptHost::init() {
   if (m->GetStatus() != v8::Module::kEvaluated)
     return Error{"the SDK does not evaluate: " + utf8(isolate_, m->GetException())};
   sdk_.Reset(isolate_, m);
-  auto ns = m->GetModuleNamespace().As<v8::Object>();
-  run_.Reset(isolate_, ns->Get(ctx, str(isolate_, "__run")).ToLocalChecked().As<v8::Function>());
-  runTests_.Reset(isolate_,
-                  ns->Get(ctx, str(isolate_, "__runTests")).ToLocalChecked().As<v8::Function>());
+  if (run_.IsEmpty() || runTests_.IsEmpty())
+    return Error{"the SDK did not register its entry points"};
   return {};
 }
 
@@ -279,6 +278,7 @@ Status ScriptHost::load(const InterfaceDef& def) {
   }
   for (auto& [id, fn] : found) functions_[id] = std::move(fn);
   interfaceTimeouts_[def.interfaceId] = def.timeout;
+  logLinesOutsideCalls_ = 0;
   return report({});
 }
 
@@ -368,7 +368,7 @@ void ScriptHost::invoke(uint64_t callId, uint32_t functionId, std::string_view p
   runGuarded(callId, deadline, [&] {
     v8::MaybeLocal<v8::Value> r =
         run_.Get(isolate_)->Call(ctx, v8::Undefined(isolate_), static_cast<int>(std::size(args)), args);
-    (void)r;  // __run reports through native.done; an exception here is a termination
+    (void)r;  // runCall reports through native.done; an exception here is a termination
   });
 }
 
@@ -499,12 +499,34 @@ void ScriptHost::nativeRequest(const v8::FunctionCallbackInfo<v8::Value>& info) 
 void ScriptHost::nativeLog(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* iso = info.GetIsolate();
   ScriptHost* self = hostOf(iso);
-  std::string text = utf8(iso, info[1]);
-  // One log line is bounded: a script cannot make the supervisor buffer
-  // megabytes per call.
+  // Bounded per line and per call: a script logging in a loop cannot
+  // flood the supervisor's log.
   constexpr size_t kMaxLine = 16 * 1024;
+  constexpr int kMaxLinesPerCall = 1000;
+  auto c = self->calls_.find(self->currentCall_);
+  int& lines = c != self->calls_.end() ? c->second.logLines : self->logLinesOutsideCalls_;
+  if (++lines > kMaxLinesPerCall) {
+    if (lines == kMaxLinesPerCall + 1)
+      self->out_.log(self->currentCall_, "warn",
+                     "more than " + std::to_string(kMaxLinesPerCall) +
+                         " log lines from this call; the rest are dropped");
+    return;
+  }
+  std::string text = utf8(iso, info[1]);
   if (text.size() > kMaxLine) text.resize(kMaxLine);
   self->out_.log(self->currentCall_, utf8(iso, info[0]), text);
+}
+
+// register(run, runTests): the SDK's entry points, handed over once while
+// the SDK evaluates (before any interface code exists).
+void ScriptHost::nativeRegister(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* iso = info.GetIsolate();
+  ScriptHost* self = hostOf(iso);
+  if (!self->run_.IsEmpty() || info.Length() < 2 || !info[0]->IsFunction() ||
+      !info[1]->IsFunction())
+    return;
+  self->run_.Reset(iso, info[0].As<v8::Function>());
+  self->runTests_.Reset(iso, info[1].As<v8::Function>());
 }
 
 // utf8(latin1String): reinterprets the bytes as UTF-8.

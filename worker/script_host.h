@@ -106,6 +106,7 @@ class ScriptHost {
   struct Call {
     Clock::time_point deadline;
     int servicesOutstanding = 0;
+    int logLines = 0;
   };
   struct PendingRequest {
     uint64_t callId;
@@ -134,6 +135,7 @@ class ScriptHost {
   static void nativeRequest(const v8::FunctionCallbackInfo<v8::Value>& info);
   static void nativeLog(const v8::FunctionCallbackInfo<v8::Value>& info);
   static void nativeUtf8(const v8::FunctionCallbackInfo<v8::Value>& info);
+  static void nativeRegister(const v8::FunctionCallbackInfo<v8::Value>& info);
   static size_t nearHeapLimit(void* data, size_t current, size_t initial);
 
   v8::Isolate* isolate_;
@@ -154,6 +156,7 @@ class ScriptHost {
   std::unordered_map<uint64_t, PendingRequest> requests_;
   uint64_t nextRequestId_ = 1;
   uint64_t currentCall_ = 0;  // whose code runs now (best effort after an await)
+  int logLinesOutsideCalls_ = 0;
   bool heapHit_ = false;
   int heapRaises_ = 0;
   bool mustExit_ = false;

@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <string>
 
+#include <capnp/serialize.h>
+#include <kj/io.h>
+
 #include "proto/frame.h"
 #include "proto/worker.capnp.h"
 #include "worker/confine.h"
@@ -112,10 +115,20 @@ class FrameOutput : public HostOutput {
   }
 
  private:
+  class AppendTo : public kj::OutputStream {
+   public:
+    explicit AppendTo(std::string& s) : s_(s) {}
+    using kj::OutputStream::write;
+  void write(const void* buffer, size_t size) override {
+      s_.append(static_cast<const char*>(buffer), size);
+    }
+
+   private:
+    std::string& s_;
+  };
   void append(capnp::MessageBuilder& b) {
-    kj::Array<capnp::word> words = capnp::messageToFlatArray(b);
-    auto bytes = words.asBytes();
-    buf_.append(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+    AppendTo out(buf_);
+    capnp::writeMessage(out, b);
   }
   int fd_;
   std::string buf_;

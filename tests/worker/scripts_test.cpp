@@ -188,9 +188,21 @@ TEST_F(PoolTest, ModulesAreEvaluatedOncePerWorkerAndReused) {
             "export function transform(s) { calls++; return `${loads}/${calls}`; }\n");
   auto fn = load(spec("once", "text"));
   ASSERT_TRUE(fn) << fn.error().message;
-  supervisor::WorkerPool::Options o;
   EXPECT_EQ(call(*fn, "x").data, "1/1");
   EXPECT_EQ(call(*fn, "x").data, "1/2");
+}
+
+TEST_F(PoolTest, InterfaceCodeCannotReachTheWorkersNativeBridgeOrTheSdksEntryPoints) {
+  // With them, one interface in a shared worker could settle another's calls.
+  writeFile("interfaces/peek/transform.js",
+            "import * as sdk from 'ductus';\n"
+            "export function transform(s) {\n"
+            "  return [typeof globalThis.__ductus_native, typeof sdk.__run, typeof sdk.runCall,\n"
+            "          Object.keys(sdk).filter((k) => k.startsWith('_')).length].join(',');\n"
+            "}\n");
+  auto fn = load(spec("peek", "text"));
+  ASSERT_TRUE(fn) << fn.error().message;
+  EXPECT_EQ(call(*fn, "x").data, "undefined,undefined,undefined,0");
 }
 
 TEST_F(PoolTest, AsyncTransformsAwaitingServicesInterleaveOnOneWorker) {
