@@ -2,7 +2,7 @@
 # Builds Ductus. Flavours: release (build/release) and debug (build/debug,
 # AddressSanitizer + UBSan).
 #
-#   scripts/build.sh [release|debug|all]    default: release
+#   scripts/build.sh [release|debug|all] [TARGET...]    default: release, everything
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${DUCTUS_BUILD_JOBS:-$(nproc)}"
@@ -15,10 +15,14 @@ build() {
     *) echo "build.sh: unknown flavour '$flavour' (release, debug, all)" >&2; exit 2 ;;
   esac
   cmake -S "$here" -B "$here/build/$flavour" -DCMAKE_BUILD_TYPE="$type" >/dev/null
-  cmake --build "$here/build/$flavour" -j "$jobs"
+  local targets=()
+  for t in "${@:2}"; do targets+=(--target "$t"); done
+  cmake --build "$here/build/$flavour" -j "$jobs" "${targets[@]}"
 }
 
-case "${1:-release}" in
-  all) build release; build debug ;;
-  *) build "${1:-release}" ;;
+flavour="${1:-release}"
+[ $# -gt 0 ] && shift
+case "$flavour" in
+  all) build release "$@"; build debug "$@" ;;
+  *) build "$flavour" "$@" ;;
 esac
