@@ -231,7 +231,10 @@ void WorkerPool::startSlot(Slot& slot) {
     slot.proc = std::move(*proc);
     spdlog::debug("worker pool {}: worker {} started as pid {}", slot.group->name, slot.index,
                   slot.proc->pid());
-    for (Interface* i : slot.group->interfaces) loadInto(slot, *i);
+    // A stopped interface stays out of new workers: its code is what
+    // broke the last one, or does not load at all.
+    for (Interface* i : slot.group->interfaces)
+      if (!i->stopped) loadInto(slot, *i);
     drainBacklog(*slot.group);
     return;
   }

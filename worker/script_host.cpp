@@ -235,6 +235,10 @@ Status ScriptHost::loadModules(const InterfaceDef& def, v8::Local<v8::Module>& e
   watchdog_->disarm();
   if (isolate_->IsExecutionTerminating() || tc.HasTerminated()) {
     isolate_->CancelTerminateExecution();
+    if (heapHit_) {
+      mustExit_ = true;
+      return Error{def.entry + ": loading used more memory than the heap limit allows"};
+    }
     return Error{def.entry + ": loading took longer than the timeout of " +
                  std::to_string(def.timeout.count()) + " ms"};
   }

@@ -158,6 +158,28 @@ TEST_F(PoolTest, AHeapBombKillsOnlyItsWorkerAndStopsItsInterface) {
   EXPECT_EQ(call(*calm, kMsg).kind, Kind::Output);
 }
 
+TEST_F(PoolTest, AModuleThatBlowsTheHeapWhileLoadingIsALoadErrorAndStaysOutOfTheNewWorker) {
+  writeFile("interfaces/fat/transform.js",
+            "const keep = [];\n"
+            "for (;;) keep.push(new Array(100000).fill({ x: 1 }));\n"
+            "export const transform = (m) => m;\n");
+  supervisor::WorkerPool::Options o;
+  o.heapMb = 64;
+  pool(o);
+  auto fat = dedicated(spec("fat"), 30000ms);
+  auto fn = load(fat);
+  ASSERT_FALSE(fn);
+  EXPECT_NE(fn.error().message.find("heap limit"), std::string::npos) << fn.error().message;
+  EXPECT_TRUE(pool().isStopped("fat"));
+  // The worker went and a new one came, without the interface: it stays up.
+  ASSERT_TRUE(runUntil(
+      [&] { return pool().restarts() >= 1 && pool().workerPids("fat").size() == 1; }, 20s));
+  auto pids = pool().workerPids("fat");
+  runUntil([] { return false; }, 1000ms);
+  EXPECT_EQ(pool().workerPids("fat"), pids);
+  EXPECT_EQ(pool().restarts(), 1u);
+}
+
 TEST_F(PoolTest, AWorkerThatStopsAnsweringIsKilledAfterTheGraceAndItsCallIsARunaway) {
   // A worker stopped with SIGSTOP cannot answer its own watchdog: only the
   // supervisor's deadline (timeout + grace) gets the call back.
