@@ -55,6 +55,9 @@ class MessageView {
   // Finds MSH and reads its delimiters. Bytes before MSH (e.g. a stray
   // BOM or framing byte) are skipped.
   static Result<MessageView> parse(std::string_view bytes);
+  // A view over a temporary string would dangle at once.
+  static Result<MessageView> parse(std::string&& bytes) = delete;
+  static Result<MessageView> parse(const char* bytes) { return parse(std::string_view(bytes)); }
 
   const Delimiters& delimiters() const { return d_; }
   std::string_view bytes() const { return bytes_; }

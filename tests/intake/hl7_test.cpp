@@ -120,10 +120,10 @@ TEST(Hl7Ack, EnhancedModeAnswersWithCommitCodes) {
   std::string msg = "MSH|^~\\&|A|B|C|D|||ADT^A01|X9|P|2.5|||AL|NE\r";
   auto m = MessageView::parse(msg);
   ASSERT_TRUE(m);
-  auto a = MessageView::parse(buildAck(*m, AckCode::Accept, "", {}));
-  EXPECT_EQ(a->get("MSA.1"), "CA");
-  a = MessageView::parse(buildAck(*m, AckCode::Reject, "", {}));
-  EXPECT_EQ(a->get("MSA.1"), "CR");
+  std::string accept = buildAck(*m, AckCode::Accept, "", {});
+  std::string reject = buildAck(*m, AckCode::Reject, "", {});
+  EXPECT_EQ(MessageView::parse(accept)->get("MSA.1"), "CA");
+  EXPECT_EQ(MessageView::parse(reject)->get("MSA.1"), "CR");
 }
 
 TEST(Hl7Ack, AnswerWithoutMessageIsAReadableAr) {
