@@ -47,8 +47,8 @@ void checkRoutes(const Project& project, Diagnostics& out) {
       if (!std::holds_alternative<InternalSource>(target->source)) {
         out.push_back(diagnosticAt(
             d.targetAt, path,
-            "route target `" + target->name + "` must have `source: internal` (it has a " +
-                sourceKind(target->source) + " source, " + place(target->sourceAt) + ")"));
+            "route target `" + target->name + "` must have `source: internal` (its source is " +
+                sourceKind(target->source) + ", " + place(target->sourceAt) + ")"));
         continue;
       }
       if (target->format != d.output) {

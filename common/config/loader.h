@@ -20,8 +20,8 @@ struct LoadOptions {
   std::string environment = "prod";
   // ${env:NAME}; unset means the process environment.
   Substituter::EnvLookup env;
-  // The secrets key text; unset means DUCTUS_SECRETS_KEY, then the key
-  // file named in ductus.yaml.
+  // The secrets key text; unset means DUCTUS_SECRETS_KEY. Either way, an
+  // empty one means the key file named in ductus.yaml.
   std::optional<std::string> secretsKey;
 };
 

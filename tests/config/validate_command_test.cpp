@@ -28,7 +28,11 @@ ductus::test::ChildOutput sh(const std::string& line) {
   return ductus::test::runChild({"/bin/sh", "-c", line + " 2>&1"});
 }
 
-std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string quoted(const fs::path& p) {
+  std::string s = "'";
+  s.append(p.string()).append("'");
+  return s;
+}
 
 const std::vector<std::string> kExamples = {"adt-feed",          "lab-results-http", "http-respond",
                                             "route-to-internal", "file-split-records", "schedule"};
