@@ -408,12 +408,22 @@ TEST_F(SmallPool, StatementsQueueForAFreeConnection) {
       ++done;
       if (!r) ++failed;
     });
-  EXPECT_GT(store_->pool().waiting(), 0u);
   while (done < 40 && uv_run(&loop_, UV_RUN_ONCE)) {
   }
   EXPECT_EQ(done, 40);
   EXPECT_EQ(failed, 0);
   EXPECT_EQ(scalar("SELECT count(*) FROM messages"), 40);
+  // Ten reads on two connections: eight wait their turn, all are answered.
+  int reads = 0, rows = 0;
+  for (int i = 0; i < 10; ++i)
+    store_->readQueue(destA_, {}, 0, [&](Result<std::vector<QueuedDelivery>> r) {
+      ++reads;
+      if (r) rows += static_cast<int>(r->size());
+    });
+  EXPECT_EQ(store_->pool().waiting(), 8u);
+  while (reads < 10 && uv_run(&loop_, UV_RUN_ONCE)) {
+  }
+  EXPECT_EQ(rows, 10 * 40);
 }
 
 TEST_F(SmallPool, InsertsWaitingTogetherShareOneCommitEachAnsweredWithItsOwnRowInOrder) {
@@ -432,7 +442,9 @@ TEST_F(SmallPool, InsertsWaitingTogetherShareOneCommitEachAnsweredWithItsOwnRowI
     ASSERT_TRUE(answers[i]->ok()) << answers[i]->error().message;
     // The first two ran at once on the two connections (either may draw its
     // id first); the ones that waited went together, in arrival order.
-    if (i > 2) EXPECT_LT((*answers[i - 1])->ref.id, (*answers[i])->ref.id);
+    if (i > 2) {
+      EXPECT_LT((*answers[i - 1])->ref.id, (*answers[i])->ref.id);
+    }
     EXPECT_EQ((*answers[i])->status, i < 15 ? MessageStatus::Pending : MessageStatus::Duplicate);
   }
   // Fewer transactions than messages: the waiting ones were committed together.
