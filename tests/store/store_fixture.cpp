@@ -84,10 +84,10 @@ Status migrate(const std::string& conninfo) {
 }
 
 void StoreTest::SetUp() {
+  uv_loop_init(&loop_);  // first: TearDown closes it even if a step below fails
   db_ = std::make_unique<TestDatabase>();
   ASSERT_TRUE(migrate(db_->conninfo()).ok());
   sql_ = std::make_unique<Sql>(db_->conninfo());
-  uv_loop_init(&loop_);
   store_ = std::make_unique<Store>(&loop_, StoreOptions{db_->conninfo(), poolSize_});
   auto started = await<bool>(&loop_, [&](auto cb) {
     store_->start([cb](Status s) {
