@@ -313,6 +313,9 @@ Status Engine::buildDelivery() {
         fs::path dir = fd->path;
         s.dir = (dir.is_absolute() ? dir : project_.root / dir).string();
         s.nameTemplate = fd->name;
+        if (auto v = senders::validateNameTemplate(s.nameTemplate); !v)
+          return Error{c.name + "/" + d.name + ": file name \"" + s.nameTemplate +
+                       "\": " + v.error().message};
         sender = std::make_unique<senders::FileSender>(loop_, s);
       } else if (auto* r = std::get_if<config::RouteDestination>(&d.target)) {
         auto tgt = byName_.find(r->interface);

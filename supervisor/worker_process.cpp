@@ -64,6 +64,11 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
   po.exit_cb = &WorkerProcess::onExitCb;
   po.stdio = stdio;
   po.stdio_count = 4;
+  // A session of its own: Ctrl-C in the operator's terminal signals the
+  // whole foreground process group, and the workers must stop when the
+  // supervisor says so (after the delivery loops have flushed), not before.
+  // A worker still exits when the supervisor dies: its socket closes.
+  po.flags = UV_PROCESS_DETACHED;
 
   w->process_ = UvHandle<uv_process_t>::make();
   w->process_->data = w.get();
