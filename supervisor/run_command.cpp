@@ -201,10 +201,17 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
   uv_close(reinterpret_cast<uv_handle_t*>(&r.sigterm), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&r.sigint), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&r.stopTimer), nullptr);
-  // Let the handles' close callbacks run; anything still open is abandoned
-  // with the process.
-  for (int i = 0; i < 10 && uv_run(&r.loop, UV_RUN_NOWAIT); ++i) {
-  }
+  // Close whatever is still open (a stop cut short by an error leaves
+  // handles behind), let the close callbacks run, then free the loop.
+  uv_walk(
+      &r.loop,
+      [](uv_handle_t* h, void*) {
+        if (!uv_is_closing(h)) uv_close(h, nullptr);
+      },
+      nullptr);
+  uv_run(&r.loop, UV_RUN_DEFAULT);
+  if (int rc = uv_loop_close(&r.loop); rc != 0)
+    spdlog::warn("event loop still busy at exit: {}", uv_strerror(rc));
   return r.exitCode;
 }
 

@@ -42,7 +42,8 @@ class Messages : public StoreTest {
 };
 
 TEST_F(Messages, AMessageIsStoredByteForByteWithOneDeliveryPerDestination) {
-  std::string payload("MSH|^~\\&|\0\xff\r\x0bOBX|1\r", 21);
+  static const char kBytes[] = "MSH|^~\\&|\0\xff\r\x0bOBX|1\r";
+  std::string payload(kBytes, sizeof kBytes - 1);  // the NUL inside counts
   auto m = insert(message(payload, {destA_, destB_}));
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_EQ(m->status, MessageStatus::Pending);
