@@ -60,4 +60,14 @@ class UvHandle {
   bool init_ = false;
 };
 
+// A timer on `loop` whose callbacks find `data` in handle->data. uv_timer_init
+// cannot fail on an initialized loop.
+inline UvHandle<uv_timer_t> makeTimer(uv_loop_t* loop, void* data) {
+  auto t = UvHandle<uv_timer_t>::make();
+  uv_timer_init(loop, t.get());
+  t.markInitialized();
+  t->data = data;
+  return t;
+}
+
 }  // namespace ductus

@@ -59,6 +59,20 @@ class FrameReader {
   size_t start_ = 0;  // bytes of buf_ already handed out as frames
 };
 
+// A kj::OutputStream appending to a std::string, so a message is serialized
+// straight behind what is already queued for writing (no flat copy first).
+class AppendTo : public kj::OutputStream {
+ public:
+  explicit AppendTo(std::string& s) : s_(s) {}
+  using kj::OutputStream::write;
+  void write(const void* buffer, size_t size) override {
+    s_.append(static_cast<const char*>(buffer), size);
+  }
+
+ private:
+  std::string& s_;
+};
+
 // Serializes a built message into one contiguous byte string for a write.
 std::string serialize(capnp::MessageBuilder& builder);
 

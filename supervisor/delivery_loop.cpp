@@ -27,10 +27,7 @@ DeliveryLoop::DeliveryLoop(uv_loop_t* loop, store::Store& store, WorkerPool& wor
     : loop_(loop), store_(store), workers_(workers), target_(std::move(target)),
       lanes_(std::move(lanes)) {
   if (target_.rateLimit && target_.rateLimit->count > 0) limiter_.emplace(*target_.rateLimit);
-  timer_ = UvHandle<uv_timer_t>::make();
-  uv_timer_init(loop_, timer_.get());
-  timer_.markInitialized();
-  timer_->data = this;
+  timer_ = makeTimer(loop_, this);
 }
 
 DeliveryLoop::~DeliveryLoop() { *alive_ = false; }

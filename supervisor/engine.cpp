@@ -98,10 +98,7 @@ void Engine::start(std::function<void(Status)> done) {
             if (auto w = startWorkers(); !w) return fail("starting workers", w.error());
             if (auto d = buildDelivery(); !d) return fail("starting delivery", d.error());
             if (auto o = openSources(); !o) return fail("opening sources", o.error());
-            partitionTimer_ = UvHandle<uv_timer_t>::make();
-            uv_timer_init(loop_, partitionTimer_.get());
-            partitionTimer_.markInitialized();
-            partitionTimer_->data = this;
+            partitionTimer_ = makeTimer(loop_, this);
             uv_timer_start(
                 partitionTimer_.get(),
                 [](uv_timer_t* t) {

@@ -56,10 +56,7 @@ FileSource::FileSource(uv_loop_t* loop, store::Store& store, intake::Intake& int
               : fs::path(files.moveTo).is_absolute() ? fs::path(files.moveTo)
                                                      : projectRoot / files.moveTo),
       poller_(loop, intake::FilePollerSettings{folder_.string(), files.pattern, ""}) {
-  timer_ = UvHandle<uv_timer_t>::make();
-  uv_timer_init(loop_, timer_.get());
-  timer_.markInitialized();
-  timer_->data = this;
+  timer_ = makeTimer(loop_, this);
   schedule(0);
 }
 

@@ -39,10 +39,7 @@ Result<std::unique_ptr<ScheduleSource>> ScheduleSource::make(uv_loop_t* loop, st
     if (!c) return Error{"schedule: cron: " + c.error().message};
     s->cron_ = std::move(*c);
   }
-  s->timer_ = UvHandle<uv_timer_t>::make();
-  uv_timer_init(loop, s->timer_.get());
-  s->timer_.markInitialized();
-  s->timer_->data = s.get();
+  s->timer_ = makeTimer(loop, s.get());
   s->begin();
   return s;
 }

@@ -156,10 +156,7 @@ WorkerPool::WorkerPool(uv_loop_t* loop, Options options, ServiceHandler& service
   auto shared = std::make_unique<Group>();
   shared->name = "shared";
   groups_.push_back(std::move(shared));
-  deadlineTimer_ = UvHandle<uv_timer_t>::make();
-  uv_timer_init(loop_, deadlineTimer_.get());
-  deadlineTimer_.markInitialized();
-  deadlineTimer_->data = this;
+  deadlineTimer_ = makeTimer(loop_, this);
   uv_timer_start(
       deadlineTimer_.get(),
       [](uv_timer_t* t) {
@@ -239,19 +236,18 @@ void WorkerPool::startSlot(Slot& slot) {
     return;
   }
   // Try again later.
-  if (!slot.restartTimer) {
-    slot.restartTimer = UvHandle<uv_timer_t>::make();
-    uv_timer_init(loop_, slot.restartTimer.get());
-    slot.restartTimer.markInitialized();
-  }
-  slot.restartTimer->data = &slot;
+  restartLater(slot, kMaxRestartDelay);
+}
+
+void WorkerPool::restartLater(Slot& slot, std::chrono::milliseconds delay) {
+  if (!slot.restartTimer) slot.restartTimer = makeTimer(loop_, &slot);
   uv_timer_start(
       slot.restartTimer.get(),
       [](uv_timer_t* t) {
         auto* s = static_cast<Slot*>(t->data);
         if (s) s->pool->startSlot(*s);
       },
-      kMaxRestartDelay.count(), 0);
+      static_cast<uint64_t>(delay.count()), 0);
 }
 
 void WorkerPool::loadInto(Slot& slot, Interface& iface) {
@@ -568,19 +564,7 @@ void WorkerPool::onExit(Slot& slot, int64_t status, int signal, const std::strin
   if (slot.quickDeaths > 1)
     delay = std::min<std::chrono::milliseconds>(
         kMaxRestartDelay, std::chrono::milliseconds(100) * (1 << std::min(slot.quickDeaths, 6)));
-  if (!slot.restartTimer) {
-    slot.restartTimer = UvHandle<uv_timer_t>::make();
-    uv_timer_init(loop_, slot.restartTimer.get());
-    slot.restartTimer.markInitialized();
-  }
-  slot.restartTimer->data = &slot;
-  uv_timer_start(
-      slot.restartTimer.get(),
-      [](uv_timer_t* t) {
-        auto* s = static_cast<Slot*>(t->data);
-        if (s) s->pool->startSlot(*s);
-      },
-      delay.count(), 0);
+  restartLater(slot, delay);
   gone.reset();
   drainBacklog(*slot.group);
 }

@@ -188,6 +188,8 @@ class WorkerPool {
             OutcomeCallback done);
   void drainBacklog(Group& g);
   void startSlot(Slot& slot);
+  // Starts the slot's worker again after `delay` (one timer per slot).
+  void restartLater(Slot& slot, std::chrono::milliseconds delay);
   void loadInto(Slot& slot, Interface& iface);
   void onFrame(Slot& slot, proto::FromWorker::Reader msg);
   void onExit(Slot& slot, int64_t status, int signal, const std::string& why);

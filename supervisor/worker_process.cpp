@@ -22,17 +22,6 @@ struct WriteOp {
   std::weak_ptr<WorkerProcess*> owner;
 };
 
-class AppendTo : public kj::OutputStream {
- public:
-  explicit AppendTo(std::string& s) : s_(s) {}
-  using kj::OutputStream::write;
-  void write(const void* buffer, size_t size) override {
-    s_.append(static_cast<const char*>(buffer), size);
-  }
-
- private:
-  std::string& s_;
-};
 
 }  // namespace
 
@@ -119,7 +108,7 @@ WorkerProcess::~WorkerProcess() {
 void WorkerProcess::send(capnp::MessageBuilder& message) {
   if (exited_) return;
   // Serialized straight behind what is already queued: no flat copy first.
-  AppendTo out(pending_);
+  proto::AppendTo out(pending_);
   capnp::writeMessage(out, message);
   flush();
 }

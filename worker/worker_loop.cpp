@@ -115,19 +115,8 @@ class FrameOutput : public HostOutput {
   }
 
  private:
-  class AppendTo : public kj::OutputStream {
-   public:
-    explicit AppendTo(std::string& s) : s_(s) {}
-    using kj::OutputStream::write;
-  void write(const void* buffer, size_t size) override {
-      s_.append(static_cast<const char*>(buffer), size);
-    }
-
-   private:
-    std::string& s_;
-  };
   void append(capnp::MessageBuilder& b) {
-    AppendTo out(buf_);
+    proto::AppendTo out(buf_);
     capnp::writeMessage(out, b);
   }
   int fd_;

@@ -13,10 +13,7 @@ struct CurlMulti::Socket {
 
 CurlMulti::CurlMulti(uv_loop_t* loop)
     : loop_(loop), multi_(curl_multi_init()), alive_(std::make_shared<CurlMulti*>(this)) {
-  timer_ = UvHandle<uv_timer_t>::make();
-  uv_timer_init(loop_, timer_.get());
-  timer_.markInitialized();
-  timer_->data = this;
+  timer_ = makeTimer(loop_, this);
   curl_multi_setopt(multi_.get(), CURLMOPT_SOCKETFUNCTION, &CurlMulti::onSocket);
   curl_multi_setopt(multi_.get(), CURLMOPT_SOCKETDATA, this);
   curl_multi_setopt(multi_.get(), CURLMOPT_TIMERFUNCTION, &CurlMulti::onTimerChange);

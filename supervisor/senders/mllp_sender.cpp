@@ -112,10 +112,7 @@ struct MllpSender::WriteReq {
 
 MllpSender::MllpSender(uv_loop_t* loop, MllpSenderSettings settings)
     : loop_(loop), settings_(std::move(settings)), alive_(std::make_shared<MllpSender*>(this)) {
-  timer_ = UvHandle<uv_timer_t>::make();
-  uv_timer_init(loop_, timer_.get());
-  timer_.markInitialized();
-  timer_->data = this;
+  timer_ = makeTimer(loop_, this);
 }
 
 MllpSender::~MllpSender() {
