@@ -1,0 +1,266 @@
+#include "supervisor/services/http_fetch.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "supervisor/senders/curl_multi_uv.h"
+
+namespace ductus::supervisor::services {
+namespace {
+
+constexpr const char* kTransient = " [ductus:transient]";
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// One part of a parsed URL, or nullopt when the URL has none.
+std::optional<std::string> urlPart(CURLU* u, CURLUPart part, unsigned flags = 0) {
+  char* text = nullptr;
+  if (curl_url_get(u, part, &text, flags) != CURLUE_OK || !text) return std::nullopt;
+  std::string out(text);
+  curl_free(text);
+  return out;
+}
+
+bool isToken(std::string_view s) {
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  });
+}
+
+bool isUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t more;  // continuation bytes after the lead byte
+    uint32_t cp;
+    if (c < 0x80) more = 0, cp = c;
+    else if ((c >> 5) == 0x6) more = 1, cp = c & 0x1F;
+    else if ((c >> 4) == 0xE) more = 2, cp = c & 0x0F;
+    else if ((c >> 3) == 0x1E) more = 3, cp = c & 0x07;
+    else return false;
+    if (s.size() - i <= more) return false;
+    for (size_t k = 1; k <= more; ++k) {
+      auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc >> 6) != 0x2) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+    if ((more == 1 && cp < 0x80) || (more == 2 && cp < 0x800) || (more == 3 && cp < 0x10000) ||
+        (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+      return false;
+    i += more + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string asText(std::string_view bytes) {
+  if (isUtf8(bytes)) return std::string(bytes);
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else {
+      out += static_cast<char>(0xC0 | (c >> 6));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    }
+  }
+  return out;
+}
+
+Result<ParsedUrl> parseHttpUrl(const std::string& url) {
+  ParsedUrl p;
+  p.handle.reset(curl_url());
+  if (!p.handle) return Error{"out of memory parsing a URL"};
+  if (CURLUcode rc = curl_url_set(p.handle.get(), CURLUPART_URL, url.c_str(), 0); rc != CURLUE_OK)
+    return Error{std::string("not a URL (") + curl_url_strerror(rc) + ")"};
+  auto scheme = urlPart(p.handle.get(), CURLUPART_SCHEME);
+  if (!scheme || (lower(*scheme) != "http" && lower(*scheme) != "https"))
+    return Error{"not an http:// or https:// URL"};
+  auto host = urlPart(p.handle.get(), CURLUPART_HOST);
+  auto port = urlPart(p.handle.get(), CURLUPART_PORT, CURLU_DEFAULT_PORT);
+  if (!host || host->empty() || !port) return Error{"not a URL with a host"};
+  *scheme = lower(*scheme);
+  *host = lower(*host);
+  p.origin = *scheme + "://" + *host + ":" + *port;
+  p.path = urlPart(p.handle.get(), CURLUPART_PATH).value_or("/");
+  if (p.path.empty()) p.path = "/";
+  p.shown = *scheme + "://" + *host;
+  if (auto explicitPort = urlPart(p.handle.get(), CURLUPART_PORT)) p.shown += ":" + *explicitPort;
+  p.shown += p.path;
+  return p;
+}
+
+Status checkMethod(const std::string& method) {
+  if (!isToken(method)) return Error{"\"" + method + "\" is not an HTTP method"};
+  if (method == "CONNECT" || method == "TRACE")
+    return Error{method + " is not a method scripts may send"};
+  return {};
+}
+
+Status checkHeader(const std::string& name, const std::string& value) {
+  if (!isToken(name)) return Error{"\"" + name + "\" is not an HTTP header name"};
+  if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
+    return Error{"header " + name + ": a value may not contain line breaks"};
+  std::string l = lower(name);
+  if (l == "host" || l == "content-length" || l == "transfer-encoding" || l == "connection")
+    return Error{"header " + name + " is set by the engine, not by scripts"};
+  return {};
+}
+
+std::string answerJson(const HttpAnswer& answer) {
+  nlohmann::json headers = nlohmann::json::object();
+  for (auto& [k, v] : answer.headers) headers[asText(k)] = asText(v);
+  nlohmann::json j{{"status", answer.status}, {"headers", std::move(headers)},
+                   {"body", asText(answer.body)}};
+  return j.dump();
+}
+
+struct HttpFetch::Transfer {
+  struct EasyCleanup {
+    void operator()(CURL* e) const { curl_easy_cleanup(e); }
+  };
+  struct SlistFree {
+    void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+  };
+  std::unique_ptr<CURL, EasyCleanup> easy;
+  std::unique_ptr<curl_slist, SlistFree> headers;
+  HttpCall call;  // its URL handle and body are read by libcurl in place
+  HttpAnswer answer;
+  size_t limit = 0;
+  size_t received = 0;  // header and body bytes, against `limit`
+  bool tooLarge = false;
+  char error[CURL_ERROR_SIZE] = {};
+  std::function<void(Result<HttpAnswer>)> done;
+
+  bool take(size_t len) {
+    received += len;
+    if (received > limit) tooLarge = true;
+    return !tooLarge;
+  }
+
+  static size_t onBody(char* data, size_t size, size_t n, void* userp) {
+    auto* t = static_cast<Transfer*>(userp);
+    size_t len = size * n;
+    if (!t->take(len)) return 0;  // anything but len aborts: CURLE_WRITE_ERROR
+    t->answer.body.append(data, len);
+    return len;
+  }
+
+  static size_t onHeader(char* data, size_t size, size_t n, void* userp) {
+    auto* t = static_cast<Transfer*>(userp);
+    size_t len = size * n;
+    if (!t->take(len)) return 0;
+    std::string_view line(data, len);
+    while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
+    if (line.substr(0, 5) == "HTTP/") {
+      // A new status line (after a 100 Continue): only the final
+      // response's headers are the answer's.
+      t->answer.headers.clear();
+      return len;
+    }
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0) return len;
+    std::string name = lower(line.substr(0, colon));
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    auto [it, fresh] = t->answer.headers.emplace(name, std::string(value));
+    if (!fresh) it->second += ", " + std::string(value);
+    return len;
+  }
+};
+
+HttpFetch::HttpFetch(uv_loop_t* loop, size_t maxResponseBytes)
+    : loop_(loop), maxResponseBytes_(maxResponseBytes) {}
+
+HttpFetch::~HttpFetch() {
+  // Out of the multi before the easy handles are cleaned up.
+  if (multi_)
+    for (auto& [easy, t] : transfers_) multi_->cancel(easy);
+  transfers_.clear();
+  multi_.reset();
+}
+
+void HttpFetch::start(HttpCall call, std::function<void(Result<HttpAnswer>)> done) {
+  if (!multi_) multi_ = std::make_unique<senders::CurlMulti>(loop_);
+  auto t = std::make_unique<Transfer>();
+  t->call = std::move(call);
+  t->limit = maxResponseBytes_;
+  t->done = std::move(done);
+  const HttpCall& c = t->call;
+
+  curl_slist* list = nullptr;
+  for (auto& [name, value] : c.headers) list = curl_slist_append(list, (name + ": " + value).c_str());
+  // No "Expect: 100-continue" round trip before large bodies (a whole
+  // second with servers that ignore it).
+  list = curl_slist_append(list, "Expect:");
+  t->headers.reset(list);
+
+  t->easy.reset(curl_easy_init());
+  CURL* e = t->easy.get();
+  curl_easy_setopt(e, CURLOPT_CURLU, c.url.handle.get());
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  // A redirect could leave the origin that was allowed: 3xx is an answer.
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(c.timeout.count()));
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers.get());
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Transfer::onBody);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Transfer::onHeader);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+  if (c.method == "HEAD") {
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  } else if (c.method == "GET" && !c.body) {
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+  } else {
+    const std::string& body = c.body ? *c.body : std::string();
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, c.body ? c.body->data() : "");
+    if (c.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, c.method.c_str());
+  }
+  transfers_.emplace(e, std::move(t));
+  multi_->add(e, [this, e](CURLcode code) { finish(e, code); });
+}
+
+void HttpFetch::finish(CURL* easy, CURLcode code) {
+  auto it = transfers_.find(easy);
+  if (it == transfers_.end()) return;
+  std::unique_ptr<Transfer> t = std::move(it->second);
+  transfers_.erase(it);
+  Result<HttpAnswer> out = Error{""};
+  const std::string& label = t->call.label;
+  if (t->tooLarge) {
+    // Not transient: the same request would bring the same body again.
+    out = Error{label + ": the response is larger than " + std::to_string(t->limit) +
+                " bytes, the most a script may receive"};
+  } else if (code == CURLE_OK) {
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->answer.status);
+    out = std::move(t->answer);
+  } else if (code == CURLE_OPERATION_TIMEDOUT) {
+    out = Error{label + ": no response within " + std::to_string(t->call.timeout.count()) + " ms" +
+                kTransient};
+  } else {
+    // Nothing final came back (refused, reset, DNS, TLS): the server may
+    // be back later, so the message waits.
+    out = Error{label + ": " + (t->error[0] ? t->error : curl_easy_strerror(code)) + kTransient};
+  }
+  auto done = std::move(t->done);
+  t.reset();
+  done(std::move(out));  // last: it may destroy this object
+}
+
+}  // namespace ductus::supervisor::services

@@ -1,0 +1,115 @@
+// HttpFetch: the HTTP half of the script services (fetch() and api(name)).
+// One request at a time per call, any number at once, through libcurl's
+// multi-socket API on the supervisor's loop (senders::CurlMulti), so a slow
+// server never blocks the loop. It knows nothing of resources.yaml: the
+// caller (ProjectServices) decides which URLs a script may reach and passes
+// a URL it has already checked, as a parsed CURLU handle, so the URL libcurl
+// connects to is exactly the one whose origin was checked.
+//
+// Every final status is a response (the SDK decides which ones are
+// transient: 5xx/408/429 unless retry: false); only failures to get one
+// (refused, reset, DNS, TLS, timeout) are errors, and they carry the
+// "[ductus:transient]" marker so the message waits and is retried. A body
+// past the size limit is a permanent error: retrying would fetch it again.
+#pragma once
+
+#include <curl/curl.h>
+#include <uv.h>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+
+namespace ductus::senders {
+class CurlMulti;
+}
+
+namespace ductus::supervisor::services {
+
+struct CurlUrlFree {
+  void operator()(CURLU* u) const { curl_url_cleanup(u); }
+};
+using CurlUrl = std::unique_ptr<CURLU, CurlUrlFree>;
+
+// An http(s) URL, parsed once. origin is "scheme://host:port" with the
+// scheme and host lower-cased and the default port filled in, so two
+// spellings of one server compare equal; shown is the URL without its
+// user, password, query and fragment, for messages and logs (a query often
+// carries a token; the seed's rule: never show it).
+struct ParsedUrl {
+  CurlUrl handle;
+  std::string origin;
+  std::string shown;
+  std::string path;  // as written, "/" when empty
+};
+Result<ParsedUrl> parseHttpUrl(const std::string& url);
+
+struct HttpCall {
+  std::string method = "GET";  // an HTTP token, upper-cased by the caller
+  ParsedUrl url;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::optional<std::string> body;
+  std::chrono::milliseconds timeout{30000};
+  // What the errors call this request, e.g. `fetch GET http://h/p` or
+  // `api("lab") GET /orders`.
+  std::string label;
+};
+
+struct HttpAnswer {
+  long status = 0;
+  // Names lower-cased (as fetch's Headers does); repeated ones joined by ", ".
+  std::map<std::string, std::string> headers;
+  std::string body;
+};
+
+class HttpFetch {
+ public:
+  // The default response limit: the seed's 16 MB.
+  static constexpr size_t kDefaultMaxResponseBytes = 16u << 20;
+
+  HttpFetch(uv_loop_t* loop, size_t maxResponseBytes = kDefaultMaxResponseBytes);
+  // Abandons running transfers: their callbacks are not called.
+  ~HttpFetch();
+  HttpFetch(const HttpFetch&) = delete;
+  HttpFetch& operator=(const HttpFetch&) = delete;
+
+  // `done` runs once, on the loop, never inside start().
+  void start(HttpCall call, std::function<void(Result<HttpAnswer>)> done);
+  size_t running() const { return transfers_.size(); }
+
+ private:
+  struct Transfer;
+  void finish(CURL* easy, CURLcode code);
+
+  uv_loop_t* loop_;
+  size_t maxResponseBytes_;
+  // Made on the first request: a project that never fetches pays nothing.
+  std::unique_ptr<senders::CurlMulti> multi_;
+  std::map<CURL*, std::unique_ptr<Transfer>> transfers_;
+};
+
+// Checks a method and headers a script gave: HTTP tokens, no line breaks in
+// values, and none of the headers that frame the request (Host,
+// Content-Length, Transfer-Encoding, Connection), which libcurl sets and a
+// script could use to smuggle a second request or reach another host.
+Status checkMethod(const std::string& method);
+Status checkHeader(const std::string& name, const std::string& value);
+
+// JSON text of {status, headers, body}: what the SDK's Response is built
+// from. A body that is not UTF-8 is read as ISO-8859-1 (each byte one
+// character), so nothing is lost or replaced: healthcare servers often
+// answer in Latin-1.
+std::string answerJson(const HttpAnswer& answer);
+// Bytes as text for JSON: UTF-8 as it is, anything else as ISO-8859-1.
+std::string asText(std::string_view bytes);
+
+}  // namespace ductus::supervisor::services
