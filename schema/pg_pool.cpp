@@ -11,6 +11,7 @@ struct PgPool::Shared : std::enable_shared_from_this<PgPool::Shared> {
 
   uv_loop_t* loop;
   std::string conninfo;
+  std::string setup;  // run once on each new connection before it is leased
   std::vector<Slot> slots;
   std::deque<size_t> idle;  // slots in State::Idle
   std::deque<LeaseCallback> waiters;
@@ -27,27 +28,44 @@ struct PgPool::Shared : std::enable_shared_from_this<PgPool::Shared> {
     setState(i, State::Connecting);
     slots[i].conn = std::make_unique<PgConnection>(loop);
     std::weak_ptr<Shared> weak = shared_from_this();
-    slots[i].conn->connect(conninfo, [weak, i, cb = std::move(cb)](Status s) {
+    slots[i].conn->connect(conninfo, [weak, i, cb = std::move(cb)](Status s) mutable {
       auto self = weak.lock();
       if (!self || self->closed) return;
-      if (s.ok()) {
-        self->setState(i, State::Idle);
-      } else {
-        self->setState(i, State::Down);
-        // Nobody can be served until a connection comes back: tell the
-        // waiters now rather than leaving them hanging (they retry).
-        auto waiters = std::move(self->waiters);
-        self->waiters.clear();
-        for (auto& w : waiters) w(Error{s.error().message, s.error().code});
+      if (s.ok() && !self->setup.empty()) {
+        self->slots[i].conn->script(self->setup, [weak, i, cb = std::move(cb)](Result<PgResult> r) {
+          auto self = weak.lock();
+          if (!self || self->closed) return;
+          Status st = r ? Status{} : Status{Error{"setting up a connection: " + r.error().message,
+                                                  r.error().code}};
+          self->connected(i, st, cb);
+        });
+        return;
       }
-      if (cb) cb(s);
-      self->dispatch();
+      self->connected(i, s, cb);
     });
+  }
+
+  void connected(size_t i, Status s, const std::function<void(Status)>& cb) {
+    auto keep = shared_from_this();  // a callback below may drop the last owner
+    if (s.ok()) {
+      setState(i, State::Idle);
+    } else {
+      setState(i, State::Down);
+      // Nobody can be served until a connection comes back: tell the
+      // waiters now rather than leaving them hanging (they retry).
+      auto failed = std::move(waiters);
+      waiters.clear();
+      for (auto& w : failed) w(Error{s.error().message, s.error().code});
+    }
+    if (cb) cb(s);
+    dispatch();
   }
 
   void dispatch() {
     while (!closed && !waiters.empty() && !idle.empty()) {
-      size_t i = idle.front();
+      // The connection used last: its backend is still warm (caches, CPU),
+      // where handing them out in turn kept every backend cold.
+      size_t i = idle.back();
       setState(i, State::Leased);
       auto cb = std::move(waiters.front());
       waiters.pop_front();
@@ -85,10 +103,11 @@ PgPool::Lease::~Lease() { pool_->release(slot_); }
 
 PgConnection& PgPool::Lease::conn() { return *pool_->slots[slot_].conn; }
 
-PgPool::PgPool(uv_loop_t* loop, std::string conninfo, size_t size)
+PgPool::PgPool(uv_loop_t* loop, std::string conninfo, size_t size, std::string setup)
     : shared_(std::make_shared<Shared>()) {
   shared_->loop = loop;
   shared_->conninfo = std::move(conninfo);
+  shared_->setup = std::move(setup);
   shared_->slots.resize(size == 0 ? 1 : size);
 }
 

@@ -44,7 +44,9 @@ class PgPool {
   using LeasePtr = std::shared_ptr<Lease>;
   using LeaseCallback = std::function<void(Result<LeasePtr>)>;
 
-  PgPool(uv_loop_t* loop, std::string conninfo, size_t size);
+  // `setup` (SQL, may be empty) runs on every new connection before its
+  // first lease: session settings the statements rely on.
+  PgPool(uv_loop_t* loop, std::string conninfo, size_t size, std::string setup = {});
   ~PgPool();
   PgPool(const PgPool&) = delete;
   PgPool& operator=(const PgPool&) = delete;

@@ -1,5 +1,7 @@
 #include "schema/store.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "schema/pg_binary.h"
@@ -16,6 +18,7 @@ std::string num(int64_t v) { return std::to_string(v); }
 // The three columns every message key travels as.
 struct RefArrays {
   std::string ids, tiers, ats;
+  std::string from, to;  // the span of received_at, for partition pruning
 };
 
 RefArrays refArrays(const std::vector<MessageRef>& refs) {
@@ -27,8 +30,25 @@ RefArrays refArrays(const std::vector<MessageRef>& refs) {
     tiers.push_back(static_cast<int16_t>(r.tier));
     ats.push_back(r.receivedAt);
   }
-  return {pb::int8Array(ids), pb::int2Array(tiers), pb::bytesArray(pb::kText, ats)};
+  // received_at travels as Postgres printed it on a UTC session (the pool's
+  // setup), "YYYY-MM-DD HH:MM:SS[.ffffff]+00", so text order is time order.
+  std::string from, to;
+  if (!ats.empty()) {
+    auto [lo, hi] = std::minmax_element(ats.begin(), ats.end());
+    from = *lo;
+    to = *hi;
+  }
+  return {pb::int8Array(ids), pb::int2Array(tiers), pb::bytesArray(pb::kText, ats),
+          std::move(from), std::move(to)};
 }
+
+// Every store connection: generic plans, because planning the statements on
+// partitioned tables cost more than running them (perf: ~75% of Postgres's
+// CPU at one MLLP connection was the planner); the statements carry their
+// partition keys as parameters so the executor still prunes. UTC, so
+// received_at prints with one offset (see refArrays).
+const char* const kSessionSetup =
+    "SET plan_cache_mode = force_generic_plan; SET TimeZone = 'UTC'";
 
 Tier tierOf(long long v) { return static_cast<Tier>(static_cast<int16_t>(v)); }
 
@@ -50,7 +70,7 @@ std::vector<StoredMessage> storedRows(const PgResult& r) {
 }  // namespace
 
 Store::Store(uv_loop_t* loop, StoreOptions options)
-    : loop_(loop), options_(std::move(options)), pool_(loop, options_.conninfo, options_.poolSize) {}
+    : loop_(loop), options_(std::move(options)), pool_(loop, options_.conninfo, options_.poolSize, kSessionSetup) {}
 
 Store::~Store() { *alive_ = false; }
 
@@ -202,6 +222,20 @@ const std::vector<int> kInsertFormats{kText,   kText,   kBinary, kText, kBinary,
                                       kBinary, kBinary, kBinary, kText, kText};
 const char* const kInsertName = "ductus_insert_messages";
 
+// kInsertOneMessage, for a message with no dedupe key.
+const char* const kInsertOneName = "ductus_insert_one_message";
+const std::vector<int> kInsertOneFormats{kText, kText, kBinary, kText, kText, kText, kBinary};
+
+std::vector<Param> insertOneParams(const NewMessage& m) {
+  return {num(m.interfaceId),
+          num(static_cast<int16_t>(m.tier)),
+          pb::int8Array(m.destinationIds),
+          std::string(m.relaxed ? "t" : "f"),
+          num(m.partitionKey),
+          num(m.originId.value_or(0)),
+          m.payload};
+}
+
 bool sameGroup(const NewMessage& a, const NewMessage& b) {
   return a.interfaceId == b.interfaceId && a.tier == b.tier && a.relaxed == b.relaxed &&
          a.destinationIds == b.destinationIds;
@@ -251,6 +285,31 @@ void Store::insertGroup(LeasePtr lease) {
     inserts_.pop_front();
   }
   const NewMessage& first = group->front().m;
+  auto alive = alive_;
+  auto answer = [this, alive, lease, group](Result<PgResult> r) mutable {
+    lease.reset();
+    if (!*alive) return;
+    --insertStatements_;
+    pumpInserts();
+    if (!r) {
+      if (group->size() == 1) return group->front().cb(r.error());
+      return insertEach(group);
+    }
+    auto rows = storedRows(*r);
+    if (rows.size() != group->size()) {
+      Error e{"message insert returned " + std::to_string(rows.size()) + " rows for " +
+              std::to_string(group->size()) + " messages"};
+      for (auto& q : *group) q.cb(e);
+      return;
+    }
+    // RETURNING is in id order, and ids were drawn in the group's order.
+    for (size_t i = 0; i < rows.size(); ++i) (*group)[i].cb(std::move(rows[i]));
+  };
+  if (group->size() == 1 && !first.dedupeKey) {
+    auto& conn = lease->conn();
+    return conn.execute(kInsertOneName, sql::kInsertOneMessage, insertOneParams(first),
+                        kInsertOneFormats, std::move(answer));
+  }
   InsertColumns c;
   for (auto& q : *group) {
     c.payloads.push_back(q.m.payload);
@@ -260,28 +319,9 @@ void Store::insertGroup(LeasePtr lease) {
   }
   auto params = insertParams(first.interfaceId, first.tier, first.destinationIds, first.relaxed, c,
                              std::nullopt, std::nullopt);
-  auto alive = alive_;
-  lease->conn().execute(
-      kInsertName, sql::kInsertMessages, std::move(params), kInsertFormats,
-      [this, alive, lease, group](Result<PgResult> r) mutable {
-        lease.reset();
-        if (!*alive) return;
-        --insertStatements_;
-        pumpInserts();
-        if (!r) {
-          if (group->size() == 1) return group->front().cb(r.error());
-          return insertEach(group);
-        }
-        auto rows = storedRows(*r);
-        if (rows.size() != group->size()) {
-          Error e{"message insert returned " + std::to_string(rows.size()) + " rows for " +
-                  std::to_string(group->size()) + " messages"};
-          for (auto& q : *group) q.cb(e);
-          return;
-        }
-        // RETURNING is in id order, and ids were drawn in the group's order.
-        for (size_t i = 0; i < rows.size(); ++i) (*group)[i].cb(std::move(rows[i]));
-      });
+  auto& conn = lease->conn();
+  conn.execute(kInsertName, sql::kInsertMessages, std::move(params), kInsertFormats,
+               std::move(answer));
 }
 
 void Store::insertEach(std::shared_ptr<std::deque<QueuedInsert>> items) {
@@ -297,23 +337,28 @@ void Store::insertEach(std::shared_ptr<std::deque<QueuedInsert>> items) {
 }
 
 void Store::insertOne(QueuedInsert q) {
+  auto answer = [cb = std::move(q.cb)](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    auto rows = storedRows(*r);
+    if (rows.size() != 1) return cb(Error{"message insert returned no row"});
+    cb(std::move(rows[0]));
+  };
+  // Not retried: an insert updates nothing, and a failed insert is answered
+  // to the sender (AE / 503), who sends again.
+  if (!q.m.dedupeKey) {
+    static const Statement one{kInsertOneName, sql::kInsertOneMessage};
+    return run(one, insertOneParams(q.m), kInsertOneFormats, false, std::move(answer));
+  }
   InsertColumns c;
   c.payloads.push_back(std::move(q.m.payload));
   c.lanes.push_back(q.m.partitionKey);
   c.keys.push_back(std::move(q.m.dedupeKey));
   c.origins.push_back(q.m.originId.value_or(0));
   static const Statement stmt{kInsertName, sql::kInsertMessages};
-  // Not retried: an insert updates nothing, and a failed insert is answered
-  // to the sender (AE / 503), who sends again.
   run(stmt,
       insertParams(q.m.interfaceId, q.m.tier, q.m.destinationIds, q.m.relaxed, c, std::nullopt,
                    std::nullopt),
-      kInsertFormats, false, [cb = std::move(q.cb)](Result<PgResult> r) {
-        if (!r) return cb(r.error());
-        auto rows = storedRows(*r);
-        if (rows.size() != 1) return cb(Error{"message insert returned no row"});
-        cb(std::move(rows[0]));
-      });
+      kInsertFormats, false, std::move(answer));
 }
 
 void Store::insertBatch(NewBatch b, Callback<std::vector<StoredMessage>> cb) {
@@ -398,8 +443,11 @@ void Store::flushStatuses(int64_t destinationId, std::vector<DeliveryOutcome> ou
                             a.ats,
                             pb::int2Array(statuses),
                             pb::bytesArray(pb::kText, errors),
-                            pb::bytesArray(pb::kBytea, outputs)};
-  run(stmt, std::move(params), {kText, kBinary, kBinary, kBinary, kBinary, kBinary, kBinary},
+                            pb::bytesArray(pb::kBytea, outputs),
+                            a.from,
+                            a.to};
+  run(stmt, std::move(params),
+      {kText, kBinary, kBinary, kBinary, kBinary, kBinary, kBinary, kText, kText},
       true, [cb](Result<PgResult> r) {
         if (!r) return cb(r.error());
         std::vector<int64_t> ids;
@@ -427,18 +475,18 @@ void Store::settleChunk(std::shared_ptr<std::vector<MessageRef>> rest,
   static const Statement write{"ductus_settle_write", sql::kSettleWrite};
   transaction(
       [a, count](LeasePtr l, Done done) {
-        std::vector<int> f{kBinary, kBinary, kBinary};
+        std::vector<int> f{kBinary, kBinary, kText, kText};
         *count = 0;
         // The lock's own error (a deadlock, say) is the one to retry on;
         // the write behind it would only say "transaction is aborted".
         auto lockError = std::make_shared<std::optional<Error>>();
-        l->conn().execute(lock.name, lock.sql, {a->ids, a->tiers, a->ats}, f,
+        l->conn().execute(lock.name, lock.sql, {a->ids, a->tiers, a->from, a->to}, f,
                           [lockError](Result<PgResult> r) {
                             if (!r) *lockError = r.error();
                           });
         // Queued behind the lock statement on the same connection: it runs
         // after the locks are held, with a snapshot of its own.
-        l->conn().execute(write.name, write.sql, {a->ids, a->tiers, a->ats}, f,
+        l->conn().execute(write.name, write.sql, {a->ids, a->tiers, a->from, a->to}, f,
                           [count, done, lockError](Result<PgResult> r) {
                             if (*lockError) return done(**lockError);
                             if (!r) return done(r.error());
@@ -478,9 +526,11 @@ void Store::finishRouted(RoutedBatch b, Callback<std::vector<RoutedMessage>> cb)
                             pb::bytesArray(pb::kText, keys),
                             num(b.targetInterfaceId),
                             num(static_cast<int16_t>(b.targetTier)),
-                            pb::int8Array(b.targetDestinationIds)};
-  std::vector<int> formats{kBinary, kBinary, kBinary, kText,  kBinary,
-                           kBinary, kBinary, kText,   kText,  kBinary};
+                            pb::int8Array(b.targetDestinationIds),
+                            a.from,
+                            a.to};
+  std::vector<int> formats{kBinary, kBinary, kBinary, kText,  kBinary, kBinary,
+                           kBinary, kText,   kText,   kBinary, kText,  kText};
   run(stmt, std::move(params), std::move(formats), true, [cb](Result<PgResult> r) {
     if (!r) return cb(r.error());
     auto stored = storedRows(*r);

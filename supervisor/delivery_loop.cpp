@@ -60,8 +60,7 @@ int64_t DeliveryLoop::receivedAtMs(const std::string& t) {
 void DeliveryLoop::wake() {
   if (stopping_ || state_ == State::Stopped) return;
   if (state_ == State::Idle) {
-    uv_timer_stop(timer_.get());
-    read();
+    if (!windowArmed_) idleUntilWindow();
   } else {
     wakeAgain_ = true;
   }
@@ -87,9 +86,16 @@ void DeliveryLoop::armTimer(std::chrono::milliseconds delay) {
       static_cast<uint64_t>(delay.count()), 0);
 }
 
+void DeliveryLoop::idleUntilWindow() {
+  state_ = State::Idle;
+  windowArmed_ = true;
+  armTimer(kWakeWindow);  // replaces the safety net's wait
+}
+
 void DeliveryLoop::read() {
   state_ = State::Reading;
   wakeAgain_ = false;
+  windowArmed_ = false;
   auto alive = alive_;
   store_.readQueue(target_.destinationId, lanes_, 0,
                    [this, alive](Result<std::vector<store::QueuedDelivery>> r) {
@@ -104,10 +110,11 @@ void DeliveryLoop::read() {
 }
 
 void DeliveryLoop::onRows(std::vector<store::QueuedDelivery> rows) {
+  lastReadFull_ = rows.size() >= static_cast<size_t>(store::Store::kQueueReadRows);
   if (rows.empty()) {
     state_ = State::Idle;
     if (stopping_) return maybeStopped();
-    if (wakeAgain_) return read();
+    if (wakeAgain_) return idleUntilWindow();
     armTimer(kSafetyNet);
     return;
   }
@@ -304,7 +311,12 @@ void DeliveryLoop::readAgainOrIdle() {
     armTimer(kSafetyNet);
     return;
   }
-  read();
+  // A full read means more are waiting: read on now. A short one emptied
+  // the lanes, unless something was stored meanwhile (a wake came).
+  if (lastReadFull_) return read();
+  if (wakeAgain_) return idleUntilWindow();
+  state_ = State::Idle;
+  armTimer(kSafetyNet);
 }
 
 void DeliveryLoop::flush(std::function<void(bool ok)> then) {

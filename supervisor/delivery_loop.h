@@ -58,6 +58,11 @@ class DeliveryLoop {
   static constexpr std::chrono::milliseconds kFirstBackoff{1000};
   static constexpr std::chrono::milliseconds kMaxBackoff{60'000};
   static constexpr std::chrono::milliseconds kSafetyNet{30'000};
+  // An idle loop that is woken reads this much later, so the messages that
+  // arrive together share one read, one flush and one settle (three
+  // statements) instead of paying them each: at one MLLP connection the
+  // delivery's statements were two of every three commits.
+  static constexpr std::chrono::milliseconds kWakeWindow{10};
 
   DeliveryLoop(uv_loop_t* loop, store::Store& store, WorkerPool& workers, DeliveryTarget target,
                std::vector<int32_t> lanes);
@@ -65,7 +70,8 @@ class DeliveryLoop {
   DeliveryLoop(const DeliveryLoop&) = delete;
   DeliveryLoop& operator=(const DeliveryLoop&) = delete;
 
-  // Reads the queue soon (now if idle; after the current read otherwise).
+  // Reads the queue soon (kWakeWindow from now if idle; after the current
+  // read otherwise).
   void wake();
   // Finishes the message in hand (flushing what is done), then stops.
   void stop(std::function<void()> done);
@@ -90,6 +96,7 @@ class DeliveryLoop {
   void flush(std::function<void(bool ok)> then);
   void settle(std::vector<store::MessageRef> refs, int attempt);
   void readAgainOrIdle();
+  void idleUntilWindow();
   void backOff(std::chrono::milliseconds delay);
   void armTimer(std::chrono::milliseconds delay);
   void maybeStopped();
@@ -105,6 +112,8 @@ class DeliveryLoop {
 
   State state_ = State::Idle;
   bool wakeAgain_ = false;
+  bool windowArmed_ = false;   // idle, and the timer is the wake window's
+  bool lastReadFull_ = false;  // the last read hit its row limit: more wait
   bool inFlight_ = false;          // inside deliver(), so callbacks don't re-enter next()
   bool waitingForSender_ = false;  // a send (or a rate limit's wait) is under way
   bool interfaceStopped_ = false;
