@@ -239,6 +239,16 @@ TEST_F(ServicesTest, AServerThatIsDownOrTooSlowIsTransient) {
       << slow.error().message;
 }
 
+TEST_F(ServicesTest, StoppingTheServicesWithAFetchInFlightAbandonsItWithoutAnAnswer) {
+  int answers = 0;
+  services().call(fetchCall(http_.url("/slow/2000")), [&](Result<std::string>) { ++answers; });
+  // Until the server has the request, so the transfer is really running.
+  ASSERT_TRUE(runUntil([&] { return !http_.requests().empty(); }, std::chrono::seconds(5)));
+  real_.reset();
+  runUntil([] { return false; }, std::chrono::milliseconds(50));
+  EXPECT_EQ(answers, 0);
+}
+
 TEST_F(ServicesTest, AResponseOverTheLimitIsRefusedAndNotRetried) {
   ProjectServices::Options o;
   o.maxResponseBytes = 200;  // /status/200's body alone is 311 bytes
