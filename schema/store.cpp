@@ -236,9 +236,12 @@ std::vector<Param> insertOneParams(const NewMessage& m) {
           m.payload};
 }
 
-bool sameGroup(const NewMessage& a, const NewMessage& b) {
-  return a.interfaceId == b.interfaceId && a.tier == b.tier && a.relaxed == b.relaxed &&
-         a.destinationIds == b.destinationIds;
+// Inserts one statement can carry together.
+std::string groupOf(const NewMessage& m) {
+  std::string g = num(m.interfaceId) + ":" + num(static_cast<int16_t>(m.tier)) +
+                  (m.relaxed ? ":r:" : ":s:");
+  for (int64_t d : m.destinationIds) g += num(d) + ",";
+  return g;
 }
 
 }  // namespace
@@ -252,44 +255,56 @@ void Store::insert(NewMessage m, Callback<StoredMessage> cb) {
 void Store::pumpInserts() {
   int limit = options_.maxInsertStatements > 0 ? options_.maxInsertStatements
                                                : static_cast<int>(pool_.size());
-  while (!inserts_.empty() && insertStatements_ < limit) {
+  // Chosen first, started after: a lease can be granted at once, and
+  // insertGroup then takes inserts out of the queue walked here.
+  std::vector<std::string> start;
+  for (auto it = inserts_.begin(); it != inserts_.end() && insertStatements_ < limit; ++it) {
+    std::string group = groupOf(it->m);
+    if (!insertingGroups_.insert(group).second) continue;  // its statement is running
     ++insertStatements_;
+    start.push_back(std::move(group));
+  }
+  for (auto& group : start) {
     auto alive = alive_;
-    pool_.acquire([this, alive](Result<LeasePtr> lease) {
+    pool_.acquire([this, alive, group](Result<LeasePtr> lease) {
       if (!*alive) return;
-      if (inserts_.empty()) {
-        --insertStatements_;
-        return;
-      }
       if (!lease) {
         // No connection can be made: everyone waiting hears why now.
         --insertStatements_;
+        insertingGroups_.erase(group);
         auto waiting = std::move(inserts_);
         inserts_.clear();
         for (auto& q : waiting) q.cb(lease.error());
         return;
       }
-      insertGroup(*lease);
+      insertGroup(*lease, group);
     });
   }
 }
 
-void Store::insertGroup(LeasePtr lease) {
+void Store::insertGroup(LeasePtr lease, std::string groupKey) {
   auto group = std::make_shared<std::deque<QueuedInsert>>();
-  group->push_back(std::move(inserts_.front()));
-  inserts_.pop_front();
-  // Only the contiguous run behind it: ids keep the arrival order.
-  while (!inserts_.empty() && group->size() < options_.maxInsertGroup &&
-         sameGroup(inserts_.front().m, group->front().m)) {
-    group->push_back(std::move(inserts_.front()));
-    inserts_.pop_front();
+  // This group's waiting inserts in arrival order: ids keep it.
+  for (auto it = inserts_.begin(); it != inserts_.end() && group->size() < options_.maxInsertGroup;) {
+    if (groupOf(it->m) == groupKey) {
+      group->push_back(std::move(*it));
+      it = inserts_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (group->empty()) {
+    --insertStatements_;
+    insertingGroups_.erase(groupKey);
+    return pumpInserts();
   }
   const NewMessage& first = group->front().m;
   auto alive = alive_;
-  auto answer = [this, alive, lease, group](Result<PgResult> r) mutable {
+  auto answer = [this, alive, lease, group, groupKey](Result<PgResult> r) mutable {
     lease.reset();
     if (!*alive) return;
     --insertStatements_;
+    insertingGroups_.erase(groupKey);
     pumpInserts();
     if (!r) {
       if (group->size() == 1) return group->front().cb(r.error());
