@@ -159,7 +159,7 @@ declare module "ductus" {
   /** An API named in resources.yaml (its URL, headers and timeout stay there). */
   export function api(name: string): Api;
 
-  /** A variable this interface may read (resources.yaml allowlist). */
+  /** An engine environment variable named DUCTUS_PUBLIC_* (other names are refused). */
   export function env(name: string): Promise<string>;
   /** A secret this interface may read. */
   export function secret(name: string): Promise<string>;

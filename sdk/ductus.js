@@ -464,7 +464,14 @@ function retryable(status) { return status >= 500 || status === 408 || status ==
 async function httpCall(url, api, init) {
   init = init ?? {};
   const { retry, ...rest } = init;
-  if (rest.body !== undefined && typeof rest.body !== "string") rest.body = JSON.stringify(rest.body);
+  if (rest.body !== undefined && typeof rest.body !== "string") {
+    rest.body = JSON.stringify(rest.body);
+    // An object body is sent as JSON: say so, unless the script did.
+    const headers = { ...(rest.headers ?? {}) };
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === "content-type"))
+      headers["Content-Type"] = "application/json";
+    rest.headers = headers;
+  }
   let r;
   if (mocks) {
     if (!mocks.fetch) throw notMocked(api ? `api("${api}")` : "fetch()", "mock.fetch((url, init) => ({ status, body }))");
@@ -494,7 +501,8 @@ export function api(name) {
   };
 }
 
-/** A variable the interface may read (resources.yaml allowlist). */
+/** An engine environment variable named DUCTUS_PUBLIC_*: other names are refused, so
+ *  the engine's own credentials stay out of scripts. */
 export async function env(name) {
   if (mocks) {
     if (!mocks.env.has(name)) throw notMocked(`env("${name}")`, `mock.env("${name}", value)`);

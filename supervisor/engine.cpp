@@ -195,7 +195,7 @@ void Engine::reconcile(std::function<void(Status)> next) {
 }
 
 Status Engine::startWorkers() {
-  services_ = std::make_unique<ProjectServices>(loop_, project_.resources);
+  services_ = std::make_unique<ProjectServices>(loop_, project_);
   WorkerPool::Options wo;
   wo.binary = options_.binary;
   wo.heapMb = project_.engine.heapMb;
