@@ -12,7 +12,7 @@ pg16=$(pgbench_rate 16)
 port=$((20000 + RANDOM % 20000))
 total=6000
 rows=()
-for dests in 1 5 25; do
+for dests in ${FANOUT_DESTS:-1 5 25}; do  # FANOUT_DESTS="25": one shape only
   dir="$work/fan-$dests"
   mkdir -p "$dir/interfaces/adt"
   printf 'api: { listen: off }\nisolates: { workers: 2, heap_mb: 256 }\n' > "$dir/ductus.yaml"

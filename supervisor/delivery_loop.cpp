@@ -14,6 +14,8 @@ namespace {
 
 using store::MessageStatus;
 
+uint64_t lastStream = 0;  // streams for pipelined senders, one per read
+
 std::string runawayText(Outcome::Kind k, const std::string& data) {
   std::string why = k == Outcome::Kind::RunawayHeap ? "runaway: the script filled its heap"
                                                     : "runaway: the script ran past its timeout";
@@ -121,8 +123,10 @@ void DeliveryLoop::onRows(std::vector<store::QueuedDelivery> rows) {
   state_ = State::Working;
   items_.clear();
   items_.reserve(rows.size());
-  for (auto& row : rows) items_.push_back(Item{std::move(row), std::nullopt});
+  for (auto& row : rows) items_.push_back(Item{std::move(row), std::nullopt, false, std::nullopt});
   pos_ = 0;
+  sendPos_ = 0;
+  stream_ = ++lastStream;
   // Every transform of the read at once: the workers pipeline them, and the
   // outputs are still delivered strictly in order below. If a delivery
   // fails, the outputs after it are dropped and transformed again later
@@ -141,21 +145,65 @@ void DeliveryLoop::onRows(std::vector<store::QueuedDelivery> rows) {
                     [this, alive, generation, i](Outcome o) {
                       if (!*alive || generation_ != generation) return;
                       items_[i].outcome = std::move(o);
-                      if (state_ == State::Working && i == pos_ && !inFlight_ && !waitingForSender_) next();
+                      // Not only for pos_: a pipelined sender may start on it.
+                      if (state_ == State::Working) next();
                     });
   }
 }
 
 void DeliveryLoop::next() {
+  if (inNext_ || rateWaiting_) return;
+  inNext_ = true;
+  bool waiting = false;
   while (pos_ < items_.size()) {
-    if (stopping_) break;
+    if (!stopping_) launchSends();
     Item& item = items_[pos_];
-    if (!item.outcome) return;  // its transform is still running
-    inFlight_ = true;
-    deliver(item);
-    inFlight_ = false;
-    if (state_ != State::Working || waitingForSender_) return;
+    if (!item.outcome) {
+      waiting = !stopping_;  // its transform is still running (stopping: stop here)
+      break;
+    }
+    if (!needsSend(item)) {
+      deliver(item);
+    } else if (item.sent) {
+      sendDone(item);
+    } else if (item.sending) {
+      waiting = true;
+      break;
+    } else {
+      if (stopping_) break;  // stop at the message in hand
+      if (limiter_) {
+        auto d = limiter_->tryAcquire(senders::RateLimiter::Clock::now());
+        if (d.kind == senders::RateDecision::Kind::Drop) {
+          finished(MessageStatus::Filtered, std::string("over the rate limit"), std::nullopt);
+          continue;
+        }
+        if (d.kind == senders::RateDecision::Kind::Wait) {
+          rateWaiting_ = true;  // hold the loop until the timer
+          auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d.wait).count() + 1;
+          uv_timer_start(
+              timer_.get(),
+              [](uv_timer_t* t) {
+                auto* self = static_cast<DeliveryLoop*>(t->data);
+                if (!self) return;
+                self->rateWaiting_ = false;
+                self->next();
+              },
+              static_cast<uint64_t>(ms), 0);
+          inNext_ = false;
+          return;
+        }
+      }
+      launch(pos_);
+      waiting = true;
+      break;
+    }
+    if (state_ != State::Working) {  // failed(): flushing, then backing off
+      inNext_ = false;
+      return;
+    }
   }
+  inNext_ = false;
+  if (waiting) return;
   // The read is done (or we are stopping): flush, then look again.
   state_ = State::Flushing;
   auto alive = alive_;
@@ -166,6 +214,71 @@ void DeliveryLoop::next() {
   });
 }
 
+bool DeliveryLoop::needsSend(const Item& item) const {
+  return item.outcome && item.outcome->kind == Outcome::Kind::Output && !target_.route;
+}
+
+size_t DeliveryLoop::sendDepth() const {
+  if (limiter_ || !target_.sender) return 1;
+  return std::max<size_t>(1, target_.sender->pipelineDepth());
+}
+
+// A pipelined sender gets the sends after pos_ too, in order, while their
+// transforms are done: the sender keeps them in order, and fails the later
+// ones if one fails. Never past a message that may be retried (transient,
+// stopped): nothing behind it may reach the receiver first.
+void DeliveryLoop::launchSends() {
+  size_t depth = sendDepth();
+  if (depth <= 1) return;
+  sendPos_ = std::max(sendPos_, pos_);
+  while (sendPos_ < items_.size() && sendsInFlight_ < depth) {
+    Item& it = items_[sendPos_];
+    if (!it.outcome) return;
+    auto kind = it.outcome->kind;
+    if (kind == Outcome::Kind::Transient || kind == Outcome::Kind::Stopped) return;
+    if (needsSend(it) && !it.sending && !it.sent) launch(sendPos_);
+    ++sendPos_;
+  }
+}
+
+void DeliveryLoop::launch(size_t i) {
+  Item& item = items_[i];
+  senders::SendRequest req;
+  req.messageId = item.row.message.id;
+  req.interfaceName = target_.interfaceName;
+  req.destinationName = target_.destinationName;
+  req.payload = item.outcome->data;
+  req.stream = stream_;
+  item.sending = true;
+  ++sendsInFlight_;
+  auto alive = alive_;
+  auto generation = generation_;
+  target_.sender->send(std::move(req), [this, alive, generation, i](senders::SendOutcome out) {
+    if (!*alive) return;
+    --sendsInFlight_;
+    if (generation_ != generation) return;  // the read was abandoned
+    items_[i].sending = false;
+    items_[i].sent = std::move(out);
+    if (state_ == State::Working) next();
+  });
+}
+
+void DeliveryLoop::sendDone(Item& item) {
+  std::optional<std::string> saved;
+  if (target_.saveOutput) saved = item.outcome->data;
+  senders::SendOutcome out = std::move(*item.sent);
+  switch (out.kind) {
+    case senders::SendOutcomeKind::Sent:
+      return finished(MessageStatus::Sent, std::nullopt, std::move(saved));
+    case senders::SendOutcomeKind::Permanent:
+      return finished(MessageStatus::Quarantined, out.detail, std::move(saved));
+    case senders::SendOutcomeKind::Transient:
+      return failed(out.detail);
+  }
+}
+
+// The outcomes that need no sender: filtered, quarantined, transient,
+// stopped, and a route's output (stored with the flush).
 void DeliveryLoop::deliver(Item& item) {
   const Outcome& o = *item.outcome;
   switch (o.kind) {
@@ -191,62 +304,12 @@ void DeliveryLoop::deliver(Item& item) {
       pos_ = items_.size();
       return;
   }
-
-  std::optional<std::string> saved;
-  if (target_.saveOutput) saved = o.data;
-
-  if (target_.route) {
-    auto keys = target_.route->keysOf(o.data);
-    routed_.push_back(store::RoutedItem{item.row.message, o.data, keys.lane, keys.dedupe});
-    ++counters_.routed;
-    ++pos_;
-    failures_ = 0;
-    return;
-  }
-
-  if (limiter_) {
-    auto d = limiter_->tryAcquire(senders::RateLimiter::Clock::now());
-    if (d.kind == senders::RateDecision::Kind::Drop)
-      return finished(MessageStatus::Filtered, std::string("over the rate limit"), std::nullopt);
-    if (d.kind == senders::RateDecision::Kind::Wait) {
-      waitingForSender_ = true;  // hold the loop until the timer
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d.wait).count() + 1;
-      uv_timer_start(
-          timer_.get(),
-          [](uv_timer_t* t) {
-            auto* self = static_cast<DeliveryLoop*>(t->data);
-            if (!self) return;
-            self->waitingForSender_ = false;
-            self->next();
-          },
-          static_cast<uint64_t>(ms), 0);
-      return;
-    }
-  }
-
-  senders::SendRequest req;
-  req.messageId = item.row.message.id;
-  req.interfaceName = target_.interfaceName;
-  req.destinationName = target_.destinationName;
-  req.payload = o.data;
-  waitingForSender_ = true;
-  auto alive = alive_;
-  target_.sender->send(std::move(req), [this, alive, saved](senders::SendOutcome out) {
-    if (!*alive) return;
-    waitingForSender_ = false;
-    switch (out.kind) {
-      case senders::SendOutcomeKind::Sent:
-        finished(MessageStatus::Sent, std::nullopt, saved);
-        break;
-      case senders::SendOutcomeKind::Permanent:
-        finished(MessageStatus::Quarantined, out.detail, saved);
-        break;
-      case senders::SendOutcomeKind::Transient:
-        failed(out.detail);
-        return;
-    }
-    if (state_ == State::Working) next();
-  });
+  // A route: the output is stored in the target's queue with the flush.
+  auto keys = target_.route->keysOf(o.data);
+  routed_.push_back(store::RoutedItem{item.row.message, o.data, keys.lane, keys.dedupe});
+  ++counters_.routed;
+  ++pos_;
+  failures_ = 0;
 }
 
 void DeliveryLoop::finished(MessageStatus status, std::optional<std::string> why,
@@ -270,7 +333,7 @@ void DeliveryLoop::failed(const std::string& why) {
   if (target_.maxAttempts > 0 && attempts >= static_cast<int>(target_.maxAttempts)) {
     finished(MessageStatus::Quarantined,
              "gave up after " + std::to_string(attempts) + " attempts: " + why, std::nullopt);
-    if (state_ == State::Working && !inFlight_) next();
+    if (state_ == State::Working && !inNext_) next();
     return;
   }
   ++counters_.retries;
@@ -413,7 +476,7 @@ void DeliveryLoop::stop(std::function<void()> done) {
     });
     return;
   }
-  if (state_ == State::Working && !waitingForSender_) {
+  if (state_ == State::Working && !rateWaiting_) {
     // Waiting for a transform: stop at the message in hand.
     uv_timer_stop(timer_.get());
     next();

@@ -83,13 +83,20 @@ class DeliveryLoop {
   enum class State { Idle, Reading, Working, Flushing, BackingOff, Stopped };
   struct Item {
     store::QueuedDelivery row;
-    std::optional<Outcome> outcome;
+    std::optional<Outcome> outcome;         // the transform's
+    bool sending = false;                   // its send is under way
+    std::optional<senders::SendOutcome> sent;  // the sender's answer
   };
 
   void read();
   void onRows(std::vector<store::QueuedDelivery> rows);
   void next();
   void deliver(Item& item);
+  bool needsSend(const Item& item) const;
+  size_t sendDepth() const;
+  void launchSends();
+  void launch(size_t i);
+  void sendDone(Item& item);
   void finished(store::MessageStatus status, std::optional<std::string> why,
                 std::optional<std::string> output);
   void failed(const std::string& why);
@@ -114,8 +121,11 @@ class DeliveryLoop {
   bool wakeAgain_ = false;
   bool windowArmed_ = false;   // idle, and the timer is the wake window's
   bool lastReadFull_ = false;  // the last read hit its row limit: more wait
-  bool inFlight_ = false;          // inside deliver(), so callbacks don't re-enter next()
-  bool waitingForSender_ = false;  // a send (or a rate limit's wait) is under way
+  bool inNext_ = false;       // inside next(), so callbacks don't re-enter it
+  bool rateWaiting_ = false;  // a rate limit's wait holds the loop until the timer
+  size_t sendPos_ = 0;        // the next item whose send may start (pipelined senders)
+  size_t sendsInFlight_ = 0;
+  uint64_t stream_ = 0;       // this read's order at a pipelined sender
   bool interfaceStopped_ = false;
   std::shared_ptr<int> generation_;  // outcomes of an abandoned read are ignored
   bool stopping_ = false;

@@ -128,6 +128,13 @@ struct FileSender::Job {
   std::vector<std::string> dirsToMake;  // for MakeDir, parent first
   size_t nextDir = 0;
   std::optional<SendOutcome> failure;  // set once a step failed; cleanup follows
+  // Order within a stream: this job renames only after `prev` renamed; if
+  // prev failed, this one fails too. `next` is told the same way.
+  uint64_t stream = 0;
+  Job* prev = nullptr;
+  Job* next = nullptr;
+  bool prevFailed = false;
+  bool waitingForPrev = false;  // closed and ready to rename
 
   uv_loop_t* loop() const { return state->loop; }
 
@@ -197,9 +204,14 @@ struct FileSender::Job {
         // on NFS; treat it as the write failing.
         if (err) return fail(describe("close", tempPath, err));
         step = Step::Rename;
-        return check(uv_fs_rename(loop(), &req, tempPath.c_str(), finalPath.c_str(), &Job::onFs));
+        if (prev) {
+          waitingForPrev = true;  // prev's turn comes first
+          return;
+        }
+        return rename();
       case Step::Rename:
         if (err) return fail(describe("rename to", finalPath, err));
+        releaseNext(false);
         return renamed();
       case Step::CleanupClose:
         step = Step::CleanupUnlink;
@@ -211,6 +223,32 @@ struct FileSender::Job {
 
   // Queues for the folder's fsync, which calls done().
   void renamed();
+
+  void rename() {
+    if (prevFailed) {
+      return fail("not written: an earlier message of this delivery's batch failed");
+    }
+    check(uv_fs_rename(loop(), &req, tempPath.c_str(), finalPath.c_str(), &Job::onFs));
+  }
+
+  // This job's place in its stream is settled (renamed, or failed): the
+  // next job may rename now, or must fail.
+  void releaseNext(bool failed) {
+    if (stream != 0) {
+      auto tail = state->streamTails.find(stream);
+      if (tail != state->streamTails.end() && tail->second == this) state->streamTails.erase(tail);
+    }
+    if (prev) prev->next = nullptr;  // (only when this one failed first)
+    prev = nullptr;
+    Job* n = std::exchange(next, nullptr);
+    if (!n) return;
+    n->prev = nullptr;
+    n->prevFailed = failed;
+    if (n->waitingForPrev) {
+      n->waitingForPrev = false;
+      n->rename();
+    }
+  }
 
   void syncFile() {
     step = Step::SyncFile;
@@ -233,6 +271,7 @@ struct FileSender::Job {
   // reports the first error.
   void fail(std::string detail) {
     failure = SendOutcome::transient(std::move(detail));
+    releaseNext(true);
     bool tempExists = step == Step::Write || step == Step::SyncFile ||
                       step == Step::CloseFile || step == Step::Rename;
     if (!tempExists) return done(*failure);
@@ -384,6 +423,15 @@ void FileSender::send(SendRequest request, SendCallback cb) {
   job->tempPath = job->dirPath + "/." + base + "." + std::to_string(::getpid()) + "-" +
                   std::to_string(state_->nextTemp++) + ".tmp";
   ++state_->inFlight;
+  if (request.stream != 0) {
+    job->stream = request.stream;
+    Job*& tail = state_->streamTails[request.stream];
+    if (tail) {
+      tail->next = job.get();
+      job->prev = tail;
+    }
+    tail = job.get();
+  }
   // Every uv_fs_* call with a callback completes through the loop, so the
   // callback never runs inside send().
   job.release()->start();  // owns itself until done()

@@ -36,6 +36,9 @@ struct SendRequest {
   // headers of the same name. Other senders ignore them.
   std::optional<std::string> method;
   std::vector<std::pair<std::string, std::string>> headers;
+  // For a sender with pipelineDepth() > 1: requests of one stream (not 0)
+  // become visible at the receiver in the order they were sent.
+  uint64_t stream = 0;
 };
 
 enum class SendOutcomeKind { Sent, Transient, Permanent };
@@ -73,6 +76,13 @@ class Sender {
 
   virtual ~Sender() = default;
   virtual void send(SendRequest request, SendCallback cb) = 0;
+  // How many sends of one stream may be in flight at once. 1 (MLLP, HTTP:
+  // the receiver sees them in the order it answers them): the caller waits
+  // for each outcome. Above 1 the sender keeps a stream's order itself:
+  // a request is made visible only after the one sent before it was, and
+  // once one fails, the later ones of its stream fail too (Transient),
+  // leaving nothing behind.
+  virtual size_t pipelineDepth() const { return 1; }
   virtual void close(std::function<void()> done) = 0;
 };
 

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -184,6 +185,43 @@ TEST_F(FileSenderTest, ManyWritesAtOnceAllLandShareFolderFsyncsAndCloseWaitsForT
   EXPECT_EQ(listAll(root_).size(), 40u);
   // Renames that overlap share a folder fsync (one each would be 40).
   EXPECT_LT(sender_->folderSyncs(), 40u);
+}
+
+TEST_F(FileSenderTest, AStreamsFilesAppearInTheOrderTheyWereSentEvenWhenALaterWriteIsQuicker) {
+  makeSender(root_.string(), "{id}.txt");
+  std::vector<int64_t> order;
+  for (int i = 0; i < 20; ++i) {
+    // The first file is large: unordered, the small ones would land first.
+    SendRequest req{i, "adt", "lab", i == 0 ? std::string(16 << 20, 'x') : std::to_string(i), {}, {}};
+    req.stream = 7;
+    sender_->send(std::move(req), [&order, i](SendOutcome o) {
+      EXPECT_EQ(o.kind, SendOutcomeKind::Sent) << o.detail;
+      order.push_back(i);
+    });
+  }
+  ASSERT_TRUE(test::runUntil(&loop_, [&] { return order.size() == 20; }));
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(order[i], i);
+  EXPECT_EQ(listAll(root_).size(), 20u);
+}
+
+TEST_F(FileSenderTest, AfterAFailedWriteTheLaterFilesOfItsStreamFailAndLeaveNothingOthersLand) {
+  fs::create_directories(root_ / "2.txt" / "inside");  // 2's rename fails
+  makeSender(root_.string(), "{id}.txt");
+  std::map<int64_t, SendOutcome> outcomes;
+  auto send = [&](int64_t id, uint64_t stream) {
+    SendRequest req{id, "adt", "lab", "payload " + std::to_string(id), {}, {}};
+    req.stream = stream;
+    sender_->send(std::move(req), [&outcomes, id](SendOutcome o) { outcomes.emplace(id, o); });
+  };
+  for (int64_t id = 1; id <= 5; ++id) send(id, 3);
+  send(10, 4);  // another stream: not held by stream 3's failure
+  ASSERT_TRUE(test::runUntil(&loop_, [&] { return outcomes.size() == 6; }));
+  EXPECT_EQ(outcomes.at(1).kind, SendOutcomeKind::Sent);
+  EXPECT_EQ(outcomes.at(10).kind, SendOutcomeKind::Sent);
+  for (int64_t id = 2; id <= 5; ++id) EXPECT_EQ(outcomes.at(id).kind, SendOutcomeKind::Transient) << id;
+  EXPECT_NE(outcomes.at(3).detail.find("earlier"), std::string::npos) << outcomes.at(3).detail;
+  EXPECT_EQ(listAll(root_),
+            (std::vector<std::string>{"1.txt", "10.txt", "2.txt", "2.txt/inside"}));
 }
 
 TEST(FileName, PlaceholdersExpandWithTheUtcDate) {
