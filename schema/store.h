@@ -163,6 +163,8 @@ class Store {
   void insertOne(QueuedInsert q);
   void settleChunk(std::shared_ptr<std::vector<MessageRef>> rest, std::shared_ptr<int64_t> changed,
                    Callback<int64_t> cb);
+  void settleLocked(std::vector<MessageRef> chunk, std::shared_ptr<std::vector<MessageRef>> rest,
+                    std::shared_ptr<int64_t> changed, Callback<int64_t> cb);
 
   uv_loop_t* loop_;
   StoreOptions options_;

@@ -123,6 +123,15 @@ WHERE d.destination_id = $1 AND d.message_id = u.id AND d.tier = u.tier
 RETURNING d.message_id
 )";
 
+// Before settling, without locks: which of these messages still have a
+// delivery pending ($1 ids, $2 tiers, $3..$4 the span).
+constexpr const char* kSettlePending = R"(
+SELECT DISTINCT d.message_id
+FROM deliveries d
+WHERE d.message_id = ANY ($1::int8[]) AND d.tier = ANY ($2::int2[])
+  AND d.received_at BETWEEN $3::timestamptz AND $4::timestamptz AND d.status = 0
+)";
+
 // Settle, first statement: the message rows locked in id order. $1 ids, $2
 // tiers, $3..$4 the span (ids are unique: the span only prunes).
 constexpr const char* kSettleLock = R"(
