@@ -1,0 +1,108 @@
+#include "tests/support/pg_cluster.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+extern char** environ;
+
+namespace ductus::test {
+
+PgCluster::PgCluster() {
+  // Short: the Unix socket lives inside it (108-byte path limit).
+  char tmpl[] = "/tmp/dpg.XXXXXX";
+  if (mkdtemp(tmpl)) dir_ = tmpl;
+  else ADD_FAILURE() << "mkdtemp failed";
+}
+
+PgCluster::~PgCluster() {
+  if (!dir_.empty()) pgsh({"stop", dir_.string()});  // stops and removes the folder
+}
+
+// pg.sh's output goes to a file, not a pipe: the postmaster it starts
+// inherits the script's descriptors and would hold a pipe open for its
+// whole life, so reading the pipe to its end would wait for the server.
+bool PgCluster::pgsh(const std::vector<std::string>& args, std::string* out) {
+  std::vector<std::string> argv{DUCTUS_SOURCE_DIR "/scripts/pg.sh"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargs;
+  for (auto& a : argv) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  char tmpl[] = "/tmp/dpg-out.XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd < 0) return false;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fd, 1);
+  posix_spawn_file_actions_addclose(&fa, fd);
+  pid_t pid;
+  int rc = posix_spawn(&pid, cargs[0], &fa, nullptr, cargs.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fd);
+  int st = -1;
+  if (rc == 0) waitpid(pid, &st, 0);
+  if (out) {
+    std::ifstream in(tmpl);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    *out = ss.str();
+  }
+  unlink(tmpl);
+  return rc == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+bool PgCluster::start() {
+  std::string out;
+  if (dir_.empty() || !pgsh({"start", dir_.string()}, &out)) {
+    ADD_FAILURE() << "scripts/pg.sh start " << dir_ << " failed: " << out;
+    return false;
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  url_ = out;
+  return true;
+}
+
+bool PgCluster::stop() {
+  if (!pgsh({"stop", dir_.string(), "--keep"})) {
+    ADD_FAILURE() << "scripts/pg.sh stop " << dir_ << " --keep failed";
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> PgCluster::column(const std::string& sql,
+                                           const std::vector<std::string>& params) {
+  std::vector<std::string> out;
+  PGconn* c = PQconnectdb(url_.c_str());
+  if (PQstatus(c) != CONNECTION_OK) {
+    ADD_FAILURE() << "connecting to " << url_ << ": " << PQerrorMessage(c);
+    PQfinish(c);
+    return out;
+  }
+  std::vector<const char*> values;
+  for (auto& p : params) values.push_back(p.c_str());
+  PGresult* r = PQexecParams(c, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                             values.data(), nullptr, nullptr, 0);
+  auto st = PQresultStatus(r);
+  if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+    ADD_FAILURE() << sql << ": " << PQerrorMessage(c);
+  } else {
+    for (int i = 0; i < PQntuples(r); ++i)
+      out.emplace_back(PQgetvalue(r, i, 0), PQgetlength(r, i, 0));
+  }
+  PQclear(r);
+  PQfinish(c);
+  return out;
+}
+
+std::string PgCluster::value(const std::string& sql, const std::vector<std::string>& params) {
+  auto c = column(sql, params);
+  return c.empty() ? "" : c[0];
+}
+
+}  // namespace ductus::test

@@ -1,0 +1,41 @@
+// PgCluster: a throwaway PostgreSQL cluster of one test's own, driven with
+// scripts/pg.sh, for tests that stop and start the server under a running
+// engine (the shared test cluster must never be stopped). Removed, stopped
+// first, when the object goes.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ductus::test {
+
+class PgCluster {
+ public:
+  PgCluster();  // a fresh folder in /tmp; nothing started yet
+  ~PgCluster();
+  PgCluster(const PgCluster&) = delete;
+  PgCluster& operator=(const PgCluster&) = delete;
+
+  // initdb (the first time) and start; false (ADD_FAILURE with why) if not.
+  bool start();
+  // Stops the server (pg_ctl -m fast: sessions are terminated), keeping
+  // the data for the next start().
+  bool stop();
+  const std::string& url() const { return url_; }
+
+  // Blocking query on a fresh connection: the first column of each row.
+  // ADD_FAILURE()s on an error.
+  std::vector<std::string> column(const std::string& sql,
+                                  const std::vector<std::string>& params = {});
+  std::string value(const std::string& sql, const std::vector<std::string>& params = {});
+
+ private:
+  bool pgsh(const std::vector<std::string>& args, std::string* out = nullptr);
+  std::filesystem::path dir_;
+  std::string url_;
+};
+
+}  // namespace ductus::test
