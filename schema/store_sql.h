@@ -101,6 +101,12 @@ JOIN messages m ON m.id = d.message_id AND m.tier = d.tier AND m.received_at = d
 ORDER BY d.message_id
 )";
 
+// Statements that find deliveries of given messages say `d.status + 0 = 0`,
+// not `d.status = 0`: the generic plan otherwise picks the partial queue
+// index (its predicate is status = 0) and filters a destination's whole
+// backlog (74 ms a call with 100,000 waiting) instead of looking the
+// messages up in the primary key.
+//
 // Statements that find rows by (id, tier, received_at) also carry the batch's
 // tiers and received_at span as plain parameters: the store's connections use
 // generic plans (planning on every call cost more than the statements), and
@@ -117,7 +123,7 @@ SET status = u.status,
 FROM unnest($2::int8[], $3::int2[], $4::text[], $5::int2[], $6::text[], $7::bytea[])
        AS u(id, tier, at, status, err, out)
 WHERE d.destination_id = $1 AND d.message_id = u.id AND d.tier = u.tier
-  AND d.received_at = u.at::timestamptz AND d.status = 0
+  AND d.received_at = u.at::timestamptz AND d.status + 0 = 0
   AND d.message_id = ANY ($2::int8[]) AND d.tier = ANY ($3::int2[])
   AND d.received_at BETWEEN $8::timestamptz AND $9::timestamptz
 RETURNING d.message_id
@@ -129,7 +135,7 @@ constexpr const char* kSettlePending = R"(
 SELECT DISTINCT d.message_id
 FROM deliveries d
 WHERE d.message_id = ANY ($1::int8[]) AND d.tier = ANY ($2::int2[])
-  AND d.received_at BETWEEN $3::timestamptz AND $4::timestamptz AND d.status = 0
+  AND d.received_at BETWEEN $3::timestamptz AND $4::timestamptz AND d.status + 0 = 0
 )";
 
 // Settle, first statement: the message rows locked in id order. $1 ids, $2
@@ -179,7 +185,7 @@ WITH cfg AS MATERIALIZED (
   SET status = 1, attempts = d.attempts + 1, last_error = NULL, updated_at = now()
   FROM unnest($1::int8[], $2::int2[], $3::text[]) AS u(id, tier, at), cfg
   WHERE d.destination_id = $4 AND d.message_id = u.id AND d.tier = u.tier
-    AND d.received_at = u.at::timestamptz AND d.status = 0
+    AND d.received_at = u.at::timestamptz AND d.status + 0 = 0
     AND d.message_id = ANY ($1::int8[]) AND d.tier = ANY ($2::int2[])
     AND d.received_at BETWEEN $11::timestamptz AND $12::timestamptz
   RETURNING d.message_id

@@ -26,6 +26,7 @@ struct FileSource::Job {
   std::string whole;                                // unsplit
   std::vector<intake::SplitRecord> pending;
   size_t pendingBytes = 0;
+  bool atEnd = false;  // the whole file is read (and split)
   std::string buf = std::string(kReadChunk, '\0');
   uv_fs_t req{};
   ~Job() {
@@ -176,7 +177,8 @@ void FileSource::onRead(ssize_t n) {
   Job& j = *job_;
   if (n == 0) {
     if (j.splitter) j.splitter->finish(j.pending);
-    return storeBatch(true);
+    j.atEnd = true;
+    return storeBatch();
   }
   j.readAt += static_cast<uint64_t>(n);
   std::string_view chunk(j.buf.data(), static_cast<size_t>(n));
@@ -187,26 +189,32 @@ void FileSource::onRead(ssize_t n) {
   size_t before = j.pending.size();
   j.splitter->feed(chunk, j.pending);
   for (size_t i = before; i < j.pending.size(); ++i) j.pendingBytes += j.pending[i].bytes.size();
-  if (j.pending.size() >= kBatchRecords || j.pendingBytes >= kBatchBytes) return storeBatch(false);
+  if (j.pending.size() >= kBatchRecords || j.pendingBytes >= kBatchBytes) return storeBatch();
   readMore();
 }
 
-void FileSource::storeBatch(bool last) {
+// Stores the first kBatchRecords (or kBatchBytes) of the pending records
+// with the file's progress; one read chunk may hold many batches.
+void FileSource::storeBatch() {
   Job& j = *job_;
   std::vector<std::string> payloads;
   uint64_t offset = j.committed;
   if (j.splitter) {
-    for (auto& r : j.pending) payloads.push_back(std::move(r.bytes));
-    if (!j.pending.empty()) offset = j.pending.back().endOffset;
+    size_t take = 0, bytes = 0;
+    while (take < j.pending.size() && take < kBatchRecords && (take == 0 || bytes < kBatchBytes))
+      bytes += j.pending[take++].bytes.size();
+    for (size_t i = 0; i < take; ++i) payloads.push_back(std::move(j.pending[i].bytes));
+    if (take > 0) offset = j.pending[take - 1].endOffset;
+    j.pending.erase(j.pending.begin(), j.pending.begin() + static_cast<std::ptrdiff_t>(take));
+    j.pendingBytes -= bytes;
   } else {
     payloads.push_back(std::move(j.whole));
   }
+  bool last = j.atEnd && j.pending.empty();
   if (last) offset = j.file.size;
   int64_t records = j.records + static_cast<int64_t>(payloads.size());
   nlohmann::json state{{"size", j.file.size}, {"mtime", j.file.mtimeNs}, {"offset", offset},
                        {"records", records},   {"done", last}};
-  j.pending.clear();
-  j.pendingBytes = 0;
   auto alive = alive_;
   auto after = [this, alive, offset, records, last](Status s) {
     if (!*alive) return;
@@ -214,6 +222,9 @@ void FileSource::storeBatch(bool last) {
     job_->committed = offset;
     job_->records = records;
     if (last) return finishFile();
+    Job& j = *job_;
+    if (j.atEnd || j.pending.size() >= kBatchRecords || j.pendingBytes >= kBatchBytes)
+      return storeBatch();
     readMore();
   };
   if (payloads.empty()) {

@@ -57,7 +57,7 @@ class FileSource {
   void startFile(const intake::PolledFile& f, std::optional<std::string> state);
   void readMore();
   void onRead(ssize_t n);
-  void storeBatch(bool last);
+  void storeBatch();
   void finishFile();
   void fail(const std::string& why);
   void roundDone();

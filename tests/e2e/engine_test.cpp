@@ -441,6 +441,11 @@ TEST(EngineEndToEnd, AFileOf100000CsvRecordsKilledHalfwayResumesWithoutLossOrDou
   EXPECT_EQ(db.value("SELECT count(*) FROM messages WHERE convert_from(payload, 'UTF8') NOT LIKE "
                      "'order_id,mrn,note%'"),
             "0");
+  // Batches of at most 500 records, each its own transaction (one read of
+  // the file holds thousands of these rows).
+  EXPECT_EQ(db.value("SELECT max(n) <= 500 FROM (SELECT count(*) AS n FROM messages "
+                     "GROUP BY xmin::text) t"),
+            "t");
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 
