@@ -66,6 +66,13 @@ struct PgPool::Shared : std::enable_shared_from_this<PgPool::Shared> {
       // The connection used last: its backend is still warm (caches, CPU),
       // where handing them out in turn kept every backend cold.
       size_t i = idle.back();
+      if (slots[i].conn->broken()) {
+        // Its server went away while it sat idle (PgConnection notices the
+        // socket closing): replace it rather than hand out a connection
+        // whose first statement is sure to fail (an AE for a message).
+        connect(i, nullptr);
+        continue;
+      }
       setState(i, State::Leased);
       auto cb = std::move(waiters.front());
       waiters.pop_front();

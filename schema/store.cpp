@@ -410,9 +410,9 @@ void Store::insertBatch(NewBatch b, Callback<std::vector<StoredMessage>> cb) {
 void Store::readQueue(int64_t destinationId, std::vector<int32_t> lanes, int64_t afterMessageId,
                       Callback<std::vector<QueuedDelivery>> cb) {
   static const Statement stmt{"ductus_read_queue", sql::kReadQueue};
-  std::vector<Param> params{num(destinationId), num(afterMessageId), pb::int4Array(lanes),
-                            num(kQueueReadRows)};
-  run(stmt, std::move(params), {kText, kText, kBinary, kText}, false,
+  // The SQL's LIMIT is kQueueReadRows, written out for the generic plan.
+  std::vector<Param> params{num(destinationId), num(afterMessageId), pb::int4Array(lanes)};
+  run(stmt, std::move(params), {kText, kText, kBinary}, false,
       [cb](Result<PgResult> r) {
         if (!r) return cb(r.error());
         std::vector<QueuedDelivery> out;

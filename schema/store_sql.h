@@ -86,8 +86,12 @@ SELECT id, tier, received_at::text, status FROM m
 )";
 
 // A destination's queue: the partial index deliveries_queue walked in
-// message order, stopping after $4 rows; then each row's message by its full
-// key (one partition each).
+// message order, stopping after 50 rows (Store::kQueueReadRows); then each
+// row's message by its full key (one partition each). Both written for the
+// generic plan: a LIMIT parameter it cannot see made it sort the whole
+// backlog, and a join it hash-joined against a scan of every message
+// (25 ms with 100,000 stored); LIMIT 1 keeps the lookup from being
+// flattened into that join.
 constexpr const char* kReadQueue = R"(
 SELECT d.message_id, d.tier, d.received_at::text, d.partition_key, d.attempts, m.payload,
        m.origin_id
@@ -96,8 +100,11 @@ FROM (SELECT message_id, tier, received_at, partition_key, attempts
       WHERE destination_id = $1 AND status = 0 AND message_id > $2
         AND (cardinality($3::int4[]) = 0 OR partition_key = ANY ($3::int4[]))
       ORDER BY message_id
-      LIMIT $4) d
-JOIN messages m ON m.id = d.message_id AND m.tier = d.tier AND m.received_at = d.received_at
+      LIMIT 50) d
+CROSS JOIN LATERAL (SELECT payload, origin_id FROM messages
+                    WHERE id = d.message_id AND tier = d.tier
+                      AND received_at = d.received_at
+                    LIMIT 1) m
 ORDER BY d.message_id
 )";
 

@@ -537,9 +537,22 @@ function decodeInput(format, payload) {
   }
 }
 
+// "a=1&b=x%20y" → { a: "1", b: "x y" }; a repeated name keeps its last value.
+function parseQuery(q) {
+  if (q && typeof q === "object") return q;
+  const out = {};
+  for (const part of String(q ?? "").replace(/^\?/, "").split("&")) {
+    if (!part) continue;
+    const eq = part.indexOf("=");
+    const decode = (s) => { try { return decodeURIComponent(s.replace(/\+/g, " ")); } catch { return s; } };
+    out[decode(eq < 0 ? part : part.slice(0, eq))] = eq < 0 ? "" : decode(part.slice(eq + 1));
+  }
+  return out;
+}
+
 function httpRequest(env) {
   return {
-    method: env.method, path: env.path, params: env.params ?? {}, query: env.query ?? {},
+    method: env.method, path: env.path, params: env.params ?? {}, query: parseQuery(env.query),
     headers: env.headers ?? {}, body: env.body ?? "",
     json() { return JSON.parse(this.body); },
   };

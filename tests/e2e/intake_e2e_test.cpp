@@ -289,11 +289,10 @@ TEST(IntakeEndToEnd, StoppingPostgresMidStreamAnswersAeAnd503AndLosesNothingAckn
 // connections are dead, and PgConnection already knows it (it watches an
 // idle socket and marks the connection Broken on EOF). The next message
 // must still be stored and acknowledged, not answered AE because it was
-// handed a connection known to be broken. Disabled: PgPool::dispatch
-// (schema/pg_pool.cpp) leases idle slots without checking broken(), so
-// today the first pool-size - 1 messages after such a restart get AE
-// "postgres: connection is broken". Enable it with that fix.
-TEST(IntakeEndToEnd, DISABLED_AQuietPostgresRestartCostsTheNextMessageNoAe) {
+// handed a connection known to be broken (PgPool::dispatch replaces
+// those; without that, the first pool-size - 1 messages after such a
+// restart got AE "postgres: connection is broken").
+TEST(IntakeEndToEnd, AQuietPostgresRestartCostsTheNextMessageNoAe) {
   PgCluster pg;
   ASSERT_TRUE(pg.start());
   uint16_t port = freePort();
@@ -483,12 +482,10 @@ TEST(IntakeEndToEnd, HttpRespondModeAnswersWithTheTransformsResult) {
 
 // The request's query reaches the transform as an object, as the SDK
 // documents ({ method, path, params, query, headers, body }) and
-// examples/http-respond relies on (request.query?.mrn). Disabled: the
-// engine (supervisor/engine.cpp, the respond route) passes the raw query
-// string and the SDK's httpRequest (sdk/ductus.js) passes it on as is, so
-// request.query.mrn is undefined and the example always answers 400.
-// Enable it with that fix.
-TEST(IntakeEndToEnd, DISABLED_HttpRespondModeHandsTheTransformTheQueryAsAnObject) {
+// examples/http-respond relies on (request.query?.mrn). The engine passes
+// the raw query string; the SDK's httpRequest parses it (before, the
+// example always answered 400).
+TEST(IntakeEndToEnd, HttpRespondModeHandsTheTransformTheQueryAsAnObject) {
   TestDatabase db;
   uint16_t port = freePort();
   TempProject project({
