@@ -91,13 +91,15 @@ SELECT id, tier, received_at::text, status FROM m
 // generic plan: a LIMIT parameter it cannot see made it sort the whole
 // backlog, and a join it hash-joined against a scan of every message
 // (25 ms with 100,000 stored); LIMIT 1 keeps the lookup from being
-// flattened into that join.
+// flattened into that join. `(destination_id, message_id) > ($1, $2)` rather
+// than `message_id > $2`: the latter let it walk the primary key (message
+// id first) past every delivered row (128 ms with 1,000,000 ahead).
 constexpr const char* kReadQueue = R"(
 SELECT d.message_id, d.tier, d.received_at::text, d.partition_key, d.attempts, m.payload,
        m.origin_id
 FROM (SELECT message_id, tier, received_at, partition_key, attempts
       FROM deliveries
-      WHERE destination_id = $1 AND status = 0 AND message_id > $2
+      WHERE destination_id = $1 AND status = 0 AND (destination_id, message_id) > ($1, $2)
         AND (cardinality($3::int4[]) = 0 OR partition_key = ANY ($3::int4[]))
       ORDER BY message_id
       LIMIT 50) d
