@@ -279,7 +279,9 @@ void WorkerPool::loadInto(Slot& slot, Interface& iface) {
 WorkerPool::Slot* WorkerPool::pickSlot(Group& g) {
   Slot* best = nullptr;
   for (auto& s : g.slots) {
-    if (!s->proc || s->proc->exited() || s->calls.size() >= options_.maxInFlightPerWorker) continue;
+    if (!s->proc || s->proc->exited() || s->proc->killing() ||
+        s->calls.size() >= options_.maxInFlightPerWorker)
+      continue;
     if (!best || s->calls.size() < best->calls.size()) best = s.get();
   }
   return best;
@@ -437,7 +439,16 @@ void WorkerPool::onFrame(Slot& slot, proto::FromWorker::Reader msg) {
           break;
       }
       Group& g = *slot.group;
+      bool runaway = out.kind == Outcome::Kind::RunawayTimeout;
+      std::string culprit = call.iface->spec.name;
       finish(*call.iface, call.done, std::move(out));
+      if (runaway && slot.proc) {
+        // The isolate survived the terminated script, but its module state
+        // may be half-changed: the worker is restarted (the other calls in
+        // flight on it are retried, as the issue asks).
+        slot.proc->kill("a script of interface " + culprit +
+                        " ran past its timeout; restarting its worker");
+      }
       drainBacklog(g);
       return;
     }

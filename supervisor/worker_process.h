@@ -57,6 +57,8 @@ class WorkerProcess {
   pid_t pid() const { return pid_; }
   bool ready() const { return ready_; }
   bool exited() const { return exited_; }
+  // kill() was called: no new calls for it, its exit is on the way.
+  bool killing() const { return !killReason_.empty(); }
   size_t queuedBytes() const { return pending_.size() + writingBytes_; }
 
  private:

@@ -58,9 +58,15 @@ TEST_F(PoolTest, AnInfiniteLoopIsQuarantinedWithinTimeoutPlusGraceWhileAnotherWo
   EXPECT_EQ(looped->kind, Kind::RunawayTimeout) << looped->data;
   EXPECT_LT(tookLoop, 300ms + o.grace);
   EXPECT_GT(answeredWhileLooping, 3);
-  // The looping worker's isolate stays usable: one timeout does not stop
-  // the interface, and the next call of it is tried.
+  // One timeout does not stop the interface; its worker is restarted (the
+  // stopped script may have left its module half-changed) and the next call
+  // of it is tried in the new one.
   EXPECT_FALSE(pool().isStopped("loop"));
+  ASSERT_TRUE(runUntil([&] { return pool().restarts() >= 1; }, 5s));
+  std::optional<Outcome> again;
+  pool().invoke(*loopFn, kMsg, {}, [&](Outcome out) { again = std::move(out); });
+  ASSERT_TRUE(runUntil([&] { return again.has_value(); }, 5s));
+  EXPECT_EQ(again->kind, Kind::RunawayTimeout) << again->data;
 }
 
 TEST_F(PoolTest, ThreeTimeoutsInARowStopTheInterfaceAndItsCallsStayPending) {
