@@ -409,16 +409,18 @@ void DeliveryLoop::flush(std::function<void(bool ok)> then) {
                       r.error().message);
         return then(false);
       }
-      std::vector<store::MessageRef> refs;
       std::set<int32_t> lanes;
       std::map<int64_t, const store::RoutedItem*> byId;
       for (auto& it : *routed) byId[it.source.id] = &it;
-      for (auto& m : *r) {
-        if (auto f = byId.find(m.sourceId); f != byId.end()) {
-          refs.push_back(f->second->source);
-          lanes.insert(f->second->partitionKey);
-        }
-      }
+      for (auto& m : *r)
+        if (auto f = byId.find(m.sourceId); f != byId.end()) lanes.insert(f->second->partitionKey);
+      // Every source, not only those this statement finished: a killed
+      // engine's leftover connection may have committed the route after our
+      // start-up settle, and nobody else would settle those messages.
+      // Settling skips what is still pending and writes only changes.
+      std::vector<store::MessageRef> refs;
+      refs.reserve(routed->size());
+      for (auto& it : *routed) refs.push_back(it.source);
       settle(std::move(refs), 0);
       for (int32_t lane : lanes) target_.route->wake(lane);
       then(okSoFar);
@@ -437,11 +439,12 @@ void DeliveryLoop::flush(std::function<void(bool ok)> then) {
                         target_.destinationName, outcomes->size(), r.error().message);
           return doRouted(false);
         }
-        std::set<int64_t> changed(r->begin(), r->end());
+        // Every finished one, not only the rows this flush changed: one it
+        // found done already (a killed engine's statement that committed
+        // late) may still wait for its settle.
         std::vector<store::MessageRef> refs;
         for (auto& o : *outcomes)
-          if (o.status != MessageStatus::Pending && changed.count(o.message.id))
-            refs.push_back(o.message);
+          if (o.status != MessageStatus::Pending) refs.push_back(o.message);
         settle(std::move(refs), 0);
         doRouted(true);
       });

@@ -250,11 +250,10 @@ TEST_F(RouteCrash, KillNineAfterTheRouteCommitsDoesNotRouteAgain) {
 // A killed engine's route statement that commits only after the restarted
 // engine has started (its backend outlives it): the new engine's route of the
 // same messages finds their deliveries already sent and stores nothing for
-// them, and must still settle them, since no one else will. Disabled until
-// DeliveryLoop::flush settles every routed source, not only the ones its
-// own statement finished: today those messages stay pending (status 0, their
-// deliveries sent) until the next restart.
-TEST_F(RouteCrash, DISABLED_ARouteTheKilledEngineCommitsAfterTheRestartIsSettled) {
+// them, and must still settle them, since no one else will (DeliveryLoop::
+// flush settles every routed source, not only those its statement finished;
+// before, they stayed pending, their deliveries sent, until a restart).
+TEST_F(RouteCrash, ARouteTheKilledEngineCommitsAfterTheRestartIsSettled) {
   ASSERT_TRUE(engine_.start());
   LockHolder holder(db_);
   ASSERT_EQ(holder.exec("BEGIN; LOCK TABLE messages_t7 IN SHARE MODE"), 0);
