@@ -30,6 +30,7 @@ DeliveryLoop::DeliveryLoop(uv_loop_t* loop, store::Store& store, WorkerPool& wor
       lanes_(std::move(lanes)) {
   if (target_.rateLimit && target_.rateLimit->count > 0) limiter_.emplace(*target_.rateLimit);
   timer_ = makeTimer(loop_, this);
+  settleTimer_ = makeTimer(loop_, this);
 }
 
 DeliveryLoop::~DeliveryLoop() { *alive_ = false; }
@@ -451,19 +452,35 @@ void DeliveryLoop::flush(std::function<void(bool ok)> then) {
 }
 
 void DeliveryLoop::settle(std::vector<store::MessageRef> refs, int attempt) {
+  // Messages whose settle failed earlier go along: their statuses are
+  // committed, and nothing else would settle them before a restart.
+  refs.insert(refs.end(), unsettled_.begin(), unsettled_.end());
+  unsettled_.clear();
   if (refs.empty()) return;
   auto alive = alive_;
   auto copy = std::make_shared<std::vector<store::MessageRef>>(refs);
   store_.settle(std::move(refs), [this, alive, copy, attempt](Result<int64_t> r) {
-    if (!*alive || r) return;
-    // The statuses are committed; only the settle is retried (the seed's
-    // settle_saved), never the status write. At start, settleFinished
-    // repairs whatever a crash left.
-    if (attempt < 5) {
-      spdlog::warn("{}/{}: settling failed ({}), retrying", target_.interfaceName,
-                   target_.destinationName, r.error().message);
-      settle(*copy, attempt + 1);
+    if (!*alive) return;
+    if (r) {
+      if (attempt > 0) settleAttempt_ = 0;
+      return;
     }
+    // Only the settle is retried (the seed's settle_saved), never the
+    // status write, and until it succeeds: the database may be down for a
+    // while. At start, settleFinished repairs whatever a crash left.
+    auto delay = std::min(kMaxBackoff, kFirstBackoff * (1 << std::min(attempt, 6)));
+    spdlog::warn("{}/{}: settling {} message(s) failed ({}); retrying in {} ms",
+                 target_.interfaceName, target_.destinationName, copy->size(),
+                 r.error().message, delay.count());
+    unsettled_.insert(unsettled_.end(), copy->begin(), copy->end());
+    settleAttempt_ = attempt + 1;
+    uv_timer_start(
+        settleTimer_.get(),
+        [](uv_timer_t* t) {
+          auto* self = static_cast<DeliveryLoop*>(t->data);
+          if (self) self->settle({}, self->settleAttempt_);
+        },
+        static_cast<uint64_t>(delay.count()), 0);
   });
 }
 
@@ -491,6 +508,7 @@ void DeliveryLoop::maybeStopped() {
   if (state_ == State::Stopped) return;
   state_ = State::Stopped;
   uv_timer_stop(timer_.get());
+  uv_timer_stop(settleTimer_.get());  // what is left, the next start settles
   if (auto d = std::move(stopDone_)) d();
 }
 

@@ -116,6 +116,9 @@ class DeliveryLoop {
   std::vector<int32_t> lanes_;
   std::optional<senders::RateLimiter> limiter_;
   UvHandle<uv_timer_t> timer_;
+  UvHandle<uv_timer_t> settleTimer_;
+  std::vector<store::MessageRef> unsettled_;  // their settle failed: retried
+  int settleAttempt_ = 0;
 
   State state_ = State::Idle;
   bool wakeAgain_ = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "supervisor/senders/http_syntax.h"
 #include "supervisor/senders/loop_post.h"
 
 namespace ductus::senders {
@@ -15,28 +16,6 @@ std::string printable(std::string_view bytes) {
   std::string out;
   for (unsigned char c : bytes) out += (c < 0x20 || c == 0x7f) ? ' ' : static_cast<char>(c);
   return out;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
-// An HTTP token (RFC 9110 tchar subset): what a method or header name may
-// be. Values from a transform are checked so they cannot inject lines.
-bool isToken(std::string_view s) {
-  if (s.empty()) return false;
-  return std::all_of(s.begin(), s.end(), [](unsigned char c) {
-    return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-  });
-}
-
-bool isHeaderValue(std::string_view s) {
-  return std::none_of(s.begin(), s.end(), [](unsigned char c) {
-    return c == '\r' || c == '\n' || c == '\0';
-  });
 }
 
 }  // namespace
@@ -118,7 +97,7 @@ void HttpSender::send(SendRequest request, SendCallback cb) {
   t->method = request.method.value_or(settings_.method);
   std::transform(t->method.begin(), t->method.end(), t->method.begin(),
                  [](unsigned char c) { return std::toupper(c); });
-  if (!isToken(t->method)) {
+  if (!isHttpToken(t->method)) {
     answerLater(std::move(cb),
                 SendOutcome::permanent("invalid HTTP method \"" + printable(t->method) + "\""));
     return;
@@ -128,20 +107,20 @@ void HttpSender::send(SendRequest request, SendCallback cb) {
   std::vector<std::pair<std::string, std::string>> headers;
   for (auto& h : settings_.headers) {
     bool overridden = std::any_of(request.headers.begin(), request.headers.end(),
-                                  [&](auto& m) { return lower(m.first) == lower(h.first); });
+                                  [&](auto& m) { return asciiLower(m.first) == asciiLower(h.first); });
     if (!overridden) headers.push_back(h);
   }
   for (auto& h : request.headers) headers.push_back(h);
   bool hasContentType = false;
   curl_slist* list = nullptr;
   for (auto& [name, value] : headers) {
-    if (!isToken(name) || !isHeaderValue(value)) {
+    if (!isHttpToken(name) || !isHttpHeaderValue(value)) {
       curl_slist_free_all(list);
       answerLater(std::move(cb),
                   SendOutcome::permanent("invalid HTTP header \"" + printable(name) + "\""));
       return;
     }
-    hasContentType = hasContentType || lower(name) == "content-type";
+    hasContentType = hasContentType || asciiLower(name) == "content-type";
     list = curl_slist_append(list, (name + ": " + value).c_str());
   }
   // libcurl would label a body application/x-www-form-urlencoded.

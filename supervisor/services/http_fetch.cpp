@@ -7,18 +7,16 @@
 #include <nlohmann/json.hpp>
 
 #include "supervisor/senders/curl_multi_uv.h"
+#include "supervisor/senders/http_syntax.h"
 
 namespace ductus::supervisor::services {
 namespace {
 
-constexpr const char* kTransient = " [ductus:transient]";
+using senders::asciiLower;
+using senders::isHttpHeaderValue;
+using senders::isHttpToken;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
+constexpr const char* kTransient = " [ductus:transient]";
 
 // One part of a parsed URL, or nullopt when the URL has none.
 std::optional<std::string> urlPart(CURLU* u, CURLUPart part, unsigned flags = 0) {
@@ -27,13 +25,6 @@ std::optional<std::string> urlPart(CURLU* u, CURLUPart part, unsigned flags = 0)
   std::string out(text);
   curl_free(text);
   return out;
-}
-
-bool isToken(std::string_view s) {
-  if (s.empty()) return false;
-  return std::all_of(s.begin(), s.end(), [](unsigned char c) {
-    return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-  });
 }
 
 bool isUtf8(std::string_view s) {
@@ -86,13 +77,13 @@ Result<ParsedUrl> parseHttpUrl(const std::string& url) {
   if (CURLUcode rc = curl_url_set(p.handle.get(), CURLUPART_URL, url.c_str(), 0); rc != CURLUE_OK)
     return Error{std::string("not a URL (") + curl_url_strerror(rc) + ")"};
   auto scheme = urlPart(p.handle.get(), CURLUPART_SCHEME);
-  if (!scheme || (lower(*scheme) != "http" && lower(*scheme) != "https"))
+  if (!scheme || (asciiLower(*scheme) != "http" && asciiLower(*scheme) != "https"))
     return Error{"not an http:// or https:// URL"};
   auto host = urlPart(p.handle.get(), CURLUPART_HOST);
   auto port = urlPart(p.handle.get(), CURLUPART_PORT, CURLU_DEFAULT_PORT);
   if (!host || host->empty() || !port) return Error{"not a URL with a host"};
-  *scheme = lower(*scheme);
-  *host = lower(*host);
+  *scheme = asciiLower(*scheme);
+  *host = asciiLower(*host);
   p.origin = *scheme + "://" + *host + ":" + *port;
   p.path = urlPart(p.handle.get(), CURLUPART_PATH).value_or("/");
   if (p.path.empty()) p.path = "/";
@@ -103,17 +94,17 @@ Result<ParsedUrl> parseHttpUrl(const std::string& url) {
 }
 
 Status checkMethod(const std::string& method) {
-  if (!isToken(method)) return Error{"\"" + method + "\" is not an HTTP method"};
+  if (!isHttpToken(method)) return Error{"\"" + method + "\" is not an HTTP method"};
   if (method == "CONNECT" || method == "TRACE")
     return Error{method + " is not a method scripts may send"};
   return {};
 }
 
 Status checkHeader(const std::string& name, const std::string& value) {
-  if (!isToken(name)) return Error{"\"" + name + "\" is not an HTTP header name"};
-  if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
+  if (!isHttpToken(name)) return Error{"\"" + name + "\" is not an HTTP header name"};
+  if (!isHttpHeaderValue(value))
     return Error{"header " + name + ": a value may not contain line breaks"};
-  std::string l = lower(name);
+  std::string l = asciiLower(name);
   if (l == "host" || l == "content-length" || l == "transfer-encoding" || l == "connection")
     return Error{"header " + name + " is set by the engine, not by scripts"};
   return {};
@@ -172,7 +163,7 @@ struct HttpFetch::Transfer {
     }
     size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0) return len;
-    std::string name = lower(line.substr(0, colon));
+    std::string name = asciiLower(line.substr(0, colon));
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
