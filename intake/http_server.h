@@ -28,6 +28,7 @@
 
 #include "common/result.h"
 #include "common/uv_handle.h"
+#include "intake/tcp_listener.h"
 
 namespace ductus::intake {
 
@@ -110,7 +111,7 @@ class HttpServer {
     size_t maxBodyBytes;
   };
   static void onConnection(uv_stream_t* server, int status);
-  Status startListening(int backlog);
+  TcpListen how();
   void connectionClosed(HttpConnection* c);
   void maybeClosed();
   const Route* route(const std::string& path) const;

@@ -21,29 +21,6 @@ constexpr size_t kReadBuffer = 64 * 1024;
 // segment is a few hundred bytes in practice.
 constexpr size_t kOversizedHead = 64 * 1024;
 
-std::string formatAddress(const sockaddr_storage& ss) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  uint16_t port = 0;
-  if (ss.ss_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
-    uv_ip4_name(in, host, sizeof host);
-    port = ntohs(in->sin_port);
-    return std::string(host) + ":" + std::to_string(port);
-  }
-  if (ss.ss_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
-    uv_ip6_name(in6, host, sizeof host);
-    port = ntohs(in6->sin6_port);
-    // Appended piecewise: "[" + std::string trips GCC 12's -Wrestrict.
-    std::string out = "[";
-    out.append(host);
-    out.append("]:");
-    out.append(std::to_string(port));
-    return out;
-  }
-  return "unknown";
-}
-
 // The MSH segment of a frame (or of its head), copied so the ACK can be
 // built after the message bytes have gone to the handler.
 std::string mshSegmentOf(std::string_view frame) {
@@ -386,70 +363,19 @@ MllpListener::~MllpListener() {
   connections_.clear();
 }
 
+TcpListen MllpListener::how() {
+  return {settings_.name, "MLLP", this, &MllpListener::onConnection};
+}
+
 Status MllpListener::listen(const std::string& host, uint16_t port, int backlog) {
-  sockaddr_storage addr{};
-  if (uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(&addr)) != 0 &&
-      uv_ip6_addr(host.c_str(), port, reinterpret_cast<sockaddr_in6*>(&addr)) != 0)
-    return Error{settings_.name + ": \"" + host + "\" is not an IP address to listen on"};
-  server_ = UvHandle<uv_tcp_t>::make();
-  if (int rc = uv_tcp_init(loop_, server_.get()); rc < 0)
-    return Error{settings_.name + ": uv_tcp_init failed: " + uv_strerror(rc)};
-  server_.markInitialized();
-  if (int rc = uv_tcp_bind(server_.get(), reinterpret_cast<sockaddr*>(&addr), 0); rc < 0)
-    return Error{settings_.name + ": binding " + host + ":" + std::to_string(port) +
-                 " failed: " + uv_strerror(rc)};
-  return startListening(backlog);
+  return listenTcp(loop_, server_, how(), host, port, backlog);
 }
 
-Status MllpListener::adopt(int fd) {
-  int accepting = 0;
-  socklen_t len = sizeof accepting;
-  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting) {
-    ::close(fd);
-    return Error{settings_.name + ": inherited fd " + std::to_string(fd) +
-                 " is not a listening socket"};
-  }
-  server_ = UvHandle<uv_tcp_t>::make();
-  if (int rc = uv_tcp_init(loop_, server_.get()); rc < 0) {
-    ::close(fd);
-    return Error{settings_.name + ": uv_tcp_init failed: " + uv_strerror(rc)};
-  }
-  server_.markInitialized();
-  if (int rc = uv_tcp_open(server_.get(), fd); rc < 0) {
-    ::close(fd);
-    return Error{settings_.name + ": adopting fd " + std::to_string(fd) +
-                 " failed: " + uv_strerror(rc)};
-  }
-  return startListening(SOMAXCONN);
-}
+Status MllpListener::adopt(int fd) { return adoptTcp(loop_, server_, how(), fd); }
 
-Status MllpListener::startListening(int backlog) {
-  server_->data = this;
-  if (int rc = uv_listen(reinterpret_cast<uv_stream_t*>(server_.get()), backlog,
-                         &MllpListener::onConnection);
-      rc < 0)
-    return Error{settings_.name + ": listen failed: " + std::string(uv_strerror(rc))};
-  spdlog::info("{}: MLLP listening on {}", settings_.name, address());
-  return {};
-}
+std::string MllpListener::address() const { return boundAddress(server_); }
 
-std::string MllpListener::address() const {
-  if (!server_) return {};
-  sockaddr_storage ss{};
-  int len = sizeof ss;
-  if (uv_tcp_getsockname(server_.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
-  return formatAddress(ss);
-}
-
-uint16_t MllpListener::port() const {
-  if (!server_) return 0;
-  sockaddr_storage ss{};
-  int len = sizeof ss;
-  if (uv_tcp_getsockname(server_.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
-  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
-  return 0;
-}
+uint16_t MllpListener::port() const { return boundPort(server_); }
 
 void MllpListener::onConnection(uv_stream_t* server, int status) {
   auto* self = static_cast<MllpListener*>(server->data);

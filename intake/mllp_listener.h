@@ -26,6 +26,7 @@
 #include "common/hl7/ack.h"
 #include "common/result.h"
 #include "common/uv_handle.h"
+#include "intake/tcp_listener.h"
 
 namespace ductus::intake {
 
@@ -93,7 +94,7 @@ class MllpListener {
   static void onConnection(uv_stream_t* server, int status);
   void connectionClosed(MllpConnection* c);
   void maybeClosed();
-  Status startListening(int backlog);
+  TcpListen how();
 
   uv_loop_t* loop_;
   MllpSettings settings_;
