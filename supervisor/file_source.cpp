@@ -139,6 +139,9 @@ void FileSource::startFile(const intake::PolledFile& f, std::optional<std::strin
   }
   job_->fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (job_->fd < 0) return fail("open " + f.path + ": " + std::strerror(errno));
+  if (job_->committed == 0)
+    spdlog::info("{}: storing {} ({} bytes{})", intake_.spec().name, f.name, f.size,
+                 split ? ", a message per record" : "");
   job_->readAt = job_->committed;
   if (split) {
     std::optional<std::string> header;
