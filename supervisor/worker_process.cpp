@@ -27,6 +27,10 @@ struct WriteOp {
 
 Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, const Options& options,
                                                             Events& events) {
+  // A worker that dies (or is killed) leaves its socket closed; writing to
+  // it must be an EPIPE the write callback handles, never a SIGPIPE that
+  // kills the supervisor (or `ductus test`, or a test binary).
+  std::signal(SIGPIPE, SIG_IGN);
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Error::fromErrno("socketpair() failed while spawning a worker");
@@ -106,7 +110,7 @@ WorkerProcess::~WorkerProcess() {
 }
 
 void WorkerProcess::send(capnp::MessageBuilder& message) {
-  if (exited_) return;
+  if (exited_ || killing()) return;  // a killed worker reads nothing more
   // Serialized straight behind what is already queued: no flat copy first.
   proto::AppendTo out(pending_);
   capnp::writeMessage(out, message);
