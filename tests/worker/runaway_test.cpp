@@ -211,7 +211,9 @@ TEST_F(PoolTest, AMalformedFrameFromAWorkerKillsThatWorkerNotTheSupervisor) {
   auto fake = project_ / "fake-worker.sh";
   {
     std::ofstream f(fake);
-    f << "#!/bin/sh\nprintf '\\377\\377\\377\\377\\377\\377\\377\\377garbage' >&3\nsleep 30\n";
+    // exec: a sleep left behind by the killed shell would hold ctest's
+    // output pipe for its 30 s.
+    f << "#!/bin/sh\nprintf '\\377\\377\\377\\377\\377\\377\\377\\377garbage' >&3\nexec sleep 30\n";
   }
   std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
   writeFile("interfaces/g/transform.js", "export function transform(m) { return m; }\n");
