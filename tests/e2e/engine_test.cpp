@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_receiver.h"
@@ -28,56 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-const char* kPassThrough = "export function transform(msg) { return msg; }\n";
-
-std::string hl7(const std::string& controlId, const std::string& mrn) {
-  return "MSH|^~\\&|SEND|FAC|RECV|FAC|20260101120000||ADT^A01|" + controlId + "|P|2.5\r" +
-         "PID|1||" + mrn + "^^^H||Doe^John\r";
-}
-
-std::string engineYaml() { return "api: { listen: off }\nisolates: { workers: 1, heap_mb: 256 }\n"; }
-
-template <typename Pred>
-bool waitFor(Pred pred, std::chrono::seconds timeout) {
-  auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return pred();
-}
-
-// Sends each message until it is acknowledged AA, reconnecting as a real
-// sender does when the engine goes away. Records what got AA.
-void sendAll(uint16_t port, const std::vector<std::pair<std::string, std::string>>& messages,
-             std::vector<std::string>& acked, std::atomic<bool>& stop) {
-  std::optional<MllpClient> c;
-  for (auto& [id, msg] : messages) {
-    for (;;) {
-      if (stop) return;
-      if (!c) {
-        auto r = MllpClient::connect("127.0.0.1", port, 1000ms);
-        if (!r) {
-          std::this_thread::sleep_for(100ms);
-          continue;
-        }
-        c.emplace(std::move(*r));
-      }
-      auto ack = c->exchange(msg, 10000ms);
-      if (!ack) {
-        c.reset();
-        continue;
-      }
-      auto f = readAck(*ack);
-      if (f.code == "AA" && f.controlId == id) {
-        acked.push_back(id);
-        break;
-      }
-      std::this_thread::sleep_for(50ms);  // AE: the engine could not store it; send again
-    }
-  }
-}
 
 // The first arrival of each control id, per key ("K3-7" -> key K3, seq 7),
 // must come in sequence order.

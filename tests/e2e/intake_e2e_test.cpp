@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/http_client.h"
 #include "tests/support/mllp_client.h"
@@ -27,25 +28,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-const char* kPassThrough = "export function transform(msg) { return msg; }\n";
-
-std::string hl7(const std::string& controlId, const std::string& mrn) {
-  return "MSH|^~\\&|SEND|FAC|RECV|FAC|20260101120000||ADT^A01|" + controlId + "|P|2.5\r" +
-         "PID|1||" + mrn + "^^^H||Doe^John\r";
-}
-
-std::string engineYaml() { return "api: { listen: off }\nisolates: { workers: 1, heap_mb: 256 }\n"; }
-
-template <typename Pred>
-bool waitFor(Pred pred, std::chrono::milliseconds timeout) {
-  auto until = Clock::now() + timeout;
-  while (Clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
 
 bool running(pid_t pid) {
   int st;
@@ -330,39 +312,6 @@ TEST(IntakeEndToEnd, AQuietPostgresRestartCostsTheNextMessageNoAe) {
 
 // ---- 2. kill -9 under four senders ----------------------------------------
 
-// Sends each message until it is acknowledged AA, reconnecting as a real
-// sender does when the engine goes away. Records what got AA.
-void sendAll(uint16_t port, const std::vector<std::pair<std::string, std::string>>& messages,
-             std::vector<std::string>& acked, std::atomic<size_t>& total,
-             std::atomic<bool>& stop) {
-  std::optional<MllpClient> c;
-  for (auto& [id, msg] : messages) {
-    for (;;) {
-      if (stop) return;
-      if (!c) {
-        auto r = MllpClient::connect("127.0.0.1", port, 1000ms);
-        if (!r) {
-          std::this_thread::sleep_for(50ms);
-          continue;
-        }
-        c.emplace(std::move(*r));
-      }
-      auto ack = c->exchange(msg, 10000ms);
-      if (!ack) {
-        c.reset();
-        continue;
-      }
-      auto f = readAck(*ack);
-      if (f.code == "AA" && f.controlId == id) {
-        acked.push_back(id);
-        ++total;
-        break;
-      }
-      std::this_thread::sleep_for(20ms);  // AE: not stored; send it again
-    }
-  }
-}
-
 TEST(IntakeEndToEnd, KillNineWhileFourSendersStream5000EachLosesNothingAcknowledged) {
   TestDatabase db;
   uint16_t port = freePort();
@@ -390,7 +339,7 @@ TEST(IntakeEndToEnd, KillNineWhileFourSendersStream5000EachLosesNothingAcknowled
       id.append(std::to_string(t)).append("-").append(std::to_string(i));
       msgs.emplace_back(id, hl7(id, "MRN" + std::to_string(i % 50)));
     }
-    threads.emplace_back([&, t, msgs = std::move(msgs)] { sendAll(port, msgs, acked[t], total, stop); });
+    threads.emplace_back([&, t, msgs = std::move(msgs)] { sendAll(port, msgs, acked[t], stop, &total); });
   }
   struct Joiner {
     std::atomic<bool>& stop;

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/test_database.h"
@@ -38,23 +39,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr int kMessages = 50;
-
-const char* kPassThrough = "export function transform(msg) { return msg; }\n";
-
-std::string hl7(const std::string& controlId) {
-  return "MSH|^~\\&|SEND|FAC|RECV|FAC|20260101120000||ADT^A01|" + controlId + "|P|2.5\r" +
-         "PID|1||M1^^^H||Doe^John\r";
-}
-
-template <typename Pred>
-bool waitFor(Pred pred, std::chrono::seconds timeout) {
-  auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
 
 // A connection of the test's own that holds locks in an open transaction.
 class LockHolder {
