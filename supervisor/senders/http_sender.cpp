@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "supervisor/senders/curl_easy.h"
 #include "supervisor/senders/http_syntax.h"
 #include "supervisor/senders/loop_post.h"
 
@@ -35,14 +36,8 @@ SendOutcome outcomeOfHttpStatus(long status, std::string_view reason, std::strin
 }
 
 struct HttpSender::Transfer {
-  struct EasyCleanup {
-    void operator()(CURL* e) const { curl_easy_cleanup(e); }
-  };
-  struct SlistFree {
-    void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-  };
-  std::unique_ptr<CURL, EasyCleanup> easy;
-  std::unique_ptr<curl_slist, SlistFree> headers;
+  CurlEasy easy;
+  CurlSlist headers;
   std::string method;
   std::string body;      // libcurl reads it in place (CURLOPT_POSTFIELDS)
   std::string response;  // the first kBodyExcerpt bytes
@@ -135,27 +130,12 @@ void HttpSender::send(SendRequest request, SendCallback cb) {
   t->body = std::move(request.payload);
   t->cb = std::move(cb);
   curl_easy_setopt(e, CURLOPT_URL, settings_.url.c_str());
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(settings_.timeout.count()));
+  setRequestOptions(e, settings_.timeout, t->headers.get(), t->error, &Transfer::onBody,
+                    &Transfer::onHeader, t.get());
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(settings_.connectTimeout.count()));
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers.get());
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Transfer::onBody);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Transfer::onHeader);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
-  if (t->method == "GET") {
-    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-  } else if (t->method == "HEAD") {
-    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-  } else {
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.data());
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
-    if (t->method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, t->method.c_str());
-  }
+  // A destination's GET sends no body, whatever the transform returned.
+  setMethodAndBody(e, t->method, t->method == "GET" ? nullptr : &t->body);
   transfers_.emplace(e, std::move(t));
   multi_.add(e, [this, e](CURLcode code) { finish(e, code); });
 }

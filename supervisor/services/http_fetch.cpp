@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "supervisor/senders/curl_easy.h"
 #include "supervisor/senders/curl_multi_uv.h"
 #include "supervisor/senders/http_syntax.h"
 
@@ -119,14 +120,8 @@ std::string answerJson(const HttpAnswer& answer) {
 }
 
 struct HttpFetch::Transfer {
-  struct EasyCleanup {
-    void operator()(CURL* e) const { curl_easy_cleanup(e); }
-  };
-  struct SlistFree {
-    void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-  };
-  std::unique_ptr<CURL, EasyCleanup> easy;
-  std::unique_ptr<curl_slist, SlistFree> headers;
+  senders::CurlEasy easy;
+  senders::CurlSlist headers;
   HttpCall call;  // its URL handle and body are read by libcurl in place
   HttpAnswer answer;
   size_t limit = 0;
@@ -202,27 +197,9 @@ void HttpFetch::start(HttpCall call, std::function<void(Result<HttpAnswer>)> don
   t->easy.reset(curl_easy_init());
   CURL* e = t->easy.get();
   curl_easy_setopt(e, CURLOPT_CURLU, c.url.handle.get());
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  // A redirect could leave the origin that was allowed: 3xx is an answer.
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(c.timeout.count()));
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers.get());
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Transfer::onBody);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Transfer::onHeader);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
-  if (c.method == "HEAD") {
-    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-  } else if (c.method == "GET" && !c.body) {
-    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-  } else {
-    const std::string& body = c.body ? *c.body : std::string();
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, c.body ? c.body->data() : "");
-    if (c.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, c.method.c_str());
-  }
+  senders::setRequestOptions(e, c.timeout, t->headers.get(), t->error, &Transfer::onBody,
+                             &Transfer::onHeader, t.get());
+  senders::setMethodAndBody(e, c.method, c.body ? &*c.body : nullptr);
   transfers_.emplace(e, std::move(t));
   multi_->add(e, [this, e](CURLcode code) { finish(e, code); });
 }
