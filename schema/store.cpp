@@ -248,8 +248,9 @@ std::string groupOf(const NewMessage& m) {
 }  // namespace
 
 void Store::insert(NewMessage m, Callback<StoredMessage> cb) {
-  if (!options_.coalesceInserts) return insertOne(QueuedInsert{std::move(m), std::move(cb)});
-  inserts_.push_back(QueuedInsert{std::move(m), std::move(cb)});
+  if (!options_.coalesceInserts) return insertOne(QueuedInsert{std::move(m), std::move(cb), {}});
+  std::string group = groupOf(m);
+  inserts_.push_back(QueuedInsert{std::move(m), std::move(cb), std::move(group)});
   pumpInserts();
 }
 
@@ -260,10 +261,9 @@ void Store::pumpInserts() {
   // insertGroup then takes inserts out of the queue walked here.
   std::vector<std::string> start;
   for (auto it = inserts_.begin(); it != inserts_.end() && insertStatements_ < limit; ++it) {
-    std::string group = groupOf(it->m);
-    if (!insertingGroups_.insert(group).second) continue;  // its statement is running
+    if (!insertingGroups_.insert(it->group).second) continue;  // its statement is running
     ++insertStatements_;
-    start.push_back(std::move(group));
+    start.push_back(it->group);
   }
   for (auto& group : start) {
     auto alive = alive_;
@@ -287,7 +287,7 @@ void Store::insertGroup(LeasePtr lease, std::string groupKey) {
   auto group = std::make_shared<std::deque<QueuedInsert>>();
   // This group's waiting inserts in arrival order: ids keep it.
   for (auto it = inserts_.begin(); it != inserts_.end() && group->size() < options_.maxInsertGroup;) {
-    if (groupOf(it->m) == groupKey) {
+    if (it->group == groupKey) {
       group->push_back(std::move(*it));
       it = inserts_.erase(it);
     } else {

@@ -151,6 +151,7 @@ class Store {
   struct QueuedInsert {
     NewMessage m;
     Callback<StoredMessage> cb;
+    std::string group;  // which inserts one statement can carry with it
   };
   // Stores the waiting inserts of one group (same interface, tier,
   // destinations and durability: one statement can carry them), in arrival
