@@ -20,6 +20,7 @@
 
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
+#include "tests/support/http_client.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_receiver.h"
 #include "tests/support/test_database.h"
@@ -412,27 +413,14 @@ TEST(EngineEndToEnd, HttpQueueModeAnswers202WithTheIdAfterTheCommit) {
   });
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  std::string body = R"({"mrn":"123","test":"K"})";
-  std::string req = "POST /lab HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-  std::string resp;
-  char buf[4096];
-  while (resp.find("}") == std::string::npos) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    resp.append(buf, n);
-  }
-  close(fd);
-  EXPECT_EQ(resp.rfind("HTTP/1.1 202", 0), 0u) << resp;
+  auto client = HttpClient::connect(port);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  auto reply = client->request("POST", "/lab", R"({"mrn":"123","test":"K"})",
+                               {{"Content-Type", "application/json"}});
+  ASSERT_TRUE(reply.ok()) << reply.error().message;
+  EXPECT_EQ(reply->status, 202) << reply->body;
   std::string id = db.value("SELECT id FROM messages");
-  EXPECT_NE(resp.find("\"id\":" + id), std::string::npos) << resp;
+  EXPECT_NE(reply->body.find("\"id\":" + id), std::string::npos) << reply->body;
   ASSERT_TRUE(waitFor([&] { return db.value("SELECT status FROM messages") == "1"; }, 30s))
       << engine.log();
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
