@@ -70,6 +70,11 @@ class LockHolder {
 
 // Two interfaces: `front` (MLLP, 7w) routes to `back` (internal, 1w), which
 // writes each message to a file in out/.
+// The "ductus_finish_routed" statement (kFinishRouted) and nothing else.
+const char* kRouteNeedle = "origin IN (SELECT message_id FROM done)";
+// The settle's lock (kSettleLock).
+const char* kSettleNeedle = "FOR UPDATE OF m";
+
 class RouteCrash : public ::testing::Test {
  protected:
   RouteCrash()
@@ -89,6 +94,16 @@ class RouteCrash : public ::testing::Test {
 
   // Sends kMessages messages, one at a time, each answered AA: all of them
   // are committed when this returns.
+  // Blocks every write to the 1w tier (only back's messages go there), not
+  // front's inserts nor any read; sends every message; returns once the
+  // route statement waits on that lock.
+  void holdTheRoute(LockHolder& holder) {
+    ASSERT_EQ(holder.exec("BEGIN; LOCK TABLE messages_t7 IN SHARE MODE"), 0);
+    sendAll();
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(waitFor([&] { return waiting(kRouteNeedle) > 0; }, 20s)) << engine_.log();
+  }
+
   void sendAll() {
     auto c = MllpClient::connect("127.0.0.1", port_);
     ASSERT_TRUE(c.ok()) << engine_.log();
@@ -167,20 +182,10 @@ class RouteCrash : public ::testing::Test {
   EngineProcess engine_;
 };
 
-// The "ductus_finish_routed" statement (kFinishRouted) and nothing else.
-const char* kRouteNeedle = "origin IN (SELECT message_id FROM done)";
-// The settle's lock (kSettleLock).
-const char* kSettleNeedle = "FOR UPDATE OF m";
-
 TEST_F(RouteCrash, KillNineBeforeTheRouteCommitsRoutesEachMessageOnce) {
   ASSERT_TRUE(engine_.start());
   LockHolder holder(db_);
-  // Blocks every write to the 1w tier (only back's messages go there), not
-  // front's inserts nor any read.
-  ASSERT_EQ(holder.exec("BEGIN; LOCK TABLE messages_t7 IN SHARE MODE"), 0);
-  sendAll();
-  if (HasFatalFailure()) return;
-  ASSERT_TRUE(waitFor([&] { return waiting(kRouteNeedle) > 0; }, 20s)) << engine_.log();
+  ASSERT_NO_FATAL_FAILURE(holdTheRoute(holder));
   engine_.kill9();
   endOrphans(holder);
   if (HasFatalFailure()) return;
@@ -200,10 +205,7 @@ TEST_F(RouteCrash, KillNineAfterTheRouteCommitsDoesNotRouteAgain) {
   // The route is held at its INSERT while the test locks the stored source
   // messages: their settle can only come after the route commits.
   std::optional<LockHolder> route(std::in_place, db_);
-  ASSERT_EQ(route->exec("BEGIN; LOCK TABLE messages_t7 IN SHARE MODE"), 0);
-  sendAll();
-  if (HasFatalFailure()) return;
-  ASSERT_TRUE(waitFor([&] { return waiting(kRouteNeedle) > 0; }, 20s)) << engine_.log();
+  ASSERT_NO_FATAL_FAILURE(holdTheRoute(*route));
   LockHolder rows(db_);
   ASSERT_EQ(rows.exec("BEGIN; SELECT m.id FROM messages m JOIN interfaces i ON i.id = "
                       "m.interface_id WHERE i.name = 'front' FOR UPDATE OF m"),
@@ -240,10 +242,7 @@ TEST_F(RouteCrash, KillNineAfterTheRouteCommitsDoesNotRouteAgain) {
 TEST_F(RouteCrash, ARouteTheKilledEngineCommitsAfterTheRestartIsSettled) {
   ASSERT_TRUE(engine_.start());
   LockHolder holder(db_);
-  ASSERT_EQ(holder.exec("BEGIN; LOCK TABLE messages_t7 IN SHARE MODE"), 0);
-  sendAll();
-  if (HasFatalFailure()) return;
-  ASSERT_TRUE(waitFor([&] { return waiting(kRouteNeedle) > 0; }, 20s)) << engine_.log();
+  ASSERT_NO_FATAL_FAILURE(holdTheRoute(holder));
   engine_.kill9();
   ASSERT_TRUE(engine_.start());
   // The orphan and the new engine's route both wait.
