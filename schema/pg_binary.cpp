@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "common/hex.h"
+
 namespace ductus::store::pgbinary {
 namespace {
 
@@ -26,13 +28,6 @@ std::string header(uint32_t oid, size_t n, bool hasNulls) {
   put32(out, static_cast<uint32_t>(n));
   put32(out, 1);  // lower bound
   return out;
-}
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "common/hex.h"
+
 namespace ductus::hl7 {
 namespace {
 
@@ -23,13 +25,6 @@ bool parseIndex(std::string_view s, int& out) {
   if (s.empty()) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size() && out >= 1;
-}
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 }  // namespace
