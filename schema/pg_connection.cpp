@@ -231,6 +231,20 @@ void PgConnection::finishQuery(Result<PgResult> r) {
   if (*alive) startNext();
 }
 
+std::vector<PgConnection::QueryCallback> PgConnection::abandon() {
+  state_ = State::Broken;
+  poll_.reset();
+  pollFd_ = -1;
+  onConnect_ = nullptr;
+  std::vector<QueryCallback> out;
+  if (current_ && current_->cb) out.push_back(std::move(current_->cb));
+  current_.reset();
+  for (auto& p : queue_)
+    if (p.cb) out.push_back(std::move(p.cb));
+  queue_.clear();
+  return out;
+}
+
 void PgConnection::fail(const std::string& why) {
   // Every waiter hears the cause; the connection is not reused.
   state_ = State::Broken;

@@ -57,6 +57,12 @@ class PgConnection {
   // Only for text that ships inside the binary (migrations, BEGIN/COMMIT).
   void script(std::string sql, QueryCallback cb);
 
+  // Stops this connection for good without answering anyone: its queued
+  // callbacks are handed back for the caller to drop. A pool going away uses
+  // it, because those callbacks hold the leases that keep the pool alive, and
+  // answering them would run callers that are being torn down.
+  std::vector<QueryCallback> abandon();
+
   bool connected() const { return state_ == State::Idle || state_ == State::Busy; }
   bool broken() const { return state_ == State::Broken; }
   size_t queued() const { return queue_.size() + (state_ == State::Busy ? 1 : 0); }

@@ -121,9 +121,21 @@ PgPool::PgPool(uv_loop_t* loop, std::string conninfo, size_t size, std::string s
 PgPool::~PgPool() {
   shared_->closed = true;
   shared_->waiters.clear();
-  // Leased connections stay with their lease until it ends.
-  for (auto& s : shared_->slots)
-    if (s.state != Shared::State::Leased) s.conn.reset();
+  // Leased connections stay with their lease until it ends. A lease held
+  // only by a statement's callback queued on its own connection would never
+  // end (lease -> pool -> connection -> callback -> lease: a cycle, leaked at
+  // shutdown with a statement in flight): drop those callbacks here, after
+  // the loop over the slots, since dropping the last one releases (and
+  // destroys) its connection.
+  std::vector<PgConnection::QueryCallback> orphaned;
+  for (auto& s : shared_->slots) {
+    if (s.state != Shared::State::Leased) {
+      s.conn.reset();
+    } else if (s.conn) {
+      for (auto& cb : s.conn->abandon()) orphaned.push_back(std::move(cb));
+    }
+  }
+  orphaned.clear();
 }
 
 void PgPool::start(std::function<void(Status)> cb) {
