@@ -83,6 +83,11 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
   if (int r = uv_pipe_open(w->pipe_.get(), ours.get()); r != 0)
     return Error{std::string("uv_pipe_open failed: ") + uv_strerror(r)};
   ours.release();  // the pipe handle closes it now
+  w->flushSoon_ = UvHandle<uv_idle_t>::make();
+  if (int r = uv_idle_init(loop, w->flushSoon_.get()); r != 0)
+    return Error{std::string("uv_idle_init failed: ") + uv_strerror(r)};
+  w->flushSoon_.markInitialized();
+  w->flushSoon_->data = w.get();
   uv_read_start(
       reinterpret_cast<uv_stream_t*>(w->pipe_.get()),
       [](uv_handle_t* h, size_t, uv_buf_t* buf) {
@@ -114,7 +119,13 @@ void WorkerProcess::send(capnp::MessageBuilder& message) {
   // Serialized straight behind what is already queued: no flat copy first.
   proto::AppendTo out(pending_);
   capnp::writeMessage(out, message);
-  flush();
+  // An idle handle, not a check: it also keeps the loop from blocking in
+  // poll first when the call was sent from a timer or before uv_run.
+  if (!writing_ && flushSoon_ && !uv_is_active(reinterpret_cast<uv_handle_t*>(flushSoon_.get())))
+    uv_idle_start(flushSoon_.get(), [](uv_idle_t* h) {
+      uv_idle_stop(h);
+      if (auto* self = static_cast<WorkerProcess*>(h->data)) self->flush();
+    });
 }
 
 void WorkerProcess::flush() {

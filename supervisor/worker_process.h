@@ -71,11 +71,15 @@ class WorkerProcess {
   Events& events_;
   UvHandle<uv_process_t> process_;
   UvHandle<uv_pipe_t> pipe_;
+  // Runs flush() on the loop's next turn: every call sent during this turn
+  // (a whole read's transforms, the calls a batch of results let through)
+  // goes out in one write, so the worker wakes once and reads them together.
+  UvHandle<uv_idle_t> flushSoon_;
   bool writing_ = false;  // a uv_write is in flight
   size_t writingBytes_ = 0;
   std::string pending_;   // queued behind it
   proto::FrameReader reader_;
-  std::string readBuf_ = std::string(64 * 1024, '\0');
+  std::string readBuf_ = std::string(256 * 1024, '\0');  // the worker's read size
   pid_t pid_ = 0;
   bool ready_ = false;
   bool exited_ = false;
