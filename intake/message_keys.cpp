@@ -4,6 +4,8 @@
 
 #include "common/hl7/message.h"
 #include "common/partition.h"
+#include "common/sha256.h"
+#include "common/text.h"
 
 namespace ductus::intake {
 namespace {
@@ -55,6 +57,12 @@ std::string valueAt(config::Format format, std::string_view payload, std::string
   }
 }
 
+std::string storableKey(std::string_view raw) {
+  std::string text = asDatabaseText(raw);
+  if (text.size() > kMaxStoredKeyBytes) return "sha256:" + sha256Hex(text);
+  return text;
+}
+
 MessageKeys keysOf(const KeySpec& spec, std::string_view payload) {
   MessageKeys k;
   if (spec.orderingKey && spec.partitions > 1) {
@@ -63,7 +71,7 @@ MessageKeys keysOf(const KeySpec& spec, std::string_view payload) {
   }
   if (spec.dedupeKey) {
     std::string v = valueAt(spec.format, payload, *spec.dedupeKey);
-    if (!v.empty()) k.dedupe = std::move(v);
+    if (!v.empty()) k.dedupe = storableKey(v);
   }
   return k;
 }

@@ -28,6 +28,15 @@ struct MessageKeys {
 
 MessageKeys keysOf(const KeySpec& spec, std::string_view payload);
 
+// A dedupe key as the store keeps it (a text column under a unique index):
+// a key the database would refuse would answer AE to that message forever,
+// so ISO-8859-1 bytes become UTF-8, NUL becomes \X00\, and a key longer
+// than kMaxStoredKeyBytes becomes "sha256:<hex>" (the index's rows have a
+// size limit). Keys that differ only in how they spell a character
+// (ISO-8859-1 or UTF-8, NUL or \X00\) become equal; others stay apart.
+constexpr size_t kMaxStoredKeyBytes = 512;
+std::string storableKey(std::string_view raw);
+
 // The value at `path` in a message of `format` ("" when absent or the
 // message can't be read).
 std::string valueAt(config::Format format, std::string_view payload, std::string_view path);

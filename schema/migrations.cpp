@@ -1,6 +1,6 @@
 #include "schema/migrations.h"
 
-#include <openssl/evp.h>
+#include "common/sha256.h"
 
 #include <algorithm>
 #include <optional>
@@ -27,18 +27,6 @@ std::optional<std::string> header(const std::string& line, const std::string& ke
 
 }  // namespace
 
-std::string sha256Hex(const std::string& text) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out.push_back(digits[md[i] >> 4]);
-    out.push_back(digits[md[i] & 15]);
-  }
-  return out;
-}
 
 Result<std::vector<Migration>> parseMigrations(const std::vector<MigrationFile>& files) {
   std::vector<Migration> out;

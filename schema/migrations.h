@@ -36,6 +36,4 @@ Result<std::vector<Migration>> parseMigrations(const std::vector<MigrationFile>&
 // parseMigrations(embeddedMigrationFiles()).
 Result<std::vector<Migration>> embeddedMigrations();
 
-std::string sha256Hex(const std::string& text);
-
 }  // namespace ductus::store

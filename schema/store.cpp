@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/text.h"
 #include "schema/pg_binary.h"
 #include "schema/store_sql.h"
 
@@ -448,6 +449,9 @@ void Store::flushStatuses(int64_t destinationId, std::vector<DeliveryOutcome> ou
       return cb(Error{"a delivery cannot be marked duplicate (message " + num(o.message.id) + ")"});
     refs.push_back(o.message);
     statuses.push_back(static_cast<int16_t>(o.status));
+    // Often a receiver's own words (an ACK's MSA-3, an HTTP body): bytes
+    // the text column would refuse must not fail the whole flush.
+    if (o.lastError) o.lastError = asDatabaseText(*o.lastError);
     errors.push_back(std::move(o.lastError));
     outputs.push_back(std::move(o.output));
   }

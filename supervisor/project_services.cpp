@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
 #include "schema/pg_connection.h"
 
 extern char** environ;
@@ -21,7 +22,7 @@ bool transientSqlState(const std::string& code) {
          code == "57P03" || code == "53300";
 }
 
-std::string jsonQuoted(const std::string& s) { return nlohmann::json(services::asText(s)).dump(); }
+std::string jsonQuoted(const std::string& s) { return nlohmann::json(asText(s)).dump(); }
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),

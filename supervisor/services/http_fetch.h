@@ -109,7 +109,5 @@ Status checkHeader(const std::string& name, const std::string& value);
 // character), so nothing is lost or replaced: healthcare servers often
 // answer in Latin-1.
 std::string answerJson(const HttpAnswer& answer);
-// Bytes as text for JSON: UTF-8 as it is, anything else as ISO-8859-1.
-std::string asText(std::string_view bytes);
 
 }  // namespace ductus::supervisor::services

@@ -310,6 +310,39 @@ TEST(IntakeEndToEnd, AQuietPostgresRestartCostsTheNextMessageNoAe) {
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 
+// Control ids as other systems send them: ISO-8859-1 bytes (no MSH-18), a
+// NUL, one far longer than HL7 allows. Each is stored and acknowledged AA,
+// and its resend is a duplicate. Before, the ISO-8859-1 one was refused by
+// PostgreSQL's text column and answered AE on every resend: a feed stuck.
+TEST(IntakeEndToEnd, ControlIdsThatAreNotUtf8StillDedupe) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/adt/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\nformat: hl7v2\ndedupe: { key: MSH.10 }\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/adt/transform.js", "export function transform() { return null; }\n"},
+  });
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  const std::vector<std::string> ids{"C\xe9-1", std::string("N\0L", 3), std::string(3000, 'L')};
+  for (const auto& id : ids) {
+    for (int round = 0; round < 2; ++round) {
+      auto ack = c->exchange(hl7(id));
+      ASSERT_TRUE(ack.ok()) << ack.error().message;
+      auto f = readAck(*ack);
+      EXPECT_EQ(f.code, "AA") << id.substr(0, 20) << " round " << round << ": " << f.text << "\n"
+                              << engine.log();
+    }
+  }
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "6");
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages WHERE status = 4"), "3");
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
 // ---- 2. kill -9 under four senders ----------------------------------------
 
 TEST(IntakeEndToEnd, KillNineWhileFourSendersStream5000EachLosesNothingAcknowledged) {

@@ -209,6 +209,23 @@ TEST_F(Messages, ARecordedAttemptKeepsTheDeliveryQueued) {
   EXPECT_EQ(q[0].attempts, 1);
 }
 
+TEST_F(Messages, AnErrorInIsoLatin1OrWithNulIsStoredNotRefused) {
+  // A receiver's AE text in ISO-8859-1 ("Fehler: ungültig") and one with a
+  // NUL: the text column refuses both as they are, which failed the whole
+  // flush, over and over.
+  auto a = insert(message("a", {destA_}));
+  auto b = insert(message("b", {destA_}));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(flush(destA_, {outcome(a->ref, MessageStatus::Quarantined, "Fehler: ung\xfcltig"),
+                           outcome(b->ref, MessageStatus::Pending, std::string("bad\0byte", 8))})
+                .size(),
+            2u);
+  EXPECT_EQ(text("SELECT last_error FROM deliveries WHERE message_id = $1", {std::to_string(a->ref.id)}),
+            "Fehler: ung\xc3\xbcltig");
+  EXPECT_EQ(text("SELECT last_error FROM deliveries WHERE message_id = $1", {std::to_string(b->ref.id)}),
+            "bad\\X00\\byte");
+}
+
 TEST_F(Messages, SettleSetsPendingQuarantinedSentOrFiltered) {
   auto mixed = insert(message("q", {destA_, destB_}));
   auto sent = insert(message("s", {destA_, destB_}));
