@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
+
 namespace ductus {
 namespace {
 
@@ -21,12 +23,37 @@ class JsonFlag : public spdlog::custom_flag_formatter {
     j["ts"] = secs / 1000.0;
     j["level"] = spdlog::level::to_string_view(msg.level).data();
     j["logger"] = std::string(msg.logger_name.data(), msg.logger_name.size());
-    j["msg"] = std::string(msg.payload.data(), msg.payload.size());
+    // ISO-8859-1 from another system kept as its characters, not replaced.
+    j["msg"] = asText(std::string_view(msg.payload.data(), msg.payload.size()));
     auto s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     dest.append(s.data(), s.data() + s.size());
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
     return std::make_unique<JsonFlag>();
+  }
+};
+
+// The text format's message: one event, one line, in UTF-8, whatever a
+// remote system put in it (an ACK's MSA-3, an HTTP body, a file name).
+// Control characters are written as \xNN, so a CR or LF in them can't
+// forge a line of its own and an escape sequence can't drive the terminal.
+class TextMessageFlag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    std::string text = asText(std::string_view(msg.payload.data(), msg.payload.size()));
+    static const char* digits = "0123456789abcdef";
+    for (unsigned char c : text) {
+      if (c < 0x20 || c == 0x7f) {
+        const char esc[4] = {'\\', 'x', digits[c >> 4], digits[c & 15]};
+        dest.append(esc, esc + 4);
+      } else {
+        dest.push_back(static_cast<char>(c));
+      }
+    }
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<TextMessageFlag>();
   }
 };
 
@@ -40,7 +67,9 @@ void setupLogging(LogFormat format, spdlog::level::level_enum level) {
     f->add_flag<JsonFlag>('*').set_pattern("%*");
     logger->set_formatter(std::move(f));
   } else {
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    auto f = std::make_unique<spdlog::pattern_formatter>();
+    f->add_flag<TextMessageFlag>('*').set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %*");
+    logger->set_formatter(std::move(f));
   }
   logger->set_level(level);
   spdlog::set_default_logger(logger);

@@ -321,7 +321,13 @@ void DeliveryLoop::finished(MessageStatus status, std::optional<std::string> why
   switch (status) {
     case MessageStatus::Sent: ++counters_.sent; break;
     case MessageStatus::Filtered: ++counters_.filtered; break;
-    case MessageStatus::Quarantined: ++counters_.quarantined; break;
+    case MessageStatus::Quarantined:
+      ++counters_.quarantined;
+      // Nothing retries it: a person has to look (and resend it).
+      spdlog::warn("{}/{}: message {} quarantined: {}", target_.interfaceName,
+                   target_.destinationName, item.row.message.id,
+                   batch_.back().lastError.value_or("(no reason given)"));
+      break;
     default: break;
   }
   ++pos_;

@@ -44,6 +44,29 @@ TEST(Logging, JsonFormatWritesOneParseableObjectPerLine) {
   EXPECT_TRUE(j["ts"].is_number());
 }
 
+TEST(Logging, TextFormatKeepsAnEventOnOneLineInUtf8) {
+  // A receiver's answer with ISO-8859-1, a forged line and a terminal escape.
+  auto out = captureStderr([] {
+    setupLogging(LogFormat::Text);
+    spdlog::warn("AE: {}", "ung\xfcltig\r\n2026-01-01T00:00:00.000 info forged\x1b[2J");
+  });
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.find('\n'), out.size() - 1) << out;  // one line
+  EXPECT_NE(out.find("AE: ung\xc3\xbcltig\\x0d\\x0a2026-01-01T00:00:00.000 info forged\\x1b[2J"),
+            std::string::npos)
+      << out;
+}
+
+TEST(Logging, JsonFormatKeepsIsoLatin1AsItsCharacters) {
+  auto out = captureStderr([] {
+    setupLogging(LogFormat::Json);
+    spdlog::info("AE: {}", "ung\xfcltig");
+  });
+  setupLogging(LogFormat::Text);
+  auto j = nlohmann::json::parse(out.substr(0, out.size() - 1));
+  EXPECT_EQ(j["msg"], "AE: ung\xc3\xbcltig");
+}
+
 TEST(Logging, ParseLogFormatRefusesUnknownNames) {
   LogFormat f;
   EXPECT_TRUE(parseLogFormat("json", f));
