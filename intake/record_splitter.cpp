@@ -22,6 +22,14 @@ Boundary boundaryAt(const std::string& buf, size_t i) {
   return Boundary::None;
 }
 
+// Line ends, MLLP framing and a UTF-8 byte order mark at the file's start
+// are not content.
+bool isFiller(char c, uint64_t fileOffset) {
+  static constexpr char kBom[] = "\xef\xbb\xbf";
+  if (fileOffset < 3 && c == kBom[fileOffset]) return true;
+  return c == '\r' || c == '\n' || c == '\x0b' || c == '\x1c';
+}
+
 }  // namespace
 
 RecordSplitter::RecordSplitter(SplitFormat format, uint64_t startOffset,
@@ -58,15 +66,22 @@ void RecordSplitter::scanHl7(bool final, std::vector<SplitRecord>& out) {
     char before = i == 0 ? prev_ : buf_[i - 1];
     Boundary b = isLineStartAfter(before) ? boundaryAt(buf_, i) : Boundary::None;
     if (b == Boundary::None) {
+      if (!inRecord_ && !inEnvelope_ && !isFiller(buf_[i], bufStart_ + i)) ++skipped_;
       ++i;
       continue;
     }
     if (inRecord_) emitHl7(i, out);
     inRecord_ = b == Boundary::Message;
+    inEnvelope_ = b == Boundary::Envelope;
     recStart_ = i;
     i += 3;
   }
   scan_ = i;
+  if (final) {
+    for (; i < n; ++i)
+      if (!inRecord_ && !inEnvelope_ && !isFiller(buf_[i], bufStart_ + i)) ++skipped_;
+    scan_ = i;
+  }
   if (final && inRecord_) {
     emitHl7(n, out);
     inRecord_ = false;

@@ -52,6 +52,10 @@ class RecordSplitter {
   const std::optional<std::string>& csvHeader() const { return header_; }
   // Bytes held for the record in progress (for a caller's size cap).
   size_t buffered() const { return buf_.size(); }
+  // HL7: bytes in no message and no batch envelope (text before the first
+  // MSH, a file that is not HL7 at all), blank lines and framing aside.
+  // They are not stored; the caller says so.
+  uint64_t skippedBytes() const { return skipped_; }
 
   // The header (with its line ending) of a CSV file whose first bytes are
   // fileStart; nullopt when they don't hold a complete first record yet.
@@ -70,6 +74,8 @@ class RecordSplitter {
   size_t recStart_ = 0;    // where the record in progress starts in buf_
   char prev_ = '\n';       // the byte before buf_[0] ('\n' at the file's start)
   bool inRecord_ = false;  // Hl7: between an MSH and the next boundary
+  bool inEnvelope_ = false;  // Hl7: in an FHS/BHS/BTS/FTS segment
+  uint64_t skipped_ = 0;
   bool inQuotes_ = false;  // Csv
   bool wantHeader_ = false;
   std::optional<std::string> header_;

@@ -523,6 +523,9 @@ export async function secret(name) {
 // ---- formats and the call protocol ---------------------------------------
 
 function decodeInput(format, payload) {
+  // A byte order mark (Windows tools write one) is not part of the text:
+  // JSON.parse refuses it, and a CSV header's first name would carry it.
+  if (format !== "hl7v2" && payload.charCodeAt(0) === 0xfeff) payload = payload.slice(1);
   switch (format) {
     case "hl7v2": {
       // payload arrives as latin1 (one char per byte); MSH-18 may say UTF-8.

@@ -243,7 +243,16 @@ void FileSource::storeBatch() {
 void FileSource::finishFile() {
   const intake::PolledFile f = job_->file;
   int64_t records = job_->records;
+  uint64_t skipped = job_->splitter ? job_->splitter->skippedBytes() : 0;
   job_.reset();
+  if (skipped > 0) {
+    // Moved on like the rest of the file (retrying can't change its
+    // bytes), but said loudly: someone may be missing messages.
+    spdlog::warn("{}: {}: {} byte(s) outside any HL7 message (no MSH segment before them) were "
+                 "not stored{}",
+                 intake_.spec().name, f.name, skipped,
+                 records == 0 ? "; the file held no message at all" : "");
+  }
   std::error_code ec;
   if (!moveTo_.empty()) {
     fs::create_directories(moveTo_, ec);
@@ -260,8 +269,8 @@ void FileSource::finishFile() {
                   moveTo_.empty() ? "deleted" : "moved to " + moveTo_.string(), ec.message());
     return roundDone();
   }
-  spdlog::info("{}: {} stored ({} message(s)) and {}", intake_.spec().name, f.name,
-               records == 0 ? 1 : records, moveTo_.empty() ? "deleted" : "moved");
+  spdlog::info("{}: {} stored ({} message(s)) and {}", intake_.spec().name, f.name, records,
+               moveTo_.empty() ? "deleted" : "moved");
   poller_.forget(f.name);
   ++next_;
   nextFile();

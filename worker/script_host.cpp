@@ -4,6 +4,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "common/text.h"
 #include "worker/sdk_source.h"
 #include "worker/v8_isolate.h"
 
@@ -351,14 +352,15 @@ void ScriptHost::invoke(uint64_t callId, uint32_t functionId, std::string_view p
 
   // hl7v2 arrives as latin1, one character per byte, so an unchanged message
   // goes back byte for byte; the SDK re-decodes when MSH-18 says UTF-8.
+  // Other formats are text: UTF-8, or else ISO-8859-1 (a CSV export from a
+  // Windows system), read as its characters rather than replaced by U+FFFD.
   v8::Local<v8::String> inFmt = f.inputFormat.Get(isolate_);
   v8::Local<v8::String> text =
-      f.latin1Input ? v8::String::NewFromOneByte(isolate_,
-                                           reinterpret_cast<const uint8_t*>(payload.data()),
-                                           v8::NewStringType::kNormal,
-                                           static_cast<int>(payload.size()))
-                    .ToLocalChecked()
-              : str(isolate_, payload);
+      f.latin1Input || !isUtf8(payload)
+          ? v8::String::NewFromOneByte(isolate_, reinterpret_cast<const uint8_t*>(payload.data()),
+                                       v8::NewStringType::kNormal, static_cast<int>(payload.size()))
+                .ToLocalChecked()
+          : str(isolate_, payload);
   // The meta object is made in JavaScript, where its shape is cached.
   v8::Local<v8::Value> args[] = {f.fn.Get(isolate_),
                                  inFmt,

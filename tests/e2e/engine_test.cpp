@@ -446,5 +446,40 @@ TEST(EngineEndToEnd, AScheduleRunsAtStartAndStoresDueAndPrevious) {
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 
+// A batch file with text before its first MSH, and a file that is not HL7 at
+// all: what is HL7 is stored, both move on, and the log says what was left
+// out and where (before, "g.hl7 stored (1 message(s))" for a file that gave
+// none, and nothing about the skipped text).
+TEST(EngineEndToEnd, TextOutsideAnyHl7MessageInAFileIsReportedNotSilentlyDropped) {
+  TestDatabase db;
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/batch/interface.yaml",
+       "source:\n  file: { path: in/, pattern: \"*.hl7\", split: records, move_to: done/, "
+       "poll: 200ms }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/batch/transform.js", kPassThrough},
+  });
+  fs::create_directories(project.root() / "in");
+  auto drop = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(project.root() / "in" / ("." + name), std::ios::binary) << bytes;
+    fs::rename(project.root() / "in" / ("." + name), project.root() / "in" / name);
+  };
+  drop("batch.hl7", "exported by X\r\n" + hl7("B-1") + "BTS|1\r");
+  drop("zip.hl7", std::string("PK\x03\x04\x14\x00 not hl7", 14));
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  ASSERT_TRUE(waitFor([&] {
+    return fs::exists(project.root() / "done" / "batch.hl7") &&
+           fs::exists(project.root() / "done" / "zip.hl7");
+  }, 20s)) << engine.log();
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "1");
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+  const std::string log = engine.log();
+  EXPECT_NE(log.find("batch.hl7: 13 byte(s) outside any HL7 message"), std::string::npos) << log;
+  EXPECT_NE(log.find("zip.hl7: 14 byte(s) outside any HL7 message"), std::string::npos) << log;
+  EXPECT_NE(log.find("the file held no message at all"), std::string::npos) << log;
+  EXPECT_NE(log.find("zip.hl7 stored (0 message(s))"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace ductus::test

@@ -49,6 +49,23 @@ TEST(RecordSplitter, Hl7SplitsPerMshWithMixedLineEndingsInAnyChunking) {
   }
 }
 
+TEST(RecordSplitter, Hl7CountsTheBytesOutsideAnyMessage) {
+  for (size_t chunk : {size_t{1}, size_t{2}, size_t{64}}) {
+    RecordSplitter s(SplitFormat::Hl7);
+    std::vector<SplitRecord> out;
+    for (size_t i = 0; i < kHl7File.size(); i += chunk) s.feed(std::string_view(kHl7File).substr(i, chunk), out);
+    s.finish(out);
+    EXPECT_EQ(s.skippedBytes(), 11u) << "chunk " << chunk;  // "junk before"; not the BOM
+  }
+  // A file that is not HL7 at all: every byte of it, and no record.
+  RecordSplitter garbage(SplitFormat::Hl7);
+  std::vector<SplitRecord> out;
+  garbage.feed("PK\x03\x04 a zip file\r\n", out);
+  garbage.finish(out);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(garbage.skippedBytes(), 15u);
+}
+
 TEST(RecordSplitter, Hl7BatchEnvelopeSegmentsAreNotPartOfAMessage) {
   std::string file =
       "FHS|^~\\&\rBHS|^~\\&\rMSH|^~\\&|A|B|C|D|||ADT^A01|M1|P|2.5\rPID|1\r"
@@ -57,6 +74,11 @@ TEST(RecordSplitter, Hl7BatchEnvelopeSegmentsAreNotPartOfAMessage) {
   ASSERT_EQ(rs.size(), 2u);
   EXPECT_EQ(rs[0].bytes, "MSH|^~\\&|A|B|C|D|||ADT^A01|M1|P|2.5\rPID|1\r");
   EXPECT_EQ(rs[1].bytes, "MSH|^~\\&|A|B|C|D|||ADT^A01|M2|P|2.5\rPID|2\r");
+  RecordSplitter s(SplitFormat::Hl7);
+  std::vector<SplitRecord> out;
+  s.feed(file, out);
+  s.finish(out);
+  EXPECT_EQ(s.skippedBytes(), 0u);  // the envelope is not lost content
 }
 
 const std::string kCsvFile =

@@ -320,6 +320,26 @@ TEST_F(PoolTest, JsonCsvAndXmlPayloadsAreDecodedForTheTransform) {
             "A & B|2");
 }
 
+// Exports from other systems: a CSV in ISO-8859-1 from a Windows tool, with
+// its byte order mark, and JSON with one. Before, the ISO-8859-1 name came
+// out as U+FFFD (lost), the header's first name carried the mark, and
+// JSON.parse refused the marked JSON (quarantined).
+TEST_F(PoolTest, IsoLatin1AndAByteOrderMarkAreReadAsTheTextTheyAre) {
+  writeFile("interfaces/c/transform.js", "export function transform(rows) { return rows; }\n");
+  writeFile("interfaces/j/transform.js", "export function transform(o) { return o; }\n");
+  auto c = load(spec("c", "csv", "json"));
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(call(*c, "\xef\xbb\xbfid,name\r\n1,J\xc3\xb6rg\r\n").data,
+            "[[\"id\",\"name\"],[\"1\",\"J\xc3\xb6rg\"]]");
+  EXPECT_EQ(call(*c, "id,name\r\n1,M\xfcller\r\n").data,  // ISO-8859-1 \xfc is \xc3\xbc
+            "[[\"id\",\"name\"],[\"1\",\"M\xc3\xbcller\"]]");
+  auto j = load(spec("j", "json"));
+  ASSERT_TRUE(j) << j.error().message;
+  auto out = call(*j, "\xef\xbb\xbf{\"who\":\"Jos\xc3\xa9\"}");
+  EXPECT_EQ(out.kind, Kind::Output) << out.data;
+  EXPECT_EQ(out.data, "{\"who\":\"Jos\xc3\xa9\"}");
+}
+
 TEST_F(PoolTest, RespondModeTakesAnHttpEnvelopeAndReturnsStatusHeadersAndBody) {
   writeFile("interfaces/api/transform.js",
             "export function transform(req) {\n"
