@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hl7/ack.h"
+#include "common/text.h"
 
+#include "intake/http_body_check.h"
 #include "intake/http_server.h"
 #include "intake/intake.h"
 #include "intake/mllp_listener.h"
@@ -384,11 +386,13 @@ Status Engine::openSources() {
       }
       if (h->mode == config::HttpMode::Queue) {
         intake::Intake* in = f->intake.get();
+        config::Format format = c.format;
         auto s = server->addRoute(
             h->path,
-            [in](const intake::HttpRequest& req, intake::HttpRespond respond) {
+            [in, format](const intake::HttpRequest& req, intake::HttpRespond respond) {
               if (req.method != "POST" && req.method != "PUT")
                 return respond({405, {{"Allow", "POST, PUT"}}, "use POST\n"});
+              if (auto refused = intake::refuseBody(format, req)) return respond(*refused);
               in->accept(req.body, [respond](Result<store::StoredMessage> r) {
                 if (!r)
                   return respond({503, {{"Retry-After", "5"}, {"Content-Type", "text/plain"}},
@@ -411,11 +415,12 @@ Status Engine::openSources() {
               nlohmann::json env;
               env["method"] = req.method;
               env["path"] = req.path;
-              env["query"] = req.query;
               nlohmann::json headers = nlohmann::json::object();
-              for (auto& [k, v] : req.headers) headers[k] = v;
+              // Bytes as the SDK reads them everywhere: ISO-8859-1 unless UTF-8.
+              for (auto& [k, v] : req.headers) headers[k] = asText(v);
               env["headers"] = headers;
-              env["body"] = req.body;
+              env["query"] = asText(req.query);
+              env["body"] = asText(req.body);
               CallMeta meta;
               pool->invoke(
                   fn, env.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), meta,

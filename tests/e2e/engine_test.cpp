@@ -423,6 +423,15 @@ TEST(EngineEndToEnd, HttpQueueModeAnswers202WithTheIdAfterTheCommit) {
   EXPECT_NE(reply->body.find("\"id\":" + id), std::string::npos) << reply->body;
   ASSERT_TRUE(waitFor([&] { return db.value("SELECT status FROM messages") == "1"; }, 30s))
       << engine.log();
+  // What the format can't read is refused before it is stored: by its
+  // Content-Type (415) or by its bytes (400), on the same connection.
+  auto image = client->request("POST", "/lab", "\x89PNG", {{"Content-Type", "image/png"}});
+  ASSERT_TRUE(image.ok()) << image.error().message;
+  EXPECT_EQ(image->status, 415) << image->body;
+  auto broken = client->request("POST", "/lab", "{\"mrn\":", {{"Content-Type", "application/json"}});
+  ASSERT_TRUE(broken.ok()) << broken.error().message;
+  EXPECT_EQ(broken->status, 400) << broken->body;
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "1");
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 

@@ -1,0 +1,18 @@
+// What a queue-mode HTTP source refuses before storing anything: a body its
+// interface's format can't read. 415 for a Content-Type that names another
+// kind of content (an image, a form, a PDF); 400 for a JSON body that is not
+// JSON or an HL7 body without an MSH segment (MLLP's AR, over HTTP). A
+// missing Content-Type or application/octet-stream leaves it to the bytes.
+#pragma once
+
+#include <optional>
+
+#include "common/config/model.h"
+#include "intake/http_server.h"
+
+namespace ductus::intake {
+
+// The refusal to send, or nullopt when the body may be stored.
+std::optional<HttpResponse> refuseBody(config::Format format, const HttpRequest& req);
+
+}  // namespace ductus::intake
