@@ -33,6 +33,10 @@ const char* retentionName(Retention r);
 
 // Messages carrying documents (base64 PDFs in OBX-5) run to tens of MB.
 constexpr uint64_t kDefaultMaxMessageBytes = 64ull << 20;
+// Also the most max_message_size may say: a worker call carries the whole
+// message (proto/frame.h allows 64 MB plus its envelope), and a bigger one
+// would be stored, then refused by every call that tried to transform it.
+constexpr uint64_t kMaxMessageBytesLimit = 64ull << 20;
 constexpr Duration kDefaultTimeout = std::chrono::seconds(5);
 constexpr Duration kMinTimeout = std::chrono::milliseconds(10);
 constexpr Duration kMaxTimeout = std::chrono::minutes(10);

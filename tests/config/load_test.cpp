@@ -253,6 +253,14 @@ TEST(LoadProject, SizesPortsAndHostsAreChecked) {
   EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:5:42: destinations.x.mllp.port: expected a whole number from 1 to 65535"));
 }
 
+TEST(LoadProject, AMaxMessageSizeAWorkerCallCannotCarryIsRefused) {
+  ProjectDir p;
+  p.write("ductus.yaml", "max_message_size: 200MB\n");
+  p.iface("adt", "source:\n  mllp: { listen: 127.0.0.1:2575 }\n"
+                 "destination:\n  file: { path: out/ }\n");
+  EXPECT_THAT(p.errors(), HasSubstr("ductus.yaml:1:19: max_message_size: must be from 1KB to 64MB, got `200MB`"));
+}
+
 TEST(LoadProject, AnInvalidCronExpressionIsRefusedAtItsLine) {
   ProjectDir p;
   p.iface("nightly", "source:\n  schedule: { cron: \"0 25 * * *\" }\ndestination:\n  file: { path: out/ }\n");
