@@ -52,6 +52,17 @@ class FrameOutput : public HostOutput {
     append(b);
   }
   void outcome(uint64_t callId, OutcomeKind kind, std::string_view data) override {
+    // The supervisor refuses a frame over its limit (and this worker with
+    // it), so the call would be retried forever: an output that big is the
+    // script's mistake, for a person to see.
+    static constexpr size_t kMaxOutputBytes = proto::FrameLimits{}.maxMessageBytes - (1u << 20);
+    std::string tooBig;
+    if (data.size() > kMaxOutputBytes) {
+      tooBig = "the output is " + std::to_string(data.size()) + " bytes; a call may return at most " +
+               std::to_string(kMaxOutputBytes);
+      kind = OutcomeKind::Quarantine;
+      data = tooBig;
+    }
     capnp::MallocMessageBuilder b(data.size() / sizeof(capnp::word) + 64);
     auto o = b.initRoot<proto::FromWorker>().initOutcome();
     o.setCallId(callId);
