@@ -436,7 +436,7 @@ void Store::readQueue(int64_t destinationId, std::vector<int32_t> lanes, int64_t
 }
 
 void Store::flushStatuses(int64_t destinationId, std::vector<DeliveryOutcome> outcomes,
-                          Callback<std::vector<int64_t>> cb) {
+                          Callback<std::vector<int64_t>> cb, Settle settles) {
   if (outcomes.empty()) return cb(std::vector<int64_t>{});
   if (outcomes.size() > kFlushRows)
     return cb(Error{"status flush of " + std::to_string(outcomes.size()) +
@@ -456,7 +456,9 @@ void Store::flushStatuses(int64_t destinationId, std::vector<DeliveryOutcome> ou
     outputs.push_back(std::move(o.output));
   }
   auto a = refArrays(refs);
-  static const Statement stmt{"ductus_flush_statuses", sql::kFlushStatuses};
+  static const Statement flushOnly{"ductus_flush_statuses", sql::kFlushStatuses};
+  static const Statement flushSettle{"ductus_flush_settle_only", sql::kFlushSettleOnly};
+  const Statement& stmt = settles == Settle::InTheFlush ? flushSettle : flushOnly;
   std::vector<Param> params{num(destinationId),
                             a.ids,
                             a.tiers,

@@ -91,8 +91,12 @@ class Store {
 
   // Writes up to kFlushRows outcomes of one destination; only pending rows
   // change. Answers the ids of the messages whose delivery changed.
+  // InTheFlush: the destination is its interface's only one, so each message
+  // takes its delivery's final status in the same statement (no settle()
+  // needed for the ids answered).
+  enum class Settle { Separately, InTheFlush };
   void flushStatuses(int64_t destinationId, std::vector<DeliveryOutcome> outcomes,
-                     Callback<std::vector<int64_t>> cb);
+                     Callback<std::vector<int64_t>> cb, Settle settles = Settle::Separately);
 
   // Sets each message's overall status from its deliveries. Answers how
   // many messages changed. Safe to retry alone after a committed flush.

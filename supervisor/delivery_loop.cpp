@@ -435,9 +435,10 @@ void DeliveryLoop::flush(std::function<void(bool ok)> then) {
   };
 
   if (outcomes->empty()) return doRouted(true);
+  const bool settledHere = target_.onlyDestination;
   store_.flushStatuses(
       target_.destinationId, *outcomes,
-      [this, alive, outcomes, doRouted](Result<std::vector<int64_t>> r) {
+      [this, alive, outcomes, doRouted, settledHere](Result<std::vector<int64_t>> r) {
         if (!*alive) return;
         if (!r) {
           // Nothing was recorded: those messages are delivered again later
@@ -449,12 +450,17 @@ void DeliveryLoop::flush(std::function<void(bool ok)> then) {
         // Every finished one, not only the rows this flush changed: one it
         // found done already (a killed engine's statement that committed
         // late) may still wait for its settle.
+        // Settled in the flush: only those it found done already.
+        std::set<int64_t> changed;
+        if (settledHere) changed.insert(r->begin(), r->end());
         std::vector<store::MessageRef> refs;
         for (auto& o : *outcomes)
-          if (o.status != MessageStatus::Pending) refs.push_back(o.message);
+          if (o.status != MessageStatus::Pending && !changed.count(o.message.id))
+            refs.push_back(o.message);
         settle(std::move(refs), 0);
         doRouted(true);
-      });
+      },
+      settledHere ? store::Store::Settle::InTheFlush : store::Store::Settle::Separately);
 }
 
 void DeliveryLoop::settle(std::vector<store::MessageRef> refs, int attempt) {

@@ -46,6 +46,9 @@ struct DeliveryTarget {
   // Exactly one of these: a sender, or a route's target intake.
   senders::Sender* sender = nullptr;
   intake::Intake* route = nullptr;
+  // The interface has no other destination: a message's status is its
+  // delivery's, written by the flush itself (one statement, not three).
+  bool onlyDestination = false;
   store::Tier routeTier = store::Tier::Week7;
 };
 

@@ -327,6 +327,7 @@ Status Engine::buildDelivery() {
                      " destinations are not supported by this engine yet"};
       }
       t.sender = sender.get();
+      t.onlyDestination = c.destinations.size() == 1 && !t.route;
       f->senders.push_back(std::move(sender));
       std::vector<std::unique_ptr<DeliveryLoop>> loops;
       for (uint32_t s = 0; s < f->slots; ++s) {

@@ -226,6 +226,35 @@ TEST_F(Messages, AnErrorInIsoLatin1OrWithNulIsStoredNotRefused) {
             "bad\\X00\\byte");
 }
 
+TEST_F(Messages, AnOnlyDestinationsFlushSettlesItsMessagesInTheSameStatement) {
+  auto sent = insert(message("s", {destA_}));
+  auto filtered = insert(message("f", {destA_}));
+  auto quarantined = insert(message("q", {destA_}));
+  auto retried = insert(message("r", {destA_}));
+  ASSERT_TRUE(sent.ok() && filtered.ok() && quarantined.ok() && retried.ok());
+  Outcomes o{outcome(sent->ref, MessageStatus::Sent), outcome(filtered->ref, MessageStatus::Filtered),
+             outcome(quarantined->ref, MessageStatus::Quarantined, "AR"),
+             outcome(retried->ref, MessageStatus::Pending, "connection refused")};
+  auto flushed = run<std::vector<int64_t>>([&](auto cb) {
+    store_->flushStatuses(destA_, o, cb, Store::Settle::InTheFlush);
+  });
+  ASSERT_TRUE(flushed.ok()) << flushed.error().message;
+  EXPECT_EQ(flushed->size(), 4u);
+  // No settle() call: the statement set them.
+  EXPECT_EQ(statusOf(sent->ref.id), 1);
+  EXPECT_EQ(statusOf(filtered->ref.id), 2);
+  EXPECT_EQ(statusOf(quarantined->ref.id), 3);
+  EXPECT_EQ(statusOf(retried->ref.id), 0);  // an attempt, still queued
+  EXPECT_EQ(queue(destA_).size(), 1u);
+  // Flushed again (a retry after a lost answer): nothing changes twice.
+  auto again = run<std::vector<int64_t>>([&](auto cb) {
+    store_->flushStatuses(destA_, {o[0], o[1]}, cb, Store::Settle::InTheFlush);
+  });
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty());
+  EXPECT_EQ(statusOf(sent->ref.id), 1);
+}
+
 TEST_F(Messages, SettleSetsPendingQuarantinedSentOrFiltered) {
   auto mixed = insert(message("q", {destA_, destB_}));
   auto sent = insert(message("s", {destA_, destB_}));
