@@ -122,7 +122,15 @@ ORDER BY d.message_id
 // only parameters let the executor skip the other partitions at start-up.
 
 // The status flush: only rows still pending change. $8, $9: the span.
+// Like kFlushSettleOnly, and the settle after it, its commit does not wait
+// for the WAL flush: a database crash can only make deliveries pending
+// again (sent again: at least once); the settle comes later in the WAL, so
+// it is never kept without the flush it read. bench-fanout, 25 destinations:
+// 1,683-1,794 ACKs/s against 1,267-1,450 with both waiting.
 constexpr const char* kFlushStatuses = R"(
+WITH cfg AS MATERIALIZED (
+  SELECT set_config('synchronous_commit', 'off', true) AS sc
+)
 UPDATE deliveries d
 SET status = u.status,
     attempts = d.attempts + 1,
@@ -130,7 +138,7 @@ SET status = u.status,
     output = u.out,
     updated_at = now()
 FROM unnest($2::int8[], $3::int2[], $4::text[], $5::int2[], $6::text[], $7::bytea[])
-       AS u(id, tier, at, status, err, out)
+       AS u(id, tier, at, status, err, out), cfg
 WHERE d.destination_id = $1 AND d.message_id = u.id AND d.tier = u.tier
   AND d.received_at = u.at::timestamptz AND d.status + 0 = 0
   AND d.message_id = ANY ($2::int8[]) AND d.tier = ANY ($3::int2[])
@@ -194,8 +202,11 @@ WHERE d.message_id = ANY ($1::int8[]) AND d.tier = ANY ($2::int2[])
 // Settle, first statement: the message rows locked in id order. $1 ids, $2
 // tiers, $3..$4 the span (ids are unique: the span only prunes).
 constexpr const char* kSettleLock = R"(
+WITH cfg AS MATERIALIZED (
+  SELECT set_config('synchronous_commit', 'off', true) AS sc
+)
 SELECT m.id
-FROM messages m
+FROM messages m, cfg
 WHERE m.id = ANY ($1::int8[]) AND m.tier = ANY ($2::int2[])
   AND m.received_at BETWEEN $3::timestamptz AND $4::timestamptz
 ORDER BY m.id
