@@ -185,7 +185,7 @@ WITH cfg AS MATERIALIZED (
   WHERE m.id = d.message_id AND m.tier = d.tier AND m.received_at = d.received_at
     AND m.id = ANY ($2::int8[]) AND m.tier = ANY ($3::int2[])
     AND m.received_at BETWEEN $8::timestamptz AND $9::timestamptz
-    AND d.status <> 0 AND m.status = 0
+    AND d.status <> 0 AND m.status + 0 = 0
 )
 SELECT message_id FROM d
 )";
