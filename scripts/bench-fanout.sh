@@ -9,6 +9,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 bench_start
 
 pg16=$(pgbench_rate 16)
+# The disk's own limit for file destinations, measured beside pgbench: the
+# file sender's write, fsync and rename, 16 at once (its pipeline depth).
+mkdir -p "$work/disk"
+disk16=$("$(dirname "$LOAD")/file_sync_rate" "$work/disk" 3000 16 | sed -n 's/rate=//p')
 port=$((20000 + RANDOM % 20000))
 total=6000
 rows=()
@@ -36,12 +40,13 @@ for dests in ${FANOUT_DESTS:-1 5 25}; do  # FANOUT_DESTS="25": one shape only
   engine_stop
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   dps=$(awk -v n="$done_n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
-  rows+=("| $dests | $ack | $(ratio "$ack" "$pg16") | $secs | $done_n/$want | $dps |")
+  rows+=("| $dests | $ack | $(ratio "$ack" "$pg16") | $secs | $done_n/$want | $dps | $(ratio "$dps" "$disk16") |")
 done
 
 echo
 echo "pgbench durable single-row INSERT, 16 clients: $pg16/s"
+echo "durable files (write, fsync, rename), 16 writers: $disk16/s"
 echo
-echo "| destinations | ACKs/s | ACKs ÷ pgbench | seconds until all delivered | delivered | deliveries/s |"
-echo "| --- | --- | --- | --- | --- | --- |"
+echo "| destinations | ACKs/s | ACKs ÷ pgbench | seconds until all delivered | delivered | deliveries/s | deliveries ÷ durable files |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
 printf '%s\n' "${rows[@]}"

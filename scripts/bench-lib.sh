@@ -10,7 +10,7 @@ bench_start() {
   [ -x "$build/ductus" ] || "$here/scripts/build.sh" release >/dev/null
   # BENCH_NO_BUILD=1: measure the binaries as they are (e.g. while the tree
   # is mid-edit).
-  [ -n "${BENCH_NO_BUILD:-}" ] || cmake --build "$build" --target ductus mllp_load >/dev/null
+  [ -n "${BENCH_NO_BUILD:-}" ] || cmake --build "$build" --target ductus mllp_load file_sync_rate >/dev/null
   LOAD="$build/tests/bench/mllp_load"
   pgdir="$(mktemp -d /tmp/ductus-bench.XXXXXX)"
   work="$(mktemp -d /tmp/ductus-bench-work.XXXXXX)"
