@@ -1,6 +1,7 @@
 #include "supervisor/run_command.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -22,6 +23,29 @@
 namespace ductus::supervisor {
 namespace fs = std::filesystem;
 namespace {
+
+// Every connection, file and worker socket is a descriptor, and systemd
+// starts services with a soft limit of 1,024 (the hard one is far higher):
+// past it libuv closes new connections unanswered and file destinations
+// fail with EMFILE. Raised to the hard limit, as servers do; said when the
+// hard limit itself is low.
+void raiseOpenFileLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  rlim_t before = lim.rlim_cur;
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) lim.rlim_cur = before;
+  }
+  if (lim.rlim_cur < 4096)
+    spdlog::warn("open files limit is {}: each connection, file and worker takes one; raise it "
+                 "(LimitNOFILE= in the systemd unit, ulimit -n) for more than a few hundred "
+                 "connections",
+                 static_cast<unsigned long long>(lim.rlim_cur));
+  else if (lim.rlim_cur != before)
+    spdlog::debug("open files limit raised from {} to {}", static_cast<unsigned long long>(before),
+                  static_cast<unsigned long long>(lim.rlim_cur));
+}
 
 struct RunArgs {
   fs::path project = ".";
@@ -160,6 +184,7 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
   // 64 starved the database's own WAL flushes (ACKs fell 4x). Before the
   // first uv_queue_work: libuv reads it once. An operator's value wins.
   setenv("UV_THREADPOOL_SIZE", "16", 0);
+  raiseOpenFileLimit();
   Runner r;
   r.stopTimeout = args.stopTimeout;
   uv_loop_init(&r.loop);

@@ -8,6 +8,7 @@
 #include <libpq-fe.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -488,6 +489,37 @@ TEST(EngineEndToEnd, TextOutsideAnyHl7MessageInAFileIsReportedNotSilentlyDropped
   EXPECT_NE(log.find("zip.hl7: 14 byte(s) outside any HL7 message"), std::string::npos) << log;
   EXPECT_NE(log.find("the file held no message at all"), std::string::npos) << log;
   EXPECT_NE(log.find("zip.hl7 stored (0 message(s))"), std::string::npos) << log;
+}
+
+// systemd starts services with 1,024 open files (soft), far below the hard
+// limit; past it new connections were closed unanswered. The engine raises
+// its soft limit to the hard one.
+TEST(EngineEndToEnd, TheEngineRaisesItsOpenFilesLimitToTheHardLimit) {
+  rlimit own{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &own), 0);
+  if (own.rlim_max < 1024 || own.rlim_max == RLIM_INFINITY) GTEST_SKIP() << "hard limit " << own.rlim_max;
+  TestDatabase db;
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/adt/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(freePort()) +
+           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/adt/transform.js", kPassThrough},
+  });
+  rlimit low = own;
+  low.rlim_cur = 256;  // what the engine inherits
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  EngineProcess engine(project.root(), db.url());
+  bool started = engine.start();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &own), 0);
+  ASSERT_TRUE(started) << engine.log();
+  std::ifstream limits("/proc/" + std::to_string(engine.pid()) + "/limits");
+  std::string line, soft;
+  while (std::getline(limits, line))
+    if (line.rfind("Max open files", 0) == 0) soft = line.substr(26, 21);
+  soft.erase(soft.find_last_not_of(' ') + 1);
+  EXPECT_EQ(soft, std::to_string(own.rlim_max)) << line;
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 
 }  // namespace
