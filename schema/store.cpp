@@ -21,6 +21,11 @@ std::string num(int64_t v) { return std::to_string(v); }
 struct RefArrays {
   std::string ids, tiers, ats;
   std::string from, to;  // the span of received_at, for partition pruning
+  // The batch's distinct tiers as three scalars (repeating the first): a
+  // generic plan prunes LIST partitions by `tier IN ($a, $b, $c)` but not by
+  // `tier = ANY ($array)` (PostgreSQL 15 expands only constant arrays), and
+  // probing the other tiers' partitions was over half a flush's buffer reads.
+  std::string tierA, tierB, tierC;
 };
 
 RefArrays refArrays(const std::vector<MessageRef>& refs) {
@@ -40,8 +45,14 @@ RefArrays refArrays(const std::vector<MessageRef>& refs) {
     from = *lo;
     to = *hi;
   }
+  std::vector<int16_t> distinct;
+  for (int16_t t : tiers)
+    if (std::find(distinct.begin(), distinct.end(), t) == distinct.end()) distinct.push_back(t);
+  while (!distinct.empty() && distinct.size() < 3) distinct.push_back(distinct.front());
+  auto tierText = [&](size_t k) { return distinct.empty() ? std::string("0") : std::to_string(distinct[k]); };
   return {pb::int8Array(ids), pb::int2Array(tiers), pb::bytesArray(pb::kText, ats),
-          std::move(from), std::move(to)};
+          std::move(from),    std::move(to),        tierText(0),
+          tierText(1),        tierText(2)};
 }
 
 // Every store connection: generic plans, because planning the statements on
@@ -467,9 +478,13 @@ void Store::flushStatuses(int64_t destinationId, std::vector<DeliveryOutcome> ou
                             pb::bytesArray(pb::kText, errors),
                             pb::bytesArray(pb::kBytea, outputs),
                             a.from,
-                            a.to};
+                            a.to,
+                            a.tierA,
+                            a.tierB,
+                            a.tierC};
   run(stmt, std::move(params),
-      {kText, kBinary, kBinary, kBinary, kBinary, kBinary, kBinary, kText, kText},
+      {kText, kBinary, kBinary, kBinary, kBinary, kBinary, kBinary, kText, kText, kText, kText,
+       kText},
       true, [cb](Result<PgResult> r) {
         if (!r) return cb(r.error());
         std::vector<int64_t> ids;
@@ -500,7 +515,8 @@ void Store::settleChunk(std::shared_ptr<std::vector<MessageRef>> rest,
   static const Statement pending{"ductus_settle_pending", sql::kSettlePending};
   auto all = refArrays(chunk);
   auto whole = std::make_shared<std::vector<MessageRef>>(std::move(chunk));
-  run(pending, {all.ids, all.tiers, all.from, all.to}, {kBinary, kBinary, kText, kText}, false,
+  run(pending, {all.ids, all.tierA, all.from, all.to, all.tierB, all.tierC},
+      {kBinary, kText, kText, kText, kText, kText}, false,
       [this, rest, changed, cb, whole](Result<PgResult> r) {
         if (!r) return cb(r.error());
         std::set<int64_t> busy;
@@ -521,18 +537,18 @@ void Store::settleLocked(std::vector<MessageRef> chunk, std::shared_ptr<std::vec
   static const Statement write{"ductus_settle_write", sql::kSettleWrite};
   transaction(
       [a, count](LeasePtr l, Done done) {
-        std::vector<int> f{kBinary, kBinary, kText, kText};
+        std::vector<int> f{kBinary, kText, kText, kText, kText, kText};
         *count = 0;
         // The lock's own error (a deadlock, say) is the one to retry on;
         // the write behind it would only say "transaction is aborted".
         auto lockError = std::make_shared<std::optional<Error>>();
-        l->conn().execute(lock.name, lock.sql, {a->ids, a->tiers, a->from, a->to}, f,
+        l->conn().execute(lock.name, lock.sql, {a->ids, a->tierA, a->from, a->to, a->tierB, a->tierC}, f,
                           [lockError](Result<PgResult> r) {
                             if (!r) *lockError = r.error();
                           });
         // Queued behind the lock statement on the same connection: it runs
         // after the locks are held, with a snapshot of its own.
-        l->conn().execute(write.name, write.sql, {a->ids, a->tiers, a->from, a->to}, f,
+        l->conn().execute(write.name, write.sql, {a->ids, a->tierA, a->from, a->to, a->tierB, a->tierC}, f,
                           [count, done, lockError](Result<PgResult> r) {
                             if (*lockError) return done(**lockError);
                             if (!r) return done(r.error());

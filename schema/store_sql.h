@@ -121,7 +121,8 @@ ORDER BY d.message_id
 // generic plans (planning on every call cost more than the statements), and
 // only parameters let the executor skip the other partitions at start-up.
 
-// The status flush: only rows still pending change. $8, $9: the span.
+// The status flush: only rows still pending change. $8, $9: the span;
+// $10..$12 the distinct tiers (RefArrays::tierA..C), for pruning.
 // Like kFlushSettleOnly, and the settle after it, its commit does not wait
 // for the WAL flush: a database crash can only make deliveries pending
 // again (sent again: at least once); the settle comes later in the WAL, so
@@ -141,7 +142,7 @@ FROM unnest($2::int8[], $3::int2[], $4::text[], $5::int2[], $6::text[], $7::byte
        AS u(id, tier, at, status, err, out), cfg
 WHERE d.destination_id = $1 AND d.message_id = u.id AND d.tier = u.tier
   AND d.received_at = u.at::timestamptz AND d.status + 0 = 0
-  AND d.message_id = ANY ($2::int8[]) AND d.tier = ANY ($3::int2[])
+  AND d.message_id = ANY ($2::int8[]) AND d.tier IN ($10::int2, $11::int2, $12::int2)
   AND d.received_at BETWEEN $8::timestamptz AND $9::timestamptz
 RETURNING d.message_id
 )";
@@ -175,7 +176,7 @@ WITH cfg AS MATERIALIZED (
          AS u(id, tier, at, status, err, out), cfg
   WHERE d.destination_id = $1 AND d.message_id = u.id AND d.tier = u.tier
     AND d.received_at = u.at::timestamptz AND d.status + 0 = 0
-    AND d.message_id = ANY ($2::int8[]) AND d.tier = ANY ($3::int2[])
+    AND d.message_id = ANY ($2::int8[]) AND d.tier IN ($10::int2, $11::int2, $12::int2)
     AND d.received_at BETWEEN $8::timestamptz AND $9::timestamptz
   RETURNING d.message_id, d.tier, d.received_at, d.status
 ), m AS (
@@ -183,7 +184,7 @@ WITH cfg AS MATERIALIZED (
   SET status = d.status
   FROM d
   WHERE m.id = d.message_id AND m.tier = d.tier AND m.received_at = d.received_at
-    AND m.id = ANY ($2::int8[]) AND m.tier = ANY ($3::int2[])
+    AND m.id = ANY ($2::int8[]) AND m.tier IN ($10::int2, $11::int2, $12::int2)
     AND m.received_at BETWEEN $8::timestamptz AND $9::timestamptz
     AND d.status <> 0 AND m.status + 0 = 0
 )
@@ -191,23 +192,24 @@ SELECT message_id FROM d
 )";
 
 // Before settling, without locks: which of these messages still have a
-// delivery pending ($1 ids, $2 tiers, $3..$4 the span).
+// delivery pending ($1 ids, $2 $5 $6 the distinct tiers, $3..$4 the span).
 constexpr const char* kSettlePending = R"(
 SELECT DISTINCT d.message_id
 FROM deliveries d
-WHERE d.message_id = ANY ($1::int8[]) AND d.tier = ANY ($2::int2[])
+WHERE d.message_id = ANY ($1::int8[]) AND d.tier IN ($2::int2, $5::int2, $6::int2)
   AND d.received_at BETWEEN $3::timestamptz AND $4::timestamptz AND d.status + 0 = 0
 )";
 
 // Settle, first statement: the message rows locked in id order. $1 ids, $2
-// tiers, $3..$4 the span (ids are unique: the span only prunes).
+// $5 $6 the distinct tiers, $3..$4 the span (ids are unique: the span and
+// tiers only prune).
 constexpr const char* kSettleLock = R"(
 WITH cfg AS MATERIALIZED (
   SELECT set_config('synchronous_commit', 'off', true) AS sc
 )
 SELECT m.id
 FROM messages m, cfg
-WHERE m.id = ANY ($1::int8[]) AND m.tier = ANY ($2::int2[])
+WHERE m.id = ANY ($1::int8[]) AND m.tier IN ($2::int2, $5::int2, $6::int2)
   AND m.received_at BETWEEN $3::timestamptz AND $4::timestamptz
 ORDER BY m.id
 FOR UPDATE OF m
@@ -228,10 +230,10 @@ FROM (SELECT m2.id, m2.tier, m2.received_at,
               WHERE d.message_id = m2.id AND d.tier = m2.tier
                 AND d.received_at = m2.received_at) AS status
       FROM messages m2
-      WHERE m2.id = ANY ($1::int8[]) AND m2.tier = ANY ($2::int2[])
+      WHERE m2.id = ANY ($1::int8[]) AND m2.tier IN ($2::int2, $5::int2, $6::int2)
         AND m2.received_at BETWEEN $3::timestamptz AND $4::timestamptz) s
 WHERE m.id = s.id AND m.tier = s.tier AND m.received_at = s.received_at
-  AND m.id = ANY ($1::int8[]) AND m.tier = ANY ($2::int2[])
+  AND m.id = ANY ($1::int8[]) AND m.tier IN ($2::int2, $5::int2, $6::int2)
   AND m.received_at BETWEEN $3::timestamptz AND $4::timestamptz
   AND m.status <> 4 AND m.status <> s.status
 )";

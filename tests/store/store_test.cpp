@@ -255,6 +255,43 @@ TEST_F(Messages, AnOnlyDestinationsFlushSettlesItsMessagesInTheSameStatement) {
   EXPECT_EQ(statusOf(sent->ref.id), 1);
 }
 
+TEST_F(Messages, AFlushAndASettleSpanningTwoTiersReachBoth) {
+  // A retention change leaves a destination's queue with messages in two
+  // tiers: one flush and one settle carry both, and each statement prunes
+  // to the tiers it was given (RefArrays::tierA..C), no fewer.
+  auto week1 = message("w1", {destA_, destB_});
+  auto week7 = message("w7", {destA_, destB_});
+  week7.tier = Tier::Week7;
+  auto a = insert(week1), b = insert(week7);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_NE(a->ref.tier, b->ref.tier);
+  EXPECT_EQ(flush(destA_, {outcome(a->ref, MessageStatus::Sent), outcome(b->ref, MessageStatus::Sent)})
+                .size(),
+            2u);
+  EXPECT_EQ(flush(destB_, {outcome(a->ref, MessageStatus::Filtered),
+                           outcome(b->ref, MessageStatus::Quarantined, "AR")})
+                .size(),
+            2u);
+  EXPECT_EQ(settle({a->ref, b->ref}), 2);
+  EXPECT_EQ(statusOf(a->ref.id), 1);
+  EXPECT_EQ(statusOf(b->ref.id), 3);
+  // And in the only-destination flush.
+  auto c = insert(message("c", {destC_})), d = insert([&] {
+    auto m = message("d", {destC_});
+    m.tier = Tier::Week7;
+    return m;
+  }());
+  ASSERT_TRUE(c.ok() && d.ok());
+  auto r = run<std::vector<int64_t>>([&](auto cb) {
+    store_->flushStatuses(destC_, {outcome(c->ref, MessageStatus::Sent), outcome(d->ref, MessageStatus::Filtered)},
+                          cb, Store::Settle::InTheFlush);
+  });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->size(), 2u);
+  EXPECT_EQ(statusOf(c->ref.id), 1);
+  EXPECT_EQ(statusOf(d->ref.id), 2);
+}
+
 TEST_F(Messages, SettleSetsPendingQuarantinedSentOrFiltered) {
   auto mixed = insert(message("q", {destA_, destB_}));
   auto sent = insert(message("s", {destA_, destB_}));
