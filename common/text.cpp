@@ -10,11 +10,16 @@ bool isUtf8(std::string_view s) {
     auto c = static_cast<unsigned char>(s[i]);
     size_t more;  // continuation bytes after the lead byte
     uint32_t cp;
-    if (c < 0x80) more = 0, cp = c;
-    else if ((c >> 5) == 0x6) more = 1, cp = c & 0x1F;
-    else if ((c >> 4) == 0xE) more = 2, cp = c & 0x0F;
-    else if ((c >> 3) == 0x1E) more = 3, cp = c & 0x07;
-    else return false;
+    if (c < 0x80)
+      more = 0, cp = c;
+    else if ((c >> 5) == 0x6)
+      more = 1, cp = c & 0x1F;
+    else if ((c >> 4) == 0xE)
+      more = 2, cp = c & 0x0F;
+    else if ((c >> 3) == 0x1E)
+      more = 3, cp = c & 0x07;
+    else
+      return false;
     if (s.size() - i <= more) return false;
     for (size_t k = 1; k <= more; ++k) {
       auto cc = static_cast<unsigned char>(s[i + k]);
@@ -50,8 +55,10 @@ std::string asDatabaseText(std::string_view bytes) {
   std::string text;
   text.reserve(bytes.size() + 8);
   for (char c : bytes) {
-    if (c == '\0') text += "\\X00\\";
-    else text += c;
+    if (c == '\0')
+      text += "\\X00\\";
+    else
+      text += c;
   }
   return asText(text);
 }

@@ -59,8 +59,8 @@ std::optional<HttpResponse> refuseBody(config::Format format, const HttpRequest&
   auto ct = req.header("content-type");
   std::string type = ct ? mediaType(*ct) : std::string();
   if (!readable(format, type))
-    return plain(415, "this interface reads " + std::string(config::formatName(format)) +
-                          ", not " + type);
+    return plain(
+        415, "this interface reads " + std::string(config::formatName(format)) + ", not " + type);
   // ISO-8859-1 JSON is read as such downstream (the worker, the keys), so
   // it is checked the same way here.
   if (format == config::Format::Json && !nlohmann::json::accept(asText(req.body))) {

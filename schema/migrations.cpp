@@ -27,7 +27,6 @@ std::optional<std::string> header(const std::string& line, const std::string& ke
 
 }  // namespace
 
-
 Result<std::vector<Migration>> parseMigrations(const std::vector<MigrationFile>& files) {
   std::vector<Migration> out;
   std::set<int> versions;

@@ -49,7 +49,9 @@ RefArrays refArrays(const std::vector<MessageRef>& refs) {
   for (int16_t t : tiers)
     if (std::find(distinct.begin(), distinct.end(), t) == distinct.end()) distinct.push_back(t);
   while (!distinct.empty() && distinct.size() < 3) distinct.push_back(distinct.front());
-  auto tierText = [&](size_t k) { return distinct.empty() ? std::string("0") : std::to_string(distinct[k]); };
+  auto tierText = [&](size_t k) {
+    return distinct.empty() ? std::string("0") : std::to_string(distinct[k]);
+  };
   return {pb::int8Array(ids), pb::int2Array(tiers), pb::bytesArray(pb::kText, ats),
           std::move(from),    std::move(to),        tierText(0),
           tierText(1),        tierText(2)};
@@ -542,13 +544,15 @@ void Store::settleLocked(std::vector<MessageRef> chunk, std::shared_ptr<std::vec
         // The lock's own error (a deadlock, say) is the one to retry on;
         // the write behind it would only say "transaction is aborted".
         auto lockError = std::make_shared<std::optional<Error>>();
-        l->conn().execute(lock.name, lock.sql, {a->ids, a->tierA, a->from, a->to, a->tierB, a->tierC}, f,
+        l->conn().execute(lock.name, lock.sql,
+                          {a->ids, a->tierA, a->from, a->to, a->tierB, a->tierC}, f,
                           [lockError](Result<PgResult> r) {
                             if (!r) *lockError = r.error();
                           });
         // Queued behind the lock statement on the same connection: it runs
         // after the locks are held, with a snapshot of its own.
-        l->conn().execute(write.name, write.sql, {a->ids, a->tierA, a->from, a->to, a->tierB, a->tierC}, f,
+        l->conn().execute(write.name, write.sql,
+                          {a->ids, a->tierA, a->from, a->to, a->tierB, a->tierC}, f,
                           [count, done, lockError](Result<PgResult> r) {
                             if (*lockError) return done(**lockError);
                             if (!r) return done(r.error());

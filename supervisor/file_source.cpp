@@ -248,10 +248,11 @@ void FileSource::finishFile() {
   if (skipped > 0) {
     // Moved on like the rest of the file (retrying can't change its
     // bytes), but said loudly: someone may be missing messages.
-    spdlog::warn("{}: {}: {} byte(s) outside any HL7 message (no MSH segment before them) were "
-                 "not stored{}",
-                 intake_.spec().name, f.name, skipped,
-                 records == 0 ? "; the file held no message at all" : "");
+    spdlog::warn(
+        "{}: {}: {} byte(s) outside any HL7 message (no MSH segment before them) were "
+        "not stored{}",
+        intake_.spec().name, f.name, skipped,
+        records == 0 ? "; the file held no message at all" : "");
   }
   std::error_code ec;
   if (!moveTo_.empty()) {

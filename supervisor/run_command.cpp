@@ -38,10 +38,11 @@ void raiseOpenFileLimit() {
     if (setrlimit(RLIMIT_NOFILE, &lim) != 0) lim.rlim_cur = before;
   }
   if (lim.rlim_cur < 4096)
-    spdlog::warn("open files limit is {}: each connection, file and worker takes one; raise it "
-                 "(LimitNOFILE= in the systemd unit, ulimit -n) for more than a few hundred "
-                 "connections",
-                 static_cast<unsigned long long>(lim.rlim_cur));
+    spdlog::warn(
+        "open files limit is {}: each connection, file and worker takes one; raise it "
+        "(LimitNOFILE= in the systemd unit, ulimit -n) for more than a few hundred "
+        "connections",
+        static_cast<unsigned long long>(lim.rlim_cur));
   else if (lim.rlim_cur != before)
     spdlog::debug("open files limit raised from {} to {}", static_cast<unsigned long long>(before),
                   static_cast<unsigned long long>(lim.rlim_cur));

@@ -58,8 +58,8 @@ class FrameOutput : public HostOutput {
     static constexpr size_t kMaxOutputBytes = proto::FrameLimits{}.maxMessageBytes - (1u << 20);
     std::string tooBig;
     if (data.size() > kMaxOutputBytes) {
-      tooBig = "the output is " + std::to_string(data.size()) + " bytes; a call may return at most " +
-               std::to_string(kMaxOutputBytes);
+      tooBig = "the output is " + std::to_string(data.size()) +
+               " bytes; a call may return at most " + std::to_string(kMaxOutputBytes);
       kind = OutcomeKind::Quarantine;
       data = tooBig;
     }

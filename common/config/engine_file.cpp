@@ -40,7 +40,8 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
     }
   }
   if (auto v = r.retention(root, "retention", "")) e.retention = *v;
-  if (auto v = r.size(root, "max_message_size", "", 1ull << 10, kMaxMessageBytesLimit)) e.maxMessageBytes = *v;
+  if (auto v = r.size(root, "max_message_size", "", 1ull << 10, kMaxMessageBytesLimit))
+    e.maxMessageBytes = *v;
   if (YamlReader::has(root, "secrets")) {
     YAML::Node s = root["secrets"];
     if (r.map(s, "secrets", {"key_file"})) {

@@ -351,7 +351,8 @@ void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& ifac
               "workers: is for isolation: dedicated (shared interfaces use the engine's pool)");
   }
   if (auto v = r.retention(root, "retention", "")) iface.retention = *v;
-  if (auto v = r.size(root, "max_message_size", "", 1ull << 10, kMaxMessageBytesLimit)) iface.maxMessageBytes = *v;
+  if (auto v = r.size(root, "max_message_size", "", 1ull << 10, kMaxMessageBytesLimit))
+    iface.maxMessageBytes = *v;
   if (auto v = r.text(root, "code", "")) {
     std::filesystem::path p(*v);
     if (p.is_absolute() || !isInsideProject(*v) || p.extension() != ".js")

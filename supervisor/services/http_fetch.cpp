@@ -31,7 +31,6 @@ std::optional<std::string> urlPart(CURLU* u, CURLUPart part, unsigned flags = 0)
 
 }  // namespace
 
-
 Result<ParsedUrl> parseHttpUrl(const std::string& url) {
   ParsedUrl p;
   p.handle.reset(curl_url());

@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   for (int t = 0; t < threads; ++t) {
     ts.emplace_back([&, t] {
       for (int i = t; i < files; i += threads) {
-        std::string tmp = dir + "/." + std::to_string(i) + ".tmp", fin = dir + "/" + std::to_string(i);
+        std::string tmp = dir + "/." + std::to_string(i) + ".tmp",
+                    fin = dir + "/" + std::to_string(i);
         int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || ::write(fd, body.data(), body.size()) != static_cast<ssize_t>(body.size()) ||
             ::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), fin.c_str()) != 0) {

@@ -256,9 +256,12 @@ TEST(LoadProject, SizesPortsAndHostsAreChecked) {
 TEST(LoadProject, AMaxMessageSizeAWorkerCallCannotCarryIsRefused) {
   ProjectDir p;
   p.write("ductus.yaml", "max_message_size: 200MB\n");
-  p.iface("adt", "source:\n  mllp: { listen: 127.0.0.1:2575 }\n"
-                 "destination:\n  file: { path: out/ }\n");
-  EXPECT_THAT(p.errors(), HasSubstr("ductus.yaml:1:19: max_message_size: must be from 1KB to 64MB, got `200MB`"));
+  p.iface("adt",
+          "source:\n  mllp: { listen: 127.0.0.1:2575 }\n"
+          "destination:\n  file: { path: out/ }\n");
+  EXPECT_THAT(
+      p.errors(),
+      HasSubstr("ductus.yaml:1:19: max_message_size: must be from 1KB to 64MB, got `200MB`"));
 }
 
 TEST(LoadProject, AnInvalidCronExpressionIsRefusedAtItsLine) {

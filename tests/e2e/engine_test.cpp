@@ -429,7 +429,8 @@ TEST(EngineEndToEnd, HttpQueueModeAnswers202WithTheIdAfterTheCommit) {
   auto image = client->request("POST", "/lab", "\x89PNG", {{"Content-Type", "image/png"}});
   ASSERT_TRUE(image.ok()) << image.error().message;
   EXPECT_EQ(image->status, 415) << image->body;
-  auto broken = client->request("POST", "/lab", "{\"mrn\":", {{"Content-Type", "application/json"}});
+  auto broken =
+      client->request("POST", "/lab", "{\"mrn\":", {{"Content-Type", "application/json"}});
   ASSERT_TRUE(broken.ok()) << broken.error().message;
   EXPECT_EQ(broken->status, 400) << broken->body;
   EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "1");
@@ -478,10 +479,13 @@ TEST(EngineEndToEnd, TextOutsideAnyHl7MessageInAFileIsReportedNotSilentlyDropped
   drop("zip.hl7", std::string("PK\x03\x04\x14\x00 not hl7", 14));
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
-  ASSERT_TRUE(waitFor([&] {
-    return fs::exists(project.root() / "done" / "batch.hl7") &&
-           fs::exists(project.root() / "done" / "zip.hl7");
-  }, 20s)) << engine.log();
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return fs::exists(project.root() / "done" / "batch.hl7") &&
+               fs::exists(project.root() / "done" / "zip.hl7");
+      },
+      20s))
+      << engine.log();
   EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "1");
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
   const std::string log = engine.log();
@@ -497,7 +501,8 @@ TEST(EngineEndToEnd, TextOutsideAnyHl7MessageInAFileIsReportedNotSilentlyDropped
 TEST(EngineEndToEnd, TheEngineRaisesItsOpenFilesLimitToTheHardLimit) {
   rlimit own{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &own), 0);
-  if (own.rlim_max < 1024 || own.rlim_max == RLIM_INFINITY) GTEST_SKIP() << "hard limit " << own.rlim_max;
+  if (own.rlim_max < 1024 || own.rlim_max == RLIM_INFINITY)
+    GTEST_SKIP() << "hard limit " << own.rlim_max;
   TestDatabase db;
   TempProject project({
       {"ductus.yaml", engineYaml()},

@@ -41,7 +41,8 @@ TEST(StorableKey, AKeyTooLongForTheIndexIsStoredAsItsHash) {
   EXPECT_EQ(stored.size(), 7u + 64u);
   EXPECT_EQ(stored, storableKey(longKey));  // the same key, the same hash
   EXPECT_NE(stored, storableKey(std::string(kMaxStoredKeyBytes + 1, 'y')));
-  EXPECT_EQ(storableKey(std::string(kMaxStoredKeyBytes, 'x')), std::string(kMaxStoredKeyBytes, 'x'));
+  EXPECT_EQ(storableKey(std::string(kMaxStoredKeyBytes, 'x')),
+            std::string(kMaxStoredKeyBytes, 'x'));
 }
 
 TEST(KeysOf, AnIsoLatin1ControlIdGivesAUtf8DedupeKey) {

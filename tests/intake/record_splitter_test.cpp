@@ -53,7 +53,8 @@ TEST(RecordSplitter, Hl7CountsTheBytesOutsideAnyMessage) {
   for (size_t chunk : {size_t{1}, size_t{2}, size_t{64}}) {
     RecordSplitter s(SplitFormat::Hl7);
     std::vector<SplitRecord> out;
-    for (size_t i = 0; i < kHl7File.size(); i += chunk) s.feed(std::string_view(kHl7File).substr(i, chunk), out);
+    for (size_t i = 0; i < kHl7File.size(); i += chunk)
+      s.feed(std::string_view(kHl7File).substr(i, chunk), out);
     s.finish(out);
     EXPECT_EQ(s.skippedBytes(), 11u) << "chunk " << chunk;  // "junk before"; not the BOM
   }

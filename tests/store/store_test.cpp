@@ -220,10 +220,12 @@ TEST_F(Messages, AnErrorInIsoLatin1OrWithNulIsStoredNotRefused) {
                            outcome(b->ref, MessageStatus::Pending, std::string("bad\0byte", 8))})
                 .size(),
             2u);
-  EXPECT_EQ(text("SELECT last_error FROM deliveries WHERE message_id = $1", {std::to_string(a->ref.id)}),
-            "Fehler: ung\xc3\xbcltig");
-  EXPECT_EQ(text("SELECT last_error FROM deliveries WHERE message_id = $1", {std::to_string(b->ref.id)}),
-            "bad\\X00\\byte");
+  EXPECT_EQ(
+      text("SELECT last_error FROM deliveries WHERE message_id = $1", {std::to_string(a->ref.id)}),
+      "Fehler: ung\xc3\xbcltig");
+  EXPECT_EQ(
+      text("SELECT last_error FROM deliveries WHERE message_id = $1", {std::to_string(b->ref.id)}),
+      "bad\\X00\\byte");
 }
 
 TEST_F(Messages, AnOnlyDestinationsFlushSettlesItsMessagesInTheSameStatement) {
@@ -232,12 +234,12 @@ TEST_F(Messages, AnOnlyDestinationsFlushSettlesItsMessagesInTheSameStatement) {
   auto quarantined = insert(message("q", {destA_}));
   auto retried = insert(message("r", {destA_}));
   ASSERT_TRUE(sent.ok() && filtered.ok() && quarantined.ok() && retried.ok());
-  Outcomes o{outcome(sent->ref, MessageStatus::Sent), outcome(filtered->ref, MessageStatus::Filtered),
+  Outcomes o{outcome(sent->ref, MessageStatus::Sent),
+             outcome(filtered->ref, MessageStatus::Filtered),
              outcome(quarantined->ref, MessageStatus::Quarantined, "AR"),
              outcome(retried->ref, MessageStatus::Pending, "connection refused")};
-  auto flushed = run<std::vector<int64_t>>([&](auto cb) {
-    store_->flushStatuses(destA_, o, cb, Store::Settle::InTheFlush);
-  });
+  auto flushed = run<std::vector<int64_t>>(
+      [&](auto cb) { store_->flushStatuses(destA_, o, cb, Store::Settle::InTheFlush); });
   ASSERT_TRUE(flushed.ok()) << flushed.error().message;
   EXPECT_EQ(flushed->size(), 4u);
   // No settle() call: the statement set them.
@@ -265,9 +267,10 @@ TEST_F(Messages, AFlushAndASettleSpanningTwoTiersReachBoth) {
   auto a = insert(week1), b = insert(week7);
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_NE(a->ref.tier, b->ref.tier);
-  EXPECT_EQ(flush(destA_, {outcome(a->ref, MessageStatus::Sent), outcome(b->ref, MessageStatus::Sent)})
-                .size(),
-            2u);
+  EXPECT_EQ(
+      flush(destA_, {outcome(a->ref, MessageStatus::Sent), outcome(b->ref, MessageStatus::Sent)})
+          .size(),
+      2u);
   EXPECT_EQ(flush(destB_, {outcome(a->ref, MessageStatus::Filtered),
                            outcome(b->ref, MessageStatus::Quarantined, "AR")})
                 .size(),
@@ -277,14 +280,15 @@ TEST_F(Messages, AFlushAndASettleSpanningTwoTiersReachBoth) {
   EXPECT_EQ(statusOf(b->ref.id), 3);
   // And in the only-destination flush.
   auto c = insert(message("c", {destC_})), d = insert([&] {
-    auto m = message("d", {destC_});
-    m.tier = Tier::Week7;
-    return m;
-  }());
+                                             auto m = message("d", {destC_});
+                                             m.tier = Tier::Week7;
+                                             return m;
+                                           }());
   ASSERT_TRUE(c.ok() && d.ok());
   auto r = run<std::vector<int64_t>>([&](auto cb) {
-    store_->flushStatuses(destC_, {outcome(c->ref, MessageStatus::Sent), outcome(d->ref, MessageStatus::Filtered)},
-                          cb, Store::Settle::InTheFlush);
+    store_->flushStatuses(
+        destC_, {outcome(c->ref, MessageStatus::Sent), outcome(d->ref, MessageStatus::Filtered)},
+        cb, Store::Settle::InTheFlush);
   });
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->size(), 2u);

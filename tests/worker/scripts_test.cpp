@@ -344,12 +344,14 @@ TEST_F(PoolTest, AnOutputTooBigForACallIsQuarantinedAndTheWorkerLives) {
   // 90 MB from a small message: over the frame limit, which the supervisor
   // would refuse (killing the worker) on every retry.
   writeFile("interfaces/big/transform.js",
-            "export function transform(m) { return m.get('MSH.10') === 'BIG' ? 'x'.repeat(90 << 20) : 'ok'; }\n");
+            "export function transform(m) { return m.get('MSH.10') === 'BIG' ? 'x'.repeat(90 << "
+            "20) : 'ok'; }\n");
   auto fn = load(spec("big", "hl7v2", "text"));
   ASSERT_TRUE(fn) << fn.error().message;
   auto out = call(*fn, "MSH|^~\\&|A|B|C|D|||ADT^A01|BIG|P|2.5\r");
   EXPECT_EQ(out.kind, Kind::Quarantine) << out.data.substr(0, 200);
-  EXPECT_NE(out.data.find("the output is 94371840 bytes"), std::string::npos) << out.data.substr(0, 200);
+  EXPECT_NE(out.data.find("the output is 94371840 bytes"), std::string::npos)
+      << out.data.substr(0, 200);
   auto next = call(*fn, "MSH|^~\\&|A|B|C|D|||ADT^A01|SMALL|P|2.5\r");
   EXPECT_EQ(next.kind, Kind::Output) << next.data;
   EXPECT_EQ(next.data, "ok");
