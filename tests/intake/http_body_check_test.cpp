@@ -53,6 +53,11 @@ TEST(HttpBodyCheck, JsonThatIsNotJsonIs400AndSaysWhere) {
   EXPECT_EQ(statusOf(Format::Json, "\xef\xbb\xbf{\"a\":1}", "application/json"), 0);
 }
 
+TEST(HttpBodyCheck, JsonOverTheCheckedSizeIsLeftToTheTransform) {
+  std::string big = "{\"x\":\"" + std::string(kMaxCheckedJsonBytes, 'a');  // unterminated
+  EXPECT_EQ(statusOf(Format::Json, big, "application/json"), 0);
+}
+
 TEST(HttpBodyCheck, AnHl7BodyWithoutMshIs400) {
   EXPECT_EQ(statusOf(Format::Hl7v2, "PID|1||x\r", "text/plain"), 400);
   EXPECT_EQ(statusOf(Format::Hl7v2, "MSH|^~\\&|A|B\rPID|1\r", "text/plain"), 0);
