@@ -353,6 +353,11 @@ TEST(EngineEndToEnd, AnHttp404QuarantinesTheMessageWithTheStatusInLastError) {
   EXPECT_NE(db.value("SELECT last_error FROM deliveries").find("404"), std::string::npos)
       << db.value("SELECT last_error FROM deliveries");
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
+  // Nothing retries a quarantined message: the operator is told, with why.
+  const std::string id = db.value("SELECT id FROM messages");
+  EXPECT_NE(engine.log().find("adt/default: message " + id + " quarantined: HTTP 404"),
+            std::string::npos)
+      << engine.log();
 }
 
 TEST(EngineEndToEnd, AFileOf100000CsvRecordsKilledHalfwayResumesWithoutLossOrDoubles) {
