@@ -44,7 +44,8 @@ bool readable(config::Format format, const std::string& type) {
       // x-application/hl7-v2+er7, application/hl7-v2, application/edi-hl7, ...
       return type.rfind("text/", 0) == 0 || type.find("hl7") != std::string::npos;
     case config::Format::Text:
-      return type.rfind("text/", 0) == 0;
+      return type.rfind("text/", 0) == 0 || type == "application/json" ||
+             type == "application/xml" || endsWith(type, "+json") || endsWith(type, "+xml");
   }
   return true;
 }

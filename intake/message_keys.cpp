@@ -11,6 +11,14 @@ namespace ductus::intake {
 namespace {
 
 std::string jsonValueAt(std::string_view payload, std::string_view path) {
+  // ISO-8859-1 read as its characters, as the HTTP body check and the SDK
+  // read it: nlohmann refuses it as it is, which lost the keys (a duplicate
+  // stored, a patient's messages in two lanes).
+  std::string text;
+  if (!isUtf8(payload)) {
+    text = asText(payload);
+    payload = text;
+  }
   auto doc = nlohmann::json::parse(payload.begin(), payload.end(), nullptr, false);
   if (doc.is_discarded()) return "";
   if (path.rfind("$.", 0) == 0) path.remove_prefix(2);

@@ -1,6 +1,8 @@
 #include "intake/record_splitter.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string_view>
 
 namespace ductus::intake {
 namespace {
@@ -45,6 +47,26 @@ RecordSplitter::RecordSplitter(SplitFormat format, uint64_t startOffset,
 
 void RecordSplitter::feed(std::string_view chunk, std::vector<SplitRecord>& out) {
   buf_.append(chunk);
+  if (format_ == SplitFormat::Hl7 && !bomChecked_) {
+    // A UTF-8 byte order mark right before the first MSH would hide that
+    // MSH (it starts no line) and lose the message: dropped here, with the
+    // offsets kept true.
+    static constexpr std::string_view kBom = "\xef\xbb\xbf";
+    if (bufStart_ != 0) {
+      bomChecked_ = true;
+    } else {
+      size_t k = std::min(buf_.size(), kBom.size());
+      if (std::string_view(buf_).substr(0, k) != kBom.substr(0, k)) {
+        bomChecked_ = true;
+      } else if (k == kBom.size()) {
+        buf_.erase(0, kBom.size());
+        bufStart_ = kBom.size();
+        bomChecked_ = true;
+      } else {
+        return;  // a BOM cut by the chunk: wait for the rest
+      }
+    }
+  }
   if (format_ == SplitFormat::Hl7) scanHl7(false, out);
   else scanDelimited(false, out);
   compact();

@@ -75,6 +75,7 @@ class RecordSplitter {
   char prev_ = '\n';       // the byte before buf_[0] ('\n' at the file's start)
   bool inRecord_ = false;  // Hl7: between an MSH and the next boundary
   bool inEnvelope_ = false;  // Hl7: in an FHS/BHS/BTS/FTS segment
+  bool bomChecked_ = false;  // Hl7: the file's start was looked at for a BOM
   uint64_t skipped_ = 0;
   bool inQuotes_ = false;  // Csv
   bool wantHeader_ = false;

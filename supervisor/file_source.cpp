@@ -8,6 +8,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
 #include "intake/intake.h"
 #include "schema/store.h"
 
@@ -44,7 +45,9 @@ intake::SplitFormat splitFormatOf(config::Format f) {
   }
 }
 
-std::string stateKey(const std::string& name) { return "file:" + name; }
+// A text column: a name in ISO-8859-1 (or with a NUL) would be refused on
+// every poll, and that file never stored.
+std::string stateKey(const std::string& name) { return "file:" + asDatabaseText(name); }
 
 }  // namespace
 

@@ -33,6 +33,8 @@ size_t findMsh(std::string_view bytes) {
   size_t pos = 0;
   while ((pos = bytes.find("MSH", pos)) != std::string_view::npos) {
     if (pos == 0) return 0;
+    // A UTF-8 byte order mark (Windows tools write one) is not content.
+    if (pos == 3 && bytes.substr(0, 3) == "\xef\xbb\xbf") return pos;
     char before = bytes[pos - 1];
     if (isTerminator(before) || before == '\x0b') return pos;
     pos += 1;

@@ -482,16 +482,19 @@ TEST(EngineEndToEnd, TextOutsideAnyHl7MessageInAFileIsReportedNotSilentlyDropped
   };
   drop("batch.hl7", "exported by X\r\n" + hl7("B-1") + "BTS|1\r");
   drop("zip.hl7", std::string("PK\x03\x04\x14\x00 not hl7", 14));
+  // A name in ISO-8859-1: its progress key is text in the database.
+  drop("r\xe9sultats.hl7", hl7("L-1"));
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
   ASSERT_TRUE(waitFor(
       [&] {
         return fs::exists(project.root() / "done" / "batch.hl7") &&
-               fs::exists(project.root() / "done" / "zip.hl7");
+               fs::exists(project.root() / "done" / "zip.hl7") &&
+               fs::exists(project.root() / "done" / "r\xe9sultats.hl7");
       },
       20s))
       << engine.log();
-  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "1");
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "2");
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
   const std::string log = engine.log();
   EXPECT_NE(log.find("batch.hl7: 13 byte(s) outside any HL7 message"), std::string::npos) << log;

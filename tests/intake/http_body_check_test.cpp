@@ -41,6 +41,7 @@ TEST(HttpBodyCheck, TheFormatsOwnTypesAndUnlabelledBytesAreRead) {
   EXPECT_EQ(statusOf(Format::Hl7v2, "MSH|^~\\&|A\r", "x-application/hl7-v2+er7"), 0);
   EXPECT_EQ(statusOf(Format::Csv, "a,b\n", "application/vnd.ms-excel"), 0);
   EXPECT_EQ(statusOf(Format::Xml, "<a/>", "application/fhir+xml"), 0);
+  EXPECT_EQ(statusOf(Format::Text, "{}", "application/json"), 0);  // text reads any text
 }
 
 TEST(HttpBodyCheck, JsonThatIsNotJsonIs400AndSaysWhere) {
@@ -60,6 +61,7 @@ TEST(HttpBodyCheck, JsonOverTheCheckedSizeIsLeftToTheTransform) {
 
 TEST(HttpBodyCheck, AnHl7BodyWithoutMshIs400) {
   EXPECT_EQ(statusOf(Format::Hl7v2, "PID|1||x\r", "text/plain"), 400);
+  EXPECT_EQ(statusOf(Format::Hl7v2, "\xef\xbb\xbfMSH|^~\\&|A|B\rPID|1\r", "text/plain"), 0);
   EXPECT_EQ(statusOf(Format::Hl7v2, "MSH|^~\\&|A|B\rPID|1\r", "text/plain"), 0);
 }
 

@@ -51,6 +51,22 @@ TEST(KeysOf, AnIsoLatin1ControlIdGivesAUtf8DedupeKey) {
   EXPECT_EQ(*k.dedupe, "C\xc3\xa9-7");
 }
 
+TEST(KeysOf, JsonInIsoLatin1StillHasItsKeys) {
+  // The HTTP body check and the SDK read it; the keys must too, or a
+  // duplicate is stored and a patient's messages split over two lanes.
+  KeySpec spec;
+  spec.format = config::Format::Json;
+  spec.dedupeKey = "id";
+  spec.orderingKey = "mrn";
+  spec.partitions = 16;
+  auto latin1 = keysOf(spec, "{\"id\":\"A\xe9\",\"mrn\":\"M\xfcller\"}");
+  auto utf8 = keysOf(spec, "{\"id\":\"A\xc3\xa9\",\"mrn\":\"M\xc3\xbcller\"}");
+  ASSERT_TRUE(latin1.dedupe.has_value());
+  EXPECT_EQ(*latin1.dedupe, "A\xc3\xa9");
+  EXPECT_EQ(latin1.lane, utf8.lane);
+  EXPECT_NE(latin1.lane, keysOf(spec, "{\"id\":\"x\"}").lane);  // not the empty key's lane
+}
+
 TEST(KeysOf, AnEmptyControlIdMeansNoDedupeKey) {
   EXPECT_FALSE(keysOf(dedupeOnControlId(), adt("")).dedupe.has_value());
 }

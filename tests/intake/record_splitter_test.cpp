@@ -67,6 +67,23 @@ TEST(RecordSplitter, Hl7CountsTheBytesOutsideAnyMessage) {
   EXPECT_EQ(garbage.skippedBytes(), 15u);
 }
 
+TEST(RecordSplitter, Hl7AByteOrderMarkRightBeforeTheFirstMshLosesNothing) {
+  // Windows tools write one; the MSH after it starts no line of its own.
+  const std::string file = "\xef\xbb\xbfMSH|^~\\&|A|B|C|D|||ADT^A01|M1|P|2.5\rPID|1\r"
+                           "MSH|^~\\&|A|B|C|D|||ADT^A01|M2|P|2.5\rPID|2\r";
+  for (size_t chunk : {size_t{1}, size_t{2}, size_t{4}, size_t{1} << 20}) {
+    RecordSplitter s(SplitFormat::Hl7);
+    std::vector<SplitRecord> out;
+    for (size_t i = 0; i < file.size(); i += chunk) s.feed(std::string_view(file).substr(i, chunk), out);
+    s.finish(out);
+    ASSERT_EQ(out.size(), 2u) << "chunk " << chunk;
+    EXPECT_EQ(out[0].bytes, "MSH|^~\\&|A|B|C|D|||ADT^A01|M1|P|2.5\rPID|1\r");
+    EXPECT_EQ(file.substr(out[0].endOffset, 3), "MSH");
+    EXPECT_EQ(out[1].endOffset, file.size());
+    EXPECT_EQ(s.skippedBytes(), 0u);
+  }
+}
+
 TEST(RecordSplitter, Hl7BatchEnvelopeSegmentsAreNotPartOfAMessage) {
   std::string file =
       "FHS|^~\\&\rBHS|^~\\&\rMSH|^~\\&|A|B|C|D|||ADT^A01|M1|P|2.5\rPID|1\r"
