@@ -1,5 +1,7 @@
 #include "common/cron.h"
 
+#include "common/text.h"
+
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -26,15 +28,9 @@ const FieldSpec kFields[5] = {
     {"day of week", 0, 7, kDayNames},
 };
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool parseValue(std::string_view s, const FieldSpec& spec, int& out) {
   if (spec.names) {
-    std::string l = lower(s);
+    std::string l = asciiLower(s);
     for (int i = 0; i <= spec.max - spec.min; ++i)
       if (l == spec.names[i]) {
         out = spec.min + i;

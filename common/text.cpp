@@ -50,6 +50,13 @@ std::string asText(std::string_view bytes) {
   return out;
 }
 
+std::string asciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 std::string asDatabaseText(std::string_view bytes) {
   if (bytes.find('\0') == std::string_view::npos) return asText(bytes);
   std::string text;

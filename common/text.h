@@ -16,6 +16,10 @@ bool isUtf8(std::string_view s);
 // UTF-8 as it is; anything else read as ISO-8859-1.
 std::string asText(std::string_view bytes);
 
+// ASCII letters lowered, other bytes as they are: HTTP header names and
+// media types, URL schemes, cron's month and day names.
+std::string asciiLower(std::string_view s);
+
 // asText for a PostgreSQL text column, which refuses NUL: each NUL is
 // written as \X00\ (HL7's hex escape for that byte).
 std::string asDatabaseText(std::string_view bytes);

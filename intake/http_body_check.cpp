@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cctype>
 #include <string>
 
@@ -17,14 +16,7 @@ std::string mediaType(std::string_view contentType) {
   std::string_view t = contentType.substr(0, contentType.find(';'));
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
-  std::string out(t);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-bool endsWith(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+  return asciiLower(t);
 }
 
 bool readable(config::Format format, const std::string& type) {
@@ -32,10 +24,10 @@ bool readable(config::Format format, const std::string& type) {
   switch (format) {
     case config::Format::Json:
       return type == "application/json" || type == "text/json" || type == "text/plain" ||
-             endsWith(type, "+json");
+             type.ends_with("+json");
     case config::Format::Xml:
       return type == "application/xml" || type == "text/xml" || type == "text/plain" ||
-             endsWith(type, "+xml");
+             type.ends_with("+xml");
     case config::Format::Csv:
       // Windows labels CSV files as Excel's.
       return type == "text/csv" || type == "application/csv" || type == "text/plain" ||
@@ -45,7 +37,7 @@ bool readable(config::Format format, const std::string& type) {
       return type.rfind("text/", 0) == 0 || type.find("hl7") != std::string::npos;
     case config::Format::Text:
       return type.rfind("text/", 0) == 0 || type == "application/json" ||
-             type == "application/xml" || endsWith(type, "+json") || endsWith(type, "+xml");
+             type == "application/xml" || type.ends_with("+json") || type.ends_with("+xml");
   }
   return true;
 }

@@ -24,12 +24,6 @@ bool transientSqlState(const std::string& code) {
 
 std::string jsonQuoted(const std::string& s) { return nlohmann::json(asText(s)).dump(); }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 std::string withoutQuery(const std::string& path) { return path.substr(0, path.find_first_of("?#")); }
 
 // What fetch() and api() take from the script's init: method, headers,
@@ -91,7 +85,7 @@ std::string defaultContentType(const std::string& body) {
 bool hasHeader(const std::vector<std::pair<std::string, std::string>>& headers,
                const std::string& name) {
   return std::any_of(headers.begin(), headers.end(),
-                     [&](auto& h) { return lower(h.first) == name; });
+                     [&](auto& h) { return asciiLower(h.first) == name; });
 }
 
 }  // namespace
@@ -215,7 +209,7 @@ void ProjectServices::fetch(const ServiceCall& call, Reply reply) {
     // The api's headers, each replaced by the script's header of the same
     // name (as for HTTP destinations), then the script's others.
     for (auto& [k, v] : api->headers)
-      if (!hasHeader(init->headers, lower(k))) http.headers.emplace_back(k, v);
+      if (!hasHeader(init->headers, asciiLower(k))) http.headers.emplace_back(k, v);
   } else {
     auto u = services::parseHttpUrl(call.url);
     if (!u)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/text.h"
 #include "supervisor/senders/curl_easy.h"
 #include "supervisor/senders/http_syntax.h"
 #include "supervisor/senders/loop_post.h"

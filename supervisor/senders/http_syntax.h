@@ -10,13 +10,6 @@
 
 namespace ductus::senders {
 
-inline std::string asciiLower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 // An HTTP token (RFC 9110 tchar): what a method or header name may be.
 inline bool isHttpToken(std::string_view s) {
   if (s.empty()) return false;

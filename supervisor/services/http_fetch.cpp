@@ -14,7 +14,6 @@
 namespace ductus::supervisor::services {
 namespace {
 
-using senders::asciiLower;
 using senders::isHttpHeaderValue;
 using senders::isHttpToken;
 

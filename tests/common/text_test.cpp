@@ -28,6 +28,11 @@ TEST(Text, DatabaseTextHasNoNul) {
   EXPECT_EQ(asDatabaseText("none"), "none");
 }
 
+TEST(Text, AsciiLowerLowersOnlyAsciiLetters) {
+  EXPECT_EQ(asciiLower("Content-Type: Application/JSON"), "content-type: application/json");
+  EXPECT_EQ(asciiLower("M\xdcLLER"), "m\xdcller");  // ISO-8859-1 \xdc stays as it is
+}
+
 TEST(Sha256, MatchesThePublishedVector) {
   EXPECT_EQ(sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
