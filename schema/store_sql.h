@@ -3,7 +3,22 @@
 // the caller's order.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <string_view>
+
 namespace ductus::store::sql {
+
+// String literals joined at compile time: statements that share a part
+// spell it once.
+template <size_t... N>
+consteval std::array<char, (N + ...) - sizeof...(N) + 1> concat(const char (&... parts)[N]) {
+  std::array<char, (N + ...) - sizeof...(N) + 1> out{};
+  size_t at = 0;
+  for (std::string_view p : {std::string_view(parts, N - 1)...})
+    for (char c : p) out[at++] = c;
+  return out;
+}
 
 // The message insert, for one message or a batch of one interface.
 // $1 interface, $2 tier, $3 destination ids, $4 relaxed, $5 payloads,
@@ -121,17 +136,14 @@ ORDER BY d.message_id
 // generic plans (planning on every call cost more than the statements), and
 // only parameters let the executor skip the other partitions at start-up.
 
-// The status flush: only rows still pending change. $8, $9: the span;
-// $10..$12 the distinct tiers (RefArrays::tierA..C), for pruning.
-// Like kFlushSettleOnly, and the settle after it, its commit does not wait
-// for the WAL flush: a database crash can only make deliveries pending
-// again (sent again: at least once); the settle comes later in the WAL, so
-// it is never kept without the flush it read. bench-fanout, 25 destinations:
-// 1,683-1,794 ACKs/s against 1,267-1,450 with both waiting.
-constexpr const char* kFlushStatuses = R"(
+// The part both flushes share (kFlushUpdate after kFlushCfg), written once
+// so the two can't drift: the cfg CTE that turns the flush wait off (why:
+// below), and the update of this destination's pending deliveries.
+inline constexpr char kFlushCfg[] = R"(
 WITH cfg AS MATERIALIZED (
   SELECT set_config('synchronous_commit', 'off', true) AS sc
-)
+))";
+inline constexpr char kFlushUpdate[] = R"(
 UPDATE deliveries d
 SET status = u.status,
     attempts = d.attempts + 1,
@@ -144,8 +156,18 @@ WHERE d.destination_id = $1 AND d.message_id = u.id AND d.tier = u.tier
   AND d.received_at = u.at::timestamptz AND d.status + 0 = 0
   AND d.message_id = ANY ($2::int8[]) AND d.tier IN ($10::int2, $11::int2, $12::int2)
   AND d.received_at BETWEEN $8::timestamptz AND $9::timestamptz
-RETURNING d.message_id
 )";
+
+// The status flush: only rows still pending change. $8, $9: the span;
+// $10..$12 the distinct tiers (RefArrays::tierA..C), for pruning.
+// Like kFlushSettleOnly, and the settle after it, its commit does not wait
+// for the WAL flush: a database crash can only make deliveries pending
+// again (sent again: at least once); the settle comes later in the WAL, so
+// it is never kept without the flush it read. bench-fanout, 25 destinations:
+// 1,683-1,794 ACKs/s against 1,267-1,450 with both waiting.
+inline constexpr auto kFlushStatusesText = concat(kFlushCfg, kFlushUpdate, R"(RETURNING d.message_id
+)");
+constexpr const char* kFlushStatuses = kFlushStatusesText.data();
 
 // The status flush of an interface's only destination, with the settle in
 // the same statement: with one delivery per message there is no other
@@ -162,22 +184,7 @@ RETURNING d.message_id
 // instead put a second fsync beside every batch of acknowledgements:
 // bench-ingest strict at 16 connections 0.61-0.64 of pgbench with it,
 // 0.76-0.81 without (same runs, alternated).
-constexpr const char* kFlushSettleOnly = R"(
-WITH cfg AS MATERIALIZED (
-  SELECT set_config('synchronous_commit', 'off', true) AS sc
-), d AS (
-  UPDATE deliveries d
-  SET status = u.status,
-      attempts = d.attempts + 1,
-      last_error = u.err,
-      output = u.out,
-      updated_at = now()
-  FROM unnest($2::int8[], $3::int2[], $4::text[], $5::int2[], $6::text[], $7::bytea[])
-         AS u(id, tier, at, status, err, out), cfg
-  WHERE d.destination_id = $1 AND d.message_id = u.id AND d.tier = u.tier
-    AND d.received_at = u.at::timestamptz AND d.status + 0 = 0
-    AND d.message_id = ANY ($2::int8[]) AND d.tier IN ($10::int2, $11::int2, $12::int2)
-    AND d.received_at BETWEEN $8::timestamptz AND $9::timestamptz
+inline constexpr auto kFlushSettleOnlyText = concat(kFlushCfg, R"(, d AS ()", kFlushUpdate, R"(
   RETURNING d.message_id, d.tier, d.received_at, d.status
 ), m AS (
   UPDATE messages m
@@ -189,7 +196,8 @@ WITH cfg AS MATERIALIZED (
     AND d.status <> 0 AND m.status + 0 = 0
 )
 SELECT message_id FROM d
-)";
+)");
+constexpr const char* kFlushSettleOnly = kFlushSettleOnlyText.data();
 
 // Before settling, without locks: which of these messages still have a
 // delivery pending ($1 ids, $2 $5 $6 the distinct tiers, $3..$4 the span).
