@@ -80,14 +80,7 @@ class Answers {
 void streamMllp(uint16_t port, Answers& out, std::atomic<bool>& stop) {
   std::optional<MllpClient> c;
   for (int seq = 0; !stop; ++seq) {
-    if (!c) {
-      auto r = MllpClient::connect("127.0.0.1", port, 1000ms);
-      if (!r) {
-        std::this_thread::sleep_for(50ms);
-        continue;
-      }
-      c.emplace(std::move(*r));
-    }
+    if (!ensureMllpConnected(c, port)) continue;
     Answer a;
     a.id = "PGM-" + std::to_string(seq);
     a.sent = Clock::now();

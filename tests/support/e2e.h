@@ -39,6 +39,20 @@ bool waitFor(Pred pred, std::chrono::duration<Rep, Period> timeout) {
   return pred();
 }
 
+// Connects c to the engine's MLLP port if it isn't connected; false (after a
+// 50 ms pause, for the caller to try again) while the engine isn't there.
+inline bool ensureMllpConnected(std::optional<MllpClient>& c, uint16_t port) {
+  using namespace std::chrono_literals;
+  if (c) return true;
+  auto r = MllpClient::connect("127.0.0.1", port, 1000ms);
+  if (!r) {
+    std::this_thread::sleep_for(50ms);
+    return false;
+  }
+  c.emplace(std::move(*r));
+  return true;
+}
+
 // Sends each (control id, message) until it is acknowledged AA, reconnecting
 // when the engine goes away and sending again after an AE. Records what got
 // AA in `acked` (and counts it in `total`, when given).
@@ -50,14 +64,7 @@ inline void sendAll(uint16_t port, const std::vector<std::pair<std::string, std:
   for (auto& [id, msg] : messages) {
     for (;;) {
       if (stop) return;
-      if (!c) {
-        auto r = MllpClient::connect("127.0.0.1", port, 1000ms);
-        if (!r) {
-          std::this_thread::sleep_for(50ms);
-          continue;
-        }
-        c.emplace(std::move(*r));
-      }
+      if (!ensureMllpConnected(c, port)) continue;
       auto ack = c->exchange(msg, 10000ms);
       if (!ack) {
         c.reset();
