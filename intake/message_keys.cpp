@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 #include "common/hl7/message.h"
 #include "common/partition.h"
 #include "common/sha256.h"
@@ -10,16 +12,8 @@
 namespace ductus::intake {
 namespace {
 
-std::string jsonValueAt(std::string_view payload, std::string_view path) {
-  // ISO-8859-1 read as its characters, as the HTTP body check and the SDK
-  // read it: nlohmann refuses it as it is, which lost the keys (a duplicate
-  // stored, a patient's messages in two lanes).
-  std::string text;
-  if (!isUtf8(payload)) {
-    text = asText(payload);
-    payload = text;
-  }
-  auto doc = nlohmann::json::parse(payload.begin(), payload.end(), nullptr, false);
+// The value at a JSON path ("a.b", "$.a.b", "ids[0]") in a parsed document.
+std::string jsonAt(const nlohmann::json& doc, std::string_view path) {
   if (doc.is_discarded()) return "";
   if (path.rfind("$.", 0) == 0) path.remove_prefix(2);
   const nlohmann::json* at = &doc;
@@ -49,20 +43,46 @@ std::string jsonValueAt(std::string_view payload, std::string_view path) {
   return at->dump();
 }
 
+// A message read once for all the keys asked of it (the ordering key and
+// the dedupe key used to parse it a time each).
+class KeyReader {
+ public:
+  KeyReader(config::Format format, std::string_view payload) : format_(format) {
+    if (format == config::Format::Hl7v2) {
+      if (auto m = hl7::MessageView::parse(payload)) hl7_.emplace(std::move(*m));
+    } else if (format == config::Format::Json) {
+      // ISO-8859-1 read as its characters, as the HTTP body check and the
+      // SDK read it: nlohmann refuses it as it is, which lost the keys (a
+      // duplicate stored, a patient's messages in two lanes).
+      if (isUtf8(payload)) {
+        json_ = nlohmann::json::parse(payload.begin(), payload.end(), nullptr, false);
+      } else {
+        json_ = nlohmann::json::parse(asText(payload), nullptr, false);
+      }
+    }
+  }
+
+  std::string at(std::string_view path) const {
+    switch (format_) {
+      case config::Format::Hl7v2:
+        return hl7_ ? std::string(hl7_->get(path)) : "";
+      case config::Format::Json:
+        return jsonAt(json_, path);
+      default:
+        return "";
+    }
+  }
+
+ private:
+  config::Format format_;
+  std::optional<hl7::MessageView> hl7_;
+  nlohmann::json json_;
+};
+
 }  // namespace
 
 std::string valueAt(config::Format format, std::string_view payload, std::string_view path) {
-  switch (format) {
-    case config::Format::Hl7v2: {
-      auto msg = hl7::MessageView::parse(payload);
-      if (!msg) return "";
-      return std::string(msg->get(path));
-    }
-    case config::Format::Json:
-      return jsonValueAt(payload, path);
-    default:
-      return "";
-  }
+  return KeyReader(format, payload).at(path);
 }
 
 std::string storableKey(std::string_view raw) {
@@ -73,12 +93,13 @@ std::string storableKey(std::string_view raw) {
 
 MessageKeys keysOf(const KeySpec& spec, std::string_view payload) {
   MessageKeys k;
-  if (spec.orderingKey && spec.partitions > 1) {
-    k.lane = static_cast<int32_t>(
-        partition_of(valueAt(spec.format, payload, *spec.orderingKey), spec.partitions));
-  }
+  bool ordered = spec.orderingKey && spec.partitions > 1;
+  if (!ordered && !spec.dedupeKey) return k;
+  KeyReader message(spec.format, payload);
+  if (ordered)
+    k.lane = static_cast<int32_t>(partition_of(message.at(*spec.orderingKey), spec.partitions));
   if (spec.dedupeKey) {
-    std::string v = valueAt(spec.format, payload, *spec.dedupeKey);
+    std::string v = message.at(*spec.dedupeKey);
     if (!v.empty()) k.dedupe = storableKey(v);
   }
   return k;
