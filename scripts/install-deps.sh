@@ -2,7 +2,7 @@
 # Installs everything Ductus needs to build, test and run on Debian 12, as
 # root. Idempotent: a second run checks and does nothing visible.
 #
-#   sudo scripts/install-deps.sh
+#   scripts/install-deps.sh           (as root)
 #
 # What it installs: the Debian packages listed in ../shared/DESIGN.md, a
 # PostgreSQL 15 server for dev and tests, and V8 the way DESIGN.md says:
