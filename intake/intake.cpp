@@ -34,7 +34,7 @@ void Intake::accept(std::string payload,
 
 void Intake::acceptBatch(std::vector<std::string> payloads,
                          std::optional<store::SourceStateWrite> state,
-                         std::function<void(Result<std::vector<store::StoredMessage>>)> cb) {
+                         std::function<void(Result<store::BatchStored>)> cb) {
   auto pass = gate_->enter();
   if (!pass) return cb(Error{"interface " + spec_.name + " is not accepting messages (stopping)"});
   store::NewBatch b;
@@ -52,7 +52,7 @@ void Intake::acceptBatch(std::vector<std::string> payloads,
   }
   auto held = std::make_shared<Gate::Pass>(std::move(*pass));
   store_.insertBatch(std::move(b), [this, lanes, held, cb = std::move(cb)](
-                                       Result<std::vector<store::StoredMessage>> r) mutable {
+                                       Result<store::BatchStored> r) mutable {
     bool ok = r.ok();
     cb(std::move(r));
     if (ok)

@@ -46,7 +46,7 @@ class Intake {
   // Stores many messages (a file's records) with the source's progress in
   // one transaction. Gate as accept().
   void acceptBatch(std::vector<std::string> payloads, std::optional<store::SourceStateWrite> state,
-                   std::function<void(Result<std::vector<store::StoredMessage>>)> cb);
+                   std::function<void(Result<store::BatchStored>)> cb);
 
   // A routed message's keys, read with this (the target) interface's spec.
   MessageKeys keysOf(std::string_view payload) const { return intake::keysOf(spec_.keys, payload); }

@@ -236,6 +236,7 @@ std::vector<Param> insertParams(int64_t interfaceId, Tier tier,
 const std::vector<int> kInsertFormats{kText,   kText,   kBinary, kText, kBinary,
                                       kBinary, kBinary, kBinary, kText, kText};
 const char* const kInsertName = "ductus_insert_messages";
+const char* const kInsertBatchName = "ductus_insert_batch";
 
 // kInsertOneMessage, for a message with no dedupe key.
 const char* const kInsertOneName = "ductus_insert_one_message";
@@ -391,8 +392,8 @@ void Store::insertOne(QueuedInsert q) {
       kInsertFormats, false, std::move(answer));
 }
 
-void Store::insertBatch(NewBatch b, Callback<std::vector<StoredMessage>> cb) {
-  if (b.items.empty() && !b.state) return cb(std::vector<StoredMessage>{});
+void Store::insertBatch(NewBatch b, Callback<BatchStored> cb) {
+  if (b.items.empty() && !b.state) return cb(BatchStored{});
   std::vector<std::string> payloads;
   std::vector<int32_t> lanes;
   std::vector<std::optional<std::string>> keys;
@@ -408,14 +409,16 @@ void Store::insertBatch(NewBatch b, Callback<std::vector<StoredMessage>> cb) {
     stateKey = b.state->key;
     stateJson = b.state->json;
   }
-  static const Statement stmt{kInsertName, sql::kInsertMessages};
+  static const Statement stmt{kInsertBatchName, sql::kInsertBatch};
   InsertColumns c{std::move(payloads), std::move(lanes), std::move(keys), std::move(origins)};
   auto params = insertParams(b.interfaceId, b.tier, b.destinationIds, b.relaxed, c,
                              std::move(stateKey), std::move(stateJson));
   auto formats = kInsertFormats;
   run(stmt, std::move(params), std::move(formats), false, [cb](Result<PgResult> r) {
     if (!r) return cb(r.error());
-    cb(storedRows(*r));
+    if (r->rows() != 1) return cb(Error{"batch insert answered no counts"});
+    int64_t stored = r->integer(0, 0), duplicates = r->integer(0, 1);
+    cb(BatchStored{stored + duplicates, duplicates});
   });
 }
 

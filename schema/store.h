@@ -81,8 +81,8 @@ class Store {
   void insert(NewMessage m, Callback<StoredMessage> cb);
   // Many messages of one interface in one transaction, ids in the batch's
   // order; a key repeated inside the batch is a duplicate after its first.
-  // The source_state write commits with them.
-  void insertBatch(NewBatch b, Callback<std::vector<StoredMessage>> cb);
+  // The source_state write commits with them. Answers counts, not rows.
+  void insertBatch(NewBatch b, Callback<BatchStored> cb);
 
   // Up to kQueueReadRows pending deliveries of one destination in message
   // id order, after afterMessageId, in the given lanes (empty: all lanes).

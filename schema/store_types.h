@@ -49,6 +49,12 @@ struct StoredMessage {
   MessageStatus status = MessageStatus::Pending;  // Duplicate for a dedupe hit
 };
 
+// What a batch stored: its messages, and how many of them were duplicates.
+struct BatchStored {
+  int64_t messages = 0;
+  int64_t duplicates = 0;
+};
+
 struct BatchItem {
   std::string payload;
   int32_t partitionKey = 0;

@@ -238,7 +238,7 @@ void FileSource::storeBatch() {
                                  after);
   }
   intake_.acceptBatch(std::move(payloads), store::SourceStateWrite{stateKey(j.file.name), state.dump()},
-                      [after](Result<std::vector<store::StoredMessage>> r) {
+                      [after](Result<store::BatchStored> r) {
                         after(r ? Status() : Status(r.error()));
                       });
 }

@@ -122,7 +122,7 @@ void ScheduleSource::fire(Clock::time_point due) {
     nlohmann::json state{{"previous", toMs(due)}};
     intake_.acceptBatch(
         {payload.dump()}, store::SourceStateWrite{kStateKey, state.dump()},
-        [this, alive, due, name, advance](Result<std::vector<store::StoredMessage>> r) {
+        [this, alive, due, name, advance](Result<store::BatchStored> r) {
           if (!*alive) return;
           if (!r) {
             spdlog::warn("{}: schedule: storing the run due {} failed: {}; trying again", name,

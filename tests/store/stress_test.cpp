@@ -59,12 +59,13 @@ TEST_F(Stress, EverythingAtOnceWithoutLockErrors) {
       b.items.push_back(BatchItem{"batch " + std::to_string(n) + "/" + std::to_string(k), k % 4,
                                   "key" + std::to_string((n * 37 + k * 11) % (kKeys * 2))});
     b.state = SourceStateWrite{"file:batch", "{\"batch\": " + std::to_string(n) + "}"};
-    store_->insertBatch(b, [&, n](Result<std::vector<StoredMessage>> r) {
+    store_->insertBatch(b, [&, n](Result<BatchStored> r) {
       --writesLeft;
       if (!r) fail("batch", r.error());
-      else
-        for (auto& s : *r)
-          s.status == MessageStatus::Duplicate ? ++duplicates : ++pendingStored;
+      else {
+        duplicates += r->duplicates;
+        pendingStored += r->messages - r->duplicates;
+      }
       batch(n + 1);
     });
   };
