@@ -2,7 +2,9 @@
 # Intake throughput: MLLP ACKs/s at 1 and 16 connections (strict and
 # relaxed) and HTTP 202s/s at 16, each next to pgbench's durable single-row
 # INSERT rate at the same concurrency on the same cluster in the same run.
-# Also: file ingest of 100,000 CSV rows with split: records (relaxed).
+# Also: file ingest of 100,000 CSV rows with split: records (relaxed), and
+# at one connection the round trip of an echo server that stores nothing,
+# to show what one more process hop costs beside pgbench's commit.
 #
 #   scripts/bench-ingest.sh            (BUILD=build/release by default)
 #
@@ -14,6 +16,16 @@ bench_start
 pg1=$(pgbench_rate 1)
 pg16=$(pgbench_rate 16)
 port=$((20000 + RANDOM % 20000))
+
+# The round trip one MLLP sender can't beat: an echo server that answers
+# each frame at once, storing nothing. An engine's ACK at one connection
+# costs that round trip plus a durable commit, in series.
+"$LOAD" --echo "$port" > "$work/echo.out" &
+echo_pid=$!
+until grep -q listening "$work/echo.out"; do sleep 0.05; done
+echo1=$("$LOAD" 127.0.0.1 "$port" 1 20000 | sed -n 's/.*rate=\([0-9]*\).*/\1/p')
+kill "$echo_pid"; wait "$echo_pid" 2>/dev/null || true
+series1=$(awk -v a="$pg1" -v b="$echo1" 'BEGIN { printf "%.0f", 1 / (1 / a + 1 / b) }')
 
 project() {  # project DIR DURABILITY SOURCE FORMAT
   mkdir -p "$1/interfaces/in"
@@ -35,6 +47,7 @@ for durability in strict relaxed; do
     engine_stop
     pg=$([ "$conns" = 1 ] && echo "$pg1" || echo "$pg16")
     rows+=("| MLLP ACKs/s, $durability | $conns | $rate | $pg | $(ratio "$rate" "$pg") |")
+    [ "$durability-$conns" = strict-1 ] && strict1=$rate
   done
 done
 
@@ -71,3 +84,7 @@ echo
 echo "| what | connections | rate | pgbench INSERT/s same concurrency | ratio |"
 echo "| --- | --- | --- | --- | --- |"
 printf '%s\n' "${rows[@]}"
+echo
+echo "One connection: an echo server's round trip alone $echo1/s; that round trip and"
+echo "pgbench's commit in series $series1/s; strict MLLP at 1 connection $strict1/s ="
+echo "$(ratio "$strict1" "$series1") of that series (the target, 0.8, is of pgbench alone)."

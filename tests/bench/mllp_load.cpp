@@ -3,9 +3,12 @@
 // (as an MLLP sender does), and it prints "acks=<n> seconds=<s> rate=<n/s>".
 //
 //   mllp_load HOST PORT CONNECTIONS TOTAL [--http PATH]
+//   mllp_load --echo PORT
 //
 // With --http it POSTs JSON to PATH over keep-alive connections instead and
-// counts 202s.
+// counts 202s. With --echo it is the other end instead: an MLLP server on
+// 127.0.0.1:PORT that answers every frame with an AA at once, storing
+// nothing, until killed; the round trip a sender can't do better than.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -47,11 +50,52 @@ bool writeAll(int fd, const std::string& s) {
   return true;
 }
 
+// One thread a connection: answer each frame as soon as its end arrives.
+[[noreturn]] void echoServer(int port) {
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(lfd, 64) != 0) {
+    perror("echo: bind/listen");
+    std::exit(1);
+  }
+  std::printf("listening\n");
+  std::fflush(stdout);
+  for (;;) {
+    int fd = accept(lfd, nullptr, nullptr);
+    if (fd < 0) continue;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    std::thread([fd] {
+      static const std::string ack =
+          "\x0bMSH|^~\\&|ECHO|FAC|LOAD|FAC|20260101120000||ACK|1|P|2.5\rMSA|AA|1\r\x1c\r";
+      std::string buf;
+      char chunk[8192];
+      for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n <= 0) break;
+        buf.append(chunk, n);
+        size_t end;
+        while ((end = buf.find("\x1c\r")) != std::string::npos) {
+          buf.erase(0, end + 2);
+          if (!writeAll(fd, ack)) break;
+        }
+      }
+      close(fd);
+    }).detach();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--echo") echoServer(std::atoi(argv[2]));
   if (argc < 5) {
-    std::fprintf(stderr, "usage: mllp_load HOST PORT CONNECTIONS TOTAL [--http PATH]\n");
+    std::fprintf(stderr, "usage: mllp_load HOST PORT CONNECTIONS TOTAL [--http PATH]\n"
+                         "       mllp_load --echo PORT\n");
     return 2;
   }
   const char* host = argv[1];
