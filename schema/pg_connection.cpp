@@ -34,8 +34,14 @@ void PgConnection::watch(int events) {
       return fail(std::string("uv_poll_init: ") + uv_strerror(rc));
     }
     poll_.markInitialized();
+    pollEvents_ = 0;
   }
   poll_->data = this;
+  // uv_poll_start first stops the poll, which takes the socket out of epoll
+  // and puts it back in: two system calls, twice a statement, for nothing
+  // when the events are the ones already watched.
+  if (events == pollEvents_) return;
+  pollEvents_ = events;
   uv_poll_start(poll_.get(), events, &PgConnection::onPoll);
 }
 
@@ -43,7 +49,9 @@ void PgConnection::onPoll(uv_poll_t* h, int status, int events) {
   auto* self = static_cast<PgConnection*>(h->data);
   if (!self) return;
   if (status < 0) {
-    // An error on the socket: let libpq find out what it is.
+    // An error on the socket: let libpq find out what it is. libuv has
+    // stopped the poll: the next watch() must start it again.
+    self->pollEvents_ = 0;
     events = UV_READABLE | UV_WRITABLE;
   }
   if (self->state_ == State::Connecting)

@@ -95,6 +95,7 @@ class PgConnection {
   std::unique_ptr<PGconn, Finish> conn_;
   UvHandle<uv_poll_t> poll_;
   int pollFd_ = -1;
+  int pollEvents_ = 0;  // what poll_ watches now
   State state_ = State::Fresh;
   ConnectCallback onConnect_;
   std::deque<Pending> queue_;
