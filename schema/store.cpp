@@ -417,8 +417,7 @@ void Store::insertBatch(NewBatch b, Callback<BatchStored> cb) {
   run(stmt, std::move(params), std::move(formats), false, [cb](Result<PgResult> r) {
     if (!r) return cb(r.error());
     if (r->rows() != 1) return cb(Error{"batch insert answered no counts"});
-    int64_t stored = r->integer(0, 0), duplicates = r->integer(0, 1);
-    cb(BatchStored{stored + duplicates, duplicates});
+    cb(BatchStored{r->integer(0, 0), r->integer(0, 1)});
   });
 }
 

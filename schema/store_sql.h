@@ -82,10 +82,9 @@ constexpr const char* kInsertMessages = kInsertMessagesText.data();
 // batch's rows, and returning 500 of them (a sort, a timestamp as text
 // each, parsing them here) cost ~10% of a 500-row batch.
 inline constexpr auto kInsertBatchText = concat(kInsertBody, R"(
-SELECT count(*) FILTER (WHERE status <> 4), count(*) FILTER (WHERE status = 4) FROM m
+SELECT count(*), count(*) FILTER (WHERE status = 4) FROM m
 )");
 constexpr const char* kInsertBatch = kInsertBatchText.data();
-
 
 // The common case of kInsertMessages, one message without a dedupe key or
 // source state, as a plain statement: the unnest/ordinality/claim machinery
