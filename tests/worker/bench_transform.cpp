@@ -12,6 +12,10 @@
 #include <cstring>
 #include <ctime>
 #include <unistd.h>
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -85,15 +89,6 @@ class CountingOutput : public worker::HostOutput {
   std::string lastError;
 };
 
-struct Figures {
-  double perSecond = 0;
-  double noopMicros = 0;
-  // CPU time per transform: what the figures would be on an idle core
-  // (the machine running the bench is usually shared).
-  double cpuMicros = 0;            // in-process: this process; worker: the worker
-  double supervisorCpuMicros = 0;  // worker only: this (supervisor) process
-};
-
 double processCpuMicros() {
   timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -124,39 +119,72 @@ double childCpuMicros(pid_t pid) {
   return (utime + stime) * 1e6 / sysconf(_SC_CLK_TCK);
 }
 
-Figures inProcess(const char* argv0, const std::string& msg, int n) {
-  Figures f;
-  // BENCH_V8_FLAGS=--perf-basic-prof lets `perf report` name JIT frames.
-  if (const char* flags = std::getenv("BENCH_V8_FLAGS")) v8::V8::SetFlagsFromString(flags);
-  if (auto s = worker::initV8(argv0); !s) return f;
-  auto iso = worker::Isolate::create(size_t{256} << 20);
-  CountingOutput out;
-  auto host = worker::ScriptHost::create((*iso)->get(), out);
-  if (!host) {
-    std::fprintf(stderr, "%s\n", host.error().message.c_str());
-    return f;
+// One measured stretch of calls.
+struct Round {
+  double perSecond = 0;
+  // CPU time per transform: what the figures would be on an idle core
+  // (the machine running the bench is usually shared).
+  double cpuMicros = 0;            // in-process: this process; worker: the worker
+  double supervisorCpuMicros = 0;  // worker only: this (supervisor) process
+};
+
+// The worker's ScriptHost called directly: no IPC.
+class InProcess {
+ public:
+  bool start(const char* argv0, const std::string& msg) {
+    msg_ = msg;
+    // BENCH_V8_FLAGS=--perf-basic-prof lets `perf report` name JIT frames.
+    if (const char* flags = std::getenv("BENCH_V8_FLAGS")) v8::V8::SetFlagsFromString(flags);
+    if (auto s = worker::initV8(argv0); !s) return false;
+    auto iso = worker::Isolate::create(size_t{256} << 20);
+    if (!iso) {
+      std::fprintf(stderr, "%s\n", iso.error().message.c_str());
+      return false;
+    }
+    iso_ = std::move(*iso);
+    auto host = worker::ScriptHost::create(iso_->get(), out_);
+    if (!host) {
+      std::fprintf(stderr, "%s\n", host.error().message.c_str());
+      return false;
+    }
+    host_ = std::move(*host);
+    worker::InterfaceDef def;
+    def.interfaceId = 1;
+    def.name = "bench";
+    def.entry = "interfaces/bench/transform.js";
+    def.modules[def.entry] = kTransform;
+    def.functions = {{1, "transform", "hl7v2", "hl7v2"}, {2, "noop", "hl7v2", "hl7v2"}};
+    if (!host_->load(def)) return false;
+    round(2000);  // warm up
+    return true;
   }
-  worker::InterfaceDef def;
-  def.interfaceId = 1;
-  def.name = "bench";
-  def.entry = "interfaces/bench/transform.js";
-  def.modules[def.entry] = kTransform;
-  def.functions = {{1, "transform", "hl7v2", "hl7v2"}, {2, "noop", "hl7v2", "hl7v2"}};
-  if (!(*host)->load(def)) return f;
-  for (int i = 0; i < 2000; ++i) (*host)->invoke(i, 1, msg, {});  // warm up
-  auto t0 = Clock::now();
-  double cpu0 = processCpuMicros();
-  for (int i = 0; i < n; ++i) (*host)->invoke(10000 + i, 1, msg, {});
-  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  f.cpuMicros = (processCpuMicros() - cpu0) / n;
-  f.perSecond = n / secs;
-  t0 = Clock::now();
-  for (int i = 0; i < n; ++i) (*host)->invoke(1000000 + i, 2, msg, {});
-  f.noopMicros = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n;
-  if (out.failures) std::fprintf(stderr, "in-process failures: %s\n", out.lastError.c_str());
-  host->reset();
-  return f;
-}
+  Round round(int n) {
+    Round r;
+    auto t0 = Clock::now();
+    double cpu0 = processCpuMicros();
+    for (int i = 0; i < n; ++i) host_->invoke(nextId_++, 1, msg_, {});
+    r.perSecond = n / std::chrono::duration<double>(Clock::now() - t0).count();
+    r.cpuMicros = (processCpuMicros() - cpu0) / n;
+    return r;
+  }
+  double noopMicros(int n) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) host_->invoke(nextId_++, 2, msg_, {});
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n;
+  }
+  void stop() {
+    if (out_.failures) std::fprintf(stderr, "in-process failures: %s\n", out_.lastError.c_str());
+    host_.reset();
+    iso_.reset();
+  }
+
+ private:
+  std::string msg_;
+  CountingOutput out_;
+  std::unique_ptr<worker::Isolate> iso_;
+  std::unique_ptr<worker::ScriptHost> host_;
+  uint64_t nextId_ = 1;
+};
 
 class NoServices : public supervisor::ServiceHandler {
  public:
@@ -169,17 +197,26 @@ void runUntil(uv_loop_t* loop, const std::function<bool()>& pred) {
   while (!pred()) uv_run(loop, UV_RUN_ONCE);
 }
 
-Figures throughWorker(const char* binary, const std::string& project, const std::string& msg,
-                      int n) {
-  Figures f;
-  uv_loop_t loop;
-  uv_loop_init(&loop);
-  NoServices none;
-  supervisor::WorkerPool::Options o;
-  o.binary = binary;
-  o.sharedWorkers = 1;
-  {
-    supervisor::WorkerPool pool(&loop, o, none);
+// Through WorkerPool to one real, confined worker, calls pipelined.
+class ThroughWorker {
+ public:
+  ThroughWorker() { uv_loop_init(&loop_); }
+  ~ThroughWorker() {
+    if (pool_) {
+      bool down = false;
+      pool_->shutdown([&] { down = true; });
+      runUntil(&loop_, [&] { return down; });
+      pool_.reset();
+    }
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    uv_loop_close(&loop_);
+  }
+  bool start(const char* binary, const std::string& project, const std::string& msg) {
+    msg_ = msg;
+    supervisor::WorkerPool::Options o;
+    o.binary = binary;
+    o.sharedWorkers = 1;
+    pool_ = std::make_unique<supervisor::WorkerPool>(&loop_, o, none_);
     supervisor::InterfaceSpec spec;
     spec.name = "bench";
     spec.dir = project + "/interfaces/bench";
@@ -187,59 +224,85 @@ Figures throughWorker(const char* binary, const std::string& project, const std:
     auto modules = supervisor::readInterfaceModules(spec);
     if (!modules) {
       std::fprintf(stderr, "%s\n", modules.error().message.c_str());
-      return f;
+      return false;
     }
     std::optional<Status> loaded;
-    auto ids = pool.addInterface(spec, std::move(*modules), [&](Status s) { loaded = s; });
-    runUntil(&loop, [&] { return loaded.has_value(); });
+    auto ids = pool_->addInterface(spec, std::move(*modules), [&](Status s) { loaded = s; });
+    runUntil(&loop_, [&] { return loaded.has_value(); });
     if (!*loaded) {
       std::fprintf(stderr, "%s\n", loaded->error().message.c_str());
-      return f;
+      return false;
     }
-    auto transform = (*ids)[0], noop = (*ids)[1];
-    int done = 0, failed = 0;
-    auto count = [&](supervisor::Outcome out) {
-      ++done;
-      if (out.kind != supervisor::Outcome::Kind::Output) ++failed;
-    };
-    for (int i = 0; i < 2000; ++i) pool.invoke(transform, msg, {}, count);  // warm up
-    runUntil(&loop, [&] { return done == 2000; });
-    done = 0;
-    pid_t worker = pool.workerPids("bench").at(0);
-    double workerCpu0 = childCpuMicros(worker), ownCpu0 = processCpuMicros();
-    auto t0 = Clock::now();
-    for (int i = 0; i < n; ++i) pool.invoke(transform, msg, {}, count);
-    runUntil(&loop, [&] { return done == n; });
-    f.perSecond = n / std::chrono::duration<double>(Clock::now() - t0).count();
-    f.cpuMicros = (childCpuMicros(worker) - workerCpu0) / n;
-    f.supervisorCpuMicros = (processCpuMicros() - ownCpu0) / n;
-    // Round trip: one call at a time.
-    int rounds = n / 4;
-    t0 = Clock::now();
-    for (int i = 0; i < rounds; ++i) {
-      done = 0;
-      pool.invoke(noop, msg, {}, count);
-      runUntil(&loop, [&] { return done == 1; });
-    }
-    f.noopMicros = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / rounds;
-    if (failed) std::fprintf(stderr, "%d calls through the worker failed\n", failed);
-    bool down = false;
-    pool.shutdown([&] { down = true; });
-    runUntil(&loop, [&] { return down; });
+    transform_ = (*ids)[0];
+    noop_ = (*ids)[1];
+    worker_ = pool_->workerPids("bench").at(0);
+    round(2000);  // warm up
+    return true;
   }
-  uv_run(&loop, UV_RUN_NOWAIT);
-  uv_loop_close(&loop);
-  return f;
+  Round round(int n) {
+    Round r;
+    int done = 0, sent = 0;
+    double workerCpu0 = childCpuMicros(worker_), ownCpu0 = processCpuMicros();
+    auto t0 = Clock::now();
+    // As a delivery loop uses a worker: a bounded number of calls waiting
+    // (twice the pool's window, so the worker never runs dry), each answer
+    // sending the next. Queuing all n calls up front would time the copying
+    // of n payloads into the backlog, which no engine does.
+    std::function<void(supervisor::Outcome)> next = [&](supervisor::Outcome out) {
+      ++done;
+      if (out.kind != supervisor::Outcome::Kind::Output) ++failed_;
+      if (sent < n) {
+        ++sent;
+        pool_->invoke(transform_, msg_, {}, next);
+      }
+    };
+    while (sent < std::min(n, 512)) {
+      ++sent;
+      pool_->invoke(transform_, msg_, {}, next);
+    }
+    runUntil(&loop_, [&] { return done == n; });
+    r.perSecond = n / std::chrono::duration<double>(Clock::now() - t0).count();
+    r.cpuMicros = (childCpuMicros(worker_) - workerCpu0) / n;
+    r.supervisorCpuMicros = (processCpuMicros() - ownCpu0) / n;
+    return r;
+  }
+  // One call at a time.
+  double noopMicros(int n) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      bool done = false;
+      pool_->invoke(noop_, msg_, {}, [&](supervisor::Outcome) { done = true; });
+      runUntil(&loop_, [&] { return done; });
+    }
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n;
+  }
+  int failed() const { return failed_; }
+
+ private:
+  uv_loop_t loop_;
+  NoServices none_;
+  std::unique_ptr<supervisor::WorkerPool> pool_;
+  std::string msg_;
+  supervisor::WorkerPool::FunctionId transform_ = 0, noop_ = 0;
+  pid_t worker_ = 0;
+  int failed_ = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_transform DUCTUS_BINARY SCRATCH_DIR [CALLS]\n");
+    std::fprintf(stderr, "usage: bench_transform DUCTUS_BINARY SCRATCH_DIR [CALLS] [ROUNDS]\n");
     return 2;
   }
   int n = argc > 3 ? std::atoi(argv[3]) : 50000;
+  int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 7;
   std::string project = argv[2];
   std::string dir = project + "/interfaces/bench";
   std::string cmd = "mkdir -p '" + dir + "'";
@@ -250,32 +313,58 @@ int main(int argc, char** argv) {
   }
   std::string msg = oru();
   // The worker first: the in-process half starts V8 in this process, and
-  // uv_spawn forks it.
-  Figures w = throughWorker(argv[1], project, msg, n);
-  Figures p = inProcess(argv[0], msg, n);
-  std::printf("ORU^R01 of %zu bytes, %d calls, 1 worker\n\n", msg.size(), n);
+  // uv_spawn would fork it.
+  ThroughWorker w;
+  if (!w.start(argv[1], project, msg)) return 1;
+  InProcess p;
+  if (!p.start(argv[0], msg)) return 1;
+  // The two take turns, round by round: this machine's speed drifts (other
+  // tenants), and a ratio of neighbouring rounds cancels most of the drift
+  // that two long runs one after the other would each see differently.
+  int perRound = std::max(1000, n / rounds);
+  std::vector<double> wRate, pRate, ratio, wCpu, pCpu, supCpu;
+  for (int r = 0; r < rounds; ++r) {
+    Round wr = w.round(perRound);
+    Round pr = p.round(perRound);
+    wRate.push_back(wr.perSecond);
+    pRate.push_back(pr.perSecond);
+    ratio.push_back(wr.perSecond / pr.perSecond);
+    wCpu.push_back(wr.cpuMicros);
+    pCpu.push_back(pr.cpuMicros);
+    supCpu.push_back(wr.supervisorCpuMicros);
+  }
+  double wNoop = w.noopMicros(std::max(1000, n / 20)), pNoop = p.noopMicros(std::max(1000, n / 20));
+  p.stop();
+  if (w.failed()) std::fprintf(stderr, "%d calls through the worker failed\n", w.failed());
+
+  double wr = median(wRate), pr = median(pRate), rr = median(ratio);
+  // CPU from /proc is counted in clock ticks: summed over all rounds.
+  double wc = 0, pc = 0, sc = 0;
+  for (int r = 0; r < rounds; ++r) wc += wCpu[r], pc += pCpu[r], sc += supCpu[r];
+  wc /= rounds, pc /= rounds, sc /= rounds;
+  std::printf("ORU^R01 of %zu bytes, %d rounds of %d calls each way, 1 worker (medians)\n\n",
+              msg.size(), rounds, perRound);
   std::printf("%-34s %14s %14s %8s\n", "", "in-process", "worker (IPC)", "ratio");
-  std::printf("%-34s %14.0f %14.0f %7.2fx\n", "ORU transforms/s (parse, 3 sets)", p.perSecond,
-              w.perSecond, p.perSecond > 0 ? w.perSecond / p.perSecond : 0.0);
-  std::printf("%-34s %13.1fus %13.1fus %7.2fx\n", "no-op call round trip", p.noopMicros,
-              w.noopMicros, p.noopMicros > 0 ? w.noopMicros / p.noopMicros : 0.0);
-  std::printf("%-34s %13.1fus %13.1fus %7.2fx\n", "CPU per ORU transform (script side)",
-              p.cpuMicros, w.cpuMicros, p.cpuMicros > 0 ? w.cpuMicros / p.cpuMicros : 0.0);
-  std::printf("%-34s %14s %13.1fus\n", "CPU per ORU transform (supervisor)", "-",
-              w.supervisorCpuMicros);
+  std::printf("%-34s %14.0f %14.0f %7.2fx\n", "ORU transforms/s (parse, 3 sets)", pr, wr, rr);
+  std::printf("%-34s %13.1fus %13.1fus %7.2fx\n", "no-op call round trip", pNoop, wNoop,
+              pNoop > 0 ? wNoop / pNoop : 0.0);
+  std::printf("%-34s %13.1fus %13.1fus %7.2fx\n", "CPU per ORU transform (script side)", pc, wc,
+              pc > 0 ? wc / pc : 0.0);
+  std::printf("%-34s %14s %13.1fus\n", "CPU per ORU transform (supervisor)", "-", sc);
   std::printf("%-34s %14.0f %14.0f %7.2fx\n", "ORU/s per busy core (1e6 / CPU)",
-              p.cpuMicros > 0 ? 1e6 / p.cpuMicros : 0.0, w.cpuMicros > 0 ? 1e6 / w.cpuMicros : 0.0,
-              p.cpuMicros > 0 && w.cpuMicros > 0 ? p.cpuMicros / w.cpuMicros : 0.0);
-  double overhead = p.perSecond > 0 ? (1.0 - w.perSecond / p.perSecond) * 100.0 : 0.0;
-  double cpuOverhead = p.cpuMicros > 0 ? (w.cpuMicros / p.cpuMicros - 1.0) * 100.0 : 0.0;
+              pc > 0 ? 1e6 / pc : 0.0, wc > 0 ? 1e6 / wc : 0.0, pc > 0 && wc > 0 ? pc / wc : 0.0);
+  std::printf("%-34s", "worker / in-process, each round");
+  for (double x : ratio) std::printf(" %.2f", x);
+  double overhead = (1.0 - rr) * 100.0;
+  double cpuOverhead = pc > 0 ? (wc / pc - 1.0) * 100.0 : 0.0;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   double load[1] = {0};
   getloadavg(load, 1);
   std::printf(
-      "\nIPC overhead: %.1f%% on wall-clock throughput, %.1f%% on the worker's CPU per "
-      "transform (target < 20%%)\nworker: %.0f ORU/s wall clock, %.0f ORU/s per busy core "
-      "(target >= 15000/s)\nmachine: %ld cores, load average %.1f while measuring\n",
-      overhead, cpuOverhead, w.perSecond, w.cpuMicros > 0 ? 1e6 / w.cpuMicros : 0.0, cores,
-      load[0]);
+      "\n\nIPC overhead: %.1f%% on wall-clock throughput (median of the rounds' ratios), %.1f%% "
+      "on the worker's CPU per transform (target < 20%%)\nworker: %.0f ORU/s wall clock, %.0f "
+      "ORU/s per busy core (target >= 15000/s)\nmachine: %ld cores, load average %.1f while "
+      "measuring\n",
+      overhead, cpuOverhead, wr, wc > 0 ? 1e6 / wc : 0.0, cores, load[0]);
   return 0;
 }
