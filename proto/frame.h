@@ -2,6 +2,9 @@
 // chunks; FrameReader collects them into word-aligned storage and yields one
 // whole Cap'n Proto message at a time (capnp::expectedSizeInWordsFromPrefix),
 // with a hard size limit so an untrusted peer cannot make us allocate freely.
+// Every call's payload crosses this twice, so neither side copies a frame
+// more than it must: received frames are parsed where they were read, and
+// outgoing ones are built where they will be written from.
 //
 // Reading fields of a Frame can still throw kj::Exception on a malformed
 // message; callers treat that like a framing error and drop the peer.
@@ -9,10 +12,12 @@
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>
+#include <kj/function.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,30 +30,39 @@ struct FrameLimits {
   int nestingLimit = 64;
 };
 
-// One received message; owns the words the reader points into.
+// One received message, read in place from the FrameReader's buffer: valid
+// until the reader is next fed or asked for the next frame.
 class Frame {
  public:
-  Frame(std::vector<capnp::word> words, const FrameLimits& limits);
+  Frame(kj::ArrayPtr<const capnp::word> words, const FrameLimits& limits);
   template <typename T>
   typename T::Reader getRoot() {
     return reader_.getRoot<T>();
   }
 
  private:
-  std::vector<capnp::word> words_;
   capnp::FlatArrayMessageReader reader_;
 };
 
+// Collects a byte stream into word-aligned storage and cuts it into frames.
+// A reader reads straight into it (space(), then commit()), so a frame's
+// bytes are copied once, by the kernel, and parsed where they lie.
 class FrameReader {
  public:
   explicit FrameReader(FrameLimits limits = {}) : limits_(limits) {}
 
-  // Appends received bytes.
+  // Room for at least `atLeast` more bytes at the end of what is held; fill
+  // some of it, then commit() how much. Invalidates the current frame.
+  kj::ArrayPtr<char> space(size_t atLeast);
+  void commit(size_t n) { len_ += n; }
+
+  // Appends received bytes (space() + copy + commit()).
   void feed(const char* data, size_t len);
 
-  // The next complete message; nullptr when more bytes are needed; an Error
-  // when the peer announced a frame over the limit (drop the connection).
-  Result<std::unique_ptr<Frame>> next();
+  // The next complete message, valid until the next call to next(), space()
+  // or feed(); nullptr when more bytes are needed; an Error when the peer
+  // announced a frame over the limit or sent garbage (drop the connection).
+  Result<Frame*> next();
 
   size_t bufferedBytes() const { return len_ - start_; }
 
@@ -57,7 +71,16 @@ class FrameReader {
   std::vector<capnp::word> buf_;
   size_t len_ = 0;    // bytes used in buf_
   size_t start_ = 0;  // bytes of buf_ already handed out as frames
+  std::optional<Frame> current_;
 };
+
+// Builds a message straight into `out` behind what is already queued there:
+// the segment table, then the first segment, so the frame is neither built
+// elsewhere nor copied. `fill` gets the message's builder; `hintWords`
+// should cover the whole message (payloads included), or the builder spills
+// into a second segment and the message is serialized the ordinary way.
+void appendFrame(std::string& out, size_t hintWords,
+                 kj::FunctionParam<void(capnp::MessageBuilder&)> fill);
 
 // A kj::OutputStream appending to a std::string, so a message is serialized
 // straight behind what is already queued for writing (no flat copy first).

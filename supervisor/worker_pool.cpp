@@ -59,7 +59,7 @@ Status readTree(const fs::path& root, const std::string& prefix, bool includeTes
   return {};
 }
 
-proto::ToWorker::Builder toWorker(capnp::MallocMessageBuilder& b) {
+proto::ToWorker::Builder toWorker(capnp::MessageBuilder& b) {
   return b.initRoot<proto::ToWorker>();
 }
 
@@ -310,19 +310,21 @@ void WorkerPool::invoke(FunctionId fn, std::string payload, CallMeta meta, Outco
 void WorkerPool::send(Slot& slot, Interface& iface, FunctionId fn, std::string payload,
                       const CallMeta& meta, OutcomeCallback done) {
   uint64_t callId = nextCallId_++;
-  capnp::MallocMessageBuilder b(payload.size() / sizeof(capnp::word) + 32);
-  auto inv = toWorker(b).initInvoke();
-  inv.setCallId(callId);
-  inv.setFunctionId(fn);
-  inv.setPayload(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(payload.data()), payload.size()));
-  auto m = inv.initMeta();
-  m.setMessageId(meta.messageId);
-  m.setReceivedAtMs(meta.receivedAtMs);
-  m.setDestination(meta.destination);
-  m.setOriginId(meta.originId);
   slot.calls[callId] =
       InFlight{callId, &iface, Clock::now() + iface.spec.timeout + options_.grace, std::move(done)};
-  slot.proc->send(b);
+  size_t hintWords = (payload.size() + meta.destination.size()) / sizeof(capnp::word) + 32;
+  slot.proc->send(hintWords, [&](capnp::MessageBuilder& b) {
+    auto inv = toWorker(b).initInvoke();
+    inv.setCallId(callId);
+    inv.setFunctionId(fn);
+    inv.setPayload(
+        kj::arrayPtr(reinterpret_cast<const capnp::byte*>(payload.data()), payload.size()));
+    auto m = inv.initMeta();
+    m.setMessageId(meta.messageId);
+    m.setReceivedAtMs(meta.receivedAtMs);
+    m.setDestination(meta.destination);
+    m.setOriginId(meta.originId);
+  });
 }
 
 void WorkerPool::drainBacklog(Group& g) {

@@ -16,6 +16,11 @@ namespace {
 
 // One uv_write and the bytes it writes; freed in its callback, which libuv
 // calls even when the pipe is closed first (UV_ECANCELED).
+// The most one read takes: the worker's read size too.
+constexpr size_t kReadBytes = 256 * 1024;
+// The largest write buffer kept for reuse.
+constexpr size_t kSpareMaxBytes = 4u << 20;
+
 struct WriteOp {
   uv_write_t req{};
   std::string data;
@@ -97,12 +102,14 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
           buf->len = 0;
           return;
         }
-        buf->base = self->readBuf_.data();
-        buf->len = self->readBuf_.size();
+        // Straight into the frame reader: frames are parsed where they land.
+        auto space = self->reader_.space(kReadBytes);
+        buf->base = space.begin();
+        buf->len = kReadBytes;
       },
-      [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+      [](uv_stream_t* s, ssize_t n, const uv_buf_t*) {
         auto* self = static_cast<WorkerProcess*>(s->data);
-        if (self) self->onRead(n, buf);
+        if (self) self->onRead(n);
       });
   return w;
 }
@@ -119,6 +126,16 @@ void WorkerProcess::send(capnp::MessageBuilder& message) {
   // Serialized straight behind what is already queued: no flat copy first.
   proto::AppendTo out(pending_);
   capnp::writeMessage(out, message);
+  flushSoon();
+}
+
+void WorkerProcess::send(size_t hintWords, kj::FunctionParam<void(capnp::MessageBuilder&)> fill) {
+  if (exited_ || killing()) return;
+  proto::appendFrame(pending_, hintWords, fill);
+  flushSoon();
+}
+
+void WorkerProcess::flushSoon() {
   // An idle handle, not a check: it also keeps the loop from blocking in
   // poll first when the call was sent from a timer or before uv_run.
   if (!writing_ && flushSoon_ && !uv_is_active(reinterpret_cast<uv_handle_t*>(flushSoon_.get())))
@@ -132,6 +149,7 @@ void WorkerProcess::flush() {
   if (writing_ || pending_.empty() || !pipe_) return;
   auto op = std::make_unique<WriteOp>();
   op->data.swap(pending_);
+  pending_.swap(spare_);  // its capacity, kept from an earlier write
   op->owner = self_;
   uv_buf_t buf = uv_buf_init(op->data.data(), static_cast<unsigned>(op->data.size()));
   writingBytes_ = op->data.size();
@@ -143,6 +161,11 @@ void WorkerProcess::flush() {
                       WorkerProcess* self = *owner;
                       self->writing_ = false;
                       self->writingBytes_ = 0;
+                      done->data.clear();
+                      // (Not a huge one: a 64 MB payload's buffer is let go.)
+                      if (done->data.capacity() > self->spare_.capacity() &&
+                          done->data.capacity() <= kSpareMaxBytes)
+                        self->spare_.swap(done->data);
                       if (status != 0) {
                         self->kill(std::string("writing to the worker failed: ") +
                                    uv_strerror(status));
@@ -169,14 +192,14 @@ void WorkerProcess::kill(const std::string& reason) {
   uv_process_kill(process_.get(), SIGKILL);
 }
 
-void WorkerProcess::onRead(ssize_t n, const uv_buf_t* buf) {
+void WorkerProcess::onRead(ssize_t n) {
   if (n < 0) {
     // EOF or an error: the exit callback tells the rest.
     uv_read_stop(reinterpret_cast<uv_stream_t*>(pipe_.get()));
     readStopped_ = true;
     return;
   }
-  reader_.feed(buf->base, static_cast<size_t>(n));
+  reader_.commit(static_cast<size_t>(n));
   // The worker may be killed (and this object's state changed) by a frame's
   // handler; stop as soon as that happens.
   while (!readStopped_) {
@@ -206,10 +229,10 @@ void WorkerProcess::onExitCb(uv_process_t* p, int64_t status, int signal) {
   if (!self->readStopped_ && self->pipe_ &&
       uv_fileno(reinterpret_cast<uv_handle_t*>(self->pipe_.get()), &fd) == 0) {
     for (;;) {
-      ssize_t n = ::read(fd, self->readBuf_.data(), self->readBuf_.size());
+      auto space = self->reader_.space(kReadBytes);
+      ssize_t n = ::read(fd, space.begin(), kReadBytes);
       if (n <= 0 || self->readStopped_) break;
-      uv_buf_t buf = uv_buf_init(self->readBuf_.data(), static_cast<unsigned>(n));
-      self->onRead(n, &buf);
+      self->onRead(n);
     }
   }
   self->exited_ = true;

@@ -51,6 +51,9 @@ class WorkerProcess {
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
   void send(capnp::MessageBuilder& message);
+  // The same, with the message built straight into the write queue (see
+  // proto::appendFrame): for calls, whose payloads are the bulk of the bytes.
+  void send(size_t hintWords, kj::FunctionParam<void(capnp::MessageBuilder&)> fill);
   // SIGKILL; onExit follows with why = reason.
   void kill(const std::string& reason);
 
@@ -63,8 +66,10 @@ class WorkerProcess {
 
  private:
   WorkerProcess(uv_loop_t* loop, Events& events) : loop_(loop), events_(events) {}
+  void flushSoon();
   void flush();
-  void onRead(ssize_t n, const uv_buf_t* buf);
+  // n bytes were read into reader_.space() (or EOF / an error when < 0).
+  void onRead(ssize_t n);
   static void onExitCb(uv_process_t* p, int64_t status, int signal);
 
   uv_loop_t* loop_;
@@ -78,8 +83,8 @@ class WorkerProcess {
   bool writing_ = false;  // a uv_write is in flight
   size_t writingBytes_ = 0;
   std::string pending_;   // queued behind it
+  std::string spare_;     // an empty buffer with room, for the next pending_
   proto::FrameReader reader_;
-  std::string readBuf_ = std::string(256 * 1024, '\0');  // the worker's read size
   pid_t pid_ = 0;
   bool ready_ = false;
   bool exited_ = false;

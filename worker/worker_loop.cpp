@@ -34,22 +34,18 @@ class FrameOutput : public HostOutput {
   explicit FrameOutput(int fd) : fd_(fd) {}
 
   void ready() {
-    capnp::MallocMessageBuilder b;
-    b.initRoot<proto::FromWorker>().setReady();
-    append(b);
+    append(8, [](capnp::MessageBuilder& b) { b.initRoot<proto::FromWorker>().setReady(); });
   }
   void pong(uint64_t v) {
-    capnp::MallocMessageBuilder b;
-    b.initRoot<proto::FromWorker>().setPong(v);
-    append(b);
+    append(8, [&](capnp::MessageBuilder& b) { b.initRoot<proto::FromWorker>().setPong(v); });
   }
   void loaded(uint32_t interfaceId, const Status& result) override {
-    capnp::MallocMessageBuilder b;
-    auto l = b.initRoot<proto::FromWorker>().initLoaded();
-    l.setInterfaceId(interfaceId);
-    if (result) l.setOk();
-    else l.setError(result.error().message);
-    append(b);
+    append(64, [&](capnp::MessageBuilder& b) {
+      auto l = b.initRoot<proto::FromWorker>().initLoaded();
+      l.setInterfaceId(interfaceId);
+      if (result) l.setOk();
+      else l.setError(result.error().message);
+    });
   }
   void outcome(uint64_t callId, OutcomeKind kind, std::string_view data) override {
     // The supervisor refuses a frame over its limit (and this worker with
@@ -63,53 +59,54 @@ class FrameOutput : public HostOutput {
       kind = OutcomeKind::Quarantine;
       data = tooBig;
     }
-    capnp::MallocMessageBuilder b(data.size() / sizeof(capnp::word) + 64);
-    auto o = b.initRoot<proto::FromWorker>().initOutcome();
-    o.setCallId(callId);
-    switch (kind) {
-      case OutcomeKind::Output: o.setOutput(bytesOf(data)); break;
-      case OutcomeKind::Filtered: o.setFiltered(textOf(data)); break;
-      case OutcomeKind::Quarantine: o.setQuarantine(textOf(data)); break;
-      case OutcomeKind::Transient: o.setTransient(textOf(data)); break;
-      case OutcomeKind::RunawayTimeout: o.setRunaway(proto::RunawayKind::TIMEOUT); break;
-      case OutcomeKind::RunawayHeap: o.setRunaway(proto::RunawayKind::HEAP); break;
-    }
-    append(b);
+    append(data.size() / sizeof(capnp::word) + 16, [&](capnp::MessageBuilder& b) {
+      auto o = b.initRoot<proto::FromWorker>().initOutcome();
+      o.setCallId(callId);
+      switch (kind) {
+        case OutcomeKind::Output: o.setOutput(bytesOf(data)); break;
+        case OutcomeKind::Filtered: o.setFiltered(textOf(data)); break;
+        case OutcomeKind::Quarantine: o.setQuarantine(textOf(data)); break;
+        case OutcomeKind::Transient: o.setTransient(textOf(data)); break;
+        case OutcomeKind::RunawayTimeout: o.setRunaway(proto::RunawayKind::TIMEOUT); break;
+        case OutcomeKind::RunawayHeap: o.setRunaway(proto::RunawayKind::HEAP); break;
+      }
+    });
   }
   void service(uint64_t requestId, uint64_t callId, ServiceKind kind, std::string_view a,
                std::string_view b2, std::string_view c) override {
-    capnp::MallocMessageBuilder b;
-    auto s = b.initRoot<proto::FromWorker>().initService();
-    s.setRequestId(requestId);
-    s.setCallId(callId);
-    switch (kind) {
-      case ServiceKind::DbQuery:
-      case ServiceKind::DbExecute: {
-        auto d = kind == ServiceKind::DbQuery ? s.initDbQuery() : s.initDbExecute();
-        d.setResource(textOf(a));
-        d.setSql(textOf(b2));
-        d.setParamsJson(textOf(c));
-        break;
+    size_t hint = (a.size() + b2.size() + c.size()) / sizeof(capnp::word) + 32;
+    append(hint, [&](capnp::MessageBuilder& b) {
+      auto s = b.initRoot<proto::FromWorker>().initService();
+      s.setRequestId(requestId);
+      s.setCallId(callId);
+      switch (kind) {
+        case ServiceKind::DbQuery:
+        case ServiceKind::DbExecute: {
+          auto d = kind == ServiceKind::DbQuery ? s.initDbQuery() : s.initDbExecute();
+          d.setResource(textOf(a));
+          d.setSql(textOf(b2));
+          d.setParamsJson(textOf(c));
+          break;
+        }
+        case ServiceKind::Fetch: {
+          auto f = s.initFetch();
+          f.setUrl(textOf(a));
+          f.setApi(textOf(b2));
+          f.setInitJson(textOf(c));
+          break;
+        }
+        case ServiceKind::Env: s.setEnv(textOf(a)); break;
+        case ServiceKind::Secret: s.setSecret(textOf(a)); break;
       }
-      case ServiceKind::Fetch: {
-        auto f = s.initFetch();
-        f.setUrl(textOf(a));
-        f.setApi(textOf(b2));
-        f.setInitJson(textOf(c));
-        break;
-      }
-      case ServiceKind::Env: s.setEnv(textOf(a)); break;
-      case ServiceKind::Secret: s.setSecret(textOf(a)); break;
-    }
-    append(b);
+    });
   }
   void log(uint64_t callId, std::string_view level, std::string_view text) override {
-    capnp::MallocMessageBuilder b;
-    auto l = b.initRoot<proto::FromWorker>().initLog();
-    l.setCallId(callId);
-    l.setLevel(textOf(level));
-    l.setText(textOf(text));
-    append(b);
+    append((level.size() + text.size()) / sizeof(capnp::word) + 16, [&](capnp::MessageBuilder& b) {
+      auto l = b.initRoot<proto::FromWorker>().initLog();
+      l.setCallId(callId);
+      l.setLevel(textOf(level));
+      l.setText(textOf(text));
+    });
   }
 
   // False when the supervisor is gone.
@@ -122,13 +119,14 @@ class FrameOutput : public HostOutput {
       off += static_cast<size_t>(n);
     }
     buf_.clear();
+    if (buf_.capacity() > (4u << 20)) buf_.shrink_to_fit();  // after a huge output
     return true;
   }
 
  private:
-  void append(capnp::MessageBuilder& b) {
-    proto::AppendTo out(buf_);
-    capnp::writeMessage(out, b);
+  // Built in place behind the frames already waiting for flush().
+  void append(size_t hintWords, kj::FunctionParam<void(capnp::MessageBuilder&)> fill) {
+    proto::appendFrame(buf_, hintWords, fill);
   }
   int fd_;
   std::string buf_;
@@ -208,7 +206,7 @@ int serveWorker(const char* argv0, int fd, size_t heapMb) {
   if (!out.flush()) return 0;
 
   proto::FrameReader reader;
-  std::string buf(256 * 1024, '\0');
+  constexpr size_t kReadBytes = 256 * 1024;
   for (;;) {
     int timeoutMs = -1;
     auto next = (*host)->nextDeadline();
@@ -220,10 +218,11 @@ int serveWorker(const char* argv0, int fd, size_t heapMb) {
     int pr = ::poll(&p, 1, timeoutMs);
     if (pr < 0 && errno != EINTR) return 2;
     if (pr > 0) {
-      ssize_t n = ::read(fd, buf.data(), buf.size());
+      // Straight into the frame reader: frames are parsed where they land.
+      ssize_t n = ::read(fd, reader.space(kReadBytes).begin(), kReadBytes);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return 0;  // the supervisor is gone
-      reader.feed(buf.data(), static_cast<size_t>(n));
+      reader.commit(static_cast<size_t>(n));
       for (;;) {
         auto f = reader.next();
         if (!f) {

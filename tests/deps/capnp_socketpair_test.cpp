@@ -1,6 +1,8 @@
 // A Cap'n Proto message crosses a socketpair between two processes, and the
 // supervisor-side FrameReader reassembles it from arbitrary chunks and
-// refuses a frame over its limit.
+// refuses a frame over its limit. appendFrame builds frames in place that
+// read back the same as ordinarily serialized ones, also when they outgrow
+// the space they were given.
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <gtest/gtest.h>
@@ -8,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "proto/frame.h"
 #include "proto/worker.capnp.h"
@@ -99,6 +103,54 @@ TEST(CapnpSocketpair, GarbageIsReportedNotCrashed) {
   reader.feed(reinterpret_cast<const char*>(header), sizeof header);
   auto f = reader.next();
   EXPECT_FALSE(f.ok());
+}
+
+void fillInvoke(capnp::MessageBuilder& b, uint64_t callId, const std::string& payload) {
+  auto inv = b.initRoot<ToWorker>().initInvoke();
+  inv.setCallId(callId);
+  inv.setFunctionId(7);
+  inv.setPayload(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(payload.data()),
+                              payload.size()));
+  inv.initMeta().setDestination("lab");
+}
+
+TEST(CapnpSocketpair, FramesBuiltInPlaceMatchSerializedOnesAndReadInPlace) {
+  std::string small = "MSH|^~\\&|A\r", big(100000, 'x');
+  std::string queued;
+  // Enough room; far too little (spills into more segments); none at all.
+  appendFrame(queued, small.size() / 8 + 32, [&](capnp::MessageBuilder& b) { fillInvoke(b, 1, small); });
+  appendFrame(queued, 4, [&](capnp::MessageBuilder& b) { fillInvoke(b, 2, big); });
+  appendFrame(queued, 0, [&](capnp::MessageBuilder& b) { fillInvoke(b, 3, small); });
+  std::string expected = buildInvoke(1, small);
+  EXPECT_EQ(queued.substr(0, expected.size()), expected) << "a frame that fits is byte-identical";
+
+  // Read back through space()/commit() in odd-sized pieces.
+  FrameReader reader;
+  std::vector<std::string> got;
+  size_t off = 0;
+  while (off < queued.size()) {
+    size_t n = std::min<size_t>(777, queued.size() - off);
+    auto space = reader.space(n);
+    ASSERT_GE(space.size(), n);
+    std::memcpy(space.begin(), queued.data() + off, n);
+    reader.commit(n);
+    off += n;
+    for (;;) {
+      auto f = reader.next();
+      ASSERT_TRUE(f.ok()) << f.error().message;
+      if (!*f) break;
+      auto inv = (*f)->getRoot<ToWorker>().getInvoke();
+      EXPECT_EQ(inv.getCallId(), got.size() + 1);
+      EXPECT_EQ(std::string(inv.getMeta().getDestination().cStr()), "lab");
+      auto p = inv.getPayload();
+      got.emplace_back(reinterpret_cast<const char*>(p.begin()), p.size());
+    }
+  }
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0], small);
+  EXPECT_EQ(got[1], big);
+  EXPECT_EQ(got[2], small);
+  EXPECT_EQ(reader.bufferedBytes(), 0u);
 }
 
 }  // namespace
