@@ -469,7 +469,19 @@ void ScriptHost::nativeDone(const v8::FunctionCallbackInfo<v8::Value>& info) {
   static constexpr OutcomeKind kinds[] = {OutcomeKind::Output, OutcomeKind::Filtered,
                                           OutcomeKind::Quarantine, OutcomeKind::Transient};
   if (kind < 0 || kind > 3) kind = 2;
-  std::string bytes = stringBytes(iso, info[2].As<v8::String>(), kind == 0 ? asUtf8 : true);
+  auto text = info[2].As<v8::String>();
+  if (kind == 0 && !asUtf8 && text->ContainsOnlyOneByte()) {
+    // The common case (HL7 in latin1): the bytes go from V8 straight to
+    // where they are sent from, with no string of our own in between.
+    if (self->calls_.erase(callId) == 0) return;  // already settled (expired, stopped)
+    int n = text->Length();
+    self->out_.output(callId, static_cast<size_t>(n), [&](char* to) {
+      text->WriteOneByte(iso, reinterpret_cast<uint8_t*>(to), 0, n,
+                         v8::String::NO_NULL_TERMINATION);
+    });
+    return;
+  }
+  std::string bytes = stringBytes(iso, text, kind == 0 ? asUtf8 : true);
   self->settle(callId, kinds[kind], bytes);
 }
 

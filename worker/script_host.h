@@ -13,6 +13,8 @@
 
 #include <v8.h>
 
+#include <kj/function.h>
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -36,6 +38,13 @@ class HostOutput {
   virtual void loaded(uint32_t interfaceId, const Status& result) = 0;
   // data: the output bytes, or the reason.
   virtual void outcome(uint64_t callId, OutcomeKind kind, std::string_view data) = 0;
+  // An output of `size` bytes that `write` puts where it is told: the
+  // worker has it written straight into the frame that carries it.
+  virtual void output(uint64_t callId, size_t size, kj::FunctionParam<void(char*)> write) {
+    std::string bytes(size, '\0');
+    write(bytes.data());
+    outcome(callId, OutcomeKind::Output, bytes);
+  }
   // Fetch: a = url, b = api name, c = init JSON. Db: a = resource, b = sql,
   // c = params JSON. Env/Secret: a = name.
   virtual void service(uint64_t requestId, uint64_t callId, ServiceKind kind, std::string_view a,

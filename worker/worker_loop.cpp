@@ -31,6 +31,11 @@ capnp::Text::Reader textOf(std::string_view s) { return capnp::Text::Reader(s.da
 // of incoming frames, so pipelined calls cost one write per batch.
 class FrameOutput : public HostOutput {
  public:
+  // The supervisor refuses a frame over its limit (and this worker with
+  // it), so the call would be retried forever: an output that big is the
+  // script's mistake, for a person to see.
+  static constexpr size_t kMaxOutputBytes = proto::FrameLimits{}.maxMessageBytes - (1u << 20);
+
   explicit FrameOutput(int fd) : fd_(fd) {}
 
   void ready() {
@@ -48,10 +53,6 @@ class FrameOutput : public HostOutput {
     });
   }
   void outcome(uint64_t callId, OutcomeKind kind, std::string_view data) override {
-    // The supervisor refuses a frame over its limit (and this worker with
-    // it), so the call would be retried forever: an output that big is the
-    // script's mistake, for a person to see.
-    static constexpr size_t kMaxOutputBytes = proto::FrameLimits{}.maxMessageBytes - (1u << 20);
     std::string tooBig;
     if (data.size() > kMaxOutputBytes) {
       tooBig = "the output is " + std::to_string(data.size()) +
@@ -70,6 +71,14 @@ class FrameOutput : public HostOutput {
         case OutcomeKind::RunawayTimeout: o.setRunaway(proto::RunawayKind::TIMEOUT); break;
         case OutcomeKind::RunawayHeap: o.setRunaway(proto::RunawayKind::HEAP); break;
       }
+    });
+  }
+  void output(uint64_t callId, size_t size, kj::FunctionParam<void(char*)> write) override {
+    if (size > kMaxOutputBytes) return HostOutput::output(callId, size, write);  // refused there
+    append(size / sizeof(capnp::word) + 16, [&](capnp::MessageBuilder& b) {
+      auto o = b.initRoot<proto::FromWorker>().initOutcome();
+      o.setCallId(callId);
+      write(reinterpret_cast<char*>(o.initOutput(static_cast<unsigned>(size)).begin()));
     });
   }
   void service(uint64_t requestId, uint64_t callId, ServiceKind kind, std::string_view a,
