@@ -218,6 +218,14 @@ struct InsertColumns {
   std::vector<int64_t> origins;
 };
 
+bool anyDedupeKey(const InsertColumns& c) {
+  for (auto& k : c.keys)
+    if (k) return true;
+  return false;
+}
+
+// Without a dedupe key among them, $7 is NULL: the plain statements
+// (kInsertPlainBody) do not read it.
 std::vector<Param> insertParams(int64_t interfaceId, Tier tier,
                                 const std::vector<int64_t>& destinations, bool relaxed,
                                 const InsertColumns& c, Param stateKey, Param stateJson) {
@@ -227,7 +235,7 @@ std::vector<Param> insertParams(int64_t interfaceId, Tier tier,
           std::string(relaxed ? "t" : "f"),
           pb::bytesArray(pb::kBytea, c.payloads),
           pb::int4Array(c.lanes),
-          pb::bytesArray(pb::kText, c.keys),
+          anyDedupeKey(c) ? Param(pb::bytesArray(pb::kText, c.keys)) : Param(),
           pb::int8Array(c.origins),
           std::move(stateKey),
           std::move(stateJson)};
@@ -237,6 +245,8 @@ const std::vector<int> kInsertFormats{kText,   kText,   kBinary, kText, kBinary,
                                       kBinary, kBinary, kBinary, kText, kText};
 const char* const kInsertName = "ductus_insert_messages";
 const char* const kInsertBatchName = "ductus_insert_batch";
+const char* const kInsertPlainName = "ductus_insert_plain_messages";
+const char* const kInsertPlainBatchName = "ductus_insert_plain_batch";
 
 // kInsertOneMessage, for a message with no dedupe key.
 const char* const kInsertOneName = "ductus_insert_one_message";
@@ -348,11 +358,13 @@ void Store::insertGroup(LeasePtr lease, std::string groupKey) {
     c.keys.push_back(q.m.dedupeKey);
     c.origins.push_back(q.m.originId.value_or(0));
   }
+  bool plain = !anyDedupeKey(c);
   auto params = insertParams(first.interfaceId, first.tier, first.destinationIds, first.relaxed, c,
                              std::nullopt, std::nullopt);
   auto& conn = lease->conn();
-  conn.execute(kInsertName, sql::kInsertMessages, std::move(params), kInsertFormats,
-               std::move(answer));
+  conn.execute(plain ? kInsertPlainName : kInsertName,
+               plain ? sql::kInsertPlainMessages : sql::kInsertMessages, std::move(params),
+               kInsertFormats, std::move(answer));
 }
 
 void Store::insertEach(std::shared_ptr<std::deque<QueuedInsert>> items) {
@@ -409,8 +421,10 @@ void Store::insertBatch(NewBatch b, Callback<BatchStored> cb) {
     stateKey = b.state->key;
     stateJson = b.state->json;
   }
-  static const Statement stmt{kInsertBatchName, sql::kInsertBatch};
+  static const Statement keyed{kInsertBatchName, sql::kInsertBatch};
+  static const Statement plain{kInsertPlainBatchName, sql::kInsertPlainBatch};
   InsertColumns c{std::move(payloads), std::move(lanes), std::move(keys), std::move(origins)};
+  const Statement& stmt = anyDedupeKey(c) ? keyed : plain;
   auto params = insertParams(b.interfaceId, b.tier, b.destinationIds, b.relaxed, c,
                              std::move(stateKey), std::move(stateJson));
   auto formats = kInsertFormats;
