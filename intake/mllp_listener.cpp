@@ -17,6 +17,11 @@ constexpr char kStartBlock = 0x0b;
 constexpr char kEndBlock = 0x1c;
 constexpr char kCarriageReturn = 0x0d;
 constexpr size_t kReadBuffer = 64 * 1024;
+// What a connection buffers behind the message being answered before it
+// stops reading (TCP then holds the sender back). A sender that waits for
+// each ACK, as MLLP asks, never gets near it, so reading is not stopped and
+// restarted around every message (two epoll_ctl calls each).
+constexpr size_t kPendingLimit = 1 << 20;
 // What an oversized frame keeps so its AR can still echo MSH-10: the MSH
 // segment is a few hundred bytes in practice.
 constexpr size_t kOversizedHead = 64 * 1024;
@@ -100,7 +105,14 @@ class MllpConnection {
     // Answered from inside the handler: the feed loop on the stack goes on.
     if (feeding_) return;
     drainPending();
-    if (!busy_ && !closing_ && !shutdown_) startReading();
+    if (busy_ || closing_ || shutdown_) return;
+    if (eofAfterPending_) {
+      if (state_ == Framing::InFrame)
+        spdlog::info("{}: connection {} from {} closed in the middle of a message", name(),
+                     peer_.connection, peer_.address);
+      return shutdownAndClose();
+    }
+    startReading();
   }
 
   MllpListener* listener_;
@@ -136,9 +148,17 @@ class MllpConnection {
         spdlog::info("{}: connection {} from {} closed in the middle of a message",
                      self->name(), self->peer_.connection, self->peer_.address);
       // On EOF an ACK may still be queued: shutdown lets it go out first
-      // (uv_close would cancel it).
-      if (n == UV_EOF) self->shutdownAndClose();
-      else self->closeNow();
+      // (uv_close would cancel it). A sender may close its side while it
+      // waits for the ACK of its last message: that message, and any after
+      // it already read, are answered first.
+      if (n == UV_EOF && (self->busy_ || !self->pending_.empty())) {
+        self->eofAfterPending_ = true;
+        self->stopReading();
+      } else if (n == UV_EOF) {
+        self->shutdownAndClose();
+      } else {
+        self->closeNow();
+      }
       return;
     }
     self->consume(buf->base, static_cast<size_t>(n));
@@ -220,7 +240,7 @@ class MllpConnection {
   void consume(const char* p, size_t n) {
     if (busy_) {
       pending_.append(p, n);
-      stopReading();
+      if (pending_.size() >= kPendingLimit) stopReading();
       return;
     }
     size_t off = 0;
@@ -229,7 +249,7 @@ class MllpConnection {
     feeding_ = false;
     if (closing_) return;
     if (off < n) pending_.append(p + off, n - off);
-    if (busy_) stopReading();
+    if (busy_ && pending_.size() >= kPendingLimit) stopReading();
   }
 
   void drainPending() {
@@ -333,6 +353,7 @@ class MllpConnection {
   bool busy_ = false;
   bool feeding_ = false;
   bool reading_ = false;
+  bool eofAfterPending_ = false;  // the sender closed; close after answering what it sent
   bool closing_ = false;
   bool closeAfterAnswer_ = false;
   bool shutdown_ = false;

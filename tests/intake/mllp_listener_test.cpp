@@ -318,6 +318,44 @@ TEST_F(MllpListenerTest, ASenderThatHalfClosesAfterItsMessageStillGetsTheAck) {
   EXPECT_TRUE(c.closedByPeer());
 }
 
+TEST_F(MllpListenerTest, TwoMessagesThenAHalfCloseAreBothAnsweredBeforeTheClose) {
+  start([&](const std::string&, MllpAnswer a) {
+    LoopThread::after(loop_.loop(), 50, [a] { a(AckCode::Accept); });
+  });
+  auto c = connect();
+  ASSERT_TRUE(c.sendRaw(MllpClient::frame(adt("ONE")) + MllpClient::frame(adt("TWO"))));
+  ASSERT_EQ(::shutdown(c.fd(), SHUT_WR), 0);
+  auto a1 = c.readFrame();
+  auto a2 = c.readFrame();
+  ASSERT_TRUE(a1 && a2);
+  EXPECT_EQ(readAck(*a1).controlId, "ONE");
+  EXPECT_EQ(readAck(*a2).controlId, "TWO");
+  EXPECT_TRUE(c.closedByPeer());
+}
+
+// A sender that does not wait for its ACKs: the listener buffers a bounded
+// amount behind the message in flight, then stops reading (TCP holds the
+// sender back), and still answers everything once, in order.
+TEST_F(MllpListenerTest, ASenderThatPipelinesMegabytesIsHeldBackAndAnsweredInOrder) {
+  std::atomic<bool> first{true};
+  start([&](const std::string&, MllpAnswer a) {
+    if (first.exchange(false)) LoopThread::after(loop_.loop(), 300, [a] { a(AckCode::Accept); });
+    else a(AckCode::Accept);
+  });
+  auto c = connect();
+  const int n = 40;
+  std::string all;
+  for (int i = 0; i < n; ++i)
+    all += MllpClient::frame(adt("P" + std::to_string(i), std::string(100 * 1024, 'x')));
+  ASSERT_TRUE(c.sendRaw(all));  // 4 MB: more than the listener buffers
+  for (int i = 0; i < n; ++i) {
+    auto ack = c.readFrame(milliseconds(10000));
+    ASSERT_TRUE(ack) << "ACK " << i << ": " << ack.error().message;
+    EXPECT_EQ(readAck(*ack).controlId, "P" + std::to_string(i));
+  }
+  EXPECT_EQ(received().size(), static_cast<size_t>(n));
+}
+
 TEST_F(MllpListenerTest, CloseAnswersInFlightMessagesThenClosesEverything) {
   std::vector<MllpAnswer> held;
   start([&](const std::string&, MllpAnswer a) { held.push_back(std::move(a)); });
