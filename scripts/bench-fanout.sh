@@ -31,12 +31,18 @@ for dests in ${FANOUT_DESTS:-1 5 25}; do  # FANOUT_DESTS="25": one shape only
   t0=$(date +%s.%N)
   ack=$("$LOAD" 127.0.0.1 "$port" 16 "$total" | sed -n 's/.*rate=\([0-9]*\).*/\1/p')
   want=$(( total * dests ))
+  # Done when no delivery is pending: every message is stored before its
+  # ACK, so all deliveries exist by now. One probe of the queue's partial
+  # index; counting the delivered rows every 0.1 s instead scanned the whole
+  # table each time (150,000 rows and their dead versions at 25
+  # destinations) and took CPU from the engine it was timing.
   for _ in $(seq 1 1200); do
-    done_n=$(psql "$db" -Atc "SELECT count(*) FROM deliveries WHERE status = 1")
-    [ "$done_n" -ge "$want" ] && break
+    pending=$(psql "$db" -Atc "SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE status = 0 LIMIT 1) p")
+    [ "$pending" = 0 ] && break
     sleep 0.1
   done
   t1=$(date +%s.%N)
+  done_n=$(psql "$db" -Atc "SELECT count(*) FROM deliveries WHERE status = 1")
   engine_stop
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   dps=$(awk -v n="$done_n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
