@@ -17,7 +17,9 @@ namespace fs = std::filesystem;
 
 struct FileSource::Job {
   FileSource* owner = nullptr;  // null once the source is gone mid-read
+  uint64_t seq = 0;             // tells a store's answer for an abandoned job apart
   bool reading = false;         // a uv_fs_read is in flight
+  bool storing = false;         // a batch's transaction is in flight
   intake::PolledFile file;
   int fd = -1;
   uint64_t readAt = 0;     // next byte to read
@@ -66,12 +68,17 @@ FileSource::FileSource(uv_loop_t* loop, store::Store& store, intake::Intake& int
 
 FileSource::~FileSource() {
   *alive_ = false;
+  dropJob();
+}
+
+void FileSource::dropJob() {
   // A read in flight still uses the job's buffer and request: hand the job
   // to the read's callback, which frees it.
   if (job_ && job_->reading) {
     job_->owner = nullptr;
     job_.release();
   }
+  job_.reset();
 }
 
 void FileSource::schedule(uint64_t ms) {
@@ -98,7 +105,7 @@ void FileSource::poll() {
 }
 
 void FileSource::roundDone() {
-  job_.reset();
+  dropJob();
   schedule(static_cast<uint64_t>(files_.poll.count()));
 }
 
@@ -118,6 +125,7 @@ void FileSource::nextFile() {
 void FileSource::startFile(const intake::PolledFile& f, std::optional<std::string> state) {
   job_ = std::make_unique<Job>();
   job_->owner = this;
+  job_->seq = ++jobSeq_;
   job_->file = f;
   job_->req.data = job_.get();
   bool split = files_.split == config::Split::Records;
@@ -184,19 +192,36 @@ void FileSource::onRead(ssize_t n) {
   if (n == 0) {
     if (j.splitter) j.splitter->finish(j.pending);
     j.atEnd = true;
-    return storeBatch();
+    return advance();
   }
   j.readAt += static_cast<uint64_t>(n);
   std::string_view chunk(j.buf.data(), static_cast<size_t>(n));
   if (!j.splitter) {
     j.whole.append(chunk);
-    return readMore();
+    return advance();
   }
   size_t before = j.pending.size();
   j.splitter->feed(chunk, j.pending);
   for (size_t i = before; i < j.pending.size(); ++i) j.pendingBytes += j.pending[i].bytes.size();
-  if (j.pending.size() >= kBatchRecords || j.pendingBytes >= kBatchBytes) return storeBatch();
-  readMore();
+  advance();
+}
+
+// After a read or a committed batch. One batch is stored at a time, so the
+// saved progress only ever moves forward over committed records; meanwhile
+// the file is read and split ahead, up to two batches, so that work runs
+// while the database commits instead of after it.
+void FileSource::advance() {
+  const uint64_t seq = job_->seq;
+  bool batchReady = job_->atEnd || job_->pending.size() >= kBatchRecords ||
+                    job_->pendingBytes >= kBatchBytes;
+  if (!job_->storing && batchReady) {
+    storeBatch();
+    if (!job_ || job_->seq != seq) return;  // answered at once, and the job ended
+  }
+  Job& j = *job_;
+  if (!j.reading && !j.atEnd && j.pending.size() < 2 * kBatchRecords &&
+      j.pendingBytes < 2 * kBatchBytes)
+    readMore();
 }
 
 // Stores the first kBatchRecords (or kBatchBytes) of the pending records
@@ -222,17 +247,17 @@ void FileSource::storeBatch() {
   nlohmann::json state{{"size", j.file.size}, {"mtime", j.file.mtimeNs}, {"offset", offset},
                        {"records", records},   {"done", last}};
   auto alive = alive_;
-  auto after = [this, alive, offset, records, last](Status s) {
-    if (!*alive) return;
+  uint64_t seq = j.seq;
+  auto after = [this, alive, seq, offset, records, last](Status s) {
+    if (!*alive || !job_ || job_->seq != seq) return;  // the job was given up meanwhile
+    job_->storing = false;
     if (!s) return fail(s.error().message);
     job_->committed = offset;
     job_->records = records;
     if (last) return finishFile();
-    Job& j = *job_;
-    if (j.atEnd || j.pending.size() >= kBatchRecords || j.pendingBytes >= kBatchBytes)
-      return storeBatch();
-    readMore();
+    advance();
   };
+  j.storing = true;
   if (payloads.empty()) {
     return store_.putSourceState(intake_.spec().interfaceId, stateKey(j.file.name), state.dump(),
                                  after);
@@ -247,7 +272,7 @@ void FileSource::finishFile() {
   const intake::PolledFile f = job_->file;
   int64_t records = job_->records;
   uint64_t skipped = job_->splitter ? job_->splitter->skippedBytes() : 0;
-  job_.reset();
+  dropJob();
   if (skipped > 0) {
     // Moved on like the rest of the file (retrying can't change its
     // bytes), but said loudly: someone may be missing messages.

@@ -7,7 +7,8 @@
 // place with an error). With `split: records` the file is streamed in 256 KB
 // reads through the RecordSplitter and stored 500 records (or 4 MB) at a
 // time, each batch in one transaction with the file's progress
-// (source_state "file:<name>": size, time, offset, done). After a crash
+// (source_state "file:<name>": size, time, offset, done); one batch commits
+// at a time while the next is read and split. After a crash
 // reading resumes at the saved offset when size and time are unchanged,
 // else from the start. Only after every record is committed is the file
 // moved to move_to or deleted: that is the file's acknowledgement.
@@ -57,10 +58,12 @@ class FileSource {
   void startFile(const intake::PolledFile& f, std::optional<std::string> state);
   void readMore();
   void onRead(ssize_t n);
+  void advance();
   void storeBatch();
   void finishFile();
   void fail(const std::string& why);
   void roundDone();
+  void dropJob();
 
   uv_loop_t* loop_;
   store::Store& store_;
@@ -73,6 +76,7 @@ class FileSource {
   std::vector<intake::PolledFile> ready_;
   size_t next_ = 0;
   std::unique_ptr<Job> job_;
+  uint64_t jobSeq_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -267,6 +269,46 @@ TEST(IntakeEndToEnd, StoppingPostgresMidStreamAnswersAeAnd503AndLosesNothingAckn
 // handed a connection known to be broken (PgPool::dispatch replaces
 // those; without that, the first pool-size - 1 messages after such a
 // restart got AE "postgres: connection is broken").
+// The file source stores one batch at a time while it reads ahead; a batch
+// that fails (the database went away) gives the file up until the next
+// poll, which resumes at the last committed batch.
+TEST(IntakeEndToEnd, StoppingPostgresInTheMiddleOfAFileLosesAndDoublesNoRecord) {
+  PgCluster pg;
+  ASSERT_TRUE(pg.start());
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/csv/interface.yaml",
+       "source:\n  file: { path: in/, pattern: \"*.csv\", split: records, move_to: done/, "
+       "poll: 200ms }\nformat: csv\ndurability: strict\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/csv/transform.js", "export function transform() { return null; }\n"},
+  });
+  const int rows = 60000;
+  {
+    std::string csv = "order_id,mrn\n";
+    for (int i = 0; i < rows; ++i) csv += std::to_string(i) + ",MRN" + std::to_string(i % 97) + "\n";
+    std::filesystem::create_directories(project.root() / "in");
+    std::ofstream(project.root() / "in" / ".orders.tmp", std::ios::binary) << csv;
+    std::filesystem::rename(project.root() / "in" / ".orders.tmp",
+                            project.root() / "in" / "orders.csv");
+  }
+  EngineProcess engine(project.root(), pg.url());
+  ASSERT_TRUE(engine.start());
+  auto stored = [&] { return std::stoll("0" + pg.value("SELECT count(*) FROM messages")); };
+  ASSERT_TRUE(waitFor([&] { return stored() >= 5000; }, 60s)) << engine.log();
+  ASSERT_TRUE(pg.stop());
+  std::this_thread::sleep_for(1500ms);
+  ASSERT_TRUE(pg.start());
+  ASSERT_TRUE(waitFor([&] { return std::filesystem::exists(project.root() / "done" / "orders.csv"); },
+                      120s))
+      << engine.log();
+  EXPECT_NE(engine.log().find("trying again at the next poll"), std::string::npos)
+      << "no batch failed: the database stopped after the file was stored\n" << engine.log();
+  EXPECT_EQ(pg.value("SELECT count(*) FROM messages"), std::to_string(rows));
+  EXPECT_EQ(pg.value("SELECT count(DISTINCT payload) FROM messages"), std::to_string(rows));
+  EXPECT_TRUE(running(engine.pid())) << engine.log();
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
 TEST(IntakeEndToEnd, AQuietPostgresRestartCostsTheNextMessageNoAe) {
   PgCluster pg;
   ASSERT_TRUE(pg.start());
