@@ -31,7 +31,8 @@ consteval std::array<char, (N + ...) - sizeof...(N) + 1> concat(const char (&...
 // - claim: the dedupe keys; a key claimed earlier, or earlier in this batch,
 //   inserts nothing and its message is a duplicate (status 4, no deliveries).
 //   A concurrent claim of the same key waits for the other's commit;
-// - m, dl, st: the messages, one delivery per destination, the source state.
+// - m: the messages; then kInsertTail: one delivery per destination, the
+//   source state.
 inline constexpr char kInsertBody[] = R"(
 WITH cfg AS MATERIALIZED (
   SELECT set_config('synchronous_commit',
@@ -61,7 +62,11 @@ WITH cfg AS MATERIALIZED (
         FROM sel) s
   ORDER BY n
   RETURNING id, tier, received_at, partition_key, status
-), dl AS (
+)";
+
+// What follows either insert's messages CTE (m): a delivery per destination
+// (dl), the source state (st).
+inline constexpr char kInsertTail[] = R"(), dl AS (
   INSERT INTO deliveries (message_id, destination_id, tier, received_at, partition_key)
   SELECT m.id, dest, m.tier, m.received_at, m.partition_key
   FROM m CROSS JOIN unnest($3::int8[]) AS dest
@@ -72,6 +77,7 @@ WITH cfg AS MATERIALIZED (
   ON CONFLICT (interface_id, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
 )
 )";
+
 // kInsertBody for messages none of which has a dedupe key: no claim, and
 // no per-row test against it. $7 is not read (send NULL). ~5-8% of a
 // 500-row batch's time, and the common case for files and MLLP groups.
@@ -95,24 +101,14 @@ WITH cfg AS MATERIALIZED (
   FROM sel
   ORDER BY n
   RETURNING id, tier, received_at, partition_key, status
-), dl AS (
-  INSERT INTO deliveries (message_id, destination_id, tier, received_at, partition_key)
-  SELECT m.id, dest, m.tier, m.received_at, m.partition_key
-  FROM m CROSS JOIN unnest($3::int8[]) AS dest
-  WHERE m.status = 0
-), st AS (
-  INSERT INTO source_state (interface_id, key, value)
-  SELECT $1::int8, $9::text, $10::jsonb WHERE $9::text IS NOT NULL
-  ON CONFLICT (interface_id, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
-)
 )";
 
 inline constexpr auto kInsertMessagesText =
-    concat(kInsertBody, R"(SELECT id, tier, received_at::text, status FROM m ORDER BY id
+    concat(kInsertBody, kInsertTail, R"(SELECT id, tier, received_at::text, status FROM m ORDER BY id
 )");
 constexpr const char* kInsertMessages = kInsertMessagesText.data();
 inline constexpr auto kInsertPlainMessagesText =
-    concat(kInsertPlainBody, R"(SELECT id, tier, received_at::text, status FROM m ORDER BY id
+    concat(kInsertPlainBody, kInsertTail, R"(SELECT id, tier, received_at::text, status FROM m ORDER BY id
 )");
 constexpr const char* kInsertPlainMessages = kInsertPlainMessagesText.data();
 
@@ -120,11 +116,11 @@ constexpr const char* kInsertPlainMessages = kInsertPlainMessagesText.data();
 // how many were stored and how many were duplicates: nobody reads a
 // batch's rows, and returning 500 of them (a sort, a timestamp as text
 // each, parsing them here) cost ~10% of a 500-row batch.
-inline constexpr auto kInsertBatchText = concat(kInsertBody, R"(
+inline constexpr auto kInsertBatchText = concat(kInsertBody, kInsertTail, R"(
 SELECT count(*), count(*) FILTER (WHERE status = 4) FROM m
 )");
 constexpr const char* kInsertBatch = kInsertBatchText.data();
-inline constexpr auto kInsertPlainBatchText = concat(kInsertPlainBody, R"(
+inline constexpr auto kInsertPlainBatchText = concat(kInsertPlainBody, kInsertTail, R"(
 SELECT count(*), 0 FROM m
 )");
 constexpr const char* kInsertPlainBatch = kInsertPlainBatchText.data();

@@ -20,14 +20,18 @@
 namespace ductus::proto {
 namespace {
 
-std::string buildInvoke(uint64_t callId, const std::string& payload) {
-  capnp::MallocMessageBuilder b;
+void fillInvoke(capnp::MessageBuilder& b, uint64_t callId, const std::string& payload) {
   auto inv = b.initRoot<ToWorker>().initInvoke();
   inv.setCallId(callId);
   inv.setFunctionId(7);
   inv.setPayload(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(payload.data()),
                               payload.size()));
   inv.initMeta().setDestination("lab");
+}
+
+std::string buildInvoke(uint64_t callId, const std::string& payload) {
+  capnp::MallocMessageBuilder b;
+  fillInvoke(b, callId, payload);
   return serialize(b);
 }
 
@@ -103,15 +107,6 @@ TEST(CapnpSocketpair, GarbageIsReportedNotCrashed) {
   reader.feed(reinterpret_cast<const char*>(header), sizeof header);
   auto f = reader.next();
   EXPECT_FALSE(f.ok());
-}
-
-void fillInvoke(capnp::MessageBuilder& b, uint64_t callId, const std::string& payload) {
-  auto inv = b.initRoot<ToWorker>().initInvoke();
-  inv.setCallId(callId);
-  inv.setFunctionId(7);
-  inv.setPayload(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(payload.data()),
-                              payload.size()));
-  inv.initMeta().setDestination("lab");
 }
 
 TEST(CapnpSocketpair, FramesBuiltInPlaceMatchSerializedOnesAndReadInPlace) {
