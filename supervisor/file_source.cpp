@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 struct FileSource::Job {
   FileSource* owner = nullptr;  // null once the source is gone mid-read
   uint64_t seq = 0;             // tells a store's answer for an abandoned job apart
-  bool reading = false;         // a uv_fs_read is in flight
+  bool reading = false;         // a uv_fs request (open or read) is in flight
+  enum class Step { Open, Header, Read } step = Step::Open;  // what that request is
   bool storing = false;         // a batch's transaction is in flight
   intake::PolledFile file;
   int fd = -1;
@@ -148,40 +149,66 @@ void FileSource::startFile(const intake::PolledFile& f, std::optional<std::strin
     ++next_;
     return nextFile();
   }
-  job_->fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (job_->fd < 0) return fail("open " + f.path + ": " + std::strerror(errno));
-  if (job_->committed == 0)
-    spdlog::info("{}: storing {} ({} bytes{})", intake_.spec().name, f.name, f.size,
-                 split ? ", a message per record" : "");
-  job_->readAt = job_->committed;
-  if (split) {
-    std::optional<std::string> header;
-    if (format_ == config::Format::Csv && job_->committed > 0) {
-      // The header is the file's first record: read it again from the start.
-      std::string head(64 * 1024, '\0');
-      ssize_t n = ::pread(job_->fd, head.data(), head.size(), 0);
-      if (n > 0) header = intake::RecordSplitter::readCsvHeader(std::string_view(head.data(), n));
-      if (!header) return fail(f.path + ": cannot read the CSV header to resume");
-    }
-    job_->splitter.emplace(splitFormatOf(format_), job_->committed, header);
+  job_->step = Job::Step::Open;
+  int rc = uv_fs_open(loop_, &job_->req, f.path.c_str(), O_RDONLY | O_CLOEXEC, 0, &FileSource::onFs);
+  if (rc < 0) return fail("open " + f.path + ": " + uv_strerror(rc));
+  job_->reading = true;
+}
+
+// Every uv_fs request of a job ends here, on the loop. A job its source gave
+// up meanwhile (handed over by dropJob) is freed here instead.
+void FileSource::onFs(uv_fs_t* req) {
+  auto* job = static_cast<Job*>(req->data);
+  ssize_t n = req->result;
+  uv_fs_req_cleanup(req);
+  job->reading = false;
+  if (job->step == Job::Step::Open && n >= 0) job->fd = static_cast<int>(n);  // the job closes it
+  if (!job->owner) {
+    std::unique_ptr<Job> orphan(job);  // its source is gone or gave it up
+    return;
   }
+  switch (job->step) {
+    case Job::Step::Open: return job->owner->onOpen(n);
+    case Job::Step::Header: return job->owner->onHeader(n);
+    case Job::Step::Read: return job->owner->onRead(n);
+  }
+}
+
+void FileSource::onOpen(ssize_t n) {
+  Job& j = *job_;
+  if (n < 0) return fail("open " + j.file.path + ": " + uv_strerror(static_cast<int>(n)));
+  bool split = files_.split == config::Split::Records;
+  if (j.committed == 0)
+    spdlog::info("{}: storing {} ({} bytes{})", intake_.spec().name, j.file.name, j.file.size,
+                 split ? ", a message per record" : "");
+  j.readAt = j.committed;
+  if (split && format_ == config::Format::Csv && j.committed > 0) {
+    // Resuming: the header is the file's first record; read it again.
+    j.step = Job::Step::Header;
+    uv_buf_t b = uv_buf_init(j.buf.data(), static_cast<unsigned>(std::min<size_t>(j.buf.size(), 64 * 1024)));
+    int rc = uv_fs_read(loop_, &j.req, j.fd, &b, 1, 0, &FileSource::onFs);
+    if (rc < 0) return fail("read " + j.file.path + ": " + uv_strerror(rc));
+    j.reading = true;
+    return;
+  }
+  if (split) j.splitter.emplace(splitFormatOf(format_), j.committed, std::nullopt);
+  readMore();
+}
+
+void FileSource::onHeader(ssize_t n) {
+  Job& j = *job_;
+  std::optional<std::string> header;
+  if (n > 0) header = intake::RecordSplitter::readCsvHeader(std::string_view(j.buf.data(), n));
+  if (!header) return fail(j.file.path + ": cannot read the CSV header to resume");
+  j.splitter.emplace(splitFormatOf(format_), j.committed, header);
   readMore();
 }
 
 void FileSource::readMore() {
+  job_->step = Job::Step::Read;
   uv_buf_t b = uv_buf_init(job_->buf.data(), static_cast<unsigned>(job_->buf.size()));
   int rc = uv_fs_read(loop_, &job_->req, job_->fd, &b, 1, static_cast<int64_t>(job_->readAt),
-                      [](uv_fs_t* req) {
-                        auto* job = static_cast<Job*>(req->data);
-                        ssize_t n = req->result;
-                        uv_fs_req_cleanup(req);
-                        job->reading = false;
-                        if (!job->owner) {
-                          std::unique_ptr<Job> orphan(job);  // its source is gone
-                          return;
-                        }
-                        job->owner->onRead(n);
-                      });
+                      &FileSource::onFs);
   if (rc < 0) return fail(std::string("read: ") + uv_strerror(rc));
   job_->reading = true;
 }
@@ -282,27 +309,58 @@ void FileSource::finishFile() {
         intake_.spec().name, f.name, skipped,
         records == 0 ? "; the file held no message at all" : "");
   }
-  std::error_code ec;
-  if (!moveTo_.empty()) {
-    fs::create_directories(moveTo_, ec);
-    fs::path target = moveTo_ / f.name;
-    if (fs::exists(target, ec))
-      target += "." + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
-    fs::rename(f.path, target, ec);
-  } else {
-    fs::remove(f.path, ec);
-  }
-  if (ec) {
-    // Stored (done is saved), so the next round only retries the move.
-    spdlog::error("{}: {} is stored but could not be {}: {}", intake_.spec().name, f.path,
-                  moveTo_.empty() ? "deleted" : "moved to " + moveTo_.string(), ec.message());
+  // Moving or deleting touches the folder: on a network drop folder that
+  // can take long, so it runs on libuv's thread pool.
+  struct Move {
+    uv_work_t req{};
+    fs::path from, moveTo;
+    std::error_code ec;
+    std::function<void(const std::error_code&)> done;
+  };
+  auto move = std::make_unique<Move>();
+  move->req.data = move.get();
+  move->from = f.path;
+  move->moveTo = moveTo_;
+  auto alive = alive_;
+  move->done = [this, alive, f, records](const std::error_code& ec) {
+    if (!*alive) return;
+    if (ec) {
+      // Stored (done is saved), so the next round only retries the move.
+      spdlog::error("{}: {} is stored but could not be {}: {}", intake_.spec().name, f.path,
+                    moveTo_.empty() ? "deleted" : "moved to " + moveTo_.string(), ec.message());
+      return roundDone();
+    }
+    spdlog::info("{}: {} stored ({} message(s)) and {}", intake_.spec().name, f.name, records,
+                 moveTo_.empty() ? "deleted" : "moved");
+    poller_.forget(f.name);
+    ++next_;
+    nextFile();
+  };
+  int rc = uv_queue_work(
+      loop_, &move->req,
+      [](uv_work_t* req) {
+        auto& m = *static_cast<Move*>(req->data);
+        if (m.moveTo.empty()) {
+          fs::remove(m.from, m.ec);
+          return;
+        }
+        fs::create_directories(m.moveTo, m.ec);
+        fs::path target = m.moveTo / m.from.filename();
+        std::error_code exists;
+        if (fs::exists(target, exists))
+          target += "." + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+        fs::rename(m.from, target, m.ec);
+      },
+      [](uv_work_t* req, int) {
+        std::unique_ptr<Move> m(static_cast<Move*>(req->data));
+        m->done(m->ec);
+      });
+  if (rc < 0) {
+    spdlog::error("{}: {} is stored but its move could not start: {}", intake_.spec().name,
+                  f.path, uv_strerror(rc));
     return roundDone();
   }
-  spdlog::info("{}: {} stored ({} message(s)) and {}", intake_.spec().name, f.name, records,
-               moveTo_.empty() ? "deleted" : "moved");
-  poller_.forget(f.name);
-  ++next_;
-  nextFile();
+  move.release();  // freed when the work is done
 }
 
 void FileSource::fail(const std::string& why) {

@@ -56,6 +56,9 @@ class FileSource {
   void poll();
   void nextFile();
   void startFile(const intake::PolledFile& f, std::optional<std::string> state);
+  static void onFs(uv_fs_t* req);
+  void onOpen(ssize_t n);
+  void onHeader(ssize_t n);
   void readMore();
   void onRead(ssize_t n);
   void advance();
