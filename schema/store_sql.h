@@ -279,7 +279,9 @@ FOR UPDATE OF m
 
 // Settle, second statement (a fresh snapshot, taken after the locks): the
 // overall status from the deliveries: pending while any is, then
-// quarantined if any is, else sent if any is, else filtered.
+// quarantined if any is, else sent if any is, else filtered. OFFSET 0 keeps
+// s a subquery of its own: pulled up, its status subplan ran twice a row
+// (once for SET, once for the filter beside it).
 constexpr const char* kSettleWrite = R"(
 UPDATE messages m
 SET status = s.status
@@ -293,7 +295,8 @@ FROM (SELECT m2.id, m2.tier, m2.received_at,
                 AND d.received_at = m2.received_at) AS status
       FROM messages m2
       WHERE m2.id = ANY ($1::int8[]) AND m2.tier IN ($2::int2, $5::int2, $6::int2)
-        AND m2.received_at BETWEEN $3::timestamptz AND $4::timestamptz) s
+        AND m2.received_at BETWEEN $3::timestamptz AND $4::timestamptz
+      OFFSET 0) s
 WHERE m.id = s.id AND m.tier = s.tier AND m.received_at = s.received_at
   AND m.id = ANY ($1::int8[]) AND m.tier IN ($2::int2, $5::int2, $6::int2)
   AND m.received_at BETWEEN $3::timestamptz AND $4::timestamptz

@@ -309,6 +309,47 @@ TEST_F(Messages, AnOnlyDestinationsFlushReadsEachMessageOnce) {
   EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE status = 1"), 50);
 }
 
+TEST_F(Messages, ASettleWorksOutEachMessagesStatusOnce) {
+  std::vector<MessageRef> refs;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 50; ++i) {
+    auto m = insert(message("s" + std::to_string(i), {destA_, destB_}));
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    refs.push_back(m->ref);
+    ids.push_back(std::to_string(m->ref.id));
+  }
+  std::vector<DeliveryOutcome> sent, filtered;
+  for (auto& r : refs) {
+    sent.push_back(outcome(r, MessageStatus::Sent));
+    filtered.push_back(outcome(r, MessageStatus::Filtered));
+  }
+  ASSERT_EQ(flush(destA_, sent).size(), 50u);
+  ASSERT_EQ(flush(destB_, filtered).size(), 50u);
+  std::string idArray = "{";
+  for (const auto& id : ids) idArray += (idArray.size() > 1 ? "," : "") + id;
+  idArray += "}";
+  std::string tier = std::to_string(static_cast<int>(refs.front().tier));
+  ASSERT_TRUE((*sql_)("SET plan_cache_mode = force_generic_plan").ok());
+  ASSERT_TRUE((*sql_)(std::string("PREPARE settle_write AS ") + sql::kSettleWrite).ok());
+  // EXPLAIN takes no bound parameters: literals.
+  std::string args = "'" + idArray + "', '" + tier + "', '" + refs.front().receivedAt + "', '" +
+                     refs.back().receivedAt + "', '" + tier + "', '" + tier + "'";
+  auto plan = nlohmann::json::parse(
+      text("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE settle_write(" + args + ")"));
+  int64_t subplanLoops = 0;
+  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& node) {
+    if (node.value("Parent Relationship", "") == "SubPlan")
+      subplanLoops += node.value("Actual Loops", int64_t{0});
+    if (node.contains("Plans"))
+      for (const auto& child : node["Plans"]) walk(child);
+  };
+  walk(plan[0]["Plan"]);
+  EXPECT_GT(subplanLoops, 0) << plan.dump(1);
+  EXPECT_LE(subplanLoops, 50) << "the status subquery ran more than once a message\n"
+                              << plan.dump(1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE status = 1"), 50);  // sent wins
+}
+
 TEST_F(Messages, AFlushAndASettleSpanningTwoTiersReachBoth) {
   // A retention change leaves a destination's queue with messages in two
   // tiers: one flush and one settle carry both, and each statement prunes
