@@ -25,6 +25,10 @@
 
 namespace ductus::proto {
 
+// The most either side of a worker socket reads at once: a pipelined
+// batch of ~90 calls of a 3 KB message.
+inline constexpr size_t kReadBytes = 256 * 1024;
+
 struct FrameLimits {
   size_t maxMessageBytes = size_t{80} << 20;  // a 64 MB payload plus envelope
   int nestingLimit = 64;

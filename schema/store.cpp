@@ -224,18 +224,19 @@ bool anyDedupeKey(const InsertColumns& c) {
   return false;
 }
 
-// Without a dedupe key among them, $7 is NULL: the plain statements
-// (kInsertPlainBody) do not read it.
+// keyed: some message has a dedupe key (anyDedupeKey). Without one, $7 is
+// NULL: the plain statements (kInsertPlainBody) do not read it.
 std::vector<Param> insertParams(int64_t interfaceId, Tier tier,
                                 const std::vector<int64_t>& destinations, bool relaxed,
-                                const InsertColumns& c, Param stateKey, Param stateJson) {
+                                const InsertColumns& c, bool keyed, Param stateKey,
+                                Param stateJson) {
   return {num(interfaceId),
           num(static_cast<int16_t>(tier)),
           pb::int8Array(destinations),
           std::string(relaxed ? "t" : "f"),
           pb::bytesArray(pb::kBytea, c.payloads),
           pb::int4Array(c.lanes),
-          anyDedupeKey(c) ? Param(pb::bytesArray(pb::kText, c.keys)) : Param(),
+          keyed ? Param(pb::bytesArray(pb::kText, c.keys)) : Param(),
           pb::int8Array(c.origins),
           std::move(stateKey),
           std::move(stateJson)};
@@ -360,7 +361,7 @@ void Store::insertGroup(LeasePtr lease, std::string groupKey) {
   }
   bool plain = !anyDedupeKey(c);
   auto params = insertParams(first.interfaceId, first.tier, first.destinationIds, first.relaxed, c,
-                             std::nullopt, std::nullopt);
+                             !plain, std::nullopt, std::nullopt);
   auto& conn = lease->conn();
   conn.execute(plain ? kInsertPlainName : kInsertName,
                plain ? sql::kInsertPlainMessages : sql::kInsertMessages, std::move(params),
@@ -399,8 +400,8 @@ void Store::insertOne(QueuedInsert q) {
   c.origins.push_back(q.m.originId.value_or(0));
   static const Statement stmt{kInsertName, sql::kInsertMessages};
   run(stmt,
-      insertParams(q.m.interfaceId, q.m.tier, q.m.destinationIds, q.m.relaxed, c, std::nullopt,
-                   std::nullopt),
+      insertParams(q.m.interfaceId, q.m.tier, q.m.destinationIds, q.m.relaxed, c,
+                   /*keyed=*/true, std::nullopt, std::nullopt),
       kInsertFormats, false, std::move(answer));
 }
 
@@ -424,8 +425,9 @@ void Store::insertBatch(NewBatch b, Callback<BatchStored> cb) {
   static const Statement keyed{kInsertBatchName, sql::kInsertBatch};
   static const Statement plain{kInsertPlainBatchName, sql::kInsertPlainBatch};
   InsertColumns c{std::move(payloads), std::move(lanes), std::move(keys), std::move(origins)};
-  const Statement& stmt = anyDedupeKey(c) ? keyed : plain;
-  auto params = insertParams(b.interfaceId, b.tier, b.destinationIds, b.relaxed, c,
+  bool hasKeys = anyDedupeKey(c);
+  const Statement& stmt = hasKeys ? keyed : plain;
+  auto params = insertParams(b.interfaceId, b.tier, b.destinationIds, b.relaxed, c, hasKeys,
                              std::move(stateKey), std::move(stateJson));
   auto formats = kInsertFormats;
   run(stmt, std::move(params), std::move(formats), false, [cb](Result<PgResult> r) {

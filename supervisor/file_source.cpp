@@ -16,7 +16,7 @@ namespace ductus::supervisor {
 namespace fs = std::filesystem;
 
 struct FileSource::Job {
-  FileSource* owner = nullptr;  // null once the source is gone mid-read
+  FileSource* owner = nullptr;  // null once the source is gone or gave it up mid-request
   uint64_t seq = 0;             // tells a store's answer for an abandoned job apart
   bool reading = false;         // a uv_fs request (open or read) is in flight
   enum class Step { Open, Header, Read } step = Step::Open;  // what that request is
@@ -150,7 +150,8 @@ void FileSource::startFile(const intake::PolledFile& f, std::optional<std::strin
     return nextFile();
   }
   job_->step = Job::Step::Open;
-  int rc = uv_fs_open(loop_, &job_->req, f.path.c_str(), O_RDONLY | O_CLOEXEC, 0, &FileSource::onFs);
+  int rc =
+      uv_fs_open(loop_, &job_->req, f.path.c_str(), O_RDONLY | O_CLOEXEC, 0, &FileSource::onFs);
   if (rc < 0) return fail("open " + f.path + ": " + uv_strerror(rc));
   job_->reading = true;
 }
@@ -185,7 +186,8 @@ void FileSource::onOpen(ssize_t n) {
   if (split && format_ == config::Format::Csv && j.committed > 0) {
     // Resuming: the header is the file's first record; read it again.
     j.step = Job::Step::Header;
-    uv_buf_t b = uv_buf_init(j.buf.data(), static_cast<unsigned>(std::min<size_t>(j.buf.size(), 64 * 1024)));
+    size_t headerBytes = std::min<size_t>(j.buf.size(), 64 * 1024);
+    uv_buf_t b = uv_buf_init(j.buf.data(), static_cast<unsigned>(headerBytes));
     int rc = uv_fs_read(loop_, &j.req, j.fd, &b, 1, 0, &FileSource::onFs);
     if (rc < 0) return fail("read " + j.file.path + ": " + uv_strerror(rc));
     j.reading = true;
@@ -348,7 +350,8 @@ void FileSource::finishFile() {
         fs::path target = m.moveTo / m.from.filename();
         std::error_code exists;
         if (fs::exists(target, exists))
-          target += "." + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+          target +=
+              "." + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
         fs::rename(m.from, target, m.ec);
       },
       [](uv_work_t* req, int) {

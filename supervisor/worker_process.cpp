@@ -14,13 +14,11 @@
 namespace ductus::supervisor {
 namespace {
 
-// One uv_write and the bytes it writes; freed in its callback, which libuv
-// calls even when the pipe is closed first (UV_ECANCELED).
-// The most one read takes: the worker's read size too.
-constexpr size_t kReadBytes = 256 * 1024;
 // The largest write buffer kept for reuse.
 constexpr size_t kSpareMaxBytes = 4u << 20;
 
+// One uv_write and the bytes it writes; freed in its callback, which libuv
+// calls even when the pipe is closed first (UV_ECANCELED).
 struct WriteOp {
   uv_write_t req{};
   std::string data;
@@ -103,9 +101,9 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
           return;
         }
         // Straight into the frame reader: frames are parsed where they land.
-        auto space = self->reader_.space(kReadBytes);
+        auto space = self->reader_.space(proto::kReadBytes);
         buf->base = space.begin();
-        buf->len = kReadBytes;
+        buf->len = proto::kReadBytes;
       },
       [](uv_stream_t* s, ssize_t n, const uv_buf_t*) {
         auto* self = static_cast<WorkerProcess*>(s->data);
@@ -229,8 +227,8 @@ void WorkerProcess::onExitCb(uv_process_t* p, int64_t status, int signal) {
   if (!self->readStopped_ && self->pipe_ &&
       uv_fileno(reinterpret_cast<uv_handle_t*>(self->pipe_.get()), &fd) == 0) {
     for (;;) {
-      auto space = self->reader_.space(kReadBytes);
-      ssize_t n = ::read(fd, space.begin(), kReadBytes);
+      auto space = self->reader_.space(proto::kReadBytes);
+      ssize_t n = ::read(fd, space.begin(), proto::kReadBytes);
       if (n <= 0 || self->readStopped_) break;
       self->onRead(n);
     }

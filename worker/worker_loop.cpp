@@ -215,7 +215,6 @@ int serveWorker(const char* argv0, int fd, size_t heapMb) {
   if (!out.flush()) return 0;
 
   proto::FrameReader reader;
-  constexpr size_t kReadBytes = 256 * 1024;
   for (;;) {
     int timeoutMs = -1;
     auto next = (*host)->nextDeadline();
@@ -228,7 +227,7 @@ int serveWorker(const char* argv0, int fd, size_t heapMb) {
     if (pr < 0 && errno != EINTR) return 2;
     if (pr > 0) {
       // Straight into the frame reader: frames are parsed where they land.
-      ssize_t n = ::read(fd, reader.space(kReadBytes).begin(), kReadBytes);
+      ssize_t n = ::read(fd, reader.space(proto::kReadBytes).begin(), proto::kReadBytes);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return 0;  // the supervisor is gone
       reader.commit(static_cast<size_t>(n));
