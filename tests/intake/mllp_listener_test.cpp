@@ -238,13 +238,13 @@ TEST_F(MllpListenerTest, AnAnswerGivenLaterArrivesOnlyThen) {
     });
   });
   auto c = connect();
-  auto sent = std::chrono::steady_clock::now();
   ASSERT_TRUE(c.send(adt("SLOW")));
   EXPECT_FALSE(c.readFrame(milliseconds(100))) << "an ACK arrived before the answer";
   auto ack = c.readFrame(milliseconds(5000));
   ASSERT_TRUE(ack) << ack.error().message;
+  // The flag, not the clock, proves the order: libuv's timer counts from the
+  // loop's cached time, which can be a little older than the send.
   EXPECT_TRUE(answered.load());
-  EXPECT_GE(std::chrono::steady_clock::now() - sent, milliseconds(200));
   EXPECT_EQ(readAck(*ack).code, "AA");
 }
 
