@@ -32,6 +32,35 @@ pgbench_rate() {
     | awk '/^tps = / { printf "%.0f", $3 }'
 }
 
+# pgbench_statement_rate CLIENTS DBURL: the engine's own one-message insert
+# (a message row and its delivery row, kInsertOneMessage in
+# schema/store_sql.h, read from the source so the two can't drift), run by
+# pgbench as the engine runs it: prepared, generic plan, strict. DBURL is a
+# database the engine has run on (its schema, partitions, an interface and
+# a destination). What one connection could reach if the engine added
+# nothing but this statement.
+pgbench_statement_rate() {
+  local ids script="$work/engine-insert.sql"
+  ids=$(psql "$2" -Atc "SELECT d.interface_id, d.id, (SELECT tier FROM messages LIMIT 1)
+                        FROM destinations d ORDER BY d.id LIMIT 1")
+  IFS='|' read -r iface dest tier <<< "$ids"
+  { echo '\set pk random(0, 15)'
+    awk '/constexpr const char\* kInsertOneMessage = R"\(/ { f = 1; next } f && /^\)";/ { f = 0 } f' \
+        "$here/schema/store_sql.h" \
+      | sed -e 's/\$1::/:iface::/g; s/\$2::/:tier::/g; s/\$3::/:dests::/g; s/\$4::/:relaxed::/g' \
+            -e 's/\$5::/:pk::/g; s/\$6::/:origin::/g; s/\$7::/:payload::/g' \
+      | tr '\n' ' '
+    echo ';'; } > "$script"
+  # A 176-byte ADT-sized payload (no backslash: bytea's text input reads it).
+  local payload
+  payload="MSH|^~&|LOAD|FAC|DUCTUS|FAC|20261203||ADT^A01|$(printf 'X%.0s' $(seq 1 130))"
+  PGOPTIONS="-c plan_cache_mode=force_generic_plan" \
+    "$PGBIN/pgbench" -n -M prepared -c "$1" -j "$1" -T "${PGBENCH_SECONDS:-8}" \
+      -D iface="$iface" -D tier="$tier" -D dests="{$dest}" -D relaxed=f -D origin=0 \
+      -D payload="$payload" -f "$script" "$2" 2>"$work/pgbench-statement.err" \
+    | awk '/^tps = / { printf "%.0f", $3 }'
+}
+
 # new_db NAME: a fresh database; prints its connection string.
 new_db() {
   PGOPTIONS="-c client_min_messages=warning" psql "$url" -qc "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null
