@@ -40,7 +40,7 @@ pgbench_rate() {
 # a destination). What one connection could reach if the engine added
 # nothing but this statement.
 pgbench_statement_rate() {
-  local ids script="$work/engine-insert.sql"
+  local ids iface dest tier payload script="$work/engine-insert.sql"
   ids=$(psql "$2" -Atc "SELECT d.interface_id, d.id, (SELECT tier FROM messages LIMIT 1)
                         FROM destinations d ORDER BY d.id LIMIT 1")
   IFS='|' read -r iface dest tier <<< "$ids"
@@ -51,14 +51,18 @@ pgbench_statement_rate() {
             -e 's/\$5::/:pk::/g; s/\$6::/:origin::/g; s/\$7::/:payload::/g' \
       | tr '\n' ' '
     echo ';'; } > "$script"
-  # A 176-byte ADT-sized payload (no backslash: bytea's text input reads it).
-  local payload
+  grep -q "INSERT INTO deliveries" "$script" \
+    || { echo "bench: kInsertOneMessage not found in schema/store_sql.h" >&2; return 1; }
+  # A 175-byte ADT-sized payload (no backslash: bytea's text input reads it).
   payload="MSH|^~&|LOAD|FAC|DUCTUS|FAC|20261203||ADT^A01|$(printf 'X%.0s' $(seq 1 130))"
-  PGOPTIONS="-c plan_cache_mode=force_generic_plan" \
+  local tps
+  tps=$(PGOPTIONS="-c plan_cache_mode=force_generic_plan" \
     "$PGBIN/pgbench" -n -M prepared -c "$1" -j "$1" -T "${PGBENCH_SECONDS:-8}" \
       -D iface="$iface" -D tier="$tier" -D dests="{$dest}" -D relaxed=f -D origin=0 \
       -D payload="$payload" -f "$script" "$2" 2>"$work/pgbench-statement.err" \
-    | awk '/^tps = / { printf "%.0f", $3 }'
+    | awk '/^tps = / { printf "%.0f", $3 }')
+  [ -n "$tps" ] || { echo "bench: pgbench on the engine's insert failed:" >&2; tail -3 "$work/pgbench-statement.err" >&2; }
+  echo "$tps"
 }
 
 # new_db NAME: a fresh database; prints its connection string.
