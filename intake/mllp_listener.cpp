@@ -106,12 +106,7 @@ class MllpConnection {
     if (feeding_) return;
     drainPending();
     if (busy_ || closing_ || shutdown_) return;
-    if (eofAfterPending_) {
-      if (state_ == Framing::InFrame)
-        spdlog::info("{}: connection {} from {} closed in the middle of a message", name(),
-                     peer_.connection, peer_.address);
-      return shutdownAndClose();
-    }
+    if (eofAfterPending_) return closeAfterEof();
     startReading();
   }
 
@@ -141,23 +136,19 @@ class MllpConnection {
     auto* self = static_cast<MllpConnection*>(s->data);
     if (n == 0) return;  // EAGAIN
     if (n < 0) {
-      if (n != UV_EOF)
+      if (n != UV_EOF) {
         spdlog::warn("{}: connection {} from {} failed: {}", self->name(),
                      self->peer_.connection, self->peer_.address, uv_strerror(static_cast<int>(n)));
-      else if (self->state_ == Framing::InFrame)
-        spdlog::info("{}: connection {} from {} closed in the middle of a message",
-                     self->name(), self->peer_.connection, self->peer_.address);
-      // On EOF an ACK may still be queued: shutdown lets it go out first
-      // (uv_close would cancel it). A sender may close its side while it
-      // waits for the ACK of its last message: that message, and any after
-      // it already read, are answered first.
-      if (n == UV_EOF && (self->busy_ || !self->pending_.empty())) {
+        return self->closeNow();
+      }
+      // A sender may close its side while it waits for the ACK of its last
+      // message: that message, and any after it already read, are answered
+      // first.
+      if (self->busy_ || !self->pending_.empty()) {
         self->eofAfterPending_ = true;
         self->stopReading();
-      } else if (n == UV_EOF) {
-        self->shutdownAndClose();
       } else {
-        self->closeNow();
+        self->closeAfterEof();
       }
       return;
     }
@@ -222,6 +213,15 @@ class MllpConnection {
       return;
     }
     w.release();  // freed in onWrite
+  }
+
+  // The sender closed its side and everything it sent is answered. Shutdown,
+  // not uv_close: an ACK may still be queued, and uv_close would cancel it.
+  void closeAfterEof() {
+    if (state_ == Framing::InFrame)
+      spdlog::info("{}: connection {} from {} closed in the middle of a message", name(),
+                   peer_.connection, peer_.address);
+    shutdownAndClose();
   }
 
   void shutdownAndClose() {

@@ -29,7 +29,7 @@ for dests in ${FANOUT_DESTS:-1 5 25}; do  # FANOUT_DESTS="25": one shape only
   db="$(new_db "fan_$dests")"
   engine_start "$dir" "$db"
   t0=$(date +%s.%N)
-  ack=$("$LOAD" 127.0.0.1 "$port" 16 "$total" | sed -n 's/.*rate=\([0-9]*\).*/\1/p')
+  ack=$("$LOAD" 127.0.0.1 "$port" 16 "$total" | rate_of)
   want=$(( total * dests ))
   # Done when no delivery is pending: every message is stored before its
   # ACK, so all deliveries exist by now. One probe of the queue's partial

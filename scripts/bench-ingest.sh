@@ -29,7 +29,6 @@ median() {
     if (NR == 0) { print "n/a"; exit }
     printf f "\n", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
-rate_of() { sed -n 's/.*rate=\([0-9]*\).*/\1/p'; }
 
 project() {  # project DIR DURABILITY SOURCE FORMAT
   mkdir -p "$1/interfaces/in"

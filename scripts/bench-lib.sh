@@ -90,4 +90,7 @@ engine_stop() {
   engine_pid=""
 }
 
+# rate_of: the rate=N that mllp_load prints.
+rate_of() { sed -n 's/.*rate=\([0-9]*\).*/\1/p'; }
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
