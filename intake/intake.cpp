@@ -60,4 +60,34 @@ void Intake::acceptBatch(std::vector<std::string> payloads,
   });
 }
 
+void Intake::acceptRouted(int64_t sourceDestinationId, std::vector<store::RoutedItem> items,
+                          std::function<void(Result<std::vector<store::RoutedMessage>>)> cb) {
+  auto pass = gate_->enter();
+  auto held = pass ? std::make_shared<Gate::Pass>(std::move(*pass)) : nullptr;
+  store::RoutedBatch b;
+  b.sourceDestinationId = sourceDestinationId;
+  b.targetInterfaceId = spec_.interfaceId;
+  b.targetTier = spec_.tier;
+  b.targetDestinationIds = spec_.destinationIds;
+  b.items = std::move(items);
+  store_.finishRouted(std::move(b),
+                      [held, cb = std::move(cb)](Result<std::vector<store::RoutedMessage>> r) {
+                        cb(std::move(r));
+                      });
+}
+
+void Intake::sourceState(const std::string& key,
+                         std::function<void(Result<std::optional<std::string>>)> cb) {
+  store_.getSourceState(spec_.interfaceId, key, std::move(cb));
+}
+
+void Intake::saveSourceState(const std::string& key, const std::string& json,
+                             std::function<void(Status)> cb) {
+  store_.putSourceState(spec_.interfaceId, key, json, std::move(cb));
+}
+
+void Intake::hasPending(std::function<void(Result<bool>)> cb) {
+  store_.hasPending(spec_.interfaceId, std::move(cb));
+}
+
 }  // namespace ductus::intake

@@ -1,12 +1,14 @@
-// Intake: one interface's way into the store. Every source (MLLP, HTTP,
-// schedule, file, a route) hands its message here; it reads the message's
-// keys, stores it with one delivery per destination in one commit, and only
-// then answers, so a source acknowledges only what is committed (the seed's
-// invariant 1). After the commit it wakes the delivery loops of the
-// message's lane.
+// Intake: one interface's door into the store. Every source (MLLP, HTTP,
+// schedule, file, a route) hands its message here, and reads or saves its
+// own progress here; no source touches the store itself. The Intake reads
+// the message's keys, stores it with one delivery per destination in one
+// commit, and only then answers, so a source acknowledges only what is
+// committed (persist before acknowledge). After the commit it wakes the
+// delivery loops of the message's lane.
 //
 // Each intake has a Gate: while closed (a stop, a drain) nothing new is
-// stored, and a stop waits for the passes still out.
+// stored, and a stop waits for the passes still out. Routed copies are the
+// one exception, see acceptRouted().
 #pragma once
 
 #include <functional>
@@ -47,6 +49,23 @@ class Intake {
   // one transaction. Gate as accept().
   void acceptBatch(std::vector<std::string> payloads, std::optional<store::SourceStateWrite> state,
                    std::function<void(Result<store::BatchStored>)> cb);
+
+  // Stores the outputs a route's delivery loop made, in this (the target)
+  // interface's queue, in one transaction with the source deliveries'
+  // outcome. Not refused by a closed gate: a routed copy finishes the
+  // delivery of a message stored and acknowledged before, and refusing it
+  // during a stop would only make the source route it again after the
+  // restart. While the gate is open the batch holds a pass like any store.
+  void acceptRouted(int64_t sourceDestinationId, std::vector<store::RoutedItem> items,
+                    std::function<void(Result<std::vector<store::RoutedMessage>>)> cb);
+
+  // A source's saved progress (a file's offset, a schedule's last run).
+  void sourceState(const std::string& key,
+                   std::function<void(Result<std::optional<std::string>>)> cb);
+  void saveSourceState(const std::string& key, const std::string& json,
+                       std::function<void(Status)> cb);
+  // Whether a message of this interface is still waiting for delivery.
+  void hasPending(std::function<void(Result<bool>)> cb);
 
   // A routed message's keys, read with this (the target) interface's spec.
   MessageKeys keysOf(std::string_view payload) const { return intake::keysOf(spec_.keys, payload); }

@@ -6,28 +6,23 @@
 #include <set>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
-#include "common/hl7/ack.h"
-#include "common/text.h"
-
-#include "intake/http_body_check.h"
+#include "common/countdown.h"
+#include "intake/file_source.h"
+#include "intake/http_respond.h"
 #include "intake/http_server.h"
 #include "intake/intake.h"
 #include "intake/mllp_listener.h"
+#include "intake/schedule_source.h"
+#include "intake/source_handlers.h"
 #include "schema/migrations.h"
 #include "schema/migrator.h"
 #include "schema/pg_connection.h"
 #include "schema/store.h"
-#include "supervisor/delivery_loop.h"
-#include "supervisor/file_source.h"
-#include "supervisor/project_services.h"
-#include "supervisor/schedule_source.h"
-#include "supervisor/senders/curl_multi_uv.h"
-#include "supervisor/senders/file_sender.h"
-#include "supervisor/senders/http_sender.h"
-#include "supervisor/senders/mllp_sender.h"
-#include "supervisor/worker_pool.h"
+#include "supervisor/delivery/delivery_loop.h"
+#include "supervisor/delivery/sender_factory.h"
+#include "supervisor/delivery/senders/curl_multi_uv.h"
+#include "supervisor/services/project_services.h"
+#include "supervisor/workers/worker_pool.h"
 
 namespace ductus::supervisor {
 namespace fs = std::filesystem;
@@ -41,7 +36,7 @@ struct Engine::Iface {
   std::unique_ptr<intake::Intake> intake;
   std::vector<std::unique_ptr<senders::Sender>> senders;  // parallel; null for routes
   // loops[destination][slot]
-  std::vector<std::vector<std::unique_ptr<DeliveryLoop>>> loops;
+  std::vector<std::vector<std::unique_ptr<delivery::DeliveryLoop>>> loops;
   uint32_t slots = 1;
   bool waiting = false;  // had something pending at start
 };
@@ -166,19 +161,15 @@ void Engine::reconcile(std::function<void(Status)> next) {
     if (!*alive) return;
     if (!r) return next(r.error());
     std::set<int64_t> waiting(r->begin(), r->end());
-    auto left = std::make_shared<size_t>(0);
     auto failed = std::make_shared<std::optional<Error>>();
-    std::vector<Iface*> todo;
-    for (auto& f : ifaces_)
-      if (f->id && waiting.count(f->id)) {
-        f->waiting = true;
-        todo.push_back(f.get());
-      }
-    if (todo.empty()) return next({});
-    *left = todo.size();
-    for (Iface* f : todo) {
+    auto all = Countdown::make([failed, next] { next(*failed ? Status(**failed) : Status()); });
+    for (auto& fp : ifaces_) {
+      Iface* f = fp.get();
+      if (!f->id || !waiting.count(f->id)) continue;
+      f->waiting = true;
+      auto one = all->add();
       store_->reconcile(f->id, f->destinationIds,
-                        [this, alive, f, left, failed, next](Result<store::ReconcileReport> r) {
+                        [this, alive, f, failed, one](Result<store::ReconcileReport> r) {
                           if (!*alive) return;
                           if (!r) *failed = r.error();
                           else if (r->deliveriesAdded || r->deliveriesFiltered ||
@@ -187,12 +178,13 @@ void Engine::reconcile(std::function<void(Status)> next) {
                                          "destinations filtered, {} finished",
                                          f->cfg->name, r->deliveriesAdded, r->deliveriesFiltered,
                                          r->deliveriesFinished);
-                          store_->settleFinished(f->id, [left, failed, next](Result<int64_t> s) {
+                          store_->settleFinished(f->id, [failed, one](Result<int64_t> s) {
                             if (!s && !*failed) *failed = s.error();
-                            if (--*left == 0) next(*failed ? Status(**failed) : Status());
+                            one();
                           });
                         });
     }
+    all->start();
   });
 }
 
@@ -260,81 +252,44 @@ Status Engine::buildDelivery() {
     f->intake = std::make_unique<intake::Intake>(*store_, std::move(is),
                                                  [this, fp](int32_t lane) { wake(*fp, lane); });
   }
+  delivery::SenderContext ctx{loop_, curl_.get(), &project_.resources, project_.root};
   for (auto& f : ifaces_) {
     const InterfaceConfig& c = *f->cfg;
     if (!queued(c)) continue;
     uint32_t lanes = c.partitionCount();
     f->slots = c.isolation == config::Isolation::Dedicated ? std::max(1u, c.workers) : 1;
     f->slots = std::min(f->slots, lanes);
-    size_t fnBase = 0;
     for (size_t j = 0; j < c.destinations.size(); ++j) {
       const config::Destination& d = c.destinations[j];
-      DeliveryTarget t;
+      delivery::DeliveryTarget t;
       t.interfaceName = c.name;
       t.destinationName = d.name;
       t.destinationId = f->destinationIds[j];
-      t.function = f->functions[fnBase + j];
+      t.function = f->functions[j];
       t.maxAttempts = d.maxAttempts;
       t.saveOutput = d.saveOutput;
-      if (d.rateLimit && d.rateLimit->messages > 0) {
-        senders::RateLimitSettings rl;
-        rl.count = d.rateLimit->messages;
-        rl.per = d.rateLimit->per;
-        rl.burst = 1;
-        rl.mode = d.rateLimit->dropOver ? senders::RateLimitMode::Drop
-                                        : senders::RateLimitMode::Wait;
-        t.rateLimit = rl;
-      }
+      t.rateLimit = delivery::rateLimitOf(d);
       std::unique_ptr<senders::Sender> sender;
-      if (auto* m = std::get_if<config::MllpDestination>(&d.target)) {
-        senders::MllpSenderSettings s;
-        s.host = m->address.host;
-        s.port = m->address.port;
-        s.ackTimeout = m->ackTimeout;
-        sender = std::make_unique<senders::MllpSender>(loop_, s);
-      } else if (auto* h = std::get_if<config::HttpDestination>(&d.target)) {
-        senders::HttpSenderSettings s;
-        if (!h->api.empty()) {
-          auto api = project_.resources.apis.find(h->api);
-          if (api == project_.resources.apis.end())
-            return Error{c.name + "/" + d.name + ": no api " + h->api + " in resources.yaml"};
-          s.url = api->second.url + h->path;
-          for (auto& [k, v] : api->second.headers) s.headers.emplace_back(k, v);
-        } else {
-          s.url = h->url;
-        }
-        s.method = h->method;
-        for (auto& [k, v] : h->headers) s.headers.emplace_back(k, v);
-        s.timeout = h->timeout;
-        sender = std::make_unique<senders::HttpSender>(*curl_, s);
-      } else if (auto* fd = std::get_if<config::FileDestination>(&d.target)) {
-        senders::FileSenderSettings s;
-        fs::path dir = fd->path;
-        s.dir = (dir.is_absolute() ? dir : project_.root / dir).string();
-        s.nameTemplate = fd->name;
-        if (auto v = senders::validateNameTemplate(s.nameTemplate); !v)
-          return Error{c.name + "/" + d.name + ": file name \"" + s.nameTemplate +
-                       "\": " + v.error().message};
-        sender = std::make_unique<senders::FileSender>(loop_, s);
-      } else if (auto* r = std::get_if<config::RouteDestination>(&d.target)) {
+      if (auto* r = std::get_if<config::RouteDestination>(&d.target)) {
         auto tgt = byName_.find(r->interface);
         if (tgt == byName_.end() || !tgt->second->intake)
           return Error{c.name + "/" + d.name + ": route target " + r->interface + " is not queued"};
         t.route = tgt->second->intake.get();
-        t.routeTier = tierOf(tgt->second->cfg->retention);
       } else {
-        return Error{c.name + "/" + d.name + ": " + config::targetKind(d.target) +
-                     " destinations are not supported by this engine yet"};
+        auto made = delivery::makeSender(ctx, c.name, d);
+        if (!made) return made.error();
+        sender = std::move(*made);
       }
       t.sender = sender.get();
       t.onlyDestination = c.destinations.size() == 1 && !t.route;
       f->senders.push_back(std::move(sender));
-      std::vector<std::unique_ptr<DeliveryLoop>> loops;
+      std::vector<std::unique_ptr<delivery::DeliveryLoop>> loops;
       for (uint32_t s = 0; s < f->slots; ++s) {
         std::vector<int32_t> mine;  // empty: every lane
         if (f->slots > 1)
           for (uint32_t l = s; l < lanes; l += f->slots) mine.push_back(static_cast<int32_t>(l));
-        loops.push_back(std::make_unique<DeliveryLoop>(loop_, *store_, *workers_, t, mine));
+        loops.push_back(
+            std::make_unique<delivery::DeliveryLoop>(loop_, *store_, *workers_, t, mine));
       }
       f->loops.push_back(std::move(loops));
     }
@@ -355,119 +310,69 @@ void Engine::wake(Iface& f, int32_t lane) {
 }
 
 Status Engine::openSources() {
-  for (auto& f : ifaces_) {
-    const InterfaceConfig& c = *f->cfg;
-    if (auto* m = std::get_if<config::MllpSource>(&c.source)) {
-      intake::MllpSettings ms;
-      ms.maxMessageBytes = c.maxMessageBytes;
-      ms.name = c.name;
-      intake::Intake* in = f->intake.get();
-      auto l = std::make_unique<intake::MllpListener>(
-          loop_, ms, [in](const intake::MllpPeer&, std::string bytes, intake::MllpAnswer answer) {
-            in->accept(std::move(bytes), [in, answer](Result<store::StoredMessage> r) {
-              if (r) return answer(hl7::AckCode::Accept);
-              spdlog::error("{}: storing a message failed: {}", in->spec().name,
-                            r.error().message);
-              answer(hl7::AckCode::Error, "message not stored, send it again");
-            });
-          });
-      if (auto s = l->listen(m->listen.host, m->listen.port); !s)
-        return Error{c.name + ": mllp " + m->listen.toString() + ": " + s.error().message};
-      listenerLines_.push_back("mllp " + c.name + " " + l->address());
-      mllp_.push_back(std::move(l));
-    } else if (auto* h = std::get_if<config::HttpSource>(&c.source)) {
-      std::string key = h->listen.toString();
-      auto& server = http_[key];
-      if (!server) {
-        intake::HttpSettings hs;
-        hs.name = key;
-        server = std::make_unique<intake::HttpServer>(loop_, hs);
-        if (auto s = server->listen(h->listen.host, h->listen.port); !s)
-          return Error{c.name + ": http " + key + ": " + s.error().message};
-      }
-      if (h->mode == config::HttpMode::Queue) {
-        intake::Intake* in = f->intake.get();
-        config::Format format = c.format;
-        auto s = server->addRoute(
-            h->path,
-            [in, format](const intake::HttpRequest& req, intake::HttpRespond respond) {
-              if (req.method != "POST" && req.method != "PUT")
-                return respond({405, {{"Allow", "POST, PUT"}}, "use POST\n"});
-              if (auto refused = intake::refuseBody(format, req)) return respond(*refused);
-              in->accept(req.body, [respond](Result<store::StoredMessage> r) {
-                if (!r)
-                  return respond({503, {{"Retry-After", "5"}, {"Content-Type", "text/plain"}},
-                                  "message not stored, send it again\n"});
-                bool dup = r->status == store::MessageStatus::Duplicate;
-                respond({202,
-                         {{"Content-Type", "application/json"}},
-                         "{\"id\":" + std::to_string(r->ref.id) +
-                             (dup ? ",\"duplicate\":true}" : "}") + "\n"});
-              });
-            },
-            c.maxMessageBytes);
-        if (!s) return Error{c.name + ": " + s.error().message};
-      } else {
-        WorkerPool* pool = workers_.get();
-        WorkerPool::FunctionId fn = f->functions.at(0);
-        auto s = server->addRoute(
-            h->path,
-            [pool, fn](const intake::HttpRequest& req, intake::HttpRespond respond) {
-              nlohmann::json env;
-              env["method"] = req.method;
-              env["path"] = req.path;
-              nlohmann::json headers = nlohmann::json::object();
-              // Bytes as the SDK reads them everywhere: ISO-8859-1 unless UTF-8.
-              for (auto& [k, v] : req.headers) headers[k] = asText(v);
-              env["headers"] = headers;
-              env["query"] = asText(req.query);
-              env["body"] = asText(req.body);
-              CallMeta meta;
-              pool->invoke(
-                  fn, env.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), meta,
-                  [respond](Outcome o) {
-                    if (o.kind != Outcome::Kind::Output) {
-                      int status = o.kind == Outcome::Kind::Filtered ? 204 : 503;
-                      if (o.kind == Outcome::Kind::Quarantine) status = 500;
-                      return respond({status, {{"Content-Type", "text/plain"}},
-                                      std::string(outcomeKindName(o.kind)) + "\n"});
-                    }
-                    auto j = nlohmann::json::parse(o.data, nullptr, false);
-                    if (j.is_discarded() || !j.is_object())
-                      return respond({200, {}, o.data});
-                    intake::HttpResponse resp;
-                    resp.status = j.value("status", 200);
-                    if (j.contains("headers") && j["headers"].is_object())
-                      for (auto& [k, v] : j["headers"].items())
-                        resp.headers.emplace_back(k, v.is_string() ? v.get<std::string>()
-                                                                   : v.dump());
-                    if (j.contains("body"))
-                      resp.body = j["body"].is_string() ? j["body"].get<std::string>()
-                                                        : j["body"].dump();
-                    respond(std::move(resp));
-                  });
-            },
-            c.maxMessageBytes);
-        if (!s) return Error{c.name + ": " + s.error().message};
-      }
-      listenerLines_.push_back("http " + c.name + " " + server->address() + h->path);
-    } else if (auto* sc = std::get_if<config::ScheduleSource>(&c.source)) {
-      auto src = ScheduleSource::make(loop_, *store_, *f->intake, *sc);
-      if (!src) return Error{c.name + ": " + src.error().message};
-      listenerLines_.push_back("schedule " + c.name + " " + c.sourceDescribe);
-      schedules_.push_back(std::move(*src));
-    } else if (auto* fsrc = std::get_if<config::FileSource>(&c.source)) {
-      files_.push_back(std::make_unique<FileSource>(loop_, *store_, *f->intake, fsrc->files,
-                                                    c.format, project_.root));
-      listenerLines_.push_back("file " + c.name + " " + c.sourceDescribe);
-    } else if (std::holds_alternative<config::InternalSource>(c.source)) {
-      // Filled only by routes.
-    } else {
-      return Error{c.name + ": " + config::sourceKind(c.source) +
-                   " sources are not supported by this engine yet"};
-    }
-  }
+  for (auto& f : ifaces_)
+    if (auto s = openSource(*f); !s) return s;
   return {};
+}
+
+Status Engine::openSource(Iface& f) {
+  const InterfaceConfig& c = *f.cfg;
+  if (auto* m = std::get_if<config::MllpSource>(&c.source)) {
+    intake::MllpSettings ms;
+    ms.maxMessageBytes = c.maxMessageBytes;
+    ms.name = c.name;
+    auto l = std::make_unique<intake::MllpListener>(loop_, ms, intake::mllpIntoIntake(*f.intake));
+    if (auto s = l->listen(m->listen.host, m->listen.port); !s)
+      return Error{c.name + ": mllp " + m->listen.toString() + ": " + s.error().message};
+    listenerLines_.push_back("mllp " + c.name + " " + l->address());
+    mllp_.push_back(std::move(l));
+    return {};
+  }
+  if (auto* h = std::get_if<config::HttpSource>(&c.source)) {
+    std::string key = h->listen.toString();
+    auto& server = http_[key];
+    if (!server) {
+      intake::HttpSettings hs;
+      hs.name = key;
+      server = std::make_unique<intake::HttpServer>(loop_, hs);
+      if (auto s = server->listen(h->listen.host, h->listen.port); !s)
+        return Error{c.name + ": http " + key + ": " + s.error().message};
+    }
+    intake::HttpServer::Handler handler;
+    if (h->mode == config::HttpMode::Queue) {
+      handler = intake::httpQueueIntoIntake(*f.intake, c.format);
+    } else {
+      WorkerPool* pool = workers_.get();
+      WorkerPool::FunctionId fn = f.functions.at(0);
+      handler = [pool, fn](const intake::HttpRequest& req, intake::HttpRespond respond) {
+        pool->invoke(fn, intake::respondRequestJson(req), CallMeta{}, [respond](Outcome o) {
+          if (o.kind != Outcome::Kind::Output)
+            return respond(intake::respondWithoutOutput(outcomeKindName(o.kind)));
+          respond(intake::respondResponseOf(o.data));
+        });
+      };
+    }
+    if (auto s = server->addRoute(h->path, std::move(handler), c.maxMessageBytes); !s)
+      return Error{c.name + ": " + s.error().message};
+    listenerLines_.push_back("http " + c.name + " " + server->address() + h->path);
+    return {};
+  }
+  if (auto* sc = std::get_if<config::ScheduleSource>(&c.source)) {
+    auto src = intake::ScheduleSource::make(loop_, *f.intake, *sc);
+    if (!src) return Error{c.name + ": " + src.error().message};
+    listenerLines_.push_back("schedule " + c.name + " " + c.sourceDescribe);
+    schedules_.push_back(std::move(*src));
+    return {};
+  }
+  if (auto* fsrc = std::get_if<config::FileSource>(&c.source)) {
+    files_.push_back(std::make_unique<intake::FileSource>(loop_, *f.intake, fsrc->files, c.format,
+                                                          project_.root));
+    listenerLines_.push_back("file " + c.name + " " + c.sourceDescribe);
+    return {};
+  }
+  if (std::holds_alternative<config::InternalSource>(c.source)) return {};  // filled by routes
+  return Error{c.name + ": " + config::sourceKind(c.source) +
+               " sources are not supported by this engine yet"};
 }
 
 void Engine::maintainPartitions() {
@@ -486,62 +391,38 @@ void Engine::stop(std::function<void()> done) {
   schedules_.clear();
   files_.clear();
   auto alive = alive_;
+  // 3. Workers, then senders' connections.
+  auto stopWorkersAndSenders = [this, alive, done] {
+    if (!*alive) return;
+    workers_->shutdown([this, alive, done] {
+      if (!*alive) return;
+      auto senders = Countdown::make(done);
+      for (auto& f : ifaces_)
+        for (auto& s : f->senders)
+          if (s) s->close(senders->add());
+      senders->start();
+    });
+  };
+  // 2. Delivery loops finish the message in hand and flush.
+  auto stopLoops = [this, alive, stopWorkersAndSenders] {
+    if (!*alive) return;
+    auto loops = Countdown::make(stopWorkersAndSenders);
+    for (auto& f : ifaces_)
+      for (auto& perDest : f->loops)
+        for (auto& l : perDest) l->stop(loops->add());
+    loops->start();
+  };
   // 1. No new messages: gates and listeners close; in-flight stores are
   //    answered first (the listeners close connections after their answer).
-  auto pending = std::make_shared<int>(1);
-  auto afterIntake = std::make_shared<std::function<void()>>();
-  auto one = [pending, afterIntake] {
-    if (--*pending == 0) (*afterIntake)();
-  };
+  auto intake = Countdown::make(stopLoops);
   for (auto& f : ifaces_)
     if (f->intake) {
       f->intake->gate().close();
-      ++*pending;
-      f->intake->gate().onDrained(one);
+      f->intake->gate().onDrained(intake->add());
     }
-  for (auto& l : mllp_) {
-    ++*pending;
-    l->close(one);
-  }
-  for (auto& [k, s] : http_) {
-    ++*pending;
-    s->close(one);
-  }
-  *afterIntake = [this, alive, done] {
-    if (!*alive) return;
-    // 2. Delivery loops finish the message in hand and flush.
-    auto loopsLeft = std::make_shared<int>(1);
-    auto afterLoops = std::make_shared<std::function<void()>>();
-    auto oneLoop = [loopsLeft, afterLoops] {
-      if (--*loopsLeft == 0) (*afterLoops)();
-    };
-    for (auto& f : ifaces_)
-      for (auto& perDest : f->loops)
-        for (auto& l : perDest) {
-          ++*loopsLeft;
-          l->stop(oneLoop);
-        }
-    *afterLoops = [this, alive, done] {
-      if (!*alive) return;
-      // 3. Workers, then senders' connections.
-      workers_->shutdown([this, alive, done] {
-        if (!*alive) return;
-        auto sendersLeft = std::make_shared<int>(1);
-        auto finish = [sendersLeft, done] {
-          if (--*sendersLeft == 0) done();
-        };
-        for (auto& f : ifaces_)
-          for (auto& s : f->senders)
-            if (s) {
-              ++*sendersLeft;
-              s->close(finish);
-            }
-        finish();
-      });
-    };
-    oneLoop();
-  };
-  one();
+  for (auto& l : mllp_) l->close(intake->add());
+  for (auto& [k, s] : http_) s->close(intake->add());
+  intake->start();
 }
 
 }  // namespace ductus::supervisor

@@ -2,7 +2,7 @@
 // interface's intake and sources, and one delivery loop per (slot,
 // destination), all on one libuv loop.
 //
-// Start (the seed's start sequence, minus ownership which comes later):
+// Start (ownership of interfaces comes later):
 // migrate -> connect the store -> partitions -> register interfaces and
 // destinations -> reconcile what is waiting -> workers load the code ->
 // intakes and delivery loops -> listeners last, so nothing is acknowledged
@@ -31,19 +31,21 @@ namespace ductus::intake {
 class Intake;
 class MllpListener;
 class HttpServer;
+class ScheduleSource;
+class FileSource;
 }  // namespace ductus::intake
 namespace ductus::senders {
 class Sender;
 class CurlMulti;
 }  // namespace ductus::senders
+namespace ductus::delivery {
+class DeliveryLoop;
+}
 
 namespace ductus::supervisor {
 
-class DeliveryLoop;
 class WorkerPool;
 class ProjectServices;
-class ScheduleSource;
-class FileSource;
 
 struct EngineOptions {
   std::string databaseUrl;
@@ -73,6 +75,7 @@ class Engine {
   Status startWorkers();
   Status buildDelivery();
   Status openSources();
+  Status openSource(Iface& f);
   void wake(Iface& f, int32_t lane);
   void maintainPartitions();
 
@@ -87,8 +90,8 @@ class Engine {
   std::map<std::string, Iface*> byName_;
   std::vector<std::unique_ptr<intake::MllpListener>> mllp_;
   std::map<std::string, std::unique_ptr<intake::HttpServer>> http_;  // by host:port
-  std::vector<std::unique_ptr<ScheduleSource>> schedules_;
-  std::vector<std::unique_ptr<FileSource>> files_;
+  std::vector<std::unique_ptr<intake::ScheduleSource>> schedules_;
+  std::vector<std::unique_ptr<intake::FileSource>> files_;
   std::vector<std::string> listenerLines_;
   UvHandle<uv_timer_t> partitionTimer_;
   bool stopping_ = false;

@@ -6,12 +6,12 @@
 #include <string_view>
 
 #include "common/version.h"
-#include "supervisor/check_command.h"
-#include "supervisor/test_command.h"
-#include "supervisor/secret_command.h"
-#include "supervisor/validate_command.h"
-#include "supervisor/migrate_command.h"
-#include "supervisor/run_command.h"
+#include "supervisor/cli/check_command.h"
+#include "supervisor/cli/test_command.h"
+#include "supervisor/cli/secret_command.h"
+#include "supervisor/cli/validate_command.h"
+#include "supervisor/cli/migrate_command.h"
+#include "supervisor/cli/run_command.h"
 #include "worker/worker_main.h"
 
 namespace {

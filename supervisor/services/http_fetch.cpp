@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
-#include "supervisor/senders/curl_easy.h"
-#include "supervisor/senders/curl_multi_uv.h"
-#include "supervisor/senders/http_syntax.h"
+#include "supervisor/delivery/senders/curl_easy.h"
+#include "supervisor/delivery/senders/curl_multi_uv.h"
+#include "supervisor/delivery/senders/http_syntax.h"
 
 namespace ductus::supervisor::services {
 namespace {

@@ -1,7 +1,7 @@
 // The file sender on a real folder: the bytes land unchanged under the
 // expanded name, no temporary file stays behind, folders are made, and a
 // folder we may not write to is a Transient error naming the path.
-#include "supervisor/senders/file_sender.h"
+#include "supervisor/delivery/senders/file_sender.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
 // The HTTP sender against a real HTTP server on 127.0.0.1: status codes map
 // to outcomes, failures are Transient, many requests share one curl multi,
 // and the loop keeps running while a receiver is slow.
-#include "supervisor/senders/http_sender.h"
+#include "supervisor/delivery/senders/http_sender.h"
 
 #include <gtest/gtest.h>
 #include <uv.h>

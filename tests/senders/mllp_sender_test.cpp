@@ -1,7 +1,7 @@
 // The MLLP sender against real MLLP receivers on 127.0.0.1: the ACK code
 // decides the outcome, and every way a connection can fail is Transient
 // and leaves the sender able to re-open for the next message.
-#include "supervisor/senders/mllp_sender.h"
+#include "supervisor/delivery/senders/mllp_sender.h"
 
 #include <gtest/gtest.h>
 #include <uv.h>

@@ -1,7 +1,7 @@
 // The rate limiter's arithmetic over a clock the test moves by hand: wait
 // mode spaces sends at the rate after the burst, drop mode refuses what is
 // over the allowance and takes nothing for it.
-#include "supervisor/senders/rate_limiter.h"
+#include "supervisor/delivery/senders/rate_limiter.h"
 
 #include <gtest/gtest.h>
 

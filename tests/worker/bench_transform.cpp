@@ -20,7 +20,7 @@
 #include <string>
 
 #include "common/uv_handle.h"
-#include "supervisor/worker_pool.h"
+#include "supervisor/workers/worker_pool.h"
 #include "worker/script_host.h"
 #include "worker/v8_isolate.h"
 #include "worker/v8_platform.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/uv_handle.h"
-#include "supervisor/worker_pool.h"
+#include "supervisor/workers/worker_pool.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::test {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "common/config/secrets.h"
-#include "supervisor/project_services.h"
+#include "supervisor/services/project_services.h"
 #include "tests/senders/receivers.h"
 #include "tests/support/test_database.h"
 #include "tests/worker/pool_fixture.h"

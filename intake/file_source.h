@@ -1,0 +1,82 @@
+// FileSource: a `file:` source (the seed's "Files"). Every poll interval it
+// asks the FilePoller what is ready, then takes the ready files oldest
+// first, one at a time; a failure stops the round, so later files wait and
+// file order is kept.
+//
+// Unsplit, a file is one message (capped at 256 MB; bigger ones are left in
+// place with an error). With `split: records` the file is streamed in 256 KB
+// reads through the RecordSplitter and stored 500 records (or 4 MB) at a
+// time, each batch in one transaction with the file's progress
+// (source_state "file:<name>": size, time, offset, done); one batch commits
+// at a time while the next is read and split. After a crash
+// reading resumes at the saved offset when size and time are unchanged,
+// else from the start. Only after every record is committed is the file
+// moved to move_to or deleted: that is the file's acknowledgement.
+//
+// File I/O runs on libuv's thread pool; the loop never waits on the disk.
+#pragma once
+
+#include <uv.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/config/model.h"
+#include "common/uv_handle.h"
+#include "intake/file_poller.h"
+#include "intake/record_splitter.h"
+
+namespace ductus::intake {
+class Intake;
+}
+
+namespace ductus::intake {
+
+class FileSource {
+ public:
+  static constexpr uint64_t kMaxUnsplitBytes = uint64_t{256} << 20;
+  static constexpr size_t kBatchRecords = 500;
+  static constexpr size_t kBatchBytes = size_t{4} << 20;
+  static constexpr size_t kReadChunk = 256 * 1024;
+
+  FileSource(uv_loop_t* loop, Intake& intake,
+             const config::FileSelection& files, config::Format format,
+             const std::filesystem::path& projectRoot);
+  ~FileSource();
+
+ private:
+  struct Job;
+  void schedule(uint64_t ms);
+  void poll();
+  void nextFile();
+  void startFile(const PolledFile& f, std::optional<std::string> state);
+  static void onFs(uv_fs_t* req);
+  void onOpen(ssize_t n);
+  void onHeader(ssize_t n);
+  void readMore();
+  void onRead(ssize_t n);
+  void advance();
+  void storeBatch();
+  void finishFile();
+  void fail(const std::string& why);
+  void roundDone();
+  void dropJob();
+
+  uv_loop_t* loop_;
+  Intake& intake_;
+  config::FileSelection files_;
+  config::Format format_;
+  std::filesystem::path folder_, moveTo_;
+  FilePoller poller_;
+  UvHandle<uv_timer_t> timer_;
+  std::vector<PolledFile> ready_;
+  size_t next_ = 0;
+  std::unique_ptr<Job> job_;
+  uint64_t jobSeq_ = 0;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ductus::intake

@@ -1,0 +1,55 @@
+// ScheduleSource: a `schedule:` source. `every` runs at start and then every
+// interval; `cron` runs at its next time (server local time). Each run
+// stores {"due", "previous"} with the schedule's state in one transaction,
+// unless a run of this interface is still pending (then it is skipped).
+// Runs missed while the engine was down collapse into one run at start.
+// The timer re-checks the clock at least every minute, so a clock step or a
+// suspended machine is noticed.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "common/config/model.h"
+#include "common/cron.h"
+#include "common/result.h"
+#include "common/uv_handle.h"
+
+namespace ductus::intake {
+class Intake;
+}
+
+namespace ductus::intake {
+
+class ScheduleSource {
+ public:
+  using Clock = std::chrono::system_clock;
+  static Result<std::unique_ptr<ScheduleSource>> make(uv_loop_t* loop,
+                                                      Intake& intake,
+                                                      const config::ScheduleSource& cfg);
+  ~ScheduleSource();
+
+ private:
+  ScheduleSource(uv_loop_t* loop, Intake& intake)
+      : loop_(loop), intake_(intake) {}
+  void begin();
+  void arm();
+  void tick();
+  void fire(Clock::time_point due);
+  Clock::time_point nextAfter(Clock::time_point t) const;
+
+  uv_loop_t* loop_;
+  Intake& intake_;
+  std::optional<std::chrono::milliseconds> every_;
+  std::optional<Cron> cron_;
+  std::optional<Clock::time_point> previous_;
+  Clock::time_point due_;
+  bool busy_ = false;
+  UvHandle<uv_timer_t> timer_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ductus::intake

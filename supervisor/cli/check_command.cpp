@@ -1,0 +1,144 @@
+#include "supervisor/cli/check_command.h"
+
+#include <capnp/common.h>
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <openssl/crypto.h>
+#include <seccomp.h>
+#include <spawn.h>
+#include <spdlog/version.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "common/fd.h"
+#include "common/version.h"
+#include "schema/pg_connection.h"
+
+extern char** environ;
+
+namespace ductus::supervisor {
+namespace {
+
+// Runs `<self> worker --probe` and returns its stdout.
+Result<std::string> runProbe() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return Error::fromErrno("pipe2() for the worker probe");
+  Fd readEnd(fds[0]), writeEnd(fds[1]);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, writeEnd.get(), 1);
+  char self[] = "/proc/self/exe";
+  char sub[] = "worker";
+  char opt[] = "--probe";
+  char* args[] = {self, sub, opt, nullptr};
+  pid_t pid;
+  int rc = posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, args, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return Error::fromErrno("posix_spawn() of the worker probe", rc);
+  writeEnd.reset();
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(readEnd.get(), buf, sizeof buf)) > 0) out.append(buf, n);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return Error{"worker probe failed (status " + std::to_string(status) + "): " + out};
+  return out;
+}
+
+Result<std::string> checkDatabase(const std::string& url) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  Result<std::string> answer = Error{"no answer"};
+  {
+    store::PgConnection conn(&loop);
+    conn.connect(url, [&](Status s) {
+      if (!s) answer = s.error();
+    });
+    conn.query("SELECT version()", {}, [&](Result<store::PgResult> r) {
+      if (r) answer = std::string(r->text(0, 0));
+      else answer = r.error();
+    });
+    uv_run(&loop, UV_RUN_DEFAULT);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);  // close callbacks
+  uv_loop_close(&loop);
+  return answer;
+}
+
+}  // namespace
+
+int checkCommand(int argc, char** argv) {
+  std::string db;
+  if (const char* e = std::getenv("DUCTUS_DATABASE_URL")) db = e;
+  for (int i = 2; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--database" && i + 1 < argc) db = argv[++i];
+    else if (a == "--help" || a == "-h") {
+      std::puts(
+          "usage: ductus check [--database URL]\n\n"
+          "Checks this installation: starts a confined V8 worker and runs a\n"
+          "script in it, and, with --database or DUCTUS_DATABASE_URL, asks\n"
+          "PostgreSQL for its version through the engine's async client.");
+      return 0;
+    } else {
+      std::fprintf(stderr, "ductus check: unknown option '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+
+  int failures = 0;
+  std::printf("ductus %s\n", kVersion);
+  std::printf("libuv        %s\n", uv_version_string());
+  std::printf("libpq        %d\n", PQlibVersion());
+  std::printf("capnproto    %d.%d.%d\n", CAPNP_VERSION_MAJOR, CAPNP_VERSION_MINOR,
+              CAPNP_VERSION_MICRO);
+  std::printf("openssl      %s\n", OpenSSL_version(OPENSSL_VERSION));
+  std::printf("curl         %s\n", curl_version_info(CURLVERSION_NOW)->version);
+  const scmp_version* sv = seccomp_version();
+  std::printf("libseccomp   %u.%u.%u\n", sv->major, sv->minor, sv->micro);
+  std::printf("spdlog       %d.%d.%d\n", SPDLOG_VER_MAJOR, SPDLOG_VER_MINOR, SPDLOG_VER_PATCH);
+
+  auto probe = runProbe();
+  if (probe) {
+    std::printf("worker probe (confined V8):\n");
+    std::string_view p = *probe;
+    while (!p.empty()) {
+      auto nl = p.find('\n');
+      std::printf("  %.*s\n", static_cast<int>(nl == p.npos ? p.size() : nl), p.data());
+      if (nl == p.npos) break;
+      p.remove_prefix(nl + 1);
+    }
+    if (probe->find("socket: EPERM") == std::string::npos ||
+        probe->find("open: EPERM") == std::string::npos) {
+      std::printf("FAIL: the worker was not confined\n");
+      ++failures;
+    }
+  } else {
+    std::printf("FAIL worker probe: %s\n", probe.error().message.c_str());
+    ++failures;
+  }
+
+  if (!db.empty()) {
+    auto v = checkDatabase(db);
+    if (v) std::printf("postgres     %s\n", v->c_str());
+    else {
+      std::printf("FAIL postgres: %s\n", v.error().message.c_str());
+      ++failures;
+    }
+  } else {
+    std::printf("postgres     not checked (no --database / DUCTUS_DATABASE_URL)\n");
+  }
+  std::printf(failures ? "check FAILED\n" : "check passed\n");
+  return failures ? 1 : 0;
+}
+
+}  // namespace ductus::supervisor

@@ -1,0 +1,307 @@
+#include "supervisor/cli/run_command.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/config/duration.h"
+#include "common/config/loader.h"
+#include "common/log.h"
+#include "common/partition.h"
+#include "supervisor/cli/dev_postgres.h"
+#include "supervisor/engine.h"
+
+namespace ductus::supervisor {
+namespace fs = std::filesystem;
+namespace {
+
+// Every connection, file and worker socket is a descriptor, and systemd
+// starts services with a soft limit of 1,024 (the hard one is far higher):
+// past it libuv closes new connections unanswered and file destinations
+// fail with EMFILE. Raised to the hard limit, as servers do; said when the
+// hard limit itself is low.
+void raiseOpenFileLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  rlim_t before = lim.rlim_cur;
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) lim.rlim_cur = before;
+  }
+  if (lim.rlim_cur < 4096)
+    spdlog::warn(
+        "open files limit is {}: each connection, file and worker takes one; raise it "
+        "(LimitNOFILE= in the systemd unit, ulimit -n) for more than a few hundred "
+        "connections",
+        static_cast<unsigned long long>(lim.rlim_cur));
+  else if (lim.rlim_cur != before)
+    spdlog::debug("open files limit raised from {} to {}", static_cast<unsigned long long>(before),
+                  static_cast<unsigned long long>(lim.rlim_cur));
+}
+
+struct RunArgs {
+  fs::path project = ".";
+  std::string database;
+  std::chrono::milliseconds stopTimeout{30'000};
+  LogFormat logFormat = LogFormat::Text;
+  std::string environment;
+  bool fresh = false;
+  fs::path dataDir;
+};
+
+void usage(bool dev, FILE* out) {
+  if (dev)
+    std::fputs(
+        "usage: ductus dev [PROJECT] [--fresh] [--data-dir DIR] [--stop-timeout 30s]\n"
+        "                  [--log-format text|json] [--env NAME]\n\n"
+        "Runs the engine on PROJECT (default: the current folder) with a throwaway\n"
+        "PostgreSQL it starts itself in DIR (default /var/tmp/ductus-dev/<project>),\n"
+        "kept between runs; --fresh starts it over. Prints the listeners' addresses.\n"
+        "Stop with Ctrl-C.\n",
+        out);
+  else
+    std::fputs(
+        "usage: ductus run [PROJECT] [--database URL] [--stop-timeout 30s]\n"
+        "                  [--log-format text|json] [--env NAME]\n\n"
+        "Runs the engine on PROJECT (default: the current folder): checks the\n"
+        "project, connects to PostgreSQL (--database, else ductus.yaml's database,\n"
+        "else DUCTUS_DATABASE_URL), applies migrations, starts the workers, opens\n"
+        "the listeners and delivers. SIGTERM or SIGINT stops it cleanly: the\n"
+        "listeners close, every message being stored is answered, the delivery\n"
+        "loops flush, the workers stop; after --stop-timeout it exits anyway. A\n"
+        "second signal exits at once.\n",
+        out);
+}
+
+std::optional<RunArgs> parseArgs(int argc, char** argv, bool dev, int& exitCode) {
+  RunArgs a;
+  bool projectSet = false;
+  for (int i = 2; i < argc; ++i) {
+    std::string_view s = argv[i];
+    auto value = [&](const char* name) -> std::optional<std::string> {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "ductus: %s needs a value\n", name);
+        return std::nullopt;
+      }
+      return std::string(argv[++i]);
+    };
+    if (s == "--help" || s == "-h") {
+      usage(dev, stdout);
+      exitCode = 0;
+      return std::nullopt;
+    } else if (s == "--database" && !dev) {
+      auto v = value("--database");
+      if (!v) return exitCode = 2, std::nullopt;
+      a.database = *v;
+    } else if (s == "--stop-timeout") {
+      auto v = value("--stop-timeout");
+      auto d = v ? config::parseDuration(*v) : std::nullopt;
+      if (!d) {
+        std::fprintf(stderr, "ductus: --stop-timeout takes a duration such as 30s\n");
+        return exitCode = 2, std::nullopt;
+      }
+      a.stopTimeout = *d;
+    } else if (s == "--log-format") {
+      auto v = value("--log-format");
+      if (!v || !parseLogFormat(*v, a.logFormat)) {
+        std::fprintf(stderr, "ductus: --log-format is text or json\n");
+        return exitCode = 2, std::nullopt;
+      }
+    } else if (s == "--env") {
+      auto v = value("--env");
+      if (!v) return exitCode = 2, std::nullopt;
+      a.environment = *v;
+    } else if (s == "--fresh" && dev) {
+      a.fresh = true;
+    } else if (s == "--data-dir" && dev) {
+      auto v = value("--data-dir");
+      if (!v) return exitCode = 2, std::nullopt;
+      a.dataDir = *v;
+    } else if (!s.empty() && s[0] != '-' && !projectSet) {
+      a.project = std::string(s);
+      projectSet = true;
+    } else {
+      std::fprintf(stderr, "ductus %s: unknown option '%s'\n", dev ? "dev" : "run", argv[i]);
+      usage(dev, stderr);
+      return exitCode = 2, std::nullopt;
+    }
+  }
+  return a;
+}
+
+// Signals only record; the loop acts (nginx's ngx_signal_handler).
+struct Runner {
+  uv_loop_t loop;
+  std::unique_ptr<Engine> engine;
+  uv_signal_t sigterm, sigint;
+  uv_timer_t stopTimer;
+  int signals = 0;
+  int exitCode = 0;
+  bool started = false;
+  std::chrono::milliseconds stopTimeout{30'000};
+};
+
+void onSignal(uv_signal_t* h, int signum) {
+  auto* r = static_cast<Runner*>(h->data);
+  if (++r->signals > 1) {
+    spdlog::warn("second signal ({}): exiting now", signum);
+    spdlog::default_logger()->flush();
+    _exit(1);
+  }
+  spdlog::info("signal {}: stopping (listeners close, in-flight messages are answered)", signum);
+  uv_timer_start(
+      &r->stopTimer,
+      [](uv_timer_t* t) {
+        auto* r = static_cast<Runner*>(t->data);
+        spdlog::error("stop did not finish within {} ms: exiting anyway", r->stopTimeout.count());
+        spdlog::default_logger()->flush();
+        _exit(1);
+      },
+      static_cast<uint64_t>(r->stopTimeout.count()), 0);
+  if (!r->started) {
+    uv_stop(&r->loop);
+    return;
+  }
+  r->engine->stop([r] {
+    spdlog::info("stopped");
+    uv_stop(&r->loop);
+  });
+}
+
+int runEngine(const RunArgs& args, config::Project project, const std::string& database,
+              bool dev) {
+  // libuv's pool does the file destinations' writes and fsyncs (and file
+  // sources' reads). Its default 4 threads let 4 fsyncs overlap across every
+  // destination; 16 measured 25 file destinations draining ~2x faster, while
+  // 64 starved the database's own WAL flushes (ACKs fell 4x). Before the
+  // first uv_queue_work: libuv reads it once. An operator's value wins.
+  setenv("UV_THREADPOOL_SIZE", "16", 0);
+  raiseOpenFileLimit();
+  Runner r;
+  r.stopTimeout = args.stopTimeout;
+  uv_loop_init(&r.loop);
+  signal(SIGPIPE, SIG_IGN);
+  uv_signal_init(&r.loop, &r.sigterm);
+  uv_signal_init(&r.loop, &r.sigint);
+  uv_timer_init(&r.loop, &r.stopTimer);
+  r.sigterm.data = r.sigint.data = r.stopTimer.data = &r;
+  uv_signal_start(&r.sigterm, onSignal, SIGTERM);
+  uv_signal_start(&r.sigint, onSignal, SIGINT);
+
+  EngineOptions eo;
+  eo.databaseUrl = database;
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) eo.binary = std::string(self, n);
+  auto t0 = std::chrono::steady_clock::now();
+  size_t interfaces = project.interfaces.size();
+  r.engine = std::make_unique<Engine>(&r.loop, std::move(project), eo);
+  r.engine->start([&](Status s) {
+    if (!s) {
+      spdlog::error("start failed: {}", s.error().message);
+      r.exitCode = 1;
+      uv_stop(&r.loop);
+      return;
+    }
+    r.started = true;
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - t0)
+                  .count();
+    std::string list;
+    for (auto& l : r.engine->listeners()) list += (list.empty() ? "" : ", ") + l;
+    spdlog::info("started: {} interface(s) in {} ms; listening: {}", interfaces, ms,
+                 list.empty() ? "nothing" : list);
+    if (dev) {
+      std::printf("\nductus dev is running.\n");
+      for (auto& l : r.engine->listeners()) std::printf("  %s\n", l.c_str());
+      std::printf("  api: not built yet\n  database: %s\nCtrl-C stops it.\n\n",
+                  database.c_str());
+      std::fflush(stdout);
+    }
+  });
+  uv_run(&r.loop, UV_RUN_DEFAULT);
+  r.engine.reset();
+  uv_close(reinterpret_cast<uv_handle_t*>(&r.sigterm), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&r.sigint), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&r.stopTimer), nullptr);
+  // Close whatever is still open (a stop cut short by an error leaves
+  // handles behind), let the close callbacks run, then free the loop.
+  uv_walk(
+      &r.loop,
+      [](uv_handle_t* h, void*) {
+        if (!uv_is_closing(h)) uv_close(h, nullptr);
+      },
+      nullptr);
+  uv_run(&r.loop, UV_RUN_DEFAULT);
+  if (int rc = uv_loop_close(&r.loop); rc != 0)
+    spdlog::warn("event loop still busy at exit: {}", uv_strerror(rc));
+  return r.exitCode;
+}
+
+std::optional<config::Project> load(const RunArgs& args) {
+  config::LoadOptions lo;
+  lo.environment = args.environment.empty() ? config::defaultEnvironment() : args.environment;
+  auto p = config::loadProject(args.project, lo);
+  if (!p) {
+    std::fprintf(stderr, "%s\n", p.error().message.c_str());
+    spdlog::error("the project {} has errors; nothing was started", args.project.string());
+    return std::nullopt;
+  }
+  return std::move(*p);
+}
+
+}  // namespace
+
+int runCommand(int argc, char** argv) {
+  int code = 2;
+  auto args = parseArgs(argc, argv, false, code);
+  if (!args) return code;
+  setupLogging(args->logFormat);
+  auto project = load(*args);
+  if (!project) return 1;
+  std::string db = args->database;
+  if (db.empty()) db = project->engine.database;
+  if (db.empty())
+    if (const char* e = std::getenv("DUCTUS_DATABASE_URL")) db = e;
+  if (db.empty()) {
+    spdlog::error("no database: give --database URL, set database: in ductus.yaml, or set "
+                  "DUCTUS_DATABASE_URL");
+    return 2;
+  }
+  return runEngine(*args, std::move(*project), db, false);
+}
+
+int devCommand(int argc, char** argv) {
+  int code = 2;
+  auto args = parseArgs(argc, argv, true, code);
+  if (!args) return code;
+  setupLogging(args->logFormat);
+  auto project = load(*args);
+  if (!project) return 1;
+  fs::path dir = args->dataDir;
+  if (dir.empty()) {
+    std::error_code ec;
+    auto abs = fs::weakly_canonical(args->project, ec).string();
+    char tag[17];
+    std::snprintf(tag, sizeof tag, "%016llx", static_cast<unsigned long long>(fnv1a64(abs)));
+    dir = fs::path("/var/tmp/ductus-dev") / (fs::path(abs).filename().string() + "-" + tag);
+  }
+  auto pg = DevPostgres::start(dir, args->fresh);
+  if (!pg) {
+    spdlog::error("dev: {}", pg.error().message);
+    return 1;
+  }
+  spdlog::info("dev: PostgreSQL running in {}", dir.string());
+  return runEngine(*args, std::move(*project), pg->url(), true);
+}
+
+}  // namespace ductus::supervisor

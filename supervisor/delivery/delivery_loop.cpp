@@ -1,0 +1,521 @@
+#include "supervisor/delivery/delivery_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include "intake/intake.h"
+
+namespace ductus::delivery {
+namespace {
+
+using store::MessageStatus;
+
+uint64_t lastStream = 0;  // streams for pipelined senders, one per read
+
+std::string runawayText(Outcome::Kind k, const std::string& data) {
+  std::string why = k == Outcome::Kind::RunawayHeap ? "runaway: the script filled its heap"
+                                                    : "runaway: the script ran past its timeout";
+  return data.empty() ? why : why + ": " + data;
+}
+
+}  // namespace
+
+DeliveryLoop::DeliveryLoop(uv_loop_t* loop, store::Store& store, Transformer& transformer,
+                           DeliveryTarget target, std::vector<int32_t> lanes, DeliveryTiming timing)
+    : loop_(loop), store_(store), transformer_(transformer), target_(std::move(target)),
+      lanes_(std::move(lanes)), timing_(std::move(timing)) {
+  if (target_.rateLimit && target_.rateLimit->count > 0) limiter_.emplace(*target_.rateLimit);
+  timer_ = makeTimer(loop_, this);
+  settleTimer_ = makeTimer(loop_, this);
+}
+
+DeliveryLoop::~DeliveryLoop() { *alive_ = false; }
+
+int64_t DeliveryLoop::receivedAtMs(const std::string& t) {
+  // Postgres' text of a timestamptz: "2026-12-02 16:50:01.123456+00".
+  std::tm tm{};
+  int us = 0, tzh = 0, tzm = 0;
+  char sign = '+';
+  int n = std::sscanf(t.c_str(), "%d-%d-%d %d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                      &tm.tm_hour, &tm.tm_min, &tm.tm_sec);
+  if (n != 6) return 0;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  size_t p = t.find('.', 10);
+  size_t z = t.find_first_of("+-", 19);
+  if (p != std::string::npos && (z == std::string::npos || p < z)) {
+    std::string frac = t.substr(p + 1, (z == std::string::npos ? t.size() : z) - p - 1);
+    frac.resize(6, '0');
+    us = std::atoi(frac.c_str());
+  }
+  if (z != std::string::npos) {
+    sign = t[z];
+    std::sscanf(t.c_str() + z + 1, "%d:%d", &tzh, &tzm);
+  }
+  int64_t secs = timegm(&tm) - (sign == '-' ? -1 : 1) * (tzh * 3600 + tzm * 60);
+  return secs * 1000 + us / 1000;
+}
+
+void DeliveryLoop::wake() {
+  if (stopping_ || state_ == State::Stopped) return;
+  if (state_ == State::Idle) {
+    if (!windowArmed_) idleUntilWindow();
+  } else {
+    wakeAgain_ = true;
+  }
+}
+
+void DeliveryLoop::armTimer(std::chrono::milliseconds delay) {
+  uv_timer_start(
+      timer_.get(),
+      [](uv_timer_t* t) {
+        auto* self = static_cast<DeliveryLoop*>(t->data);
+        if (!self) return;
+        switch (self->state_) {
+          case State::Idle:
+          case State::BackingOff:
+            if (self->stopping_) return self->maybeStopped();
+            return self->read();
+          case State::Working:
+            return self->next();  // a rate limit's wait is over
+          default:
+            return;
+        }
+      },
+      static_cast<uint64_t>(delay.count()), 0);
+}
+
+void DeliveryLoop::idleUntilWindow() {
+  state_ = State::Idle;
+  windowArmed_ = true;
+  armTimer(timing_.wakeWindow);  // replaces the safety net's wait
+}
+
+void DeliveryLoop::read() {
+  state_ = State::Reading;
+  wakeAgain_ = false;
+  windowArmed_ = false;
+  auto alive = alive_;
+  store_.readQueue(target_.destinationId, lanes_, 0,
+                   [this, alive](Result<std::vector<store::QueuedDelivery>> r) {
+                     if (!*alive) return;
+                     if (!r) {
+                       spdlog::warn("{}/{}: reading the queue failed: {}", target_.interfaceName,
+                                    target_.destinationName, r.error().message);
+                       return backOff(timing_.backoff.after(failures_++));
+                     }
+                     onRows(std::move(*r));
+                   });
+}
+
+void DeliveryLoop::onRows(std::vector<store::QueuedDelivery> rows) {
+  lastReadFull_ = rows.size() >= static_cast<size_t>(store::Store::kQueueReadRows);
+  if (rows.empty()) {
+    state_ = State::Idle;
+    if (stopping_) return maybeStopped();
+    if (wakeAgain_) return idleUntilWindow();
+    armTimer(timing_.safetyNet);
+    return;
+  }
+  state_ = State::Working;
+  items_.clear();
+  items_.reserve(rows.size());
+  for (auto& row : rows) items_.push_back(Item{std::move(row), std::nullopt, false, std::nullopt});
+  pos_ = 0;
+  sendPos_ = 0;
+  stream_ = ++lastStream;
+  // Every transform of the read at once: the workers pipeline them, and the
+  // outputs are still delivered strictly in order below. If a delivery
+  // fails, the outputs after it are dropped and transformed again later
+  // (at-least-once already allows a transform to run twice).
+  auto generation = std::make_shared<int>(0);
+  generation_ = generation;
+  for (size_t i = 0; i < items_.size(); ++i) {
+    const auto& row = items_[i].row;
+    CallMeta meta;
+    meta.messageId = row.message.id;
+    meta.receivedAtMs = receivedAtMs(row.message.receivedAt);
+    meta.destination = target_.destinationName;
+    meta.originId = row.originId.value_or(0);
+    auto alive = alive_;
+    transformer_.invoke(target_.function, row.payload, meta,
+                    [this, alive, generation, i](Outcome o) {
+                      if (!*alive || generation_ != generation) return;
+                      items_[i].outcome = std::move(o);
+                      // Not only for pos_: a pipelined sender may start on it.
+                      if (state_ == State::Working) next();
+                    });
+  }
+}
+
+void DeliveryLoop::next() {
+  if (inNext_ || rateWaiting_) return;
+  inNext_ = true;
+  bool waiting = false;
+  while (pos_ < items_.size()) {
+    if (!stopping_) launchSends();
+    Item& item = items_[pos_];
+    if (!item.outcome) {
+      waiting = !stopping_;  // its transform is still running (stopping: stop here)
+      break;
+    }
+    if (!needsSend(item)) {
+      deliver(item);
+    } else if (item.sent) {
+      sendDone(item);
+    } else if (item.sending) {
+      waiting = true;
+      break;
+    } else {
+      if (stopping_) break;  // stop at the message in hand
+      if (limiter_) {
+        auto d = limiter_->tryAcquire(timing_.now());
+        if (d.kind == senders::RateDecision::Kind::Drop) {
+          finished(MessageStatus::Filtered, std::string("over the rate limit"), std::nullopt);
+          continue;
+        }
+        if (d.kind == senders::RateDecision::Kind::Wait) {
+          rateWaiting_ = true;  // hold the loop until the timer
+          auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d.wait).count() + 1;
+          uv_timer_start(
+              timer_.get(),
+              [](uv_timer_t* t) {
+                auto* self = static_cast<DeliveryLoop*>(t->data);
+                if (!self) return;
+                self->rateWaiting_ = false;
+                self->next();
+              },
+              static_cast<uint64_t>(ms), 0);
+          inNext_ = false;
+          return;
+        }
+      }
+      launch(pos_);
+      waiting = true;
+      break;
+    }
+    if (state_ != State::Working) {  // failed(): flushing, then backing off
+      inNext_ = false;
+      return;
+    }
+  }
+  inNext_ = false;
+  if (waiting) return;
+  // The read is done (or we are stopping): flush, then look again.
+  state_ = State::Flushing;
+  auto alive = alive_;
+  flush([this, alive](bool) {
+    if (!*alive) return;
+    if (stopping_) return maybeStopped();
+    readAgainOrIdle();
+  });
+}
+
+bool DeliveryLoop::needsSend(const Item& item) const {
+  return item.outcome && item.outcome->kind == Outcome::Kind::Output && !target_.route;
+}
+
+size_t DeliveryLoop::sendDepth() const {
+  if (limiter_ || !target_.sender) return 1;
+  return std::max<size_t>(1, target_.sender->pipelineDepth());
+}
+
+// A pipelined sender gets the sends after pos_ too, in order, while their
+// transforms are done: the sender keeps them in order, and fails the later
+// ones if one fails. Never past a message that may be retried (transient,
+// stopped): nothing behind it may reach the receiver first.
+void DeliveryLoop::launchSends() {
+  size_t depth = sendDepth();
+  if (depth <= 1) return;
+  sendPos_ = std::max(sendPos_, pos_);
+  while (sendPos_ < items_.size() && sendsInFlight_ < depth) {
+    Item& it = items_[sendPos_];
+    if (!it.outcome) return;
+    auto kind = it.outcome->kind;
+    if (kind == Outcome::Kind::Transient || kind == Outcome::Kind::Stopped) return;
+    if (needsSend(it) && !it.sending && !it.sent) launch(sendPos_);
+    ++sendPos_;
+  }
+}
+
+void DeliveryLoop::launch(size_t i) {
+  Item& item = items_[i];
+  senders::SendRequest req;
+  req.messageId = item.row.message.id;
+  req.interfaceName = target_.interfaceName;
+  req.destinationName = target_.destinationName;
+  req.payload = item.outcome->data;
+  req.stream = stream_;
+  item.sending = true;
+  ++sendsInFlight_;
+  auto alive = alive_;
+  auto generation = generation_;
+  target_.sender->send(std::move(req), [this, alive, generation, i](senders::SendOutcome out) {
+    if (!*alive) return;
+    --sendsInFlight_;
+    if (generation_ != generation) return;  // the read was abandoned
+    items_[i].sending = false;
+    items_[i].sent = std::move(out);
+    if (state_ == State::Working) next();
+  });
+}
+
+void DeliveryLoop::sendDone(Item& item) {
+  std::optional<std::string> saved;
+  if (target_.saveOutput) saved = item.outcome->data;
+  senders::SendOutcome out = std::move(*item.sent);
+  switch (out.kind) {
+    case senders::SendOutcomeKind::Sent:
+      return finished(MessageStatus::Sent, std::nullopt, std::move(saved));
+    case senders::SendOutcomeKind::Permanent:
+      return finished(MessageStatus::Quarantined, out.detail, std::move(saved));
+    case senders::SendOutcomeKind::Transient:
+      return failed(out.detail);
+  }
+}
+
+// The outcomes that need no sender: filtered, quarantined, transient,
+// stopped, and a route's output (stored with the flush).
+void DeliveryLoop::deliver(Item& item) {
+  const Outcome& o = *item.outcome;
+  switch (o.kind) {
+    case Outcome::Kind::Output:
+      break;
+    case Outcome::Kind::Filtered:
+      return finished(MessageStatus::Filtered, o.data.empty() ? std::nullopt
+                                                              : std::optional<std::string>(o.data),
+                      std::nullopt);
+    case Outcome::Kind::Quarantine:
+      return finished(MessageStatus::Quarantined, o.data, std::nullopt);
+    case Outcome::Kind::RunawayTimeout:
+    case Outcome::Kind::RunawayHeap:
+      return finished(MessageStatus::Quarantined, runawayText(o.kind, o.data), std::nullopt);
+    case Outcome::Kind::Transient:
+      return failed(o.data);
+    case Outcome::Kind::Stopped:
+      // The interface's code is stopped (runaways): its messages stay
+      // pending until the code is fixed and the engine restarted.
+      spdlog::warn("{}/{}: interface stopped; {} message(s) left pending", target_.interfaceName,
+                   target_.destinationName, items_.size() - pos_);
+      interfaceStopped_ = true;
+      pos_ = items_.size();
+      return;
+  }
+  // A route: the output is stored in the target's queue with the flush.
+  auto keys = target_.route->keysOf(o.data);
+  routed_.push_back(store::RoutedItem{item.row.message, o.data, keys.lane, keys.dedupe});
+  ++counters_.routed;
+  ++pos_;
+  failures_ = 0;
+}
+
+void DeliveryLoop::finished(MessageStatus status, std::optional<std::string> why,
+                            std::optional<std::string> output) {
+  Item& item = items_[pos_];
+  batch_.push_back(store::DeliveryOutcome{item.row.message, status, std::move(why),
+                                          std::move(output)});
+  switch (status) {
+    case MessageStatus::Sent: ++counters_.sent; break;
+    case MessageStatus::Filtered: ++counters_.filtered; break;
+    case MessageStatus::Quarantined:
+      ++counters_.quarantined;
+      // Nothing retries it: a person has to look (and resend it).
+      spdlog::warn("{}/{}: message {} quarantined: {}", target_.interfaceName,
+                   target_.destinationName, item.row.message.id,
+                   batch_.back().lastError.value_or("(no reason given)"));
+      break;
+    default: break;
+  }
+  ++pos_;
+  failures_ = 0;
+}
+
+void DeliveryLoop::failed(const std::string& why) {
+  Item& item = items_[pos_];
+  int attempts = item.row.attempts + 1;
+  if (target_.maxAttempts > 0 && attempts >= static_cast<int>(target_.maxAttempts)) {
+    finished(MessageStatus::Quarantined,
+             "gave up after " + std::to_string(attempts) + " attempts: " + why, std::nullopt);
+    if (state_ == State::Working && !inNext_) next();
+    return;
+  }
+  ++counters_.retries;
+  // Record the attempt (attempts + 1, last_error), the message stays
+  // pending; then flush everything done before it, and back off.
+  batch_.push_back(
+      store::DeliveryOutcome{item.row.message, MessageStatus::Pending, why, std::nullopt});
+  auto delay = timing_.backoff.after(failures_);
+  ++failures_;
+  spdlog::warn("{}/{}: message {} failed (attempt {}): {}; retrying in {} ms",
+               target_.interfaceName, target_.destinationName, item.row.message.id, attempts, why,
+               delay.count());
+  items_.clear();
+  pos_ = 0;
+  generation_.reset();
+  state_ = State::Flushing;
+  auto alive = alive_;
+  flush([this, alive, delay](bool) {
+    if (!*alive) return;
+    if (stopping_) return maybeStopped();
+    backOff(delay);
+  });
+}
+
+void DeliveryLoop::backOff(std::chrono::milliseconds delay) {
+  state_ = State::BackingOff;
+  if (timing_.onBackoff) timing_.onBackoff(delay);
+  if (stopping_) return maybeStopped();
+  armTimer(delay);
+}
+
+void DeliveryLoop::readAgainOrIdle() {
+  items_.clear();
+  pos_ = 0;
+  generation_.reset();
+  if (interfaceStopped_) {
+    state_ = State::Idle;  // woken reads find it stopped at once again
+    interfaceStopped_ = false;
+    armTimer(timing_.safetyNet);
+    return;
+  }
+  // A full read means more are waiting: read on now. A short one emptied
+  // the lanes, unless something was stored meanwhile (a wake came).
+  if (lastReadFull_) return read();
+  if (wakeAgain_) return idleUntilWindow();
+  state_ = State::Idle;
+  armTimer(timing_.safetyNet);
+}
+
+void DeliveryLoop::flush(std::function<void(bool ok)> then) {
+  if (batch_.empty() && routed_.empty()) return then(true);
+  auto outcomes = std::make_shared<std::vector<store::DeliveryOutcome>>(std::move(batch_));
+  auto routed = std::make_shared<std::vector<store::RoutedItem>>(std::move(routed_));
+  batch_.clear();
+  routed_.clear();
+  auto alive = alive_;
+
+  auto doRouted = [this, alive, routed, then](bool okSoFar) {
+    if (!*alive) return;
+    if (routed->empty()) return then(okSoFar);
+    target_.route->acceptRouted(target_.destinationId, *routed, [this, alive, routed, then, okSoFar](
+                                          Result<std::vector<store::RoutedMessage>> r) {
+      if (!*alive) return;
+      if (!r) {
+        spdlog::error("{}/{}: storing {} routed message(s) failed: {}; they will be routed again",
+                      target_.interfaceName, target_.destinationName, routed->size(),
+                      r.error().message);
+        return then(false);
+      }
+      std::set<int32_t> lanes;
+      std::map<int64_t, const store::RoutedItem*> byId;
+      for (auto& it : *routed) byId[it.source.id] = &it;
+      for (auto& m : *r)
+        if (auto f = byId.find(m.sourceId); f != byId.end()) lanes.insert(f->second->partitionKey);
+      // Every source, not only those this statement finished: a killed
+      // engine's leftover connection may have committed the route after our
+      // start-up settle, and nobody else would settle those messages.
+      // Settling skips what is still pending and writes only changes.
+      std::vector<store::MessageRef> refs;
+      refs.reserve(routed->size());
+      for (auto& it : *routed) refs.push_back(it.source);
+      settle(std::move(refs), 0);
+      for (int32_t lane : lanes) target_.route->wake(lane);
+      then(okSoFar);
+    });
+  };
+
+  if (outcomes->empty()) return doRouted(true);
+  const bool settledHere = target_.onlyDestination;
+  store_.flushStatuses(
+      target_.destinationId, *outcomes,
+      [this, alive, outcomes, doRouted, settledHere](Result<std::vector<int64_t>> r) {
+        if (!*alive) return;
+        if (!r) {
+          // Nothing was recorded: those messages are delivered again later
+          // (at least once). Logged, since it means the store is in trouble.
+          spdlog::error("{}/{}: recording {} outcome(s) failed: {}", target_.interfaceName,
+                        target_.destinationName, outcomes->size(), r.error().message);
+          return doRouted(false);
+        }
+        // Every finished one, not only the rows this flush changed: one it
+        // found done already (a killed engine's statement that committed
+        // late) may still wait for its settle.
+        // Settled in the flush: only those it found done already.
+        std::set<int64_t> changed;
+        if (settledHere) changed.insert(r->begin(), r->end());
+        std::vector<store::MessageRef> refs;
+        for (auto& o : *outcomes)
+          if (o.status != MessageStatus::Pending && !changed.count(o.message.id))
+            refs.push_back(o.message);
+        settle(std::move(refs), 0);
+        doRouted(true);
+      },
+      settledHere ? store::Store::Settle::InTheFlush : store::Store::Settle::Separately);
+}
+
+void DeliveryLoop::settle(std::vector<store::MessageRef> refs, int attempt) {
+  // Messages whose settle failed earlier go along: their statuses are
+  // committed, and nothing else would settle them before a restart.
+  refs.insert(refs.end(), unsettled_.begin(), unsettled_.end());
+  unsettled_.clear();
+  if (refs.empty()) return;
+  auto alive = alive_;
+  auto copy = std::make_shared<std::vector<store::MessageRef>>(refs);
+  store_.settle(std::move(refs), [this, alive, copy, attempt](Result<int64_t> r) {
+    if (!*alive) return;
+    if (r) {
+      if (attempt > 0) settleAttempt_ = 0;
+      return;
+    }
+    // Only the settle is retried (the seed's settle_saved), never the
+    // status write, and until it succeeds: the database may be down for a
+    // while. At start, settleFinished repairs whatever a crash left.
+    auto delay = timing_.backoff.after(attempt);
+    spdlog::warn("{}/{}: settling {} message(s) failed ({}); retrying in {} ms",
+                 target_.interfaceName, target_.destinationName, copy->size(),
+                 r.error().message, delay.count());
+    unsettled_.insert(unsettled_.end(), copy->begin(), copy->end());
+    settleAttempt_ = attempt + 1;
+    uv_timer_start(
+        settleTimer_.get(),
+        [](uv_timer_t* t) {
+          auto* self = static_cast<DeliveryLoop*>(t->data);
+          if (self) self->settle({}, self->settleAttempt_);
+        },
+        static_cast<uint64_t>(delay.count()), 0);
+  });
+}
+
+void DeliveryLoop::stop(std::function<void()> done) {
+  stopping_ = true;
+  stopDone_ = std::move(done);
+  if (state_ == State::Idle || state_ == State::BackingOff) {
+    uv_timer_stop(timer_.get());
+    auto alive = alive_;
+    state_ = State::Flushing;
+    flush([this, alive](bool) {
+      if (*alive) maybeStopped();
+    });
+    return;
+  }
+  if (state_ == State::Working && !rateWaiting_) {
+    // Waiting for a transform: stop at the message in hand.
+    uv_timer_stop(timer_.get());
+    next();
+  }
+  // Reading / Flushing / a send in flight: maybeStopped() runs when done.
+}
+
+void DeliveryLoop::maybeStopped() {
+  if (state_ == State::Stopped) return;
+  state_ = State::Stopped;
+  uv_timer_stop(timer_.get());
+  uv_timer_stop(settleTimer_.get());  // what is left, the next start settles
+  if (auto d = std::move(stopDone_)) d();
+}
+
+}  // namespace ductus::delivery

@@ -1,0 +1,160 @@
+// DeliveryLoop: the one owner of a set of lanes for one destination (one
+// owner per lane and destination, so per-key order holds). It reads up to
+// 50 pending deliveries of its lanes in message id order, sends all of
+// their transforms to the Transformer at once (a worker call costs ~70 µs
+// alone but ~3 µs with dozens in flight: docs/architecture.md), and then
+// delivers the outputs strictly in order. Outcomes are flushed in batches
+// of at most 50, at the end of each read, and always before a back-off.
+//
+// A transient failure blocks the loop: the same message is retried after
+// 1 s, doubling to 60 s (Backoff), so nothing behind it in its lanes overtakes it.
+// Other destinations have loops of their own and keep going.
+//
+// Woken by intake after a commit in one of its lanes; a 30 s timer is only
+// a safety net.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/uv_handle.h"
+#include "schema/store.h"
+#include "supervisor/delivery/backoff.h"
+#include "supervisor/delivery/senders/rate_limiter.h"
+#include "supervisor/delivery/senders/sender.h"
+#include "supervisor/delivery/transformer.h"
+
+namespace ductus::intake {
+class Intake;
+}
+
+namespace ductus::delivery {
+
+struct DeliveryTarget {
+  std::string interfaceName;
+  std::string destinationName;
+  int64_t destinationId = 0;
+  Transformer::FunctionId function = 0;
+  uint32_t maxAttempts = 0;  // 0: retry transient failures forever
+  bool saveOutput = false;
+  std::optional<senders::RateLimitSettings> rateLimit;
+  // Exactly one of these: a sender, or a route's target intake.
+  senders::Sender* sender = nullptr;
+  intake::Intake* route = nullptr;
+  // The interface has no other destination: a message's status is its
+  // delivery's, written by the flush itself (one statement, not three).
+  bool onlyDestination = false;
+};
+
+// The loop's clocks and waits. The engine uses the defaults; tests shorten
+// the waits, watch the back-off decisions and drive the rate limiter's clock.
+struct DeliveryTiming {
+  Backoff backoff;
+  // Nothing woke the loop: it reads anyway this often.
+  std::chrono::milliseconds safetyNet{30'000};
+  // An idle loop that is woken reads this much later, so the messages that
+  // arrive together share one read, one flush and one settle (three
+  // statements) instead of paying them each: at one MLLP connection the
+  // delivery's statements were two of every three commits.
+  std::chrono::milliseconds wakeWindow{10};
+  // The rate limiter's clock.
+  std::function<senders::RateLimiter::Clock::time_point()> now = [] {
+    return senders::RateLimiter::Clock::now();
+  };
+  // Hears every back-off the loop decides on (a failed message, a failed read).
+  std::function<void(std::chrono::milliseconds)> onBackoff;
+};
+
+struct DeliveryCounters {
+  int64_t sent = 0, filtered = 0, quarantined = 0, retries = 0, routed = 0;
+};
+
+class DeliveryLoop {
+ public:
+  DeliveryLoop(uv_loop_t* loop, store::Store& store, Transformer& transformer,
+               DeliveryTarget target, std::vector<int32_t> lanes, DeliveryTiming timing = {});
+  ~DeliveryLoop();
+  DeliveryLoop(const DeliveryLoop&) = delete;
+  DeliveryLoop& operator=(const DeliveryLoop&) = delete;
+
+  // Reads the queue soon (the wake window from now if idle; after the
+  // current read otherwise).
+  void wake();
+  // Finishes the message in hand (flushing what is done), then stops.
+  void stop(std::function<void()> done);
+
+  const DeliveryTarget& target() const { return target_; }
+  const DeliveryCounters& counters() const { return counters_; }
+
+ private:
+  enum class State { Idle, Reading, Working, Flushing, BackingOff, Stopped };
+  struct Item {
+    store::QueuedDelivery row;
+    std::optional<Outcome> outcome;         // the transform's
+    bool sending = false;                   // its send is under way
+    std::optional<senders::SendOutcome> sent;  // the sender's answer
+  };
+
+  void read();
+  void onRows(std::vector<store::QueuedDelivery> rows);
+  void next();
+  void deliver(Item& item);
+  bool needsSend(const Item& item) const;
+  size_t sendDepth() const;
+  void launchSends();
+  void launch(size_t i);
+  void sendDone(Item& item);
+  void finished(store::MessageStatus status, std::optional<std::string> why,
+                std::optional<std::string> output);
+  void failed(const std::string& why);
+  void flush(std::function<void(bool ok)> then);
+  void settle(std::vector<store::MessageRef> refs, int attempt);
+  void readAgainOrIdle();
+  void idleUntilWindow();
+  void backOff(std::chrono::milliseconds delay);
+  void armTimer(std::chrono::milliseconds delay);
+  void maybeStopped();
+  static int64_t receivedAtMs(const std::string& pgText);
+
+  uv_loop_t* loop_;
+  store::Store& store_;
+  Transformer& transformer_;
+  DeliveryTarget target_;
+  std::vector<int32_t> lanes_;
+  DeliveryTiming timing_;
+  std::optional<senders::RateLimiter> limiter_;
+  UvHandle<uv_timer_t> timer_;
+  UvHandle<uv_timer_t> settleTimer_;
+  std::vector<store::MessageRef> unsettled_;  // their settle failed: retried
+  int settleAttempt_ = 0;
+
+  State state_ = State::Idle;
+  bool wakeAgain_ = false;
+  bool windowArmed_ = false;   // idle, and the timer is the wake window's
+  bool lastReadFull_ = false;  // the last read hit its row limit: more wait
+  bool inNext_ = false;       // inside next(), so callbacks don't re-enter it
+  bool rateWaiting_ = false;  // a rate limit's wait holds the loop until the timer
+  size_t sendPos_ = 0;        // the next item whose send may start (pipelined senders)
+  size_t sendsInFlight_ = 0;
+  uint64_t stream_ = 0;       // this read's order at a pipelined sender
+  bool interfaceStopped_ = false;
+  std::shared_ptr<int> generation_;  // outcomes of an abandoned read are ignored
+  bool stopping_ = false;
+  std::function<void()> stopDone_;
+  std::vector<Item> items_;
+  size_t pos_ = 0;
+  int failures_ = 0;  // consecutive transient failures of the first message
+  std::vector<store::DeliveryOutcome> batch_;
+  std::vector<store::RoutedItem> routed_;
+  DeliveryCounters counters_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ductus::delivery

@@ -1,0 +1,64 @@
+#include "supervisor/delivery/sender_factory.h"
+
+#include "supervisor/delivery/senders/curl_multi_uv.h"
+#include "supervisor/delivery/senders/file_sender.h"
+#include "supervisor/delivery/senders/http_sender.h"
+#include "supervisor/delivery/senders/mllp_sender.h"
+
+namespace ductus::delivery {
+
+Result<std::unique_ptr<senders::Sender>> makeSender(const SenderContext& ctx,
+                                                    const std::string& interfaceName,
+                                                    const config::Destination& d) {
+  const std::string where = interfaceName + "/" + d.name;
+  if (auto* m = std::get_if<config::MllpDestination>(&d.target)) {
+    senders::MllpSenderSettings s;
+    s.host = m->address.host;
+    s.port = m->address.port;
+    s.ackTimeout = m->ackTimeout;
+    return std::unique_ptr<senders::Sender>(std::make_unique<senders::MllpSender>(ctx.loop, s));
+  }
+  if (auto* h = std::get_if<config::HttpDestination>(&d.target)) {
+    senders::HttpSenderSettings s;
+    if (!h->api.empty()) {
+      if (!ctx.resources) return Error{where + ": no resources.yaml to find api " + h->api + " in"};
+      auto api = ctx.resources->apis.find(h->api);
+      if (api == ctx.resources->apis.end())
+        return Error{where + ": no api " + h->api + " in resources.yaml"};
+      s.url = api->second.url + h->path;
+      for (auto& [k, v] : api->second.headers) s.headers.emplace_back(k, v);
+    } else {
+      s.url = h->url;
+    }
+    s.method = h->method;
+    for (auto& [k, v] : h->headers) s.headers.emplace_back(k, v);
+    s.timeout = h->timeout;
+    if (!ctx.curl) return Error{where + ": no HTTP client to send with"};
+    return std::unique_ptr<senders::Sender>(std::make_unique<senders::HttpSender>(*ctx.curl, s));
+  }
+  if (auto* fd = std::get_if<config::FileDestination>(&d.target)) {
+    senders::FileSenderSettings s;
+    std::filesystem::path dir = fd->path;
+    s.dir = (dir.is_absolute() ? dir : ctx.projectRoot / dir).string();
+    s.nameTemplate = fd->name;
+    if (auto v = senders::validateNameTemplate(s.nameTemplate); !v)
+      return Error{where + ": file name \"" + s.nameTemplate + "\": " + v.error().message};
+    return std::unique_ptr<senders::Sender>(std::make_unique<senders::FileSender>(ctx.loop, s));
+  }
+  if (std::holds_alternative<config::RouteDestination>(d.target))
+    return Error{where + ": a route has no sender; its output goes to the target's intake"};
+  return Error{where + ": " + config::targetKind(d.target) +
+               " destinations are not supported by this engine yet"};
+}
+
+std::optional<senders::RateLimitSettings> rateLimitOf(const config::Destination& d) {
+  if (!d.rateLimit || d.rateLimit->messages <= 0) return std::nullopt;
+  senders::RateLimitSettings rl;
+  rl.count = d.rateLimit->messages;
+  rl.per = d.rateLimit->per;
+  rl.burst = 1;
+  rl.mode = d.rateLimit->dropOver ? senders::RateLimitMode::Drop : senders::RateLimitMode::Wait;
+  return rl;
+}
+
+}  // namespace ductus::delivery

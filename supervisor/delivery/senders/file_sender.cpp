@@ -1,0 +1,450 @@
+#include "supervisor/delivery/senders/file_sender.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "supervisor/delivery/senders/loop_post.h"
+
+namespace ductus::senders {
+namespace {
+
+std::string utcDate(std::chrono::system_clock::time_point t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y%m%d", &tm);
+  return buf;
+}
+
+// A value may not add folders or climb out of one.
+std::string safeValue(std::string v) {
+  for (char& c : v) {
+    if (c == '/' || c == '\0') c = '_';
+  }
+  if (v == "." || v == "..") v.assign(v.size(), '_');
+  return v;
+}
+
+std::string describe(std::string_view what, const std::string& path, int uvErr) {
+  return std::string(what) + " " + path + ": " + uv_strerror(uvErr) + " (" + uv_err_name(uvErr) +
+         ")";
+}
+
+std::string parentOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+Result<std::string> expandFileName(const std::string& nameTemplate, const SendRequest& request,
+                                   std::chrono::system_clock::time_point now) {
+  std::string out;
+  for (size_t i = 0; i < nameTemplate.size();) {
+    if (nameTemplate[i] != '{') {
+      out += nameTemplate[i++];
+      continue;
+    }
+    size_t close = nameTemplate.find('}', i);
+    if (close == std::string::npos) {
+      return Error{"file name template \"" + nameTemplate + "\": '{' without '}'"};
+    }
+    std::string key = nameTemplate.substr(i + 1, close - i - 1);
+    if (key == "id") {
+      out += std::to_string(request.messageId);
+    } else if (key == "interface") {
+      out += safeValue(request.interfaceName);
+    } else if (key == "destination") {
+      out += safeValue(request.destinationName);
+    } else if (key == "date") {
+      out += utcDate(now);
+    } else {
+      return Error{"file name template \"" + nameTemplate + "\": unknown placeholder {" + key +
+                   "} (known: {id}, {interface}, {destination}, {date})"};
+    }
+    i = close + 1;
+  }
+  if (out.empty() || out.front() == '/') {
+    return Error{"file name \"" + out + "\" must be relative to the destination's folder"};
+  }
+  size_t start = 0;
+  for (;;) {
+    size_t slash = out.find('/', start);
+    std::string part = out.substr(start, slash == std::string::npos ? std::string::npos
+                                                                     : slash - start);
+    if (part.empty() || part == "." || part == "..") {
+      return Error{"file name \"" + out + "\" has an empty, \".\" or \"..\" part"};
+    }
+    if (slash == std::string::npos) {
+      if (part.front() == '.') {
+        return Error{"file name \"" + out + "\" starts with '.', which marks temporary files"};
+      }
+      break;
+    }
+    start = slash + 1;
+  }
+  return out;
+}
+
+Status validateNameTemplate(const std::string& nameTemplate) {
+  auto r = expandFileName(nameTemplate, {1, "interface", "destination", "", {}, {}},
+                          std::chrono::system_clock::now());
+  if (!r) return r.error();
+  return {};
+}
+
+// One message's write: a chain of uv_fs_* steps, each started from the
+// previous one's callback. The job owns itself from start to finish.
+struct FileSender::Job {
+  enum class Step {
+    MakeDir,
+    OpenTemp,
+    Write,
+    SyncFile,
+    CloseFile,
+    Rename,
+    CleanupClose,
+    CleanupUnlink
+  };
+
+  uv_fs_t req{};
+  std::shared_ptr<State> state;
+  SendCallback cb;
+  std::string payload;
+  std::string finalPath, tempPath, dirPath;
+  int mode = 0644;
+  Step step = Step::OpenTemp;
+  uv_file fd = -1;
+  size_t written = 0;
+  bool triedMkdir = false;
+  std::vector<std::string> dirsToMake;  // for MakeDir, parent first
+  size_t nextDir = 0;
+  std::optional<SendOutcome> failure;  // set once a step failed; cleanup follows
+  // Order within a stream: this job renames only after `prev` renamed; if
+  // prev failed, this one fails too. `next` is told the same way.
+  uint64_t stream = 0;
+  Job* prev = nullptr;
+  Job* next = nullptr;
+  bool prevFailed = false;
+  bool waitingForPrev = false;  // closed and ready to rename
+
+  uv_loop_t* loop() const { return state->loop; }
+
+  void start() { openTemp(); }
+
+  void openTemp() {
+    step = Step::OpenTemp;
+    check(uv_fs_open(loop(), &req, tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                     mode, &Job::onFs));
+  }
+  void makeNextDir() {
+    step = Step::MakeDir;
+    check(uv_fs_mkdir(loop(), &req, dirsToMake[nextDir].c_str(), 0755, &Job::onFs));
+  }
+  void writeMore() {
+    step = Step::Write;
+    uv_buf_t buf = uv_buf_init(payload.data() + written,
+                               static_cast<unsigned>(payload.size() - written));
+    check(uv_fs_write(loop(), &req, fd, &buf, 1, static_cast<int64_t>(written), &Job::onFs));
+  }
+
+  // A submit error (as opposed to a failed operation) arrives here
+  // synchronously; route it through the same path as a failed callback.
+  // Posted to the loop so nothing is answered from inside send().
+  void check(int rc) {
+    if (rc < 0) {
+      uv_fs_req_cleanup(&req);
+      postToLoop(loop(), [this, rc] { onStep(rc); });
+    }
+  }
+
+  static void onFs(uv_fs_t* r) {
+    auto* job = static_cast<Job*>(r->data);
+    ssize_t result = r->result;
+    uv_fs_req_cleanup(r);
+    job->onStep(result);
+  }
+
+  void onStep(ssize_t result) {
+    const int err = result < 0 ? static_cast<int>(result) : 0;
+    switch (step) {
+      case Step::OpenTemp:
+        if (err == UV_ENOENT && !triedMkdir) {
+          triedMkdir = true;
+          planDirs();
+          return makeNextDir();
+        }
+        if (err) return fail(describe("create", tempPath, err));
+        fd = static_cast<uv_file>(result);
+        if (payload.empty()) return syncFile();
+        return writeMore();
+      case Step::MakeDir:
+        if (err && err != UV_EEXIST) return fail(describe("make folder", dirsToMake[nextDir], err));
+        if (++nextDir < dirsToMake.size()) return makeNextDir();
+        return openTemp();
+      case Step::Write:
+        if (err) return fail(describe("write", tempPath, err));
+        written += static_cast<size_t>(result);
+        if (written < payload.size()) return writeMore();
+        return syncFile();
+      case Step::SyncFile:
+        if (err) return fail(describe("fsync", tempPath, err));
+        step = Step::CloseFile;
+        return check(uv_fs_close(loop(), &req, std::exchange(fd, -1), &Job::onFs));
+      case Step::CloseFile:
+        // A failed close after a successful fsync can still mean lost data
+        // on NFS; treat it as the write failing.
+        if (err) return fail(describe("close", tempPath, err));
+        step = Step::Rename;
+        if (prev) {
+          waitingForPrev = true;  // prev's turn comes first
+          return;
+        }
+        return rename();
+      case Step::Rename:
+        if (err) return fail(describe("rename to", finalPath, err));
+        releaseNext(false);
+        return renamed();
+      case Step::CleanupClose:
+        step = Step::CleanupUnlink;
+        return check(uv_fs_unlink(loop(), &req, tempPath.c_str(), &Job::onFs));
+      case Step::CleanupUnlink:
+        return done(*failure);
+    }
+  }
+
+  // Queues for the folder's fsync, which calls done().
+  void renamed();
+
+  void rename() {
+    if (prevFailed) {
+      return fail("not written: an earlier message of this delivery's batch failed");
+    }
+    check(uv_fs_rename(loop(), &req, tempPath.c_str(), finalPath.c_str(), &Job::onFs));
+  }
+
+  // This job's place in its stream is settled (renamed, or failed): the
+  // next job may rename now, or must fail.
+  void releaseNext(bool failed) {
+    if (stream != 0) {
+      auto tail = state->streamTails.find(stream);
+      if (tail != state->streamTails.end() && tail->second == this) state->streamTails.erase(tail);
+    }
+    if (prev) prev->next = nullptr;  // (only when this one failed first)
+    prev = nullptr;
+    Job* n = std::exchange(next, nullptr);
+    if (!n) return;
+    n->prev = nullptr;
+    n->prevFailed = failed;
+    if (n->waitingForPrev) {
+      n->waitingForPrev = false;
+      n->rename();
+    }
+  }
+
+  void syncFile() {
+    step = Step::SyncFile;
+    check(uv_fs_fsync(loop(), &req, fd, &Job::onFs));
+  }
+
+  // Folders from the first missing one down to the file's own, found by
+  // walking up from the file's folder (mkdir on existing ones is EEXIST).
+  void planDirs() {
+    std::vector<std::string> chain;
+    for (std::string d = dirPath; !d.empty() && d != "/" && d != "."; d = parentOf(d)) {
+      chain.push_back(d);
+    }
+    dirsToMake.assign(chain.rbegin(), chain.rend());
+    nextDir = 0;
+    if (dirsToMake.empty()) dirsToMake.push_back(dirPath);
+  }
+
+  // Closes and removes the temporary file (when there is one), then
+  // reports the first error.
+  void fail(std::string detail) {
+    failure = SendOutcome::transient(std::move(detail));
+    releaseNext(true);
+    bool tempExists = step == Step::Write || step == Step::SyncFile ||
+                      step == Step::CloseFile || step == Step::Rename;
+    if (!tempExists) return done(*failure);
+    if (fd >= 0) {
+      step = Step::CleanupClose;
+      return check(uv_fs_close(loop(), &req, std::exchange(fd, -1), &Job::onFs));
+    }
+    step = Step::CleanupUnlink;
+    check(uv_fs_unlink(loop(), &req, tempPath.c_str(), &Job::onFs));
+  }
+
+  void done(SendOutcome outcome) {
+    std::unique_ptr<Job> self(this);  // freed when this returns
+    std::shared_ptr<State> s = state;
+    --s->inFlight;
+    if (!s->abandoned) cb(std::move(outcome));
+    if (s->inFlight == 0 && s->onIdle) {
+      auto idle = std::move(s->onIdle);
+      s->onIdle = nullptr;
+      idle();
+    }
+  }
+};
+
+// One fsync of one folder on behalf of every job waiting in its queue:
+// open the folder, fsync it, close it, then answer them all.
+struct FileSender::FolderSync {
+  enum class Step { Open, Sync, Close };
+
+  uv_fs_t req{};
+  std::shared_ptr<State> state;
+  std::string dir;
+  std::vector<Job*> jobs;
+  Step step = Step::Open;
+  uv_file fd = -1;
+  std::optional<SendOutcome> failure;
+
+  static void join(const std::shared_ptr<State>& state, Job* job) {
+    FolderQueue& q = state->folders[job->dirPath];
+    q.waiting.push_back(job);
+    if (!q.running) start(state, job->dirPath);
+  }
+
+  static void start(const std::shared_ptr<State>& state, const std::string& dir) {
+    FolderQueue& q = state->folders[dir];
+    auto op = std::make_unique<FolderSync>();
+    op->req.data = op.get();
+    op->state = state;
+    op->dir = dir;
+    op->jobs.swap(q.waiting);
+    q.running = true;
+    ++state->folderSyncs;
+    FolderSync* raw = op.release();  // owns itself until finish()
+    raw->submit(uv_fs_open(state->loop, &raw->req, raw->dir.c_str(),
+                           O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, &FolderSync::onFs));
+  }
+
+  void submit(int rc) {
+    if (rc < 0) {
+      uv_fs_req_cleanup(&req);
+      postToLoop(state->loop, [this, rc] { onStep(rc); });
+    }
+  }
+
+  static void onFs(uv_fs_t* r) {
+    auto* op = static_cast<FolderSync*>(r->data);
+    ssize_t result = r->result;
+    uv_fs_req_cleanup(r);
+    op->onStep(result);
+  }
+
+  void onStep(ssize_t result) {
+    const int err = result < 0 ? static_cast<int>(result) : 0;
+    switch (step) {
+      case Step::Open:
+        if (err) {
+          failure = SendOutcome::transient(describe("open folder", dir, err));
+          return finish();
+        }
+        fd = static_cast<uv_file>(result);
+        step = Step::Sync;
+        return submit(uv_fs_fsync(state->loop, &req, fd, &FolderSync::onFs));
+      case Step::Sync:
+        // Some file systems cannot fsync a folder (EINVAL); the rename is
+        // then as durable as they make it.
+        if (err && err != UV_EINVAL) {
+          failure = SendOutcome::transient(describe("fsync folder", dir, err));
+        }
+        step = Step::Close;
+        return submit(uv_fs_close(state->loop, &req, std::exchange(fd, -1), &FolderSync::onFs));
+      case Step::Close:
+        return finish();
+    }
+  }
+
+  void finish() {
+    std::unique_ptr<FolderSync> self(this);  // freed when this returns
+    // Renames that arrived meanwhile get the next fsync; it starts before
+    // the callbacks below, which may queue more writes of their own.
+    FolderQueue& q = state->folders[dir];
+    q.running = false;
+    if (!q.waiting.empty()) {
+      start(state, dir);
+    } else {
+      state->folders.erase(dir);
+    }
+    for (Job* job : jobs) job->done(failure ? *failure : SendOutcome::sent(job->finalPath));
+  }
+};
+
+void FileSender::Job::renamed() { FolderSync::join(state, this); }
+
+FileSender::FileSender(uv_loop_t* loop, FileSenderSettings settings, Clock now)
+    : settings_(std::move(settings)), now_(std::move(now)), state_(std::make_shared<State>()) {
+  state_->loop = loop;
+  while (settings_.dir.size() > 1 && settings_.dir.back() == '/') settings_.dir.pop_back();
+}
+
+FileSender::~FileSender() {
+  state_->abandoned = true;
+  state_->onIdle = nullptr;
+}
+
+void FileSender::send(SendRequest request, SendCallback cb) {
+  if (closed_) {
+    postToLoop(state_->loop, [cb = std::move(cb)] { cb(SendOutcome::transient("sender closed")); });
+    return;
+  }
+  auto name = expandFileName(settings_.nameTemplate, request, now_());
+  if (!name) {
+    // The template is the destination's config; every message would fail
+    // alike. Transient keeps them queued until the config is fixed.
+    postToLoop(state_->loop, [cb = std::move(cb), e = name.error().message] {
+      cb(SendOutcome::transient(e));
+    });
+    return;
+  }
+  auto job = std::make_unique<Job>();
+  job->req.data = job.get();
+  job->state = state_;
+  job->cb = std::move(cb);
+  job->payload = std::move(request.payload);
+  job->mode = settings_.fileMode;
+  job->finalPath = settings_.dir.empty() ? *name : settings_.dir + "/" + *name;
+  job->dirPath = parentOf(job->finalPath);
+  std::string base = job->finalPath.substr(job->finalPath.rfind('/') + 1);
+  // Unique per process and write: two writes of one message at once (a
+  // resend racing a retry) each get their own temporary file.
+  job->tempPath = job->dirPath + "/." + base + "." + std::to_string(::getpid()) + "-" +
+                  std::to_string(state_->nextTemp++) + ".tmp";
+  ++state_->inFlight;
+  if (request.stream != 0) {
+    job->stream = request.stream;
+    Job*& tail = state_->streamTails[request.stream];
+    if (tail) {
+      tail->next = job.get();
+      job->prev = tail;
+    }
+    tail = job.get();
+  }
+  // Every uv_fs_* call with a callback completes through the loop, so the
+  // callback never runs inside send().
+  job.release()->start();  // owns itself until done()
+}
+
+void FileSender::close(std::function<void()> done) {
+  closed_ = true;
+  if (!done) return;
+  if (state_->inFlight == 0) {
+    postToLoop(state_->loop, std::move(done));
+  } else {
+    state_->onIdle = std::move(done);
+  }
+}
+
+}  // namespace ductus::senders

@@ -1,0 +1,96 @@
+// FileSender: the file destination. Each message is written to a
+// temporary dot-name in the target folder, fsync'd, renamed to its final
+// name, and then the folder is fsync'd, so a reader never sees a partial
+// file and a crash never loses one that was reported Sent. Every step runs
+// on libuv's thread pool (uv_fs_* with callbacks); the loop never waits on
+// the disk. Missing folders are made. Errors (EACCES, ENOSPC, EROFS, ...)
+// are Transient and name the path and the cause; a rewrite of the same
+// message replaces the file, so retrying is harmless.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "supervisor/delivery/senders/sender.h"
+
+namespace ductus::senders {
+
+struct FileSenderSettings {
+  std::string dir;
+  // Placeholders: {id}, {interface}, {destination}, {date} (UTC yyyymmdd).
+  // May contain '/' for sub-folders under dir.
+  std::string nameTemplate = "{interface}-{id}.msg";
+  int fileMode = 0644;  // before the umask
+};
+
+// The file name for a message, relative to the destination's folder.
+// Slashes inside values become '_' so a name can never leave the folder;
+// an unknown placeholder, an absolute name, "." or ".." components and
+// names whose last part starts with '.' (the temporary files' namespace)
+// are errors.
+Result<std::string> expandFileName(const std::string& nameTemplate, const SendRequest& request,
+                                   std::chrono::system_clock::time_point now);
+
+// Checks a template once, at config time, with placeholder values.
+Status validateNameTemplate(const std::string& nameTemplate);
+
+class FileSender final : public Sender {
+ public:
+  using Clock = std::function<std::chrono::system_clock::time_point()>;
+
+  FileSender(uv_loop_t* loop, FileSenderSettings settings,
+             Clock now = [] { return std::chrono::system_clock::now(); });
+  // Writes still running finish on the pool but call no callback.
+  ~FileSender() override;
+  FileSender(const FileSender&) = delete;
+  FileSender& operator=(const FileSender&) = delete;
+
+  // Writes run concurrently, each on its own temporary file; renames of
+  // one stream happen in the order of send() (see Sender::pipelineDepth).
+  void send(SendRequest request, SendCallback cb) override;
+  // Writes and fsyncs overlap on libuv's pool: a read's files cost about
+  // one disk flush together instead of one each.
+  size_t pipelineDepth() const override { return 16; }
+  // Waits for writes in flight (they report their real outcome), then done.
+  void close(std::function<void()> done) override;
+
+  // Folder fsyncs run so far (fewer than files when writes overlap).
+  uint64_t folderSyncs() const { return state_->folderSyncs; }
+
+ private:
+  struct Job;
+  struct FolderSync;
+  // A folder's fsyncs. A folder fsync makes every rename done before it
+  // durable, so renames that land while one runs wait for the next, and
+  // one fsync serves them all: concurrent writes into one folder cost
+  // about one file fsync each instead of two.
+  struct FolderQueue {
+    bool running = false;
+    std::vector<Job*> waiting;
+  };
+  // Shared with every job, so a job can outlive the sender safely.
+  struct State {
+    uv_loop_t* loop;
+    std::map<std::string, FolderQueue> folders;
+    int inFlight = 0;
+    bool abandoned = false;  // the sender is gone: call nobody back
+    std::function<void()> onIdle;
+    std::map<uint64_t, Job*> streamTails;  // the last job of each stream in flight
+    uint64_t nextTemp = 0;
+    uint64_t folderSyncs = 0;
+  };
+
+  FileSenderSettings settings_;
+  Clock now_;
+  std::shared_ptr<State> state_;
+  bool closed_ = false;
+};
+
+}  // namespace ductus::senders

@@ -1,0 +1,99 @@
+// ProjectServices: what interface code may reach outside its worker, as
+// the project names it. Every answer comes on the loop and nothing here
+// blocks it. Anything the project does not name is refused with what to
+// declare.
+//
+// * db(name).query/execute: a connection of that resources.yaml database,
+//   always with bound parameters, wrapped so Postgres produces the JSON:
+//   WITH ductus_q AS (<sql>) SELECT json_agg(ductus_q) FROM ductus_q.
+// * fetch(url, init): only to the origin (scheme, host, port) of an api in
+//   resources.yaml, with that api's timeout; through libcurl's multi-socket
+//   API on the loop (services::HttpFetch). No redirects are followed.
+// * api(name).<method>(path): the api's URL + path, its headers (the
+//   script's own headers win on a clash, as for HTTP destinations) and its
+//   timeout, so tokens stay in resources.yaml and never enter V8.
+// * env(name): only variables named DUCTUS_PUBLIC_* (see kEnvPrefix).
+// * secret(name): from secrets/<env>.json, read and decrypted once when the
+//   services are made.
+//
+// Errors the message should wait out (a database or server that is down, a
+// timeout, a missing secrets key) carry "[ductus:transient]"; the rest are
+// the code's or the project's mistake and quarantine the message unless the
+// script catches them. Statuses are answers: the SDK turns 5xx/408/429 into
+// transient errors unless the script passed retry: false.
+#pragma once
+
+#include <uv.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/config/model.h"
+#include "common/config/secrets.h"
+#include "supervisor/services/http_fetch.h"
+#include "supervisor/workers/worker_pool.h"
+
+namespace ductus::store {
+class PgConnection;
+}
+
+namespace ductus::supervisor {
+
+class ProjectServices : public ServiceHandler {
+ public:
+  // Why a prefix and not every variable: the engine's own environment holds
+  // its credentials (DUCTUS_DATABASE_URL, DUCTUS_SECRETS_KEY, whatever an
+  // operator substitutes with ${env:}), and interface code must reach none
+  // of them (the seed's rule 5: no credentials in interface code). Nothing
+  // in resources.yaml lists variables yet, so the name itself is the
+  // allowlist: an operator exports DUCTUS_PUBLIC_SITE=north on purpose, and
+  // a script reads env("DUCTUS_PUBLIC_SITE"). Credentials belong in secret().
+  static constexpr const char* kEnvPrefix = "DUCTUS_PUBLIC_";
+
+  struct Options {
+    size_t maxResponseBytes = services::HttpFetch::kDefaultMaxResponseBytes;
+  };
+
+  // The engine's constructor: resources, the environment's secrets file
+  // (secrets/<project.environment>.json with the key from
+  // DUCTUS_SECRETS_KEY or ductus.yaml's key file), and the DUCTUS_PUBLIC_*
+  // variables of this process, all read now (blocking reads of small files,
+  // before calls arrive; the project loader reads the same files).
+  ProjectServices(uv_loop_t* loop, const config::Project& project, Options options);
+  ProjectServices(uv_loop_t* loop, const config::Project& project)
+      : ProjectServices(loop, project, Options{}) {}
+  // Resources only: secret() is refused (there is no project to read them
+  // from). Kept for callers that have no Project.
+  ProjectServices(uv_loop_t* loop, const config::Resources& resources);
+  ~ProjectServices() override;
+
+  void call(const ServiceCall& call, std::function<void(Result<std::string>)> reply) override;
+
+ private:
+  using Reply = std::function<void(Result<std::string>)>;
+  store::PgConnection* connectionFor(const config::DatabaseResource& db);
+  void database(const ServiceCall& call, Reply reply);
+  void fetch(const ServiceCall& call, Reply reply);
+  void env(const ServiceCall& call, Reply reply);
+  void secret(const ServiceCall& call, Reply reply);
+  ProjectServices(uv_loop_t* loop, const config::Resources& resources, Options options,
+                  const config::Project* project);
+  void loadSecrets(const config::Project& project);
+
+  uv_loop_t* loop_;
+  const config::Resources& resources_;
+  std::map<std::string, std::unique_ptr<store::PgConnection>> dbs_;
+  services::HttpFetch http_;
+  // Each api's origin, for fetch(): which api a URL belongs to.
+  std::map<std::string, const config::ApiResource*> origins_;
+  std::map<std::string, std::string> env_;  // the DUCTUS_PUBLIC_* variables
+  // Exactly one of these once loaded: the secrets, or why there are none.
+  std::optional<config::SecretsFile> secrets_;
+  std::string secretsFile_;   // as shown in messages
+  std::string environment_;   // which secrets/<env>.json
+  std::optional<Error> secretsError_;
+};
+
+}  // namespace ductus::supervisor

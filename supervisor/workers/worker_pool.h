@@ -1,0 +1,198 @@
+// WorkerPool: the supervisor's script workers. Interfaces with isolation:
+// shared share one group of `sharedWorkers` processes; a dedicated interface
+// gets a group of its own. Every worker of a group loads every interface of
+// the group, so any of them can take any call; a call goes to the worker
+// with the fewest calls in flight, and at most maxInFlightPerWorker are sent
+// to one worker (the rest wait in the group's backlog).
+//
+// Runaway protection, supervisor side: a call not answered within its
+// timeout + grace gets its worker SIGKILLed (the worker's own watchdog
+// should have answered long before). The culprit is reported as a runaway,
+// every other call in flight on that worker as transient, and the worker is
+// restarted. Three runaway timeouts of an interface in a row, or one heap
+// overflow, stop the interface: its calls answer Stopped (the caller leaves
+// the message pending) and the stop listener hears why.
+//
+// Everything runs on the supervisor's libuv loop; callbacks are called on it.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "common/uv_handle.h"
+#include "supervisor/delivery/transformer.h"
+#include "supervisor/workers/worker_process.h"
+
+namespace ductus::supervisor {
+
+// What the supervisor fills from the project's config (interface.yaml).
+struct FunctionSpec {
+  std::string exportName = "transform";
+  std::string inputFormat = "hl7v2";  // hl7v2 | json | text | csv | xml | http
+  std::string outputFormat = "hl7v2";
+  std::string destination;
+};
+
+struct InterfaceSpec {
+  std::string name;
+  std::filesystem::path dir;         // interfaces/<name>
+  std::filesystem::path projectLib;  // <project>/lib; may not exist
+  std::string entryFile = "transform.js";
+  std::vector<FunctionSpec> functions;
+  std::chrono::milliseconds timeout{5000};
+  bool dedicated = false;
+  int workers = 1;  // dedicated only
+};
+
+// The module sources of an interface, as the worker receives them:
+// "interfaces/<name>/<file>" and "lib/<file>" -> text.
+struct ModuleSet {
+  std::string entry;
+  std::map<std::string, std::string> modules;
+};
+
+// Reads every .js/.mjs file of the interface folder and of lib/ (blocking:
+// call it at startup or on libuv's thread pool, never on the loop).
+// includeTests: also *.test.js (for `ductus test`).
+Result<ModuleSet> readInterfaceModules(const InterfaceSpec& spec, bool includeTests = false);
+
+// The call's contract lives with delivery, which the pool serves.
+using delivery::CallMeta;
+using delivery::Outcome;
+using delivery::outcomeKindName;
+
+// A request from a script for something outside its worker. The supervisor
+// wires Postgres, libcurl and resources.yaml behind this; tests fake it.
+struct ServiceCall {
+  enum class Kind { DbQuery, DbExecute, Fetch, Env, Secret };
+  Kind kind;
+  std::string interfaceName;  // who asked (best effort after an await in a shared worker)
+  std::string resource;       // db: resources.yaml name
+  std::string sql;
+  std::string paramsJson;
+  std::string url;            // fetch: url, or the path under an api
+  std::string api;            // fetch through api(name): its name
+  std::string initJson;
+  std::string name;           // env / secret
+};
+
+class ServiceHandler {
+ public:
+  virtual ~ServiceHandler() = default;
+  // Answers once, on the loop, with JSON text (or an Error whose message
+  // contains "[ductus:transient]" when the call should be retried). May
+  // answer after the asking worker is gone: the pool ignores such replies.
+  virtual void call(const ServiceCall& call, std::function<void(Result<std::string>)> reply) = 0;
+};
+
+// Answers env() from an allowlist directly and passes the rest on.
+class AllowlistedEnv : public ServiceHandler {
+ public:
+  AllowlistedEnv(std::map<std::string, std::string> values, ServiceHandler* next)
+      : values_(std::move(values)), next_(next) {}
+  void call(const ServiceCall& call, std::function<void(Result<std::string>)> reply) override;
+
+ private:
+  std::map<std::string, std::string> values_;
+  ServiceHandler* next_;
+};
+
+class WorkerPool : public delivery::Transformer {
+ public:
+  struct Options {
+    std::string binary = "/proc/self/exe";
+    size_t heapMb = 256;
+    int sharedWorkers = 2;
+    // How long past a call's timeout the worker may stay silent before it
+    // is SIGKILLed. Its own watchdog answers within milliseconds.
+    std::chrono::milliseconds grace{2000};
+    size_t maxInFlightPerWorker = 256;
+    // Consecutive runaway timeouts that stop an interface.
+    int timeoutsToStop = 3;
+  };
+  using StopListener = std::function<void(const std::string& interfaceName, const std::string& why)>;
+
+  WorkerPool(uv_loop_t* loop, Options options, ServiceHandler& services);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Registers an interface and loads it into its group's workers (starting
+  // them if needed). `loaded` hears the first worker's verdict; a load error
+  // stops the interface. Function ids follow spec.functions' order.
+  Result<std::vector<FunctionId>> addInterface(const InterfaceSpec& spec, ModuleSet modules,
+                                               std::function<void(Status)> loaded = {});
+
+  void invoke(FunctionId fn, std::string payload, CallMeta meta, OutcomeCallback done) override;
+
+  void onInterfaceStopped(StopListener listener) { stopListener_ = std::move(listener); }
+  bool isStopped(const std::string& interfaceName) const;
+
+  // Sends shutdown to every worker; `done` once all have exited.
+  void shutdown(std::function<void()> done);
+
+  // For tests and `ductus status`.
+  std::vector<pid_t> workerPids(const std::string& interfaceName) const;
+  size_t restarts() const { return restarts_; }
+
+ private:
+  struct Group;
+  struct Interface;
+  struct Slot;
+  struct InFlight {
+    uint64_t callId;
+    Interface* iface;
+    std::chrono::steady_clock::time_point killAt;
+    OutcomeCallback done;
+    bool culprit = false;
+  };
+  struct Queued {
+    FunctionId fn;
+    std::string payload;
+    CallMeta meta;
+    OutcomeCallback done;
+  };
+
+  Slot* pickSlot(Group& g);
+  void send(Slot& slot, Interface& iface, FunctionId fn, std::string payload, const CallMeta& meta,
+            OutcomeCallback done);
+  void drainBacklog(Group& g);
+  void startSlot(Slot& slot);
+  // Starts the slot's worker again after `delay` (one timer per slot).
+  void restartLater(Slot& slot, std::chrono::milliseconds delay);
+  void loadInto(Slot& slot, Interface& iface);
+  void onFrame(Slot& slot, proto::FromWorker::Reader msg);
+  void onExit(Slot& slot, int64_t status, int signal, const std::string& why);
+  void finish(Interface& iface, OutcomeCallback& done, Outcome outcome);
+  void stopInterface(Interface& iface, const std::string& why);
+  void checkDeadlines();
+
+  uv_loop_t* loop_;
+  Options options_;
+  ServiceHandler& services_;
+  std::vector<std::unique_ptr<Group>> groups_;  // [0] is the shared group
+  std::vector<std::unique_ptr<Interface>> interfaces_;
+  std::unordered_map<FunctionId, std::pair<Interface*, uint32_t>> functions_;  // -> iface, index
+  UvHandle<uv_timer_t> deadlineTimer_;
+  StopListener stopListener_;
+  uint64_t nextCallId_ = 1;
+  size_t restarts_ = 0;
+  bool shuttingDown_ = false;
+  std::function<void()> shutdownDone_;
+  // Replies from the service handler arriving after the pool is gone see
+  // this expired.
+  std::shared_ptr<WorkerPool*> alive_ = std::make_shared<WorkerPool*>(this);
+};
+
+}  // namespace ductus::supervisor
