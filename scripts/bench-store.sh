@@ -22,7 +22,7 @@ PGBENCH="$PGBIN/pgbench"
 [ -x "$PGBENCH" ] || { echo "bench-store: no pgbench at $PGBENCH" >&2; exit 1; }
 
 cmake --build "$BUILD_DIR" --target bench_store >/dev/null
-BENCH="$BUILD_DIR/tests/store/bench_store"
+BENCH="$BUILD_DIR/tests/bench/bench_store"
 
 dir="$(mktemp -d /tmp/bench-store.XXXXXX)"
 url="$("$ROOT/scripts/pg.sh" start "$dir")"

@@ -13,10 +13,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build/release}
 calls=${2:-300000}
 rounds=${3:-7}
-if [ ! -x "$build/tests/worker/bench_transform" ] || [ ! -x "$build/ductus" ]; then
+if [ ! -x "$build/tests/bench/bench_transform" ] || [ ! -x "$build/ductus" ]; then
   echo "build first: cmake --build $build --target ductus bench_transform" >&2
   exit 2
 fi
 scratch=$(mktemp -d /tmp/ductus-bench-transform.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
-"$build/tests/worker/bench_transform" "$build/ductus" "$scratch" "$calls" "$rounds"
+"$build/tests/bench/bench_transform" "$build/ductus" "$scratch" "$calls" "$rounds"

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "schema/migrator.h"
-#include "tests/store/store_fixture.h"
+#include "tests/schema/store_fixture.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::store::test {

@@ -14,7 +14,7 @@
 #include <optional>
 #include <sstream>
 
-#include "tests/senders/receivers.h"
+#include "tests/support/receivers.h"
 
 namespace ductus::senders {
 namespace {

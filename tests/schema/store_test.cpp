@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schema/store_sql.h"
-#include "tests/store/store_fixture.h"
+#include "tests/schema/store_fixture.h"
 
 namespace ductus::store::test {
 namespace {

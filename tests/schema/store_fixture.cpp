@@ -1,4 +1,4 @@
-#include "tests/store/store_fixture.h"
+#include "tests/schema/store_fixture.h"
 
 #include <libpq-fe.h>
 

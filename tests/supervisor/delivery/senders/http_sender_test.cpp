@@ -8,7 +8,7 @@
 
 #include <optional>
 
-#include "tests/senders/receivers.h"
+#include "tests/support/receivers.h"
 
 namespace ductus::senders {
 namespace {

@@ -14,9 +14,9 @@
 
 #include "common/config/secrets.h"
 #include "supervisor/services/project_services.h"
-#include "tests/senders/receivers.h"
+#include "tests/support/receivers.h"
 #include "tests/support/test_database.h"
-#include "tests/worker/pool_fixture.h"
+#include "tests/supervisor/workers/pool_fixture.h"
 
 namespace ductus::test {
 namespace {

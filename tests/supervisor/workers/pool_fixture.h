@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/uv_handle.h"
+#include "tests/support/run_until.h"
 #include "supervisor/workers/worker_pool.h"
 #include "tests/support/test_env.h"
 
@@ -112,13 +113,7 @@ class PoolTest : public ::testing::Test {
 
   // Runs the loop until pred() or the time is up; true if pred() held.
   bool runUntil(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
-    auto end = std::chrono::steady_clock::now() + limit;
-    auto tick = UvHandle<uv_timer_t>::make();
-    uv_timer_init(&loop_, tick.get());
-    tick.markInitialized();
-    uv_timer_start(tick.get(), [](uv_timer_t*) {}, 5, 5);
-    while (!pred() && std::chrono::steady_clock::now() < end) uv_run(&loop_, UV_RUN_ONCE);
-    return pred();
+    return ductus::test::runUntil(&loop_, pred, limit);
   }
 
   uv_loop_t loop_{};

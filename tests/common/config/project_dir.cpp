@@ -1,4 +1,4 @@
-#include "tests/config/project_dir.h"
+#include "tests/common/config/project_dir.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

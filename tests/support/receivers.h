@@ -1,4 +1,4 @@
-// Real receivers on 127.0.0.1 for the sender tests, each on a thread of its
+// Real receivers on 127.0.0.1 for the sender and service tests, each on a thread of its
 // own with blocking sockets, so they are independent of the libuv loop the
 // senders run on (a sender that blocked the loop could not hide behind
 // them).
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/fd.h"
+#include "tests/support/run_until.h"
 
 namespace ductus::senders::test {
 
@@ -24,10 +25,7 @@ Fd listenOn(uint16_t port, uint16_t* boundPort = nullptr);
 // A port nothing listens on right now (bound once, then closed).
 uint16_t freePort();
 
-// Runs the loop until pred() holds; false if `limit` passes first (a guard
-// timer keeps the loop alive and bounds the wait).
-bool runUntil(uv_loop_t* loop, const std::function<bool()>& pred,
-              std::chrono::milliseconds limit = std::chrono::seconds(10));
+using ductus::test::runUntil;
 
 // What an MLLP receiver does with one message.
 struct MllpReply {

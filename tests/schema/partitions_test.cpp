@@ -5,7 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "tests/store/store_fixture.h"
+#include "tests/schema/store_fixture.h"
+#include "tests/support/run_until.h"
 
 namespace ductus::store::test {
 namespace {
@@ -20,14 +21,8 @@ class Partitions : public StoreTest {
   int64_t leaves(const std::string& parent) {
     return scalar("SELECT count(*) FROM pg_inherits WHERE inhparent = $1::regclass", {parent});
   }
-  // Runs the loop (without blocking on it) until done() or ~timeoutMs.
   bool runUntil(std::function<bool()> done, int timeoutMs) {
-    for (int waited = 0; waited < timeoutMs; waited += 5) {
-      uv_run(&loop_, UV_RUN_NOWAIT);
-      if (done()) return true;
-      usleep(5000);
-    }
-    return done();
+    return ductus::test::runUntil(&loop_, done, std::chrono::milliseconds(timeoutMs));
   }
   bool someoneWaitsOnALock() {
     return scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "tests/config/project_dir.h"
+#include "tests/common/config/project_dir.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::config::test {

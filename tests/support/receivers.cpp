@@ -1,4 +1,4 @@
-#include "tests/senders/receivers.h"
+#include "tests/support/receivers.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -57,30 +57,6 @@ uint16_t freePort() {
   uint16_t port = 0;
   Fd fd = listenOn(0, &port);
   return port;
-}
-
-bool runUntil(uv_loop_t* loop, const std::function<bool()>& pred,
-              std::chrono::milliseconds limit) {
-  // The guard bounds the wait; its 5 ms repeat also wakes the loop so a
-  // predicate on a receiver thread's state is seen while the loop idles.
-  uv_timer_t guard;
-  uv_timer_init(loop, &guard);
-  struct Deadline {
-    uint64_t at;
-    bool expired = false;
-  } deadline{uv_now(loop) + static_cast<uint64_t>(limit.count())};
-  guard.data = &deadline;
-  uv_timer_start(
-      &guard,
-      [](uv_timer_t* t) {
-        auto* d = static_cast<Deadline*>(t->data);
-        if (uv_now(t->loop) >= d->at) d->expired = true;
-      },
-      5, 5);
-  while (!pred() && !deadline.expired) uv_run(loop, UV_RUN_ONCE);
-  uv_close(reinterpret_cast<uv_handle_t*>(&guard), nullptr);
-  uv_run(loop, UV_RUN_NOWAIT);  // let the guard's close finish
-  return pred();
 }
 
 std::string mllpFrame(const std::string& message) { return "\x0b" + message + "\x1c\x0d"; }

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "common/config/secrets.h"
-#include "tests/config/project_dir.h"
+#include "tests/common/config/project_dir.h"
 
 namespace ductus::config::test {
 namespace {

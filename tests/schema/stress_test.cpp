@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "tests/store/store_fixture.h"
+#include "tests/schema/store_fixture.h"
 
 namespace ductus::store::test {
 namespace {

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "tests/worker/pool_fixture.h"
+#include "tests/supervisor/workers/pool_fixture.h"
 
 namespace ductus::test {
 namespace {

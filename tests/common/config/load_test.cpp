@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/config/project_dir.h"
+#include "tests/common/config/project_dir.h"
 
 namespace ductus::config::test {
 namespace {

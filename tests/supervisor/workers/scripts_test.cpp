@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "tests/worker/pool_fixture.h"
+#include "tests/supervisor/workers/pool_fixture.h"
 
 namespace ductus::test {
 namespace {
