@@ -31,6 +31,7 @@ DeliveryLoop::DeliveryLoop(uv_loop_t* loop, store::Store& store, Transformer& tr
   if (target_.rateLimit && target_.rateLimit->count > 0) limiter_.emplace(*target_.rateLimit);
   timer_ = makeTimer(loop_, this);
   settleTimer_ = makeTimer(loop_, this);
+  flushTimer_ = makeTimer(loop_, this);
 }
 
 DeliveryLoop::~DeliveryLoop() { *alive_ = false; }
@@ -99,6 +100,12 @@ void DeliveryLoop::read() {
   state_ = State::Reading;
   wakeAgain_ = false;
   windowArmed_ = false;
+  // Rows whose outcome is still being recorded would be read as pending
+  // and sent twice: the read waits for those flushes.
+  if (backgroundFlushes_ > 0) {
+    readAfterFlushes_ = true;
+    return;
+  }
   auto alive = alive_;
   store_.readQueue(target_.destinationId, lanes_, 0,
                    [this, alive](Result<std::vector<store::QueuedDelivery>> r) {
@@ -308,6 +315,7 @@ void DeliveryLoop::deliver(Item& item) {
   // A route: the output is stored in the target's queue with the flush.
   auto keys = target_.route->keysOf(o.data);
   routed_.push_back(store::RoutedItem{item.row.message, o.data, keys.lane, keys.dedupe});
+  batched();
   ++counters_.routed;
   ++pos_;
   failures_ = 0;
@@ -318,6 +326,7 @@ void DeliveryLoop::finished(MessageStatus status, std::optional<std::string> why
   Item& item = items_[pos_];
   batch_.push_back(store::DeliveryOutcome{item.row.message, status, std::move(why),
                                           std::move(output)});
+  batched();
   switch (status) {
     case MessageStatus::Sent: ++counters_.sent; break;
     case MessageStatus::Filtered: ++counters_.filtered; break;
@@ -390,8 +399,39 @@ void DeliveryLoop::readAgainOrIdle() {
   armTimer(timing_.safetyNet);
 }
 
+void DeliveryLoop::batched() {
+  if (batch_.size() + routed_.size() != 1) return;  // the timer runs already
+  uv_timer_start(
+      flushTimer_.get(),
+      [](uv_timer_t* t) {
+        if (auto* self = static_cast<DeliveryLoop*>(t->data)) self->flushInBackground();
+      },
+      static_cast<uint64_t>(timing_.flushAfter.count()), 0);
+}
+
+// The read goes on while these outcomes are recorded: they are other rows
+// than the ones still in hand, so the order of the two flushes is free.
+void DeliveryLoop::flushInBackground() {
+  if (state_ != State::Working || (batch_.empty() && routed_.empty())) return;
+  ++backgroundFlushes_;
+  auto alive = alive_;
+  flush([this, alive](bool) {
+    if (!*alive) return;
+    if (--backgroundFlushes_ > 0) return;
+    if (state_ == State::Stopped) return maybeStopped();
+    if (readAfterFlushes_) {
+      readAfterFlushes_ = false;
+      if (stopping_) return maybeStopped();
+      read();
+    }
+  });
+}
+
 void DeliveryLoop::flush(std::function<void(bool ok)> then) {
+  uv_timer_stop(flushTimer_.get());
   if (batch_.empty() && routed_.empty()) return then(true);
+  ++counters_.flushes;
+  counters_.largestFlush = std::max(counters_.largestFlush, batch_.size() + routed_.size());
   auto outcomes = std::make_shared<std::vector<store::DeliveryOutcome>>(std::move(batch_));
   auto routed = std::make_shared<std::vector<store::RoutedItem>>(std::move(routed_));
   batch_.clear();
@@ -511,10 +551,13 @@ void DeliveryLoop::stop(std::function<void()> done) {
 }
 
 void DeliveryLoop::maybeStopped() {
-  if (state_ == State::Stopped) return;
-  state_ = State::Stopped;
-  uv_timer_stop(timer_.get());
-  uv_timer_stop(settleTimer_.get());  // what is left, the next start settles
+  if (state_ != State::Stopped) {
+    state_ = State::Stopped;
+    uv_timer_stop(timer_.get());
+    uv_timer_stop(flushTimer_.get());
+    uv_timer_stop(settleTimer_.get());  // what is left, the next start settles
+  }
+  if (backgroundFlushes_ > 0) return;  // the last one calls again
   if (auto d = std::move(stopDone_)) d();
 }
 

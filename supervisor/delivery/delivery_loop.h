@@ -4,7 +4,9 @@
 // their transforms to the Transformer at once (a worker call costs ~70 µs
 // alone but ~3 µs with dozens in flight: docs/architecture.md), and then
 // delivers the outputs strictly in order. Outcomes are flushed in batches
-// of at most 50, at the end of each read, and always before a back-off.
+// of at most 50: at the end of each read, 20 ms after the first outcome a
+// read has not flushed yet (so a slow send late in a read does not hold the
+// statuses of those before it), and always before a back-off.
 //
 // A transient failure blocks the loop: the same message is retried after
 // 1 s, doubling to 60 s (Backoff), so nothing behind it in its lanes overtakes it.
@@ -64,6 +66,8 @@ struct DeliveryTiming {
   // statements) instead of paying them each: at one MLLP connection the
   // delivery's statements were two of every three commits.
   std::chrono::milliseconds wakeWindow{10};
+  // The longest a finished outcome waits in a read for its flush.
+  std::chrono::milliseconds flushAfter{20};
   // The rate limiter's clock.
   std::function<senders::RateLimiter::Clock::time_point()> now = [] {
     return senders::RateLimiter::Clock::now();
@@ -74,6 +78,8 @@ struct DeliveryTiming {
 
 struct DeliveryCounters {
   int64_t sent = 0, filtered = 0, quarantined = 0, retries = 0, routed = 0;
+  int64_t flushes = 0;       // status flushes sent to the store
+  size_t largestFlush = 0;   // the most outcomes one flush carried
 };
 
 class DeliveryLoop {
@@ -115,6 +121,9 @@ class DeliveryLoop {
                 std::optional<std::string> output);
   void failed(const std::string& why);
   void flush(std::function<void(bool ok)> then);
+  // An outcome joined the batch: flush it within flushAfter.
+  void batched();
+  void flushInBackground();
   void settle(std::vector<store::MessageRef> refs, int attempt);
   void readAgainOrIdle();
   void idleUntilWindow();
@@ -132,6 +141,9 @@ class DeliveryLoop {
   std::optional<senders::RateLimiter> limiter_;
   UvHandle<uv_timer_t> timer_;
   UvHandle<uv_timer_t> settleTimer_;
+  UvHandle<uv_timer_t> flushTimer_;
+  int backgroundFlushes_ = 0;  // in flight; a stop and the next read wait for them
+  bool readAfterFlushes_ = false;
   std::vector<store::MessageRef> unsettled_;  // their settle failed: retried
   int settleAttempt_ = 0;
 

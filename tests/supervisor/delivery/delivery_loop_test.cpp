@@ -1,0 +1,384 @@
+// The delivery loop on its own: a real store (a database of the test's own),
+// a fake Transformer and a fake Sender that answer when and how each test
+// says, and short waits. What is checked: back-off, a failed message
+// blocking only its own lanes, rate limits (wait and drop), flush batching,
+// and the pipelined transforms delivered strictly in order.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/uv_handle.h"
+#include "supervisor/delivery/backoff.h"
+#include "supervisor/delivery/delivery_loop.h"
+#include "supervisor/delivery/transformer.h"
+#include "tests/schema/store_fixture.h"
+#include "tests/support/run_until.h"
+
+namespace ductus::delivery {
+namespace {
+
+using namespace std::chrono_literals;
+using store::MessageStatus;
+
+// Answers each call on a later turn of the loop, as a worker would: by
+// default with the payload unchanged. A test may hold calls and answer them
+// itself, in any order.
+class FakeTransformer : public Transformer {
+ public:
+  struct Call {
+    FunctionId fn;
+    std::string payload;
+    CallMeta meta;
+    OutcomeCallback done;
+  };
+  explicit FakeTransformer(uv_loop_t* loop) : timer_(makeTimer(loop, this)) {}
+
+  void invoke(FunctionId fn, std::string payload, CallMeta meta, OutcomeCallback done) override {
+    ++invoked;
+    Call c{fn, std::move(payload), std::move(meta), std::move(done)};
+    if (hold) {
+      held.push_back(std::move(c));
+      return;
+    }
+    ready_.push_back(std::move(c));
+    uv_timer_start(
+        timer_.get(),
+        [](uv_timer_t* t) { static_cast<FakeTransformer*>(t->data)->answerReady(); }, 0, 0);
+  }
+  // Answers held call i now.
+  void release(size_t i) {
+    auto c = std::move(held.at(i));
+    c.done(answer(c));
+  }
+
+  std::function<Outcome(const Call&)> answer = [](const Call& c) {
+    return Outcome{Outcome::Kind::Output, c.payload};
+  };
+  bool hold = false;
+  std::vector<Call> held;
+  int invoked = 0;
+
+ private:
+  void answerReady() {
+    auto calls = std::move(ready_);
+    ready_.clear();
+    for (auto& c : calls) c.done(answer(c));
+  }
+  UvHandle<uv_timer_t> timer_;
+  std::deque<Call> ready_;
+};
+
+// Records what it was asked to send, answers on a later turn of the loop.
+class FakeSender : public senders::Sender {
+ public:
+  explicit FakeSender(uv_loop_t* loop) : loop_(loop), timer_(makeTimer(loop, this)) {}
+
+  void send(senders::SendRequest r, SendCallback cb) override {
+    sent.push_back(r.payload);
+    sentAt.push_back(uv_now(loop_));
+    if (hold && hold(r.payload)) {
+      held.emplace_back(std::move(r.payload), std::move(cb));
+      return;
+    }
+    ready_.emplace_back(std::move(r.payload), std::move(cb));
+    uv_timer_start(
+        timer_.get(), [](uv_timer_t* t) { static_cast<FakeSender*>(t->data)->answerReady(); }, 0,
+        0);
+  }
+  void close(std::function<void()> done) override { done(); }
+
+  std::function<senders::SendOutcome(const std::string&)> answer = [](const std::string&) {
+    return senders::SendOutcome::sent();
+  };
+  std::function<bool(const std::string&)> hold;
+  std::vector<std::string> sent;
+  std::vector<uint64_t> sentAt;  // the loop's clock, ms
+  std::vector<std::pair<std::string, SendCallback>> held;
+
+ private:
+  void answerReady() {
+    auto r = std::move(ready_);
+    ready_.clear();
+    for (auto& [payload, cb] : r) cb(answer(payload));
+  }
+  uv_loop_t* loop_;
+  UvHandle<uv_timer_t> timer_;
+  std::vector<std::pair<std::string, SendCallback>> ready_;
+};
+
+class DeliveryLoopTest : public store::test::StoreTest {
+ protected:
+  void SetUp() override {
+    StoreTest::SetUp();
+    transformer_ = std::make_unique<FakeTransformer>(&loop_);
+    sender_ = std::make_unique<FakeSender>(&loop_);
+    other_ = std::make_unique<FakeSender>(&loop_);
+    timing_.backoff = Backoff{20ms, 1000ms};
+    timing_.wakeWindow = 1ms;
+    timing_.safetyNet = 200ms;
+  }
+  void TearDown() override {
+    for (auto& l : loops_) {
+      bool stopped = false;
+      l->stop([&] { stopped = true; });
+      EXPECT_TRUE(test::runUntil(&loop_, [&] { return stopped; }, 10s)) << "a loop did not stop";
+    }
+    loops_.clear();
+    sender_.reset();
+    other_.reset();
+    transformer_.reset();
+    uv_run(&loop_, UV_RUN_NOWAIT);  // the fakes' timers close
+    StoreTest::TearDown();
+  }
+
+  DeliveryTarget target(int64_t destination, senders::Sender* sender) {
+    DeliveryTarget t;
+    t.interfaceName = "test";
+    t.destinationName = "d" + std::to_string(destination);
+    t.destinationId = destination;
+    t.function = 1;
+    t.sender = sender;
+    return t;
+  }
+  DeliveryLoop& start(DeliveryTarget t, std::vector<int32_t> lanes = {}) {
+    loops_.push_back(std::make_unique<DeliveryLoop>(&loop_, *store_, *transformer_, std::move(t),
+                                                    std::move(lanes), timing_));
+    loops_.back()->wake();
+    return *loops_.back();
+  }
+  int64_t stored(const std::string& payload, std::vector<int64_t> dests, int32_t lane = 0) {
+    auto m = insert(message(payload, std::move(dests), std::nullopt, lane));
+    EXPECT_TRUE(m.ok()) << m.error().message;
+    return m ? m->ref.id : 0;
+  }
+  int64_t status(int64_t id, int64_t dest) {
+    return scalar("SELECT status FROM deliveries WHERE message_id = $1 AND destination_id = $2",
+                  {std::to_string(id), std::to_string(dest)});
+  }
+  std::string lastError(int64_t id, int64_t dest) {
+    return text("SELECT coalesce(last_error, '') FROM deliveries WHERE message_id = $1 AND "
+                "destination_id = $2",
+                {std::to_string(id), std::to_string(dest)});
+  }
+  int64_t pending(int64_t dest) {
+    return scalar("SELECT count(*) FROM deliveries WHERE destination_id = $1 AND status = 0",
+                  {std::to_string(dest)});
+  }
+  bool waitFor(const std::function<bool()>& pred, std::chrono::milliseconds limit = 20s) {
+    return test::runUntil(&loop_, pred, limit);
+  }
+
+  DeliveryTiming timing_;
+  std::unique_ptr<FakeTransformer> transformer_;
+  std::unique_ptr<FakeSender> sender_, other_;  // two destinations' receivers
+  std::vector<std::unique_ptr<DeliveryLoop>> loops_;
+};
+
+TEST(Backoff, DoublesFromTheFirstWaitAndStopsAtTheLongest) {
+  Backoff b{1000ms, 60'000ms};
+  EXPECT_EQ(b.after(0), 1000ms);
+  EXPECT_EQ(b.after(1), 2000ms);
+  EXPECT_EQ(b.after(5), 32'000ms);
+  EXPECT_EQ(b.after(6), 60'000ms);
+  EXPECT_EQ(b.after(1000), 60'000ms);
+  EXPECT_EQ(b.after(-3), 1000ms);
+}
+
+TEST_F(DeliveryLoopTest, ATransientFailureIsRetriedAfterDoublingWaitsUntilItIsSent) {
+  std::vector<std::chrono::milliseconds> waits;
+  timing_.onBackoff = [&](std::chrono::milliseconds d) { waits.push_back(d); };
+  int failuresLeft = 3;
+  sender_->answer = [&](const std::string&) {
+    if (failuresLeft-- > 0) return senders::SendOutcome::transient("receiver busy");
+    return senders::SendOutcome::sent();
+  };
+  int64_t id = stored("MSG1", {destA_});
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return loop.counters().sent == 1; }));
+  EXPECT_EQ(waits, (std::vector<std::chrono::milliseconds>{20ms, 40ms, 80ms}));
+  ASSERT_EQ(sender_->sent.size(), 4u);
+  // Each retry came no sooner than its wait, by the loop's own clock.
+  for (size_t i = 1; i < sender_->sentAt.size(); ++i)
+    EXPECT_GE(sender_->sentAt[i] - sender_->sentAt[i - 1], static_cast<uint64_t>(waits[i - 1].count()))
+        << "attempt " << i + 1;
+  EXPECT_EQ(loop.counters().retries, 3);
+  EXPECT_EQ(status(id, destA_), static_cast<int>(MessageStatus::Sent));
+  EXPECT_EQ(scalar("SELECT attempts FROM deliveries WHERE message_id = $1 AND destination_id = $2",
+                   {std::to_string(id), std::to_string(destA_)}),
+            4);  // every send counts, the last one too
+}
+
+TEST_F(DeliveryLoopTest, RetryMaxAttemptsQuarantinesTheMessageAndTheLaneMovesOn) {
+  sender_->answer = [](const std::string& p) {
+    return p == "BAD" ? senders::SendOutcome::transient("refused") : senders::SendOutcome::sent();
+  };
+  int64_t bad = stored("BAD", {destA_});
+  int64_t good = stored("GOOD", {destA_});
+  auto t = target(destA_, sender_.get());
+  t.maxAttempts = 3;
+  auto& loop = start(t);
+  ASSERT_TRUE(waitFor([&] { return loop.counters().sent == 1; }));
+  EXPECT_EQ(status(bad, destA_), static_cast<int>(MessageStatus::Quarantined));
+  EXPECT_NE(lastError(bad, destA_).find("gave up after 3 attempts: refused"), std::string::npos)
+      << lastError(bad, destA_);
+  EXPECT_EQ(status(good, destA_), static_cast<int>(MessageStatus::Sent));
+  EXPECT_EQ(std::count(sender_->sent.begin(), sender_->sent.end(), "BAD"), 3);
+}
+
+TEST_F(DeliveryLoopTest, AFailedMessageBlocksOnlyItsOwnLanesAndOnlyForItsDestination) {
+  sender_->answer = [](const std::string& p) {
+    return p == "L0-FAILS" ? senders::SendOutcome::transient("down") : senders::SendOutcome::sent();
+  };
+  FakeSender& other = *other_;
+  int64_t fails = stored("L0-FAILS", {destA_, destB_}, 0);
+  int64_t behind = stored("L0-BEHIND", {destA_, destB_}, 0);
+  int64_t lane1 = stored("L1", {destA_, destB_}, 1);
+  // destA's lanes are split between two loops, as a dedicated interface's
+  // slots split them; destB has a loop of its own.
+  auto& a0 = start(target(destA_, sender_.get()), {0});
+  auto& a1 = start(target(destA_, sender_.get()), {1});
+  auto& b = start(target(destB_, &other));
+  ASSERT_TRUE(waitFor([&] { return a1.counters().sent == 1 && b.counters().sent == 3; }));
+  ASSERT_TRUE(waitFor([&] { return a0.counters().retries >= 3; }));
+  EXPECT_EQ(status(lane1, destA_), static_cast<int>(MessageStatus::Sent));
+  EXPECT_EQ(status(fails, destA_), static_cast<int>(MessageStatus::Pending));
+  EXPECT_EQ(status(behind, destA_), static_cast<int>(MessageStatus::Pending));
+  // Nothing behind the failed message in its lane reached the receiver.
+  EXPECT_EQ(std::count(sender_->sent.begin(), sender_->sent.end(), "L0-BEHIND"), 0);
+  EXPECT_EQ(other.sent, (std::vector<std::string>{"L0-FAILS", "L0-BEHIND", "L1"}));
+  EXPECT_EQ(status(behind, destB_), static_cast<int>(MessageStatus::Sent));
+}
+
+TEST_F(DeliveryLoopTest, ARateLimitInDropModeFiltersWhatIsOverIt) {
+  auto frozen = senders::RateLimiter::Clock::now();
+  timing_.now = [&] { return frozen; };  // no time passes: one token only
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(stored("M" + std::to_string(i), {destA_}));
+  auto t = target(destA_, sender_.get());
+  senders::RateLimitSettings rl;
+  rl.count = 1;
+  rl.per = std::chrono::hours(1);
+  rl.mode = senders::RateLimitMode::Drop;
+  t.rateLimit = rl;
+  auto& loop = start(t);
+  ASSERT_TRUE(waitFor([&] { return pending(destA_) == 0; }));
+  EXPECT_EQ(sender_->sent, (std::vector<std::string>{"M0"}));
+  EXPECT_EQ(loop.counters().filtered, 3);
+  for (size_t i = 1; i < ids.size(); ++i) {
+    EXPECT_EQ(status(ids[i], destA_), static_cast<int>(MessageStatus::Filtered));
+    EXPECT_EQ(lastError(ids[i], destA_), "over the rate limit");
+  }
+}
+
+TEST_F(DeliveryLoopTest, ARateLimitInWaitModeSpacesTheSendsAndKeepsTheirOrder) {
+  for (int i = 0; i < 4; ++i) stored("M" + std::to_string(i), {destA_});
+  auto t = target(destA_, sender_.get());
+  senders::RateLimitSettings rl;
+  rl.count = 1;
+  rl.per = 100ms;
+  rl.mode = senders::RateLimitMode::Wait;
+  t.rateLimit = rl;
+  auto& loop = start(t);
+  ASSERT_TRUE(waitFor([&] { return loop.counters().sent == 4; }));
+  EXPECT_EQ(sender_->sent, (std::vector<std::string>{"M0", "M1", "M2", "M3"}));
+  EXPECT_EQ(loop.counters().filtered, 0);
+  // Held back, not dropped: a send per period (the margin is for the two
+  // clocks, the limiter's and the loop's, being read at other moments).
+  for (size_t i = 1; i < sender_->sentAt.size(); ++i)
+    EXPECT_GE(sender_->sentAt[i] - sender_->sentAt[i - 1], 90u) << "send " << i;
+}
+
+TEST_F(DeliveryLoopTest, OutcomesAreFlushedAtMostFiftyAtATime) {
+  for (int i = 0; i < 120; ++i) stored("M" + std::to_string(i), {destA_});
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return loop.counters().sent == 120; }));
+  ASSERT_TRUE(waitFor([&] { return pending(destA_) == 0; }));
+  EXPECT_LE(loop.counters().largestFlush, 50u);
+  EXPECT_GE(loop.counters().flushes, 3);
+  ASSERT_EQ(sender_->sent.size(), 120u);
+  for (int i = 0; i < 120; ++i) EXPECT_EQ(sender_->sent[i], "M" + std::to_string(i));
+}
+
+TEST_F(DeliveryLoopTest, AFinishedOutcomeIsFlushedWhileASlowSendLaterInTheReadWaits) {
+  timing_.flushAfter = 20ms;
+  sender_->hold = [](const std::string& p) { return p == "SLOW"; };
+  int64_t first = stored("FIRST", {destA_});
+  int64_t slow = stored("SLOW", {destA_});
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return sender_->held.size() == 1; }));
+  // The read is not over (SLOW is in flight), yet FIRST's status is stored.
+  ASSERT_TRUE(waitFor([&] { return status(first, destA_) == static_cast<int>(MessageStatus::Sent); },
+                      5s));
+  EXPECT_EQ(status(slow, destA_), static_cast<int>(MessageStatus::Pending));
+  auto [payload, cb] = std::move(sender_->held[0]);
+  cb(senders::SendOutcome::sent());
+  ASSERT_TRUE(waitFor([&] { return pending(destA_) == 0; }));
+  EXPECT_EQ(loop.counters().sent, 2);
+  EXPECT_EQ(sender_->sent, (std::vector<std::string>{"FIRST", "SLOW"}));
+}
+
+TEST_F(DeliveryLoopTest, EveryTransformOfAReadIsInFlightAtOnceAndOutputsLeaveInOrder) {
+  transformer_->hold = true;
+  transformer_->answer = [](const FakeTransformer::Call& c) {
+    return Outcome{Outcome::Kind::Output, c.payload + "-out"};
+  };
+  for (int i = 0; i < 10; ++i) stored("M" + std::to_string(i), {destA_});
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return transformer_->held.size() == 10; }));
+  EXPECT_TRUE(sender_->sent.empty());
+  // Answered last first: nothing is sent before M0's output is there.
+  for (size_t i = 10; i-- > 1;) transformer_->release(i);
+  uv_run(&loop_, UV_RUN_NOWAIT);
+  EXPECT_TRUE(sender_->sent.empty());
+  transformer_->release(0);
+  ASSERT_TRUE(waitFor([&] { return loop.counters().sent == 10; }));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(sender_->sent[i], "M" + std::to_string(i) + "-out");
+}
+
+TEST_F(DeliveryLoopTest, EachOutcomeKindEndsTheDeliveryAsItSays) {
+  transformer_->answer = [](const FakeTransformer::Call& c) {
+    if (c.payload == "F") return Outcome{Outcome::Kind::Filtered, "not for us"};
+    if (c.payload == "Q") return Outcome{Outcome::Kind::Quarantine, "no MRN"};
+    if (c.payload == "R") return Outcome{Outcome::Kind::RunawayTimeout, ""};
+    if (c.payload == "H") return Outcome{Outcome::Kind::RunawayHeap, ""};
+    return Outcome{Outcome::Kind::Output, c.payload};
+  };
+  int64_t f = stored("F", {destA_}), q = stored("Q", {destA_}), r = stored("R", {destA_});
+  int64_t h = stored("H", {destA_}), o = stored("O", {destA_});
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return pending(destA_) == 0; }));
+  EXPECT_EQ(status(f, destA_), static_cast<int>(MessageStatus::Filtered));
+  EXPECT_EQ(lastError(f, destA_), "not for us");
+  EXPECT_EQ(status(q, destA_), static_cast<int>(MessageStatus::Quarantined));
+  EXPECT_EQ(lastError(q, destA_), "no MRN");
+  EXPECT_EQ(status(r, destA_), static_cast<int>(MessageStatus::Quarantined));
+  EXPECT_NE(lastError(r, destA_).find("ran past its timeout"), std::string::npos);
+  EXPECT_EQ(status(h, destA_), static_cast<int>(MessageStatus::Quarantined));
+  EXPECT_NE(lastError(h, destA_).find("filled its heap"), std::string::npos);
+  EXPECT_EQ(status(o, destA_), static_cast<int>(MessageStatus::Sent));
+  EXPECT_EQ(sender_->sent, (std::vector<std::string>{"O"}));
+  EXPECT_EQ(loop.counters().quarantined, 3);
+}
+
+TEST_F(DeliveryLoopTest, AStoppedInterfaceLeavesItsMessagesPending) {
+  transformer_->answer = [](const FakeTransformer::Call&) {
+    return Outcome{Outcome::Kind::Stopped, "three runaways in a row"};
+  };
+  int64_t id = stored("M", {destA_});
+  start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return transformer_->invoked >= 1; }));
+  for (int i = 0; i < 5; ++i) uv_run(&loop_, UV_RUN_NOWAIT);
+  EXPECT_TRUE(sender_->sent.empty());
+  EXPECT_EQ(status(id, destA_), static_cast<int>(MessageStatus::Pending));
+  EXPECT_EQ(scalar("SELECT attempts FROM deliveries WHERE message_id = $1", {std::to_string(id)}),
+            0);
+}
+
+}  // namespace
+}  // namespace ductus::delivery
