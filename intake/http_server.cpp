@@ -1,24 +1,13 @@
 #include "intake/http_server.h"
 
-#include <arpa/inet.h>
 #include <llhttp.h>
-#include <netinet/in.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 
 namespace ductus::intake {
 namespace {
-
-constexpr size_t kReadBuffer = 64 * 1024;
-// After an error answer (413, 431, 400) the rest of what the client sends
-// is read and dropped, up to this much, before closing: closing a socket
-// with unread data makes the kernel send RST, which can destroy the answer
-// before the client reads it ("lingering close", as nginx does).
-constexpr size_t kLingerBytes = 4 << 20;
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() &&
@@ -63,69 +52,28 @@ std::optional<std::string_view> HttpRequest::header(std::string_view name) const
   return std::nullopt;
 }
 
-struct HttpRespond::State {
-  HttpConnection* conn = nullptr;  // null once responded or the connection is gone
-  ~State();                        // answers 500 if nobody did
+struct HttpRespond::State : AnswerSlot {
+  ~State();  // answers 500 if nobody did
 };
 
-// One accepted connection; owns itself from accept to its close callback.
-class HttpConnection {
+// The HTTP of one accepted connection, parsed by llhttp.
+class HttpConnection final : public StreamConnection {
  public:
-  HttpConnection(HttpServer* server) : server_(server) {
-    tcp_.data = this;
+  // Pipelined requests are rare in HTTP: reading stops behind each request
+  // until it is answered.
+  explicit HttpConnection(HttpServer* server) : StreamConnection(0), server_(server) {
     llhttp_init(&parser_, HTTP_REQUEST, &parserSettings());
     parser_.data = this;
   }
 
-  uv_tcp_t* tcp() { return &tcp_; }
-  uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
-
-  void start() {
-    sockaddr_storage ss{};
-    int len = sizeof ss;
-    if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&ss), &len) == 0)
-      peer_ = formatAddress(ss);
-    uv_tcp_nodelay(&tcp_, 1);
-    readBuf_ = std::make_unique<char[]>(kReadBuffer);
-    startReading();
-  }
-
-  void closeWhenIdle() {
-    if (busy_) closeAfterResponse_ = true;
-    else closeNow();
-  }
-
-  void closeNow() {
-    if (closing_) return;
-    closing_ = true;
-    if (auto s = inflight_.lock()) s->conn = nullptr;
-    uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &HttpConnection::onClose);
-  }
-
-  void detach() { server_ = nullptr; }
-
   void respond(HttpResponse r) {
-    inflight_.reset();
-    busy_ = false;
-    bool keepAlive = keepAlive_ && !closeAfterResponse_ && !(server_ && server_->closing_);
-    write(serialize(std::move(r), keepAlive, method_ == "HEAD"));
-    if (closing_) return;
-    if (!keepAlive) {
-      shutdownAndClose(false);
-      return;
-    }
+    bool keepAlive = keepAlive_ && !draining();
+    // The parser was held at the end of this request; the next one may go.
     llhttp_resume(&parser_);
-    if (feeding_) return;  // answered inside the handler; the feed loop goes on
-    drainPending();
-    if (!busy_ && !closing_ && !shutdown_) startReading();
+    endRequest(serialize(std::move(r), keepAlive, method_ == "HEAD"), keepAlive);
   }
 
  private:
-  struct WriteReq {
-    uv_write_t req;
-    std::string data;
-  };
-
   static const llhttp_settings_t& parserSettings() {
     static const llhttp_settings_t s = [] {
       llhttp_settings_t s;
@@ -150,7 +98,7 @@ class HttpConnection {
   // ---- llhttp callbacks ----
   int onMessageBegin() {
     req_ = HttpRequest{};
-    req_.peer = peer_;
+    req_.peer = peer();
     url_.clear();
     headerBytes_ = 0;
     lastWasValue_ = false;
@@ -191,7 +139,7 @@ class HttpConnection {
     req_.path = url_.substr(0, q);
     req_.query = q == std::string::npos ? std::string() : url_.substr(q + 1);
     // The route is copied, so removing it while a request is in flight is safe.
-    const HttpServer::Route* route = server_ ? server_->route(req_.path) : nullptr;
+    const HttpServer::Route* route = server() ? server()->route(req_.path) : nullptr;
     routed_ = route != nullptr;
     if (route) handler_ = route->handler;
     bodyLimit_ = route && route->maxBodyBytes ? route->maxBodyBytes : settings().maxBodyBytes;
@@ -224,104 +172,25 @@ class HttpConnection {
     return HPE_PAUSED;
   }
 
-  // ---- libuv callbacks ----
-  static void onClose(uv_handle_t* h) {
-    auto* self = static_cast<HttpConnection*>(h->data);
-    if (self->server_) self->server_->connectionClosed(self);
-    delete self;
-  }
-  static void onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
-    auto* self = static_cast<HttpConnection*>(h->data);
-    *buf = uv_buf_init(self->readBuf_.get(), kReadBuffer);
-  }
-  static void onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
-    auto* self = static_cast<HttpConnection*>(s->data);
-    if (n == 0) return;
-    if (n < 0) {
-      if (n != UV_EOF && n != UV_ECONNRESET && !self->shutdown_)
-        spdlog::warn("{}: connection from {} failed: {}", self->name(), self->peer_,
-                     uv_strerror(static_cast<int>(n)));
-      // A client that half-closes after its request still gets the queued
-      // response: shutdown waits for pending writes, uv_close cancels them.
-      if (n == UV_EOF && !self->shutdown_) self->shutdownAndClose(false);
-      else self->closeNow();
-      return;
-    }
-    if (self->shutdown_) {  // lingering after an error answer: drop it
-      self->lingered_ += static_cast<size_t>(n);
-      if (self->lingered_ > kLingerBytes) self->closeNow();
-      return;
-    }
-    self->consume(buf->base, static_cast<size_t>(n));
-  }
-  static void onWrite(uv_write_t* req, int status) {
-    std::unique_ptr<WriteReq> w(reinterpret_cast<WriteReq*>(req));
-    auto* self = static_cast<HttpConnection*>(req->handle->data);
-    if (status < 0 && status != UV_ECANCELED) {
-      spdlog::warn("{}: writing to {} failed: {}", self->name(), self->peer_, uv_strerror(status));
-      self->closeNow();
-    }
-  }
-  static void onShutdown(uv_shutdown_t* req, int status) {
-    auto* self = static_cast<HttpConnection*>(req->handle->data);
-    bool linger = self->lingerAfterShutdown_;
-    delete req;
-    if (self->closing_) return;
-    if (status < 0 || !linger) {
-      self->closeNow();
-      return;
-    }
-    self->startReading();  // read and drop until the client closes
+  // ---- the connection ----
+  void failed(IoStep step, int status) override {
+    if (step == IoStep::Write)
+      spdlog::warn("{}: writing to {} failed: {}", name(), peer(), uv_strerror(status));
+    // A client that resets the connection has gone; nothing failed here.
+    else if (step == IoStep::Read && status != UV_ECONNRESET)
+      spdlog::warn("{}: connection from {} failed: {}", name(), peer(), uv_strerror(status));
   }
 
-  // ---- reading ----
+  HttpServer* server() const { return attached() ? server_ : nullptr; }
   const HttpSettings& settings() const {
     static const HttpSettings defaults;
-    return server_ ? server_->settings_ : defaults;
+    return server() ? server()->settings_ : defaults;
   }
   std::string_view name() const { return settings().name; }
 
-  void startReading() {
-    if (reading_ || closing_) return;
-    if (int rc = uv_read_start(stream(), &onAlloc, &onRead); rc < 0) {
-      closeNow();
-      return;
-    }
-    reading_ = true;
-  }
-  void stopReading() {
-    if (!reading_) return;
-    uv_read_stop(stream());
-    reading_ = false;
-  }
-
-  void consume(const char* p, size_t n) {
-    if (busy_) {
-      pending_.append(p, n);
-      stopReading();
-      return;
-    }
-    feeding_ = true;
-    size_t used = feed(p, n);
-    while (!busy_ && !closing_ && !shutdown_ && used < n) used += feed(p + used, n - used);
-    feeding_ = false;
-    if (closing_ || shutdown_) return;
-    if (used < n) pending_.append(p + used, n - used);
-    if (busy_) stopReading();
-  }
-
-  void drainPending() {
-    feeding_ = true;
-    size_t used = 0;
-    while (!busy_ && !closing_ && !shutdown_ && used < pending_.size())
-      used += feed(pending_.data() + used, pending_.size() - used);
-    feeding_ = false;
-    pending_.erase(0, used);
-  }
-
   // Runs the parser over the bytes; returns how many it used. Stops after a
-  // complete request (busy_) or an error answer (shutdown_).
-  size_t feed(const char* p, size_t n) {
+  // complete request or an error answer.
+  size_t feed(const char* p, size_t n) override {
     llhttp_errno_t err = llhttp_execute(&parser_, p, n);
     if (err == HPE_OK) return n;
     size_t used = n;
@@ -348,15 +217,12 @@ class HttpConnection {
 
   void dispatch() {
     complete_ = false;
-    if (!routed_ || !server_) {
-      busy_ = true;  // respond() clears it and resumes the parser
+    if (!routed_ || !server()) {
       respond(HttpResponse{404, {{"Content-Type", "text/plain"}}, "no route for " + req_.path + "\n"});
       return;
     }
     auto state = std::make_shared<HttpRespond::State>();
-    state->conn = this;
-    inflight_ = state;
-    busy_ = true;
+    beginRequest(state);
     HttpRequest req = std::move(req_);
     req_ = HttpRequest{};
     auto handler = std::move(handler_);
@@ -366,7 +232,7 @@ class HttpConnection {
 
   // An error answer that ends the connection.
   void fail(int status, std::string_view why) {
-    spdlog::info("{}: {} from {}: {} {}", name(), status, peer_, httpReason(status), why);
+    spdlog::info("{}: {} from {}: {} {}", name(), status, peer(), httpReason(status), why);
     HttpResponse r{status, {{"Content-Type", "text/plain"}}, std::string(why) + "\n"};
     write(serialize(std::move(r), false, false));
     shutdownAndClose(true);
@@ -392,84 +258,37 @@ class HttpConnection {
     return out;
   }
 
-  void write(std::string data) {
-    if (closing_ || shutdown_) return;
-    auto w = std::make_unique<WriteReq>();
-    w->data = std::move(data);
-    uv_buf_t b = uv_buf_init(w->data.data(), w->data.size());
-    if (int rc = uv_write(&w->req, stream(), &b, 1, &onWrite); rc < 0) {
-      spdlog::warn("{}: writing to {} failed: {}", name(), peer_, uv_strerror(rc));
-      closeNow();
-      return;
-    }
-    w.release();  // freed in onWrite
-  }
-
-  void shutdownAndClose(bool linger) {
-    if (closing_ || shutdown_) return;
-    shutdown_ = true;
-    lingerAfterShutdown_ = linger && !(server_ && server_->closing_);
-    stopReading();
-    auto* req = new uv_shutdown_t{};  // freed in onShutdown
-    if (uv_shutdown(req, stream(), &onShutdown) < 0) {
-      delete req;
-      closeNow();
-    }
-  }
-
- public:
-  HttpServer* server_;
-  bool busy_ = false;
-
- private:
-  uv_tcp_t tcp_{};
+  HttpServer* server_;  // valid while attached()
   llhttp_t parser_{};
-  std::unique_ptr<char[]> readBuf_;
-  std::string peer_;
   HttpRequest req_;
   std::string url_;
   std::string method_;
-  std::string pending_;
   HttpServer::Handler handler_;  // the request's route, copied at its head
   bool routed_ = false;
   size_t headerBytes_ = 0;
   size_t bodyLimit_ = 0;
-  size_t lingered_ = 0;
   int reject_ = 0;
   bool lastWasValue_ = false;
   bool complete_ = false;
   bool keepAlive_ = true;
-  bool feeding_ = false;
-  bool reading_ = false;
-  bool closing_ = false;
-  bool shutdown_ = false;
-  bool lingerAfterShutdown_ = false;
-  bool closeAfterResponse_ = false;
-  std::weak_ptr<HttpRespond::State> inflight_;
 };
 
 HttpRespond::State::~State() {
-  if (conn) conn->respond(HttpResponse{500, {{"Content-Type", "text/plain"}}, "no response\n"});
+  if (auto* c = take<HttpConnection>())
+    c->respond(HttpResponse{500, {{"Content-Type", "text/plain"}}, "no response\n"});
 }
 
 void HttpRespond::operator()(HttpResponse response) const {
-  if (!state_ || !state_->conn) return;
-  HttpConnection* c = std::exchange(state_->conn, nullptr);
-  c->respond(std::move(response));
+  if (!state_) return;
+  if (auto* c = state_->take<HttpConnection>()) c->respond(std::move(response));
 }
 
-bool HttpRespond::responded() const { return !state_ || !state_->conn; }
+bool HttpRespond::responded() const { return !state_ || state_->answered(); }
 
 HttpServer::HttpServer(uv_loop_t* loop, HttpSettings settings)
     : loop_(loop), settings_(std::move(settings)) {}
 
-HttpServer::~HttpServer() {
-  for (HttpConnection* c : connections_) {
-    c->detach();
-    c->closeNow();
-  }
-  connections_.clear();
-}
+HttpServer::~HttpServer() = default;
 
 Status HttpServer::addRoute(std::string path, Handler handler, size_t maxBodyBytes) {
   if (path.empty() || path[0] != '/')
@@ -504,45 +323,12 @@ uint16_t HttpServer::port() const { return boundPort(server_); }
 
 void HttpServer::onConnection(uv_stream_t* server, int status) {
   auto* self = static_cast<HttpServer*>(server->data);
-  if (!self) return;
-  if (status < 0) {
-    spdlog::warn("{}: accepting a connection failed: {}", self->settings_.name, uv_strerror(status));
-    return;
-  }
-  auto* c = new HttpConnection(self);  // deleted in its close callback
-  if (int rc = uv_tcp_init(self->loop_, c->tcp()); rc < 0) {
-    spdlog::warn("{}: uv_tcp_init failed: {}", self->settings_.name, uv_strerror(rc));
-    delete c;
-    return;
-  }
-  self->connections_.insert(c);
-  if (int rc = uv_accept(server, c->stream()); rc < 0) {
-    spdlog::warn("{}: accepting a connection failed: {}", self->settings_.name, uv_strerror(rc));
-    c->closeNow();
-    return;
-  }
-  c->start();
+  if (self) self->connections_.accept<HttpConnection>(server, status, self->settings_.name, self);
 }
 
 void HttpServer::close(std::function<void()> onClosed) {
-  onClosed_ = std::move(onClosed);
-  closing_ = true;
   server_.reset();
-  auto copy = connections_;
-  for (HttpConnection* c : copy) c->closeWhenIdle();
-  maybeClosed();
-}
-
-void HttpServer::connectionClosed(HttpConnection* c) {
-  connections_.erase(c);
-  maybeClosed();
-}
-
-void HttpServer::maybeClosed() {
-  if (!closing_ || !connections_.empty() || !onClosed_) return;
-  auto cb = std::move(onClosed_);
-  onClosed_ = nullptr;
-  cb();  // may destroy this server: nothing after this line
+  connections_.closeAll(std::move(onClosed));
 }
 
 }  // namespace ductus::intake

@@ -22,12 +22,12 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "common/result.h"
 #include "common/uv_handle.h"
+#include "intake/stream_connection.h"
 #include "intake/tcp_listener.h"
 
 namespace ductus::intake {
@@ -112,17 +112,13 @@ class HttpServer {
   };
   static void onConnection(uv_stream_t* server, int status);
   TcpListen how();
-  void connectionClosed(HttpConnection* c);
-  void maybeClosed();
   const Route* route(const std::string& path) const;
 
   uv_loop_t* loop_;
   HttpSettings settings_;
   std::unordered_map<std::string, Route> routes_;
   UvHandle<uv_tcp_t> server_;
-  std::unordered_set<HttpConnection*> connections_;
-  bool closing_ = false;
-  std::function<void()> onClosed_;
+  ConnectionSet connections_;
 };
 
 // "Not Found" for 404 etc.; "Unknown" for codes we never send.

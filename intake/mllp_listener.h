@@ -6,7 +6,7 @@
 // out in order. The message bytes reach the handler exactly as they came.
 //
 // The handler decides the answer, later if it wants (after the store's
-// commit: the seed's invariant 1). The listener itself answers, without
+// commit: persist before acknowledge). The listener itself answers, without
 // calling the handler:
 // * AR "message too large" for a frame over maxMessageBytes: the frame is
 //   read to its end and discarded, so the connection stays in sync;
@@ -21,11 +21,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 
 #include "common/hl7/ack.h"
 #include "common/result.h"
 #include "common/uv_handle.h"
+#include "intake/stream_connection.h"
 #include "intake/tcp_listener.h"
 
 namespace ductus::intake {
@@ -92,19 +92,14 @@ class MllpListener {
  private:
   friend class MllpConnection;
   static void onConnection(uv_stream_t* server, int status);
-  void connectionClosed(MllpConnection* c);
-  void maybeClosed();
   TcpListen how();
 
   uv_loop_t* loop_;
   MllpSettings settings_;
   Handler handler_;
   UvHandle<uv_tcp_t> server_;
-  std::unordered_set<MllpConnection*> connections_;
+  ConnectionSet connections_;
   uint64_t nextConnection_ = 1;
-  bool closing_ = false;
-  bool serverClosed_ = false;
-  std::function<void()> onClosed_;
 };
 
 }  // namespace ductus::intake

@@ -4,11 +4,16 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/hl7/mllp.h"
+
 namespace ductus::intake {
 namespace {
 
+using hl7::mllp::kEndBlock;
+using hl7::mllp::kStartBlock;
+
 bool isLineStartAfter(char before) {
-  return before == '\r' || before == '\n' || before == '\x0b' || before == '\x1c';
+  return before == '\r' || before == '\n' || before == kStartBlock || before == kEndBlock;
 }
 
 // Segments that end an HL7 record: the next message, or a batch envelope.
@@ -29,7 +34,7 @@ Boundary boundaryAt(const std::string& buf, size_t i) {
 bool isFiller(char c, uint64_t fileOffset) {
   static constexpr char kBom[] = "\xef\xbb\xbf";
   if (fileOffset < 3 && c == kBom[fileOffset]) return true;
-  return c == '\r' || c == '\n' || c == '\x0b' || c == '\x1c';
+  return c == '\r' || c == '\n' || c == kStartBlock || c == kEndBlock;
 }
 
 }  // namespace
@@ -116,7 +121,7 @@ void RecordSplitter::emitHl7(size_t end, std::vector<SplitRecord>& out) {
   r.bytes.reserve(end - recStart_);
   for (size_t k = recStart_; k < end; ++k) {
     char c = buf_[k];
-    if (c != '\x0b' && c != '\x1c') r.bytes += c;  // MLLP framing
+    if (c != kStartBlock && c != kEndBlock) r.bytes += c;  // MLLP framing, not content
   }
   // Keep the last segment's own terminator, drop blank lines after it.
   size_t last = r.bytes.find_last_not_of("\r\n");

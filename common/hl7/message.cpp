@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "common/hex.h"
+#include "common/hl7/mllp.h"
 
 namespace ductus::hl7 {
 namespace {
@@ -36,7 +37,7 @@ size_t findMsh(std::string_view bytes) {
     // A UTF-8 byte order mark (Windows tools write one) is not content.
     if (pos == 3 && bytes.substr(0, 3) == "\xef\xbb\xbf") return pos;
     char before = bytes[pos - 1];
-    if (isTerminator(before) || before == '\x0b') return pos;
+    if (isTerminator(before) || before == mllp::kStartBlock) return pos;
     pos += 1;
   }
   return std::string_view::npos;
@@ -107,9 +108,18 @@ Result<MessageView> MessageView::parse(std::string_view bytes) {
   return MessageView(bytes, msh, *d);
 }
 
+Result<MessageView> MessageView::parseFieldsOnly(std::string_view bytes) {
+  size_t msh = findMsh(bytes);
+  if (msh == std::string_view::npos) return Error{"no MSH segment"};
+  if (msh + 3 >= bytes.size() || isTerminator(bytes[msh + 3]))
+    return Error{"MSH segment declares no field separator"};
+  const char field = bytes[msh + 3];
+  return MessageView(bytes, msh, Delimiters{field, field, field, field, field});
+}
+
 std::string_view MessageView::segmentAt(size_t start) const {
   size_t end = start;
-  while (end < bytes_.size() && !isTerminator(bytes_[end]) && bytes_[end] != '\x1c') ++end;
+  while (end < bytes_.size() && !isTerminator(bytes_[end]) && bytes_[end] != mllp::kEndBlock) ++end;
   return bytes_.substr(start, end - start);
 }
 
@@ -125,7 +135,7 @@ std::string_view MessageView::segment(std::string_view name, int occurrence) con
     pos += seg.size();
     // Skip the terminator run (\r, \n, \r\n, blank lines).
     while (pos < bytes_.size() && isTerminator(bytes_[pos])) ++pos;
-    if (pos < bytes_.size() && bytes_[pos] == '\x1c') break;  // MLLP end of frame
+    if (pos < bytes_.size() && bytes_[pos] == mllp::kEndBlock) break;  // end of the frame
   }
   return {};
 }

@@ -1,5 +1,5 @@
 // HL7 v2 reading without decoding: the message stays the bytes it arrived
-// as (ISO-8859-1, UTF-8, anything; the seed's invariant 7), and a field is
+// as (ISO-8859-1, UTF-8, anything: payloads are bytes), and a field is
 // a view into those bytes. Only MSH-1/MSH-2 are interpreted, so a message
 // with custom delimiters ("MSH#@!*&") reads like any other. HL7 escapes
 // (\F\, \S\, ...) are decoded only when asked (unescape()).
@@ -58,6 +58,18 @@ class MessageView {
   // A view over a temporary string would dangle at once.
   static Result<MessageView> parse(std::string&& bytes) = delete;
   static Result<MessageView> parse(const char* bytes) { return parse(std::string_view(bytes)); }
+
+  // Reads only MSH-1, for another system's answer (an ACK) read field by
+  // field: a sender must not stop at an MSH-2 that parse() refuses when the
+  // MSA it needs is plain to read. Every other delimiter is taken to be
+  // MSH-1 too, which no field contains, so nothing inside a field is split
+  // or decoded: a field (MSA-3's text with a stray '~', say) comes back as
+  // sent. For reading only; an ACK built from such a view would be garbled.
+  static Result<MessageView> parseFieldsOnly(std::string_view bytes);
+  static Result<MessageView> parseFieldsOnly(std::string&& bytes) = delete;
+  static Result<MessageView> parseFieldsOnly(const char* bytes) {
+    return parseFieldsOnly(std::string_view(bytes));
+  }
 
   const Delimiters& delimiters() const { return d_; }
   std::string_view bytes() const { return bytes_; }

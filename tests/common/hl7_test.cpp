@@ -66,6 +66,29 @@ TEST(Hl7Message, RefusesDuplicateOrMissingDelimiters) {
   EXPECT_FALSE(MessageView::parse("PID|1|2"));
 }
 
+TEST(Hl7Message, ReadingFieldsOnlyNeedsJustMsh1AndSplitsNothingInsideAField) {
+  // MSH-2 "^~&", its escape character lost to a C string's "\&": parse()
+  // refuses it, but the MSA is plain to read.
+  const char* ack = "MSH|^~&|R|F|S|F|1||ACK|1|P|2.5\rMSA|AE|X1|bad~text^here\\F\\\r";
+  EXPECT_FALSE(MessageView::parse(ack));
+  auto m = MessageView::parseFieldsOnly(ack);
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->get("MSA.1"), "AE");
+  EXPECT_EQ(m->get("MSA.3"), "bad~text^here\\F\\");
+  EXPECT_EQ(m->getDecoded("MSA.3"), "bad~text^here\\F\\");
+  EXPECT_EQ(m->get("MSA.3.2"), "");
+  EXPECT_EQ(m->get("MSH.2"), "^~&");
+  EXPECT_EQ(m->get("MSH.10"), "1");
+
+  auto custom = MessageView::parseFieldsOnly("\r\nMSH#^~\\&#R\nMSA#AA#7|8");
+  ASSERT_TRUE(custom);
+  EXPECT_EQ(custom->get("MSA.2"), "7|8");
+
+  EXPECT_FALSE(MessageView::parseFieldsOnly("MSH\rMSA|AA|1"));
+  EXPECT_FALSE(MessageView::parseFieldsOnly("MSH"));
+  EXPECT_FALSE(MessageView::parseFieldsOnly("hello"));
+}
+
 TEST(Hl7Message, UnescapeDecodesOnlyWhenAsked) {
   std::string msg = "MSH|^~\\&|A|B|C|D|||ADT^A01|X|P|2.5\rNTE|1||a\\F\\b\\S\\c\\T\\d\\R\\e\\E\\f\\X41C3A9\\g\\H\\h\r";
   auto m = MessageView::parse(msg);

@@ -38,6 +38,7 @@ class RawClient {
     connected_ = ::connect(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
   }
   bool connected() const { return connected_; }
+  int fd() const { return fd_.get(); }
   bool send(std::string_view bytes) {
     return ::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
            static_cast<ssize_t>(bytes.size());
@@ -279,6 +280,28 @@ TEST_F(HttpServerTest, ConnectionCloseIsHonoured) {
   EXPECT_EQ(r.status, 202);
   EXPECT_NE(r.head.find("connection: close"), std::string::npos);
   EXPECT_TRUE(c.closedByPeer());
+}
+
+TEST_F(HttpServerTest, AClientThatHalfClosesAfterItsRequestStillGetsTheResponse) {
+  start();
+  route("/later", [&](const HttpRequest& r, HttpRespond respond) {
+    std::string body = r.body;
+    LoopThread::after(loop_.loop(), 50, [respond, body] { respond(HttpResponse{202, {}, body}); });
+  });
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(post("/later", "half")));
+  ASSERT_EQ(::shutdown(c.fd(), SHUT_WR), 0);
+  Reply r = c.read();
+  EXPECT_EQ(r.status, 202);
+  EXPECT_EQ(r.body, "half");
+  EXPECT_TRUE(c.closedByPeer());
+  for (int i = 0; i < 100; ++i) {
+    size_t open = 1;
+    loop_.run([&] { open = server_->connectionCount(); });
+    if (open == 0) break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  loop_.run([&] { EXPECT_EQ(server_->connectionCount(), 0u); });
 }
 
 TEST_F(HttpServerTest, AHeadOverTheLimitIsAnswered431) {

@@ -3,17 +3,19 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
-#include <vector>
 
+#include "common/hl7/message.h"
+#include "common/hl7/mllp.h"
 #include "supervisor/delivery/senders/loop_post.h"
 
 namespace ductus::senders {
 namespace {
 
-constexpr char kStartBlock = 0x0b;  // <VT>
-constexpr char kEndBlock = 0x1c;    // <FS>
-constexpr char kCarriageReturn = 0x0d;
+using hl7::mllp::kCarriageReturn;
+using hl7::mllp::kEndBlock;
+using hl7::mllp::kStartBlock;
 
 // A bounded, printable excerpt of bytes that were not what we expected, so
 // last_error shows what the receiver sent without dumping binary into logs.
@@ -38,31 +40,6 @@ std::string excerpt(std::string_view bytes, size_t max = 200) {
   return out;
 }
 
-std::vector<std::string_view> splitSegments(std::string_view msg) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (size_t i = 0; i <= msg.size(); ++i) {
-    if (i == msg.size() || msg[i] == '\r' || msg[i] == '\n') {
-      if (i > start) out.push_back(msg.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return out;
-}
-
-// Field n (1-based, counting the segment name as field 0) of a non-MSH
-// segment.
-std::string_view field(std::string_view segment, char sep, size_t n) {
-  size_t pos = 0;
-  for (size_t i = 0; i < n; ++i) {
-    pos = segment.find(sep, pos);
-    if (pos == std::string_view::npos) return {};
-    ++pos;
-  }
-  size_t end = segment.find(sep, pos);
-  return segment.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
-}
-
 std::string uvError(std::string_view what, int status) {
   return std::string(what) + ": " + uv_strerror(status);
 }
@@ -70,25 +47,23 @@ std::string uvError(std::string_view what, int status) {
 }  // namespace
 
 SendOutcome outcomeOfAck(std::string_view ack) {
-  auto segments = splitSegments(ack);
-  if (segments.empty() || segments[0].size() < 4 || segments[0].substr(0, 3) != "MSH") {
+  // The ACK's own MSH comes first (blank lines aside) and gives the field
+  // separator, whatever the message we sent used; anything before it means
+  // this is not an ACK.
+  std::string_view fromMsh = ack.substr(std::min(ack.find_first_not_of("\r\n"), ack.size()));
+  auto view = hl7::MessageView::parseFieldsOnly(fromMsh);
+  if (!view || !fromMsh.starts_with("MSH"))
     return SendOutcome::transient("unreadable ACK (no MSH): " + excerpt(ack));
-  }
-  // MSH-1 is the character right after "MSH"; the ACK's own, whatever the
-  // message we sent used.
-  const char sep = segments[0][3];
-  for (auto seg : segments) {
-    if (seg.size() < 4 || seg.substr(0, 3) != "MSA" || seg[3] != sep) continue;
-    std::string_view code = field(seg, sep, 1);
-    std::string_view text = field(seg, sep, 3);
-    std::string detail(code);
-    if (!text.empty()) detail += ": " + excerpt(text);
-    if (code == "AA" || code == "CA") return SendOutcome::sent(text.empty() ? "" : detail);
-    if (code == "AE" || code == "CE") return SendOutcome::transient(detail);
-    if (code == "AR" || code == "CR") return SendOutcome::permanent(detail);
-    return SendOutcome::transient("unreadable ACK (MSA-1 \"" + excerpt(code, 20) + "\")");
-  }
-  return SendOutcome::transient("unreadable ACK (no MSA): " + excerpt(ack));
+  if (view->segment("MSA").empty())
+    return SendOutcome::transient("unreadable ACK (no MSA): " + excerpt(ack));
+  std::string_view code = view->get("MSA.1");
+  std::string_view text = view->get("MSA.3");
+  std::string detail(code);
+  if (!text.empty()) detail += ": " + excerpt(text);
+  if (code == "AA" || code == "CA") return SendOutcome::sent(text.empty() ? "" : detail);
+  if (code == "AE" || code == "CE") return SendOutcome::transient(detail);
+  if (code == "AR" || code == "CR") return SendOutcome::permanent(detail);
+  return SendOutcome::transient("unreadable ACK (MSA-1 \"" + excerpt(code, 20) + "\")");
 }
 
 // Each libuv request carries the sender's liveness token and the epoch it
@@ -275,12 +250,7 @@ void MllpSender::startWrite() {
   w->owner = alive_;
   w->epoch = epoch_;
   w->req.data = w.get();
-  const std::string& payload = current_->request.payload;
-  w->frame.reserve(payload.size() + 3);
-  w->frame += kStartBlock;
-  w->frame += payload;
-  w->frame += kEndBlock;
-  w->frame += kCarriageReturn;
+  w->frame = hl7::mllp::frame(current_->request.payload);
   uv_buf_t buf = uv_buf_init(w->frame.data(), static_cast<unsigned>(w->frame.size()));
   int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(tcp_.get()), &buf, 1,
                     [](uv_write_t* req, int status) {

@@ -39,10 +39,11 @@ struct MllpSenderSettings {
   size_t maxAckBytes = 64 * 1024;
 };
 
-// Maps one ACK message (without MLLP framing) to an outcome. MSA-1 is read
-// with the field separator from the ACK's own MSH (MSH-1), segments end in
-// CR (LF and CRLF are accepted too). Anything without an MSH and an MSA
-// with a known code is Transient ("unreadable ACK").
+// Maps one ACK message (without MLLP framing) to an outcome. MSA-1 and
+// MSA-3 are read whole with the field separator from the ACK's own MSH
+// (MSH-1; an MSH-2 we could not use does not matter), segments end in CR
+// (LF and CRLF are accepted too). Anything without an MSH and an MSA with a
+// known code is Transient ("unreadable ACK").
 SendOutcome outcomeOfAck(std::string_view ack);
 
 class MllpSender final : public Sender {

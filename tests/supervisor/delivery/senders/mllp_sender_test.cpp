@@ -251,6 +251,21 @@ TEST(MllpAck, SegmentsEndingInNewlinesAreAccepted) {
             SendOutcomeKind::Sent);
 }
 
+TEST(MllpAck, OnlyMsh1IsNeededAndMsaFieldsAreReadWhole) {
+  // MSH-2 "^~&" is malformed (no escape character); MSH-1 is all it takes.
+  auto out = outcomeOfAck("MSH|^~&|R|F|S|F|1||ACK|1|P|2.5\rMSA|AE|1|retry~later^soon\r");
+  EXPECT_EQ(out.kind, SendOutcomeKind::Transient);
+  EXPECT_EQ(out.detail, "AE: retry~later^soon");
+  EXPECT_EQ(outcomeOfAck("MSH|^~\\&|R|F|S|F|1||ACK|1|P|2.5\rMSA|AA~AR|1\r").detail,
+            "unreadable ACK (MSA-1 \"AA~AR\")");
+}
+
+TEST(MllpAck, TextBeforeTheMshIsNotAnAck) {
+  auto out = outcomeOfAck("hello\rMSH|^~\\&|R|F|S|F|1||ACK|1|P|2.5\rMSA|AA|1\r");
+  EXPECT_EQ(out.kind, SendOutcomeKind::Transient);
+  EXPECT_EQ(out.detail.rfind("unreadable ACK (no MSH)", 0), 0u) << out.detail;
+}
+
 TEST(MllpAck, AnAckWithoutMsaOrWithAnUnknownCodeIsTransient) {
   EXPECT_EQ(outcomeOfAck("MSH|^~\\&|R|F|S|F|1||ACK|1|P|2.5\r").kind, SendOutcomeKind::Transient);
   auto out = outcomeOfAck("MSH|^~\\&|R|F|S|F|1||ACK|1|P|2.5\rMSA|ZZ|1\r");
