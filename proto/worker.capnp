@@ -51,7 +51,7 @@ struct ServiceReply {
   requestId @0 :UInt64;
   union {
     ok @1 :Data;           # JSON text of the result
-    error @2 :Text;        # message; transient if it carries [ductus:transient]
+    error @2 :Text;        # message; transient if it carries transientMarker
   }
 }
 
@@ -73,20 +73,25 @@ struct RunTests {
 
 # ---- worker -> supervisor -------------------------------------------------
 
-struct Outcome {
-  callId @0 :UInt64;
-  union {
-    output @1 :Data;
-    filtered @2 :Text;
-    quarantine @3 :Text;   # reason, with the script's stack (file:line)
-    transient @4 :Text;
-    runaway @5 :RunawayKind;
-  }
+# What a call came to. The SDK's native done() takes the same numbers: the
+# worker hands them to the SDK, so they are written only here.
+enum OutcomeKind {
+  output @0;          # data: the output bytes
+  filtered @1;        # data: the reason (may be empty)
+  quarantine @2;      # data: the reason, with the script's stack (file:line)
+  transient @3;       # data: why; the message waits and is retried
+  runawayTimeout @4;  # the script ran past its timeout and was stopped
+  runawayHeap @5;     # the script filled its heap
 }
 
-enum RunawayKind {
-  timeout @0;
-  heap @1;
+# In an error's text (a script's thrown Error, a service's refusal) this
+# marks the failure transient. The SDK reads it from the worker's bridge.
+const transientMarker :Text = "[ductus:transient]";
+
+struct Outcome {
+  callId @0 :UInt64;
+  kind @1 :OutcomeKind;
+  data @2 :Data;          # bytes for output, UTF-8 text otherwise
 }
 
 struct Loaded {

@@ -11,7 +11,10 @@
 const native = globalThis.__ductus_native;
 delete globalThis.__ductus_native;
 
-const TRANSIENT = "[ductus:transient]";
+// The contract's constants, from the worker (proto/worker.capnp).
+const TRANSIENT = native.transientMarker;
+const { output: OUTPUT, filtered: FILTERED, quarantine: QUARANTINE, transient: TRANSIENT_K } =
+  native.outcomeKinds;
 
 // ---- outcomes -------------------------------------------------------------
 
@@ -584,9 +587,6 @@ function encodeOutput(format, value) {
     default: return [String(value), 1];
   }
 }
-
-// Outcome kinds, as the worker reports them.
-const OUTPUT = 0, FILTERED = 1, QUARANTINE = 2, TRANSIENT_K = 3;
 
 // The stack without the SDK's own frames: the script's file:line.
 function scriptStack(e) {

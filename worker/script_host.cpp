@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "common/text.h"
+#include "proto/contract.h"
 #include "worker/sdk_source.h"
 #include "worker/v8_isolate.h"
 
@@ -15,7 +16,7 @@ constexpr std::string_view kSdkSpecifier = "ductus";
 constexpr std::string_view kLibPrefix = "lib/";
 // What a terminated call's neighbours are told: not their fault, retry.
 constexpr std::string_view kNeighbourStopped =
-    "[ductus:transient] another script on this worker ran away and was stopped";
+    "another script on this worker ran away and was stopped";
 
 v8::Local<v8::String> str(v8::Isolate* iso, std::string_view s) {
   return v8::String::NewFromUtf8(iso, s.data(), v8::NewStringType::kNormal,
@@ -116,6 +117,18 @@ Status ScriptHost::init() {
   fn("log", &ScriptHost::nativeLog);
   fn("utf8", &ScriptHost::nativeUtf8);
   fn("register", &ScriptHost::nativeRegister);
+  // The contract's constants, so the SDK never spells them itself.
+  auto kinds = v8::Object::New(isolate_);
+  auto kind = [&](const char* name, OutcomeKind k) {
+    kinds->Set(ctx, str(isolate_, name), v8::Integer::New(isolate_, static_cast<int>(k))).Check();
+  };
+  kind("output", OutcomeKind::OUTPUT);
+  kind("filtered", OutcomeKind::FILTERED);
+  kind("quarantine", OutcomeKind::QUARANTINE);
+  kind("transient", OutcomeKind::TRANSIENT);
+  native->Set(ctx, str(isolate_, "outcomeKinds"), kinds).Check();
+  native->Set(ctx, str(isolate_, "transientMarker"), str(isolate_, proto::transientMarker()))
+      .Check();
   ctx->Global()->Set(ctx, str(isolate_, "__ductus_native"), native).Check();
 
   v8::TryCatch tc(isolate_);
@@ -311,7 +324,7 @@ void ScriptHost::runGuarded(uint64_t callId, Clock::time_point deadline, F&& bod
 
 void ScriptHost::afterTermination(bool wholeQueueLost) {
   isolate_->CancelTerminateExecution();
-  OutcomeKind kind = heapHit_ ? OutcomeKind::RunawayHeap : OutcomeKind::RunawayTimeout;
+  OutcomeKind kind = heapHit_ ? OutcomeKind::RUNAWAY_HEAP : OutcomeKind::RUNAWAY_TIMEOUT;
   uint64_t culprit = currentCall_;
   if (calls_.count(culprit)) {
     settle(culprit, kind,
@@ -321,7 +334,7 @@ void ScriptHost::afterTermination(bool wholeQueueLost) {
   if (wholeQueueLost || heapHit_) {
     std::vector<uint64_t> others;
     for (auto& [id, c] : calls_) others.push_back(id);
-    for (uint64_t id : others) settle(id, OutcomeKind::Transient, kNeighbourStopped);
+    for (uint64_t id : others) settle(id, OutcomeKind::TRANSIENT, proto::transientText(kNeighbourStopped));
     requests_.clear();
   }
   if (heapHit_) mustExit_ = true;
@@ -336,9 +349,9 @@ void ScriptHost::invoke(uint64_t callId, uint32_t functionId, std::string_view p
                         const CallMeta& meta) {
   auto fit = functions_.find(functionId);
   if (fit == functions_.end()) {
-    out_.outcome(callId, OutcomeKind::Transient,
-                 "[ductus:transient] function " + std::to_string(functionId) +
-                     " is not loaded in this worker");
+    out_.outcome(callId, OutcomeKind::TRANSIENT,
+                 proto::transientText("function " + std::to_string(functionId) +
+                                      " is not loaded in this worker"));
     return;
   }
   Function& f = fit->second;
@@ -396,7 +409,7 @@ void ScriptHost::runTests(uint64_t callId, uint32_t interfaceId) {
       uint64_t id = static_cast<uint64_t>(info.Data().As<v8::Number>()->Value());
       bool ok = info.Length() > 0 && info[0]->IsString();
       std::string text = info.Length() > 0 ? utf8(info.GetIsolate(), info[0]) : std::string();
-      self->settle(id, ok ? OutcomeKind::Output : OutcomeKind::Quarantine, text);
+      self->settle(id, ok ? OutcomeKind::OUTPUT : OutcomeKind::QUARANTINE, text);
     };
     auto data = v8::Number::New(isolate_, static_cast<double>(callId));
     auto then = v8::Function::New(ctx, onDone, data).ToLocalChecked();
@@ -434,10 +447,11 @@ void ScriptHost::expireOverdue(Clock::time_point now) {
     if (c.deadline <= now) overdue.emplace_back(id, c.servicesOutstanding > 0);
   for (auto [id, waitingForService] : overdue) {
     if (waitingForService)
-      settle(id, OutcomeKind::Transient,
-             "[ductus:transient] a service (db, fetch, api) did not answer within the timeout");
+      settle(id, OutcomeKind::TRANSIENT,
+             proto::transientText(
+                 "a service (db, fetch, api) did not answer within the timeout"));
     else
-      settle(id, OutcomeKind::RunawayTimeout,
+      settle(id, OutcomeKind::RUNAWAY_TIMEOUT,
              "the script did not finish within its timeout (a promise that never settles?)");
   }
   if (!overdue.empty()) {
@@ -456,8 +470,8 @@ ScriptHost::Clock::time_point ScriptHost::nextDeadline() const {
 
 // ---- the native bridge ------------------------------------------------------
 
-// done(callId, kind, text, encoding): kind 0 output, 1 filtered, 2
-// quarantine, 3 transient; encoding 0 latin1, 1 UTF-8.
+// done(callId, kind, text, encoding): kind one of outcomeKinds (output,
+// filtered, quarantine, transient); encoding 0 latin1, 1 UTF-8.
 void ScriptHost::nativeDone(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* iso = info.GetIsolate();
   ScriptHost* self = hostOf(iso);
@@ -466,11 +480,12 @@ void ScriptHost::nativeDone(const v8::FunctionCallbackInfo<v8::Value>& info) {
   uint64_t callId = static_cast<uint64_t>(info[0].As<v8::Number>()->Value());
   int kind = info[1]->Int32Value(ctx).FromMaybe(2);
   bool asUtf8 = info[3]->Int32Value(ctx).FromMaybe(1) == 1;
-  static constexpr OutcomeKind kinds[] = {OutcomeKind::Output, OutcomeKind::Filtered,
-                                          OutcomeKind::Quarantine, OutcomeKind::Transient};
-  if (kind < 0 || kind > 3) kind = 2;
+  // Only what a script may end with; anything else is the SDK's bug, and
+  // a quarantine shows it to a person.
+  if (kind < static_cast<int>(OutcomeKind::OUTPUT) || kind > static_cast<int>(OutcomeKind::TRANSIENT))
+    kind = static_cast<int>(OutcomeKind::QUARANTINE);
   auto text = info[2].As<v8::String>();
-  if (kind == 0 && !asUtf8 && text->ContainsOnlyOneByte()) {
+  if (kind == static_cast<int>(OutcomeKind::OUTPUT) && !asUtf8 && text->ContainsOnlyOneByte()) {
     // The common case (HL7 in latin1): the bytes go from V8 straight to
     // where they are sent from, with no string of our own in between.
     if (self->calls_.erase(callId) == 0) return;  // already settled (expired, stopped)
@@ -481,8 +496,8 @@ void ScriptHost::nativeDone(const v8::FunctionCallbackInfo<v8::Value>& info) {
     });
     return;
   }
-  std::string bytes = stringBytes(iso, text, kind == 0 ? asUtf8 : true);
-  self->settle(callId, kinds[kind], bytes);
+  std::string bytes = stringBytes(iso, text, kind == static_cast<int>(OutcomeKind::OUTPUT) ? asUtf8 : true);
+  self->settle(callId, static_cast<OutcomeKind>(kind), bytes);
 }
 
 // request(kind, a, b, c) -> Promise<string> (JSON), answered by a

@@ -25,11 +25,13 @@
 #include <vector>
 
 #include "common/result.h"
+#include "proto/worker.capnp.h"
 #include "worker/watchdog.h"
 
 namespace ductus::worker {
 
-enum class OutcomeKind { Output, Filtered, Quarantine, Transient, RunawayTimeout, RunawayHeap };
+// What a call came to: the protocol's own enum (proto/worker.capnp).
+using OutcomeKind = proto::OutcomeKind;
 enum class ServiceKind { DbQuery, DbExecute, Fetch, Env, Secret };
 
 class HostOutput {
@@ -43,7 +45,7 @@ class HostOutput {
   virtual void output(uint64_t callId, size_t size, kj::FunctionParam<void(char*)> write) {
     std::string bytes(size, '\0');
     write(bytes.data());
-    outcome(callId, OutcomeKind::Output, bytes);
+    outcome(callId, OutcomeKind::OUTPUT, bytes);
   }
   // Fetch: a = url, b = api name, c = init JSON. Db: a = resource, b = sql,
   // c = params JSON. Env/Secret: a = name.

@@ -13,6 +13,7 @@
 
 #include "proto/frame.h"
 #include "proto/worker.capnp.h"
+#include "proto/worker_exit.h"
 #include "worker/confine.h"
 #include "worker/script_host.h"
 #include "worker/v8_isolate.h"
@@ -57,20 +58,14 @@ class FrameOutput : public HostOutput {
     if (data.size() > kMaxOutputBytes) {
       tooBig = "the output is " + std::to_string(data.size()) +
                " bytes; a call may return at most " + std::to_string(kMaxOutputBytes);
-      kind = OutcomeKind::Quarantine;
+      kind = OutcomeKind::QUARANTINE;
       data = tooBig;
     }
     append(data.size() / sizeof(capnp::word) + 16, [&](capnp::MessageBuilder& b) {
       auto o = b.initRoot<proto::FromWorker>().initOutcome();
       o.setCallId(callId);
-      switch (kind) {
-        case OutcomeKind::Output: o.setOutput(bytesOf(data)); break;
-        case OutcomeKind::Filtered: o.setFiltered(textOf(data)); break;
-        case OutcomeKind::Quarantine: o.setQuarantine(textOf(data)); break;
-        case OutcomeKind::Transient: o.setTransient(textOf(data)); break;
-        case OutcomeKind::RunawayTimeout: o.setRunaway(proto::RunawayKind::TIMEOUT); break;
-        case OutcomeKind::RunawayHeap: o.setRunaway(proto::RunawayKind::HEAP); break;
-      }
+      o.setKind(kind);
+      o.setData(bytesOf(data));
     });
   }
   void output(uint64_t callId, size_t size, kj::FunctionParam<void(char*)> write) override {
@@ -78,7 +73,8 @@ class FrameOutput : public HostOutput {
     append(size / sizeof(capnp::word) + 16, [&](capnp::MessageBuilder& b) {
       auto o = b.initRoot<proto::FromWorker>().initOutcome();
       o.setCallId(callId);
-      write(reinterpret_cast<char*>(o.initOutput(static_cast<unsigned>(size)).begin()));
+      o.setKind(OutcomeKind::OUTPUT);
+      write(reinterpret_cast<char*>(o.initData(static_cast<unsigned>(size)).begin()));
     });
   }
   void service(uint64_t requestId, uint64_t callId, ServiceKind kind, std::string_view a,
@@ -191,28 +187,28 @@ bool dispatch(ScriptHost& host, FrameOutput& out, proto::ToWorker::Reader msg) {
 int serveWorker(const char* argv0, int fd, size_t heapMb) {
   if (auto s = initV8(argv0); !s) {
     std::fprintf(stderr, "worker: %s\n", s.error().message.c_str());
-    return 2;
+    return proto::kExitBroken;
   }
   auto iso = Isolate::create(heapMb << 20);
   if (!iso) {
     std::fprintf(stderr, "worker: %s\n", iso.error().message.c_str());
-    return 2;
+    return proto::kExitBroken;
   }
   FrameOutput out(fd);
   auto host = ScriptHost::create((*iso)->get(), out);
   if (!host) {
     std::fprintf(stderr, "worker: %s\n", host.error().message.c_str());
-    return 2;
+    return proto::kExitBroken;
   }
   // The address space: V8's heap plus code space, stacks and the
   // allocator's slack. The heap limit, not this, stops a heap bomb.
   size_t addressSpace = (heapMb * 4 + 2048) * (size_t{1} << 20);
   if (auto s = confineProcess({addressSpace}); !s) {
     std::fprintf(stderr, "worker: confining failed: %s\n", s.error().message.c_str());
-    return 2;
+    return proto::kExitBroken;
   }
   out.ready();
-  if (!out.flush()) return 0;
+  if (!out.flush()) return proto::kExitDone;
 
   proto::FrameReader reader;
   for (;;) {
@@ -224,35 +220,35 @@ int serveWorker(const char* argv0, int fd, size_t heapMb) {
     }
     pollfd p{fd, POLLIN, 0};
     int pr = ::poll(&p, 1, timeoutMs);
-    if (pr < 0 && errno != EINTR) return 2;
+    if (pr < 0 && errno != EINTR) return proto::kExitBroken;
     if (pr > 0) {
       // Straight into the frame reader: frames are parsed where they land.
       ssize_t n = ::read(fd, reader.space(proto::kReadBytes).begin(), proto::kReadBytes);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return 0;  // the supervisor is gone
+      if (n <= 0) return proto::kExitDone;  // the supervisor is gone
       reader.commit(static_cast<size_t>(n));
       for (;;) {
         auto f = reader.next();
         if (!f) {
           std::fprintf(stderr, "worker: %s\n", f.error().message.c_str());
-          return 2;
+          return proto::kExitBroken;
         }
         if (!*f) break;
         try {
           if (!dispatch(**host, out, (*f)->getRoot<proto::ToWorker>())) {
             out.flush();
-            return 0;
+            return proto::kExitDone;
           }
         } catch (const kj::Exception& e) {
           std::fprintf(stderr, "worker: malformed frame: %s\n", e.getDescription().cStr());
-          return 2;
+          return proto::kExitBroken;
         }
         if ((*host)->mustExit()) break;
       }
     }
     (*host)->expireOverdue(ScriptHost::Clock::now());
-    if (!out.flush()) return 0;
-    if ((*host)->mustExit()) return kExitHeapOverflow;
+    if (!out.flush()) return proto::kExitDone;
+    if ((*host)->mustExit()) return proto::kExitHeapOverflow;
   }
 }
 

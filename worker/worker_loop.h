@@ -11,11 +11,7 @@ namespace ductus::worker {
 
 // Initializes V8, makes the isolate and the host, confines the process,
 // says ready, and serves fd until the supervisor closes it or says shutdown.
-// Returns the process exit code: 0 on shutdown, 3 after a heap overflow.
+// Returns the process exit code (proto/worker_exit.h).
 int serveWorker(const char* argv0, int fd, size_t heapMb);
-
-// Exit code after a heap overflow: the outcomes were sent, the process
-// goes so the supervisor starts a clean one.
-constexpr int kExitHeapOverflow = 3;
 
 }  // namespace ductus::worker

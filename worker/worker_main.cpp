@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "proto/worker_exit.h"
 #include "worker/confine.h"
 #include "worker/v8_isolate.h"
 #include "worker/v8_platform.h"
@@ -52,16 +53,16 @@ size_t addressSpaceFor(size_t heapMb) { return (heapMb * 4 + 2048) * (size_t{1} 
 int probe(const char* argv0, bool hold) {
   if (auto s = initV8(argv0); !s) {
     std::fprintf(stderr, "worker: %s\n", s.error().message.c_str());
-    return 2;
+    return proto::kExitBroken;
   }
   auto iso = Isolate::create(kDefaultHeapMb << 20);
   if (!iso) {
     std::fprintf(stderr, "worker: %s\n", iso.error().message.c_str());
-    return 2;
+    return proto::kExitBroken;
   }
   if (auto s = confineProcess({addressSpaceFor(kDefaultHeapMb)}); !s) {
     std::fprintf(stderr, "worker: confining failed: %s\n", s.error().message.c_str());
-    return 2;
+    return proto::kExitBroken;
   }
   auto out = (*iso)->evaluate(
       "JSON.stringify({v: [1,2,3].map(x => x * 2), re: /a(b+)c/.exec('xabbbc')[1],"
@@ -69,7 +70,7 @@ int probe(const char* argv0, bool hold) {
       "probe.js");
   if (!out) {
     std::fprintf(stderr, "worker: script failed: %s\n", out.error().message.c_str());
-    return 1;
+    return proto::kExitScriptFailed;
   }
   std::printf("script: %s\n", out->c_str());
   std::printf("v8: %s\n", v8::V8::GetVersion());
@@ -91,7 +92,7 @@ int probe(const char* argv0, bool hold) {
     while (::read(0, buf, sizeof buf) > 0) {
     }
   }
-  return 0;
+  return proto::kExitDone;
 }
 
 }  // namespace

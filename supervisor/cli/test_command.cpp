@@ -83,16 +83,17 @@ class TestFileRun : public WorkerProcess::Events {
       case proto::FromWorker::OUTCOME: {
         auto o = msg.getOutcome();
         if (!loadError_.empty()) return;
-        if (o.isOutput()) {
-          auto d = o.getOutput();
-          results_ = std::string(reinterpret_cast<const char*>(d.begin()), d.size());
-        } else if (o.isRunaway()) {
-          loadError_ = o.getRunaway() == proto::RunawayKind::HEAP
-                           ? "the tests used more memory than the heap limit allows"
-                           : "the tests ran past " + std::to_string(kFileTimeout.count()) +
-                                 " ms and were stopped";
-        } else if (o.isQuarantine()) {
-          loadError_ = o.getQuarantine();
+        auto d = o.getData();
+        std::string data(reinterpret_cast<const char*>(d.begin()), d.size());
+        if (o.getKind() == proto::OutcomeKind::OUTPUT) {
+          results_ = std::move(data);
+        } else if (o.getKind() == proto::OutcomeKind::RUNAWAY_HEAP) {
+          loadError_ = "the tests used more memory than the heap limit allows";
+        } else if (o.getKind() == proto::OutcomeKind::RUNAWAY_TIMEOUT) {
+          loadError_ =
+              "the tests ran past " + std::to_string(kFileTimeout.count()) + " ms and were stopped";
+        } else if (o.getKind() == proto::OutcomeKind::QUARANTINE) {
+          loadError_ = std::move(data);
         } else {
           loadError_ = "the tests did not finish";
         }

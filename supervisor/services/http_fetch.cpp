@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
+#include "proto/contract.h"
 #include "supervisor/delivery/senders/curl_easy.h"
 #include "supervisor/delivery/senders/curl_multi_uv.h"
 #include "supervisor/delivery/senders/http_syntax.h"
@@ -17,7 +18,8 @@ namespace {
 using senders::isHttpHeaderValue;
 using senders::isHttpToken;
 
-constexpr const char* kTransient = " [ductus:transient]";
+// Appended to an error's text: the failure is transient (the message waits).
+const std::string kTransient = " " + std::string(proto::transientMarker());
 
 // One part of a parsed URL, or nullopt when the URL has none.
 std::optional<std::string> urlPart(CURLU* u, CURLUPart part, unsigned flags = 0) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
+#include "proto/contract.h"
 #include "schema/pg_connection.h"
 
 extern char** environ;
@@ -13,7 +14,8 @@ extern char** environ;
 namespace ductus::supervisor {
 namespace {
 
-constexpr const char* kTransient = " [ductus:transient]";
+// Appended to an error's text: the failure is transient (the message waits).
+const std::string kTransient = " " + std::string(proto::transientMarker());
 
 // Connection-level failures are worth retrying (the message waits); SQL
 // errors are the code's mistake (quarantine).

@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "proto/contract.h"
+#include "proto/worker_exit.h"
+
 namespace ductus::supervisor {
 namespace {
 
@@ -17,8 +20,6 @@ using Clock = std::chrono::steady_clock;
 // stray bundle does not fill every worker's heap.
 constexpr uintmax_t kMaxModuleBytes = 4u << 20;
 constexpr uintmax_t kMaxModuleSetBytes = 32u << 20;
-// The worker's exit code after a heap overflow (worker/worker_loop.h).
-constexpr int kExitHeapOverflow = 3;
 constexpr auto kDeadlineTick = std::chrono::milliseconds(50);
 constexpr auto kMaxRestartDelay = std::chrono::milliseconds(5000);
 
@@ -277,7 +278,7 @@ WorkerPool::Slot* WorkerPool::pickSlot(Group& g) {
 void WorkerPool::invoke(FunctionId fn, std::string payload, CallMeta meta, OutcomeCallback done) {
   auto it = functions_.find(fn);
   if (it == functions_.end()) {
-    done({Outcome::Kind::Transient, "[ductus:transient] unknown function " + std::to_string(fn)});
+    done({Outcome::Kind::Transient, proto::transientText("unknown function " + std::to_string(fn))});
     return;
   }
   Interface& iface = *it->second.first;
@@ -407,24 +408,30 @@ void WorkerPool::onFrame(Slot& slot, proto::FromWorker::Reader msg) {
       if (it == slot.calls.end()) return;  // settled already (worker killed meanwhile)
       InFlight call = std::move(it->second);
       slot.calls.erase(it);
+      auto d = o.getData();
+      std::string data(reinterpret_cast<const char*>(d.begin()), d.size());
       Outcome out{Outcome::Kind::Output, {}};
-      switch (o.which()) {
-        case proto::Outcome::OUTPUT: {
-          auto d = o.getOutput();
-          out = {Outcome::Kind::Output, std::string(reinterpret_cast<const char*>(d.begin()), d.size())};
+      switch (o.getKind()) {
+        case proto::OutcomeKind::OUTPUT: out = {Outcome::Kind::Output, std::move(data)}; break;
+        case proto::OutcomeKind::FILTERED: out = {Outcome::Kind::Filtered, std::move(data)}; break;
+        case proto::OutcomeKind::QUARANTINE:
+          out = {Outcome::Kind::Quarantine, std::move(data)};
           break;
-        }
-        case proto::Outcome::FILTERED: out = {Outcome::Kind::Filtered, o.getFiltered()}; break;
-        case proto::Outcome::QUARANTINE: out = {Outcome::Kind::Quarantine, o.getQuarantine()}; break;
-        case proto::Outcome::TRANSIENT: out = {Outcome::Kind::Transient, o.getTransient()}; break;
-        case proto::Outcome::RUNAWAY:
-          if (o.getRunaway() == proto::RunawayKind::HEAP)
-            out = {Outcome::Kind::RunawayHeap,
-                   "the script used more memory than the heap limit allows (isolates.heap_mb)"};
-          else
-            out = {Outcome::Kind::RunawayTimeout,
-                   "the script ran past its timeout of " +
-                       std::to_string(call.iface->spec.timeout.count()) + " ms and was stopped"};
+        case proto::OutcomeKind::TRANSIENT: out = {Outcome::Kind::Transient, std::move(data)}; break;
+        case proto::OutcomeKind::RUNAWAY_HEAP:
+          out = {Outcome::Kind::RunawayHeap,
+                 "the script used more memory than the heap limit allows (isolates.heap_mb)"};
+          break;
+        case proto::OutcomeKind::RUNAWAY_TIMEOUT:
+          out = {Outcome::Kind::RunawayTimeout,
+                 "the script ran past its timeout of " +
+                     std::to_string(call.iface->spec.timeout.count()) + " ms and was stopped"};
+          break;
+        default:
+          // A kind this build does not know: the worker is not ours to trust.
+          out = {Outcome::Kind::Quarantine,
+                 "the worker answered an outcome of unknown kind " +
+                     std::to_string(static_cast<int>(o.getKind()))};
           break;
       }
       Group& g = *slot.group;
@@ -528,7 +535,7 @@ void WorkerPool::onExit(Slot& slot, int64_t status, int signal, const std::strin
   std::unique_ptr<WorkerProcess> gone = std::move(slot.proc);
   // A death we did not cause with one call in flight: that call's script is
   // the likely cause (V8 dies this way when a heap bomb outruns the guard).
-  bool unexplained = why.empty() && signal != 0 && status != kExitHeapOverflow;
+  bool unexplained = why.empty() && signal != 0 && status != proto::kExitHeapOverflow;
   for (auto& [id, c] : calls) {
     Outcome out;
     if (c.culprit) {
@@ -537,7 +544,7 @@ void WorkerPool::onExit(Slot& slot, int64_t status, int signal, const std::strin
     } else if (unexplained && calls.size() == 1) {
       out = {Outcome::Kind::RunawayHeap, "the worker died " + how + " while running this call"};
     } else {
-      out = {Outcome::Kind::Transient, "[ductus:transient] its worker exited " + how};
+      out = {Outcome::Kind::Transient, proto::transientText("its worker exited " + how)};
     }
     finish(*c.iface, c.done, std::move(out));
   }

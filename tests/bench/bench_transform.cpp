@@ -77,7 +77,7 @@ class CountingOutput : public worker::HostOutput {
   }
   void outcome(uint64_t, worker::OutcomeKind kind, std::string_view data) override {
     ++outcomes;
-    if (kind != worker::OutcomeKind::Output) {
+    if (kind != worker::OutcomeKind::OUTPUT) {
       ++failures;
       lastError = std::string(data);
     }

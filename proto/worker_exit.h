@@ -1,0 +1,18 @@
+// How a worker process ends, as both sides read it: the worker returns these
+// from `ductus worker`, the supervisor tells a crash from an answer by them.
+#pragma once
+
+namespace ductus::proto {
+
+// Shut down when told, or the supervisor closed the socket.
+constexpr int kExitDone = 0;
+// A script failed before the worker could serve (the install probe).
+constexpr int kExitScriptFailed = 1;
+// The worker could not start (V8, the isolate, confinement) or its socket
+// broke (a read error, a malformed frame).
+constexpr int kExitBroken = 2;
+// A script filled its heap: the outcomes were sent, and the process goes
+// so the supervisor starts a clean one.
+constexpr int kExitHeapOverflow = 3;
+
+}  // namespace ductus::proto
