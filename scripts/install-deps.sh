@@ -4,8 +4,8 @@
 #
 #   scripts/install-deps.sh           (as root)
 #
-# What it installs: the Debian packages listed in ../shared/DESIGN.md, a
-# PostgreSQL 15 server for dev and tests, and V8 the way DESIGN.md says:
+# What it installs: the Debian packages the build and tests need, a
+# PostgreSQL 15 server for dev and tests, and V8 (docs/architecture.md):
 # libnode108 + libnode-dev (Node 18's V8 10.2) extracted with dpkg-deb into
 # .deps/libnode in this checkout, because Debian's Node.js 20 package
 # conflicts with an installed libnode-dev.
@@ -18,7 +18,7 @@ packages=(
   build-essential cmake pkg-config git
   libuv1-dev libpq-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
   libcapnp-dev capnproto libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev googletest
+  libgtest-dev libgmock-dev googletest libcli11-dev
   libseccomp-dev libsystemd-dev libcurl4-openssl-dev node-llhttp
   libargon2-dev libssh2-1-dev libldap-dev
   postgresql-15 postgresql-client-15

@@ -13,13 +13,14 @@
 #include <uv.h>
 
 #include <cstdio>
-#include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "common/fd.h"
 #include "common/version.h"
 #include "schema/pg_connection.h"
+#include "supervisor/cli/command_line.h"
 
 extern char** environ;
 
@@ -74,29 +75,9 @@ Result<std::string> checkDatabase(const std::string& url) {
   return answer;
 }
 
-}  // namespace
-
-int checkCommand(int argc, char** argv) {
-  std::string db;
-  if (const char* e = std::getenv("DUCTUS_DATABASE_URL")) db = e;
-  for (int i = 2; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (a == "--database" && i + 1 < argc) db = argv[++i];
-    else if (a == "--help" || a == "-h") {
-      std::puts(
-          "usage: ductus check [--database URL]\n\n"
-          "Checks this installation: starts a confined V8 worker and runs a\n"
-          "script in it, and, with --database or DUCTUS_DATABASE_URL, asks\n"
-          "PostgreSQL for its version through the engine's async client.");
-      return 0;
-    } else {
-      std::fprintf(stderr, "ductus check: unknown option '%s'\n", argv[i]);
-      return 2;
-    }
-  }
-
+int check(const std::string& db) {
   int failures = 0;
-  std::printf("ductus %s\n", kVersion);
+  std::printf("ductus %s\n", kVersionLine);
   std::printf("libuv        %s\n", uv_version_string());
   std::printf("libpq        %d\n", PQlibVersion());
   std::printf("capnproto    %d.%d.%d\n", CAPNP_VERSION_MAJOR, CAPNP_VERSION_MINOR,
@@ -139,6 +120,21 @@ int checkCommand(int argc, char** argv) {
   }
   std::printf(failures ? "check FAILED\n" : "check passed\n");
   return failures ? 1 : 0;
+}
+
+}  // namespace
+
+void addCheckCommand(CLI::App& ductus, int& exitCode) {
+  auto database = std::make_shared<std::string>();
+  auto* cmd =
+      ductus.add_subcommand("check", "check this installation (confined V8 worker, PostgreSQL)");
+  cmd->add_option("--database", *database, "PostgreSQL connection string to check too")
+      ->type_name("URL")
+      ->envname("DUCTUS_DATABASE_URL");
+  cmd->footer(
+      "Starts a confined V8 worker and runs a script in it, and, with a database,\n"
+      "asks PostgreSQL for its version through the engine's async client.");
+  cmd->callback([database, &exitCode] { exitCode = check(*database); });
 }
 
 }  // namespace ductus::supervisor

@@ -3,12 +3,12 @@
 #include <uv.h>
 
 #include <cstdio>
-#include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "schema/migrator.h"
+#include "supervisor/cli/command_line.h"
 
 namespace ductus::supervisor {
 namespace {
@@ -49,49 +49,28 @@ std::string humanBytes(int64_t b) {
   return buf;
 }
 
-// --database URL or DUCTUS_DATABASE_URL; the rest of argv must be `allowed`.
-std::optional<std::string> databaseArg(int argc, char** argv, std::string_view cmd,
-                                       bool* checkFlag, const char* help) {
-  std::string db;
-  if (const char* e = std::getenv("DUCTUS_DATABASE_URL")) db = e;
-  for (int i = 2; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (a == "--database" && i + 1 < argc) {
-      db = argv[++i];
-    } else if (a == "--check" && checkFlag) {
-      *checkFlag = true;
-    } else if (a == "--help" || a == "-h") {
-      std::fputs(help, stdout);
-      std::exit(0);
-    } else {
-      std::fprintf(stderr, "ductus %.*s: unknown option '%s'\n", static_cast<int>(cmd.size()),
-                   cmd.data(), argv[i]);
-      return std::nullopt;
-    }
-  }
-  if (db.empty()) {
-    std::fprintf(stderr, "ductus %.*s: no database: give --database URL or set DUCTUS_DATABASE_URL\n",
-                 static_cast<int>(cmd.size()), cmd.data());
-    return std::nullopt;
-  }
-  return db;
+// --database URL, DUCTUS_DATABASE_URL when not given.
+void addDatabaseOption(CLI::App& command, std::string& database) {
+  command.add_option("--database", database, "PostgreSQL connection string")
+      ->type_name("URL")
+      ->envname("DUCTUS_DATABASE_URL");
 }
 
-}  // namespace
+bool haveDatabase(const std::string& database, const char* command) {
+  if (!database.empty()) return true;
+  std::fprintf(stderr, "ductus %s: no database: give --database URL or set DUCTUS_DATABASE_URL\n",
+               command);
+  return false;
+}
 
-int migrateCommand(int argc, char** argv) {
-  auto db = databaseArg(argc, argv, "migrate", nullptr,
-                        "usage: ductus migrate [--database URL]\n\n"
-                        "Applies the migrations this binary carries that the database lacks.\n"
-                        "Refuses if an applied migration's file changed; tolerates migrations\n"
-                        "a newer binary applied. Also reads DUCTUS_DATABASE_URL.\n");
-  if (!db) return 2;
+int migrate(const std::string& database) {
+  if (!haveDatabase(database, "migrate")) return kUsageError;
   auto migrations = store::embeddedMigrations();
   if (!migrations) {
     std::fprintf(stderr, "ductus migrate: %s\n", migrations.error().message.c_str());
     return 1;
   }
-  auto r = runOnce<store::MigrateReport>(*db, [&](store::PgConnection& conn, auto done) {
+  auto r = runOnce<store::MigrateReport>(database, [&](store::PgConnection& conn, auto done) {
     auto m = std::make_shared<store::Migrator>(conn, *migrations);
     m->migrate([m, done](Result<store::MigrateReport> r) { done(std::move(r)); });
   });
@@ -106,25 +85,19 @@ int migrateCommand(int argc, char** argv) {
   return 0;
 }
 
-int upgradeCommand(int argc, char** argv) {
-  bool check = false;
-  auto db = databaseArg(argc, argv, "upgrade", &check,
-                        "usage: ductus upgrade --check [--database URL]\n\n"
-                        "Lists the migrations this binary would apply, each with what it does\n"
-                        "and the current size of every existing table it works through.\n"
-                        "Changes nothing. Also reads DUCTUS_DATABASE_URL.\n");
-  if (!db) return 2;
+int upgradeCheck(const std::string& database, bool check) {
+  if (!haveDatabase(database, "upgrade")) return kUsageError;
   if (!check) {
     std::fprintf(stderr, "ductus upgrade: only --check exists (migrations run at start, or with "
                          "ductus migrate)\n");
-    return 2;
+    return kUsageError;
   }
   auto migrations = store::embeddedMigrations();
   if (!migrations) {
     std::fprintf(stderr, "ductus upgrade: %s\n", migrations.error().message.c_str());
     return 1;
   }
-  auto r = runOnce<store::UpgradePlan>(*db, [&](store::PgConnection& conn, auto done) {
+  auto r = runOnce<store::UpgradePlan>(database, [&](store::PgConnection& conn, auto done) {
     auto m = std::make_shared<store::Migrator>(conn, *migrations);
     m->check([m, done](Result<store::UpgradePlan> r) { done(std::move(r)); });
   });
@@ -145,6 +118,33 @@ int upgradeCommand(int argc, char** argv) {
   for (auto& n : r->changed)
     std::printf("REFUSED: %s changed after it was applied; migrate would refuse\n", n.c_str());
   return r->changed.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+void addMigrateCommands(CLI::App& ductus, int& exitCode) {
+  auto database = std::make_shared<std::string>();
+  auto* migrateCmd =
+      ductus.add_subcommand("migrate", "apply the database migrations this binary carries");
+  addDatabaseOption(*migrateCmd, *database);
+  migrateCmd->footer(
+      "Applies the migrations the database lacks. Refuses if an applied migration's\n"
+      "file changed; tolerates migrations a newer binary applied.");
+  migrateCmd->callback([database, &exitCode] { exitCode = migrate(*database); });
+
+  // Its own variables: CLI11 fills options from the environment in every
+  // command, given or not, so a shared one would be overwritten.
+  auto upgradeDatabase = std::make_shared<std::string>();
+  auto check = std::make_shared<bool>(false);
+  auto* upgradeCmd =
+      ductus.add_subcommand("upgrade", "upgrade --check: list pending migrations, change nothing");
+  upgradeCmd->add_flag("--check", *check, "list the pending migrations (the only mode there is)");
+  addDatabaseOption(*upgradeCmd, *upgradeDatabase);
+  upgradeCmd->footer(
+      "Lists the migrations this binary would apply, each with what it does and the\n"
+      "current size of every existing table it works through. Changes nothing.");
+  upgradeCmd->callback(
+      [upgradeDatabase, check, &exitCode] { exitCode = upgradeCheck(*upgradeDatabase, *check); });
 }
 
 }  // namespace ductus::supervisor

@@ -9,14 +9,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "common/config/duration.h"
 #include "common/config/loader.h"
 #include "common/log.h"
 #include "common/partition.h"
+#include "supervisor/cli/command_line.h"
 #include "supervisor/cli/dev_postgres.h"
 #include "supervisor/engine.h"
 
@@ -49,93 +50,46 @@ void raiseOpenFileLimit() {
 }
 
 struct RunArgs {
-  fs::path project = ".";
+  std::string project;
   std::string database;
   std::chrono::milliseconds stopTimeout{30'000};
   LogFormat logFormat = LogFormat::Text;
   std::string environment;
   bool fresh = false;
-  fs::path dataDir;
+  std::string dataDir;
 };
 
-void usage(bool dev, FILE* out) {
-  if (dev)
-    std::fputs(
-        "usage: ductus dev [PROJECT] [--fresh] [--data-dir DIR] [--stop-timeout 30s]\n"
-        "                  [--log-format text|json] [--env NAME]\n\n"
-        "Runs the engine on PROJECT (default: the current folder) with a throwaway\n"
-        "PostgreSQL it starts itself in DIR (default /var/tmp/ductus-dev/<project>),\n"
-        "kept between runs; --fresh starts it over. Prints the listeners' addresses.\n"
-        "Stop with Ctrl-C.\n",
-        out);
-  else
-    std::fputs(
-        "usage: ductus run [PROJECT] [--database URL] [--stop-timeout 30s]\n"
-        "                  [--log-format text|json] [--env NAME]\n\n"
-        "Runs the engine on PROJECT (default: the current folder): checks the\n"
-        "project, connects to PostgreSQL (--database, else ductus.yaml's database,\n"
-        "else DUCTUS_DATABASE_URL), applies migrations, starts the workers, opens\n"
-        "the listeners and delivers. SIGTERM or SIGINT stops it cleanly: the\n"
-        "listeners close, every message being stored is answered, the delivery\n"
-        "loops flush, the workers stop; after --stop-timeout it exits anyway. A\n"
-        "second signal exits at once.\n",
-        out);
-}
-
-std::optional<RunArgs> parseArgs(int argc, char** argv, bool dev, int& exitCode) {
-  RunArgs a;
-  bool projectSet = false;
-  for (int i = 2; i < argc; ++i) {
-    std::string_view s = argv[i];
-    auto value = [&](const char* name) -> std::optional<std::string> {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "ductus: %s needs a value\n", name);
-        return std::nullopt;
-      }
-      return std::string(argv[++i]);
-    };
-    if (s == "--help" || s == "-h") {
-      usage(dev, stdout);
-      exitCode = 0;
-      return std::nullopt;
-    } else if (s == "--database" && !dev) {
-      auto v = value("--database");
-      if (!v) return exitCode = 2, std::nullopt;
-      a.database = *v;
-    } else if (s == "--stop-timeout") {
-      auto v = value("--stop-timeout");
-      auto d = v ? config::parseDuration(*v) : std::nullopt;
-      if (!d) {
-        std::fprintf(stderr, "ductus: --stop-timeout takes a duration such as 30s\n");
-        return exitCode = 2, std::nullopt;
-      }
-      a.stopTimeout = *d;
-    } else if (s == "--log-format") {
-      auto v = value("--log-format");
-      if (!v || !parseLogFormat(*v, a.logFormat)) {
-        std::fprintf(stderr, "ductus: --log-format is text or json\n");
-        return exitCode = 2, std::nullopt;
-      }
-    } else if (s == "--env") {
-      auto v = value("--env");
-      if (!v) return exitCode = 2, std::nullopt;
-      a.environment = *v;
-    } else if (s == "--fresh" && dev) {
-      a.fresh = true;
-    } else if (s == "--data-dir" && dev) {
-      auto v = value("--data-dir");
-      if (!v) return exitCode = 2, std::nullopt;
-      a.dataDir = *v;
-    } else if (!s.empty() && s[0] != '-' && !projectSet) {
-      a.project = std::string(s);
-      projectSet = true;
-    } else {
-      std::fprintf(stderr, "ductus %s: unknown option '%s'\n", dev ? "dev" : "run", argv[i]);
-      usage(dev, stderr);
-      return exitCode = 2, std::nullopt;
-    }
-  }
-  return a;
+// The options run and dev both take. Each command has its own RunArgs:
+// CLI11 fills options from the environment in every command, given or not.
+void addEngineOptions(CLI::App& command, RunArgs& args) {
+  command
+      .add_option_function<std::string>(
+          "--stop-timeout",
+          [&args](const std::string& text) { args.stopTimeout = *config::parseDuration(text); },
+          "how long a clean stop may take before it exits anyway")
+      ->type_name("DURATION")
+      ->default_str("30s")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return config::parseDuration(text)
+                       ? ""
+                       : "expected a duration such as 30s, got `" + text + "`";
+          },
+          ""));
+  command
+      .add_option_function<std::string>(
+          "--log-format",
+          [&args](const std::string& text) { parseLogFormat(text, args.logFormat); },
+          "log lines as text, or as json (one object a line)")
+      ->type_name("FORMAT")
+      ->default_str("text")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            LogFormat unused;
+            return parseLogFormat(text, unused) ? "" : "expected text or json, got `" + text + "`";
+          },
+          ""));
+  addEnvironmentOption(command, args.environment);
 }
 
 // Signals only record; the loop acts (nginx's ngx_signal_handler).
@@ -253,55 +207,88 @@ std::optional<config::Project> load(const RunArgs& args) {
   auto p = config::loadProject(args.project, lo);
   if (!p) {
     std::fprintf(stderr, "%s\n", p.error().message.c_str());
-    spdlog::error("the project {} has errors; nothing was started", args.project.string());
+    spdlog::error("the project {} has errors; nothing was started", args.project);
     return std::nullopt;
   }
   return std::move(*p);
 }
 
-}  // namespace
-
-int runCommand(int argc, char** argv) {
-  int code = 2;
-  auto args = parseArgs(argc, argv, false, code);
-  if (!args) return code;
-  setupLogging(args->logFormat);
-  auto project = load(*args);
+int run(const RunArgs& args) {
+  setupLogging(args.logFormat);
+  auto project = load(args);
   if (!project) return 1;
-  std::string db = args->database;
+  std::string db = args.database;
   if (db.empty()) db = project->engine.database;
   if (db.empty())
     if (const char* e = std::getenv("DUCTUS_DATABASE_URL")) db = e;
   if (db.empty()) {
     spdlog::error("no database: give --database URL, set database: in ductus.yaml, or set "
                   "DUCTUS_DATABASE_URL");
-    return 2;
+    return kUsageError;
   }
-  return runEngine(*args, std::move(*project), db, false);
+  return runEngine(args, std::move(*project), db, false);
 }
 
-int devCommand(int argc, char** argv) {
-  int code = 2;
-  auto args = parseArgs(argc, argv, true, code);
-  if (!args) return code;
-  setupLogging(args->logFormat);
-  auto project = load(*args);
+int dev(const RunArgs& args) {
+  setupLogging(args.logFormat);
+  auto project = load(args);
   if (!project) return 1;
-  fs::path dir = args->dataDir;
+  fs::path dir = args.dataDir;
   if (dir.empty()) {
     std::error_code ec;
-    auto abs = fs::weakly_canonical(args->project, ec).string();
+    auto abs = fs::weakly_canonical(args.project, ec).string();
     char tag[17];
     std::snprintf(tag, sizeof tag, "%016llx", static_cast<unsigned long long>(fnv1a64(abs)));
     dir = fs::path("/var/tmp/ductus-dev") / (fs::path(abs).filename().string() + "-" + tag);
   }
-  auto pg = DevPostgres::start(dir, args->fresh);
+  auto pg = DevPostgres::start(dir, args.fresh);
   if (!pg) {
     spdlog::error("dev: {}", pg.error().message);
     return 1;
   }
   spdlog::info("dev: PostgreSQL running in {}", dir.string());
-  return runEngine(*args, std::move(*project), pg->url(), true);
+  return runEngine(args, std::move(*project), pg->url(), true);
+}
+
+}  // namespace
+
+void addRunCommands(CLI::App& ductus, int& exitCode) {
+  auto runArgs = std::make_shared<RunArgs>();
+  auto* runCmd = ductus.add_subcommand("run", "run the engine on a project");
+  addProjectArgument(*runCmd, runArgs->project);
+  // Not envname(DUCTUS_DATABASE_URL): ductus.yaml's database: comes before
+  // the variable, and an option CLI11 filled from it would look given.
+  runCmd
+      ->add_option("--database", runArgs->database,
+                   "PostgreSQL URL; else database: in ductus.yaml, else $DUCTUS_DATABASE_URL")
+      ->type_name("URL");
+  addEngineOptions(*runCmd, *runArgs);
+  runCmd->footer(
+      "Checks the project, connects to PostgreSQL, applies migrations, starts the\n"
+      "workers, opens the listeners and delivers. SIGTERM or SIGINT stops it cleanly:\n"
+      "the listeners close, every message being stored is answered, the delivery\n"
+      "loops flush, the workers stop; after --stop-timeout it exits anyway. A second\n"
+      "signal exits at once. Secrets are opened with DUCTUS_SECRETS_KEY or\n"
+      "ductus.yaml's secrets.key_file.");
+  runCmd->callback([runArgs, &exitCode] { exitCode = run(*runArgs); });
+
+  auto devArgs = std::make_shared<RunArgs>();
+  auto* devCmd =
+      ductus.add_subcommand("dev", "run the engine on a project with a throwaway PostgreSQL");
+  addProjectArgument(*devCmd, devArgs->project);
+  devCmd->add_flag("--fresh", devArgs->fresh, "start the throwaway PostgreSQL over, empty");
+  devCmd
+      ->add_option("--data-dir", devArgs->dataDir,
+                   "the throwaway PostgreSQL's folder (default under /var/tmp/ductus-dev)")
+      ->type_name("DIR");
+  addEngineOptions(*devCmd, *devArgs);
+  devCmd->footer(
+      "Starts a PostgreSQL of its own (initdb on first use; the binaries from\n"
+      "$DUCTUS_PGBIN, else /usr/lib/postgresql/15/bin), kept between runs, then runs\n"
+      "the engine as `ductus run` does and prints the listeners' addresses. Secrets\n"
+      "are opened with DUCTUS_SECRETS_KEY or ductus.yaml's secrets.key_file. Stop\n"
+      "with Ctrl-C.");
+  devCmd->callback([devArgs, &exitCode] { exitCode = dev(*devArgs); });
 }
 
 }  // namespace ductus::supervisor

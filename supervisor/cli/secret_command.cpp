@@ -5,11 +5,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
-#include <string_view>
 
 #include "common/config/loader.h"
 #include "common/config/secrets.h"
+#include "supervisor/cli/command_line.h"
 
 namespace ductus::supervisor {
 namespace {
@@ -19,19 +20,6 @@ using namespace ductus::config;
 
 // A secret is a token, password or PEM text; 1 MB is far past any of them.
 constexpr size_t kMaxValueBytes = 1u << 20;
-
-void usage(FILE* out) {
-  std::fputs(
-      "usage: ductus secret set NAME   [--env ENV] [--project DIR]   (value from stdin)\n"
-      "       ductus secret list       [--env ENV] [--project DIR]   (names only)\n"
-      "       ductus secret rm NAME    [--env ENV] [--project DIR]\n\n"
-      "Edits DIR/secrets/ENV.json (DIR defaults to the current folder, ENV to\n"
-      "$DUCTUS_ENV, else prod), encrypted with AES-256-GCM. The key is 32 bytes as\n"
-      "64 hex digits or base64, from DUCTUS_SECRETS_KEY or the file named by\n"
-      "ductus.yaml's secrets.key_file (make one with `openssl rand -hex 32`).\n"
-      "Interface files read a secret as ${secret:NAME}, code as secret(\"NAME\").\n",
-      out);
-}
 
 Result<std::string> readValue() {
   std::string value;
@@ -55,38 +43,27 @@ Result<std::string> readValue() {
   return value;
 }
 
-}  // namespace
+struct SecretArgs {
+  std::string action;  // set, list or rm
+  std::string name;
+  std::string project;
+  std::string env;
+};
 
-int secretCommand(int argc, char** argv) {
-  std::string action, name, env = defaultEnvironment();
-  fs::path project = ".";
-  for (int i = 2; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (a == "--env" && i + 1 < argc) env = argv[++i];
-    else if (a == "--project" && i + 1 < argc) project = argv[++i];
-    else if (a == "--help" || a == "-h") {
-      usage(stdout);
-      return 0;
-    } else if (!a.empty() && a[0] != '-' && action.empty()) action = a;
-    else if (!a.empty() && a[0] != '-' && name.empty()) name = a;
-    else {
-      std::fprintf(stderr, "ductus secret: unexpected argument '%s'\n", argv[i]);
-      return 2;
-    }
-  }
-  bool needsName = action == "set" || action == "rm";
-  if (!(needsName || action == "list") || needsName == name.empty()) {
-    usage(stderr);
-    return 2;
-  }
+int secret(const SecretArgs& args) {
+  const std::string& action = args.action;
+  const std::string& name = args.name;
+  const std::string& env = args.env;
+  const fs::path project = args.project;
+  bool needsName = action != "list";
   if (needsName && !isValidSecretName(name)) {
     std::fprintf(stderr, "ductus secret: `%s` is not a valid name (a letter or _, then letters, digits or _)\n",
                  name.c_str());
-    return 2;
+    return kUsageError;
   }
   if (env.empty() || env.find_first_of("/\\.") != std::string::npos) {
     std::fprintf(stderr, "ductus secret: environment `%s` is not a plain name\n", env.c_str());
-    return 2;
+    return kUsageError;
   }
 
   auto keyFile = secretsKeyFileOf(project);
@@ -130,6 +107,43 @@ int secretCommand(int argc, char** argv) {
   std::fprintf(stderr, "%s %s in %s\n", action == "set" ? "saved" : "removed", name.c_str(),
                file.c_str());
   return 0;
+}
+
+}  // namespace
+
+void addSecretCommand(CLI::App& ductus, int& exitCode) {
+  auto* cmd =
+      ductus.add_subcommand("secret", "set, list or remove the project's encrypted secrets");
+  cmd->require_subcommand(1);
+  // Before the actions are added: they copy it.
+  cmd->footer(
+      "Edits PROJECT/secrets/ENV.json, encrypted with AES-256-GCM. The key is 32 bytes\n"
+      "as 64 hex digits or base64, from DUCTUS_SECRETS_KEY, else the file named by\n"
+      "ductus.yaml's secrets.key_file (make one with `openssl rand -hex 32`); it is\n"
+      "never taken on the command line. Interface files read a secret as\n"
+      "${secret:NAME}, code as secret(\"NAME\").");
+
+  struct Action {
+    const char* name;
+    const char* description;
+    bool takesName;
+  };
+  for (const Action& a :
+       {Action{"set", "store NAME's value, read from stdin (never printed)", true},
+        Action{"list", "print the secrets' names, one a line (never values)", false},
+        Action{"rm", "remove NAME", true}}) {
+    auto args = std::make_shared<SecretArgs>();
+    args->action = a.name;
+    auto* sub = cmd->add_subcommand(a.name, a.description);
+    if (a.takesName)
+      sub->add_option("NAME", args->name,
+                      "the secret's name: a letter or _, then letters, digits or _")
+          ->required()
+          ->type_name("");
+    addProjectArgument(*sub, args->project);
+    addEnvironmentOption(*sub, args->env);
+    sub->callback([args, &exitCode] { exitCode = secret(*args); });
+  }
 }
 
 }  // namespace ductus::supervisor

@@ -8,11 +8,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/uv_handle.h"
+#include "supervisor/cli/command_line.h"
 #include "supervisor/workers/worker_pool.h"
 #include "supervisor/workers/worker_process.h"
 
@@ -29,17 +31,6 @@ struct FileResult {
   int passed = 0;
   int failed = 0;
 };
-
-void usage(FILE* out) {
-  std::fputs(
-      "usage: ductus test [PROJECT]\n"
-      "\n"
-      "Runs every interfaces/<name>/*.test.js of the project (default: the\n"
-      "current folder) in a confined worker, with mock.db, mock.fetch,\n"
-      "mock.env and mock.secret instead of real services, and prints\n"
-      "`N passed, N failed`. Exit code 1 when a test failed.\n",
-      out);
-}
 
 // Runs one test file in its own worker process on its own loop.
 class TestFileRun : public WorkerProcess::Events {
@@ -190,29 +181,13 @@ class TestFileRun : public WorkerProcess::Events {
   bool exited_ = false;
 };
 
-}  // namespace
-
-int testCommand(int argc, char** argv) {
-  fs::path project = ".";
-  for (int i = 2; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (a == "--help" || a == "-h") {
-      usage(stdout);
-      return 0;
-    }
-    if (a.starts_with("-")) {
-      std::fprintf(stderr, "ductus test: unknown option '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-    project = argv[i];
-  }
+int runTests(const fs::path& project) {
   fs::path interfaces = project / "interfaces";
   std::error_code ec;
   if (!fs::is_directory(interfaces, ec)) {
     std::fprintf(stderr, "ductus test: %s is not a folder (is %s a project?)\n",
                  interfaces.c_str(), project.c_str());
-    return 2;
+    return kUsageError;
   }
   std::vector<fs::path> dirs;
   for (auto& e : fs::directory_iterator(interfaces, ec))
@@ -252,6 +227,19 @@ int testCommand(int argc, char** argv) {
   }
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+void addTestCommand(CLI::App& ductus, int& exitCode) {
+  auto project = std::make_shared<std::string>();
+  auto* cmd = ductus.add_subcommand("test", "run the interfaces' *.test.js with mocked services");
+  addProjectArgument(*cmd, *project);
+  cmd->footer(
+      "Runs every interfaces/<name>/*.test.js in a confined worker, with mock.db,\n"
+      "mock.fetch, mock.env and mock.secret instead of real services, and prints\n"
+      "`N passed, N failed`. Exits 1 when a test failed. Needs no database.");
+  cmd->callback([project, &exitCode] { exitCode = runTests(*project); });
 }
 
 }  // namespace ductus::supervisor

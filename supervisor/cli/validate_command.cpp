@@ -1,12 +1,13 @@
 #include "supervisor/cli/validate_command.h"
 
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
 
 #include "common/config/duration.h"
 #include "common/config/loader.h"
+#include "supervisor/cli/command_line.h"
 
 namespace ductus::supervisor {
 namespace {
@@ -46,41 +47,16 @@ nlohmann::json interfaceJson(const InterfaceConfig& i) {
           {"destinations", dests}};
 }
 
-void usage() {
-  std::puts(
-      "usage: ductus validate [PROJECT] [--env ENV] [--json]\n\n"
-      "Loads and checks the project folder PROJECT (default: the current folder):\n"
-      "ductus.yaml, resources.yaml and interfaces/*/interface.yaml, with ${env:NAME}\n"
-      "and ${secret:NAME} substituted (secrets/ENV.json; ENV defaults to $DUCTUS_ENV,\n"
-      "else prod; the key from DUCTUS_SECRETS_KEY or ductus.yaml's secrets.key_file).\n"
-      "Prints one line per interface and exits 0, or every error and exits 1.\n"
-      "--json prints the same as a JSON object for editors and CI.");
-}
-
-}  // namespace
-
-int validateCommand(int argc, char** argv) {
+struct ValidateArgs {
   std::string project = ".";
-  bool json = false, projectGiven = false;
   LoadOptions options;
-  options.environment = defaultEnvironment();
-  for (int i = 2; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (a == "--json") json = true;
-    else if (a == "--env" && i + 1 < argc) options.environment = argv[++i];
-    else if (a == "--help" || a == "-h") {
-      usage();
-      return 0;
-    } else if (!a.empty() && a[0] != '-' && !projectGiven) {
-      project = argv[i];
-      projectGiven = true;
-    } else {
-      std::fprintf(stderr, "ductus validate: unknown option '%s'\n", argv[i]);
-      return 2;
-    }
-  }
+  bool json = false;
+};
 
-  auto outcome = loadProjectWithDiagnostics(project, options);
+int validate(const ValidateArgs& args) {
+  const std::string& project = args.project;
+  const bool json = args.json;
+  auto outcome = loadProjectWithDiagnostics(project, args.options);
   if (json) {
     nlohmann::json out = {{"ok", outcome.project.has_value()}};
     if (outcome.project) {
@@ -110,6 +86,24 @@ int validateCommand(int argc, char** argv) {
   std::printf("%s: %zu error%s\n", project.c_str(), outcome.diagnostics.size(),
               outcome.diagnostics.size() == 1 ? "" : "s");
   return 1;
+}
+
+}  // namespace
+
+void addValidateCommand(CLI::App& ductus, int& exitCode) {
+  auto args = std::make_shared<ValidateArgs>();
+  auto* cmd =
+      ductus.add_subcommand("validate", "check a project's files and print a line per interface");
+  addProjectArgument(*cmd, args->project);
+  addEnvironmentOption(*cmd, args->options.environment);
+  cmd->add_flag("--json", args->json, "print the result as a JSON object, for editors and CI");
+  cmd->footer(
+      "Loads ductus.yaml, resources.yaml and interfaces/*/interface.yaml with\n"
+      "${env:NAME} and ${secret:NAME} substituted (secrets/ENV.json, opened with\n"
+      "DUCTUS_SECRETS_KEY or ductus.yaml's secrets.key_file). Prints one line per\n"
+      "interface and exits 0, or every error as file:line:column: key: message and\n"
+      "exits 1. Needs no database.");
+  cmd->callback([args, &exitCode] { exitCode = validate(*args); });
 }
 
 }  // namespace ductus::supervisor

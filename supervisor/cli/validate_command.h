@@ -5,8 +5,13 @@
 // editors and CI read it from there.
 #pragma once
 
+namespace CLI {
+class App;
+}
+
 namespace ductus::supervisor {
 
-int validateCommand(int argc, char** argv);
+// See supervisor/cli/command_line.h for how commands are added and run.
+void addValidateCommand(CLI::App& ductus, int& exitCode);
 
 }  // namespace ductus::supervisor

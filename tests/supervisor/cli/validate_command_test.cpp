@@ -117,11 +117,11 @@ TEST(SecretCommand, SetListAndRemoveWithoutEverPrintingAValue) {
   ProjectDir p;
   std::string ductus = ductus::test::ductusBinary();
   std::string env = "DUCTUS_SECRETS_KEY=" + std::string(kKey) + " ";
-  std::string proj = " --project " + quoted(p.root());
+  std::string proj = " " + quoted(p.root());
   auto set = sh("printf 'tok-123\\n' | " + env + ductus + " secret set LAB_TOKEN" + proj);
   EXPECT_EQ(exitCode(set), 0) << set.out;
   EXPECT_THAT(set.out, Not(HasSubstr("tok-123")));
-  auto set2 = sh("printf 'pw' | " + env + ductus + " secret set DB_PASSWORD --env test" + proj);
+  auto set2 = sh("printf 'pw' | " + env + ductus + " secret set DB_PASSWORD" + proj + " --env test");
   EXPECT_EQ(exitCode(set2), 0) << set2.out;
   EXPECT_TRUE(fs::exists(p.root() / "secrets/test.json"));
 
@@ -142,7 +142,7 @@ TEST(SecretCommand, SetListAndRemoveWithoutEverPrintingAValue) {
 TEST(SecretCommand, AWrongKeyIsRefusedAndTheFileIsLeftAlone) {
   ProjectDir p;
   std::string ductus = ductus::test::ductusBinary();
-  std::string proj = " --project " + quoted(p.root());
+  std::string proj = " " + quoted(p.root());
   ASSERT_EQ(exitCode(sh("printf v | DUCTUS_SECRETS_KEY=" + std::string(kKey) + " " + ductus +
                         " secret set A" + proj)),
             0);
