@@ -1,6 +1,6 @@
-// FilePoller: one look at a local folder for the file source (the seed's
-// "Files"), on libuv's thread pool (uv_fs_scandir, uv_fs_stat) so the loop
-// never blocks on a slow disk or NFS mount.
+// FilePoller: one look at a local folder for the file source, on libuv's
+// thread pool (uv_fs_scandir, uv_fs_stat) so the loop never blocks on a
+// slow disk or NFS mount.
 //
 // A file is ready when
 // * without a marker: its size and modification time are the same as at

@@ -1,7 +1,6 @@
-// FileSource: a `file:` source (the seed's "Files"). Every poll interval it
-// asks the FilePoller what is ready, then takes the ready files oldest
-// first, one at a time; a failure stops the round, so later files wait and
-// file order is kept.
+// FileSource: a `file:` source. Every poll interval it asks the FilePoller
+// what is ready, then takes the ready files oldest first, one at a time; a
+// failure stops the round, so later files wait and file order is kept.
 //
 // Unsplit, a file is one message (capped at 256 MB; bigger ones are left in
 // place with an error). With `split: records` the file is streamed in 256 KB

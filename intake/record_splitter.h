@@ -2,7 +2,8 @@
 // source's `split: records`), without ever holding more than the record in
 // progress and one chunk. Each record carries the file offset just after it,
 // so a reader that saved that offset with the record's commit can resume
-// there and get exactly the records that follow (the seed's "Files").
+// there and get exactly the records that follow (a crash neither loses nor
+// repeats a record of a file whose size and time are unchanged).
 //
 // * Hl7: a record starts at "MSH" at the start of a line (\r, \n or \r\n
 //   endings; the file's start counts as a line start). MLLP framing bytes

@@ -2,7 +2,8 @@
 // pool of async libpq connections on the caller's libuv loop. Every call
 // returns at once and answers through its callback, on the loop.
 //
-// Locking rules (seed, "Destinations and deliveries" and "Storage"):
+// Locking rules (they keep per-key order and at-least-once delivery safe
+// when destinations, resends and retries touch the same rows at once):
 // - a message, its deliveries and its dedupe claim go in one statement, so
 //   one commit per acknowledgement;
 // - delivery updates change only rows still pending, so a retried flush
@@ -57,7 +58,9 @@ class Store {
   using Callback = std::function<void(Result<T>)>;
   using Done = std::function<void(Status)>;
 
-  // Rows a queue read returns at most (the seed's 50).
+  // Rows a queue read returns at most. The queue index (deliveries_queue)
+  // stops after this many matching rows, so a read costs the same with a
+  // thousand or half a million waiting.
   static constexpr int kQueueReadRows = 50;
   // Deliveries a status flush changes at most.
   static constexpr size_t kFlushRows = 50;

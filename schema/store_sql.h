@@ -227,8 +227,8 @@ constexpr const char* kFlushStatuses = kFlushStatusesText.data();
 // Same parameters as kFlushStatuses; answers the messages whose delivery
 // changed. A resend (message lock, then delivery) and this statement
 // (delivery, then message) can deadlock: the retry on 40P01 covers it.
-// Its commit skips the WAL flush wait (synchronous_commit off), as the
-// seed's route commit does: the delivery and its message are lost or kept
+// Its commit skips the WAL flush wait (synchronous_commit off), as a route's
+// commit (finishRouted) does: the delivery and its message are lost or kept
 // together, and only a crash of the database server itself (not of the
 // engine) can lose them, within ~0.6 s of the commit; those deliveries are
 // then pending again and sent again, which at-least-once allows. Waiting

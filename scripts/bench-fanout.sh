@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fan-out, the seed's shape: 6,000 HL7 messages over 16 MLLP connections,
+# Fan-out: 6,000 HL7 messages over 16 MLLP connections,
 # strict durability, to 1, 5 and 25 file destinations. Prints ACKs/s, the
 # time until everything is delivered, and deliveries/s, next to pgbench's
 # durable single-row INSERT rate at 16 clients on the same cluster.

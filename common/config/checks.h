@@ -1,5 +1,5 @@
-// Checks across files, run once every file has been read (the seed's
-// check_routes and check_endpoints, and named resources).
+// Checks across files, run once every file has been read: routes (target,
+// source, format, no loops), listening addresses, and named resources.
 #pragma once
 
 #include "common/config/diagnostic.h"

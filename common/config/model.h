@@ -1,9 +1,10 @@
-// The project an operator writes (DESIGN.md, "The project an operator
-// writes"), as typed values: ductus.yaml → EngineConfig, resources.yaml →
-// Resources, interfaces/<name>/interface.yaml → InterfaceConfig. Everything
-// here has been checked by the loader; ${env:} and ${secret:} are already
-// substituted, so secret values live in these structs and must never be
-// logged (describe() texts are built from what was written, not the values).
+// The project an operator writes (ductus.yaml, resources.yaml, secrets/,
+// interfaces/<name>/), as typed values: ductus.yaml → EngineConfig,
+// resources.yaml → Resources, interfaces/<name>/interface.yaml →
+// InterfaceConfig. Everything here has been checked by the loader; ${env:}
+// and ${secret:} are already substituted, so secret values live in these
+// structs and must never be logged (describe() texts are built from what was
+// written, not the values).
 #pragma once
 
 #include <chrono>
@@ -24,8 +25,9 @@ using Duration = std::chrono::milliseconds;
 enum class Format { Hl7v2, Json, Text, Csv, Xml };
 enum class Durability { Strict, Relaxed };
 enum class Isolation { Shared, Dedicated };
-// Whole weeks only: partitions are per day (1w) or per week (3w, 7w); see
-// the seed's "Retention". The value is the window in days.
+// Whole weeks only: partitions are per day (1w) or per week (3w, 7w), and
+// few tiers keep the partition count low (statements Postgres cannot prune
+// pay for every partition). The value is the window in days.
 enum class Retention { OneWeek = 7, ThreeWeeks = 21, SevenWeeks = 49 };
 
 const char* formatName(Format f);
@@ -40,7 +42,7 @@ constexpr uint64_t kMaxMessageBytesLimit = 64ull << 20;
 constexpr Duration kDefaultTimeout = std::chrono::seconds(5);
 constexpr Duration kMinTimeout = std::chrono::milliseconds(10);
 constexpr Duration kMaxTimeout = std::chrono::minutes(10);
-// With an ordering key and no partitions: as DESIGN.md's example.
+// With an ordering key and no partitions: 16 lanes.
 constexpr uint32_t kDefaultPartitions = 16;
 constexpr uint32_t kMaxPartitions = 4096;
 

@@ -19,7 +19,7 @@
 
 namespace ductus::config {
 
-// A key the seed defines that this version does not implement yet: refused
+// A key of the project format this version does not implement yet: refused
 // with what it is for, never silently ignored.
 struct Unsupported {
   std::string_view key;

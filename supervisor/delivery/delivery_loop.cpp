@@ -511,9 +511,10 @@ void DeliveryLoop::settle(std::vector<store::MessageRef> refs, int attempt) {
       if (attempt > 0) settleAttempt_ = 0;
       return;
     }
-    // Only the settle is retried (the seed's settle_saved), never the
-    // status write, and until it succeeds: the database may be down for a
-    // while. At start, settleFinished repairs whatever a crash left.
+    // Only the settle is retried, never the status write (by then the
+    // delivery may have been resent), and until it succeeds: the database
+    // may be down for a while. At start, settleFinished repairs whatever a
+    // crash left.
     auto delay = timing_.backoff.after(attempt);
     spdlog::warn("{}/{}: settling {} message(s) failed ({}); retrying in {} ms",
                  target_.interfaceName, target_.destinationName, copy->size(),

@@ -44,7 +44,7 @@ using CurlUrl = std::unique_ptr<CURLU, CurlUrlFree>;
 // scheme and host lower-cased and the default port filled in, so two
 // spellings of one server compare equal; shown is the URL without its
 // user, password, query and fragment, for messages and logs (a query often
-// carries a token; the seed's rule: never show it).
+// carries a token, so a URL's query is never shown).
 struct ParsedUrl {
   CurlUrl handle;
   std::string origin;
@@ -73,7 +73,8 @@ struct HttpAnswer {
 
 class HttpFetch {
  public:
-  // The default response limit: the seed's 16 MB.
+  // The default response limit, 16 MB: generous for an API's answer, and
+  // a runaway download cannot fill the supervisor's memory.
   static constexpr size_t kDefaultMaxResponseBytes = 16u << 20;
 
   HttpFetch(uv_loop_t* loop, size_t maxResponseBytes = kDefaultMaxResponseBytes);

@@ -46,7 +46,7 @@ class ProjectServices : public ServiceHandler {
   // Why a prefix and not every variable: the engine's own environment holds
   // its credentials (DUCTUS_DATABASE_URL, DUCTUS_SECRETS_KEY, whatever an
   // operator substitutes with ${env:}), and interface code must reach none
-  // of them (the seed's rule 5: no credentials in interface code). Nothing
+  // of them (no credentials in interface code: docs/architecture.md). Nothing
   // in resources.yaml lists variables yet, so the name itself is the
   // allowlist: an operator exports DUCTUS_PUBLIC_SITE=north on purpose, and
   // a script reads env("DUCTUS_PUBLIC_SITE"). Credentials belong in secret().

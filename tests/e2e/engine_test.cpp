@@ -1,8 +1,9 @@
 // End to end: a real `ductus run` child process on a database of the test's
 // own, real MLLP senders and receivers on 127.0.0.1, and kill -9 in the
-// middle of traffic. What is asserted is the seed's invariants: nothing is
-// acknowledged before it is committed, nothing acknowledged is lost, order
-// per key holds at the receiver, a route stores each message once.
+// middle of traffic. What is asserted is the engine's invariants
+// (docs/architecture.md): nothing is acknowledged before it is committed,
+// nothing acknowledged is lost, order per key holds at the receiver, a route
+// stores each message once.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <libpq-fe.h>

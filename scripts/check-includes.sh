@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Checks the include rule of every folder (docs/architecture.md, "Folders"):
+# a file may include, of our own headers, only those of the folders its own
+# folder may reach. Run by ctest (include_rules); prints each violation as
+# file:line and exits 1 if there is any.
+#
+#   scripts/check-includes.sh [ROOT]     ROOT defaults to this checkout
+set -euo pipefail
+root="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+cd "$root"
+
+# folder (longest prefix wins) -> the folders of ours it may include
+declare -A allowed=(
+  [common]="common"
+  [proto]="proto common"
+  [schema]="schema common"
+  [worker]="worker common proto"
+  [intake]="intake common schema"
+  [supervisor/delivery]="supervisor/delivery common schema intake"
+  [supervisor]="supervisor common proto schema worker intake"
+  [api]="api common schema"
+)
+ours="common|proto|schema|worker|intake|supervisor|api"
+
+ruleOf() {  # the rule's key for a file
+  local f="$1"
+  case "$f" in
+    supervisor/delivery/*) echo supervisor/delivery ;;
+    *) echo "${f%%/*}" ;;
+  esac
+}
+
+bad=0
+checked=0
+while IFS= read -r file; do
+  key="$(ruleOf "$file")"
+  [ -n "${allowed[$key]+x}" ] || continue
+  checked=$((checked + 1))
+  while IFS=: read -r line inc; do
+    target="${inc#*\"}"
+    target="${target%%\"*}"
+    case "$target" in */*) ;; *) continue ;; esac
+    top="${target%%/*}"
+    [[ "$top" =~ ^($ours)$ ]] || continue
+    ok=0
+    for a in ${allowed[$key]}; do
+      case "$target" in "$a"/*) ok=1 ;; esac
+    done
+    if [ $ok -eq 0 ]; then
+      echo "$file:$line: includes \"$target\", but $key/ may include only: ${allowed[$key]}" >&2
+      bad=1
+    fi
+  done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
+done < <(find common proto schema worker intake supervisor api -type f \( -name '*.h' -o -name '*.cpp' \) 2>/dev/null | sort)
+
+if [ $checked -eq 0 ]; then
+  echo "check-includes: no source files under $root" >&2
+  exit 1
+fi
+if [ $bad -ne 0 ]; then
+  echo "check-includes: include rules broken (docs/architecture.md, \"Folders\")" >&2
+  exit 1
+fi
+echo "check-includes: $checked files keep their folder's include rule"
