@@ -18,7 +18,10 @@ namespace ductus::intake {
 // ISO-8859-1 otherwise.
 std::string respondRequestJson(const HttpRequest& req);
 
-// The response for what the script returned.
+// The response for what the script returned. An answer that is not valid
+// HTTP (a status that is not an integer 100-599, a header name or value
+// that could inject a line, a Content-Length or Transfer-Encoding of the
+// script's own) becomes a 500, and the log says why.
 HttpResponse respondResponseOf(std::string_view scriptOutput);
 
 // The response when the script returned nothing to send: `outcome` is the

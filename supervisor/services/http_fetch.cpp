@@ -6,17 +6,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/http_syntax.h"
 #include "common/text.h"
 #include "proto/contract.h"
 #include "supervisor/delivery/senders/curl_easy.h"
 #include "supervisor/delivery/senders/curl_multi_uv.h"
-#include "supervisor/delivery/senders/http_syntax.h"
 
 namespace ductus::supervisor::services {
 namespace {
 
-using senders::isHttpHeaderValue;
-using senders::isHttpToken;
 
 // Appended to an error's text: the failure is transient (the message waits).
 const std::string kTransient = " " + std::string(proto::transientMarker());
@@ -63,12 +61,7 @@ Status checkMethod(const std::string& method) {
 }
 
 Status checkHeader(const std::string& name, const std::string& value) {
-  if (!isHttpToken(name)) return Error{"\"" + name + "\" is not an HTTP header name"};
-  if (!isHttpHeaderValue(value))
-    return Error{"header " + name + ": a value may not contain line breaks"};
-  std::string l = asciiLower(name);
-  if (l == "host" || l == "content-length" || l == "transfer-encoding" || l == "connection")
-    return Error{"header " + name + " is set by the engine, not by scripts"};
+  if (auto refused = scriptHeaderRefusal(name, value)) return Error{*refused};
   return {};
 }
 

@@ -527,5 +527,55 @@ TEST(IntakeEndToEnd, HttpRespondModeHandsTheTransformTheQueryAsAnObject) {
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 
+// A script's answer is untrusted: a string status (which once ended the
+// whole engine), a header carrying CR/LF (response splitting), or framing
+// headers of its own each answer 500, the log says why, and the engine and
+// the route go on answering.
+TEST(IntakeEndToEnd, HttpRespondModeRefusesAnAnswerThatIsNotValidHttp) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/bad/interface.yaml",
+       "source:\n  http: { listen: 127.0.0.1:" + std::to_string(port) +
+           ", path: /r, mode: respond }\nformat: json\ntimeout: 1s\nrespond: answer\n"},
+      {"interfaces/bad/transform.js",
+       "export function answer(request) {\n"
+       "  const q = request.query ?? {};\n"
+       "  if (q.kind === 'string') return { status: '404', body: 'x' };\n"
+       "  if (q.kind === 'range') return { status: 1000, body: 'x' };\n"
+       "  if (q.kind === 'split') return { status: 302, headers: { Location: q.next } };\n"
+       "  if (q.kind === 'length') return { status: 200, headers: { 'Content-Length': '1' }, "
+       "body: 'abc' };\n"
+       "  if (q.kind === 'te') return { status: 200, headers: { 'Transfer-Encoding': 'chunked' }, "
+       "body: 'abc' };\n"
+       "  return { status: 200, body: 'fine' };\n"
+       "}\n"},
+  });
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  for (std::string query : {"kind=string", "kind=range", "kind=split&next=%2Fa%0d%0aX-Injected:%201",
+                            "kind=length", "kind=te"}) {
+    auto c = HttpClient::connect(port);
+    ASSERT_TRUE(c.ok()) << query;
+    auto r = c->request("GET", "/r?" + query, {}, {}, 10000ms);
+    ASSERT_TRUE(r.ok()) << query << ": " << r.error().message << "\n" << engine.log();
+    EXPECT_EQ(r->status, 500) << query << ": " << r->body;
+    EXPECT_EQ(r->header("x-injected"), "") << query;
+    EXPECT_EQ(r->header("transfer-encoding"), "") << query;
+  }
+  EXPECT_NE(engine.log().find("status must be an integer"), std::string::npos) << engine.log();
+  EXPECT_NE(engine.log().find("a value may not contain line breaks"), std::string::npos);
+  EXPECT_NE(engine.log().find("is set by the engine, not by scripts"), std::string::npos);
+  // Still serving, on the same route.
+  auto c = HttpClient::connect(port);
+  ASSERT_TRUE(c.ok());
+  auto r = c->request("GET", "/r", {}, {}, 10000ms);
+  ASSERT_TRUE(r.ok()) << r.error().message << "\n" << engine.log();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "fine");
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
 }  // namespace
 }  // namespace ductus::test

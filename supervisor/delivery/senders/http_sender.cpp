@@ -5,7 +5,7 @@
 
 #include "common/text.h"
 #include "supervisor/delivery/senders/curl_easy.h"
-#include "supervisor/delivery/senders/http_syntax.h"
+#include "common/http_syntax.h"
 #include "supervisor/delivery/senders/loop_post.h"
 
 namespace ductus::senders {
