@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/ioctl.h>
 
 #include <cerrno>
 #include <initializer_list>
@@ -31,14 +32,21 @@ constexpr std::initializer_list<int> kMemory = {
     SCMP_SYS(pkey_alloc), SCMP_SYS(pkey_free), SCMP_SYS(pkey_mprotect)};
 
 // Threads (V8's platform workers and our watchdog) and their synchronisation.
+// Calls that name another process or thread are added below, narrowed to
+// this process (kOwnTarget).
 constexpr std::initializer_list<int> kThreads = {
     SCMP_SYS(futex),          SCMP_SYS(set_robust_list), SCMP_SYS(get_robust_list),
     SCMP_SYS(rseq),           SCMP_SYS(set_tid_address), SCMP_SYS(sched_yield),
+    SCMP_SYS(gettid),         SCMP_SYS(getpid),          SCMP_SYS(getppid),
+    SCMP_SYS(getuid),         SCMP_SYS(geteuid),         SCMP_SYS(getgid),
+    SCMP_SYS(getegid),        SCMP_SYS(exit),            SCMP_SYS(exit_group)};
+
+// Scheduling calls whose first argument names the target: allowed only for
+// 0, "the calling thread" (V8 sets its own threads' priority that way), so
+// a script that escaped V8 cannot reach the supervisor or a neighbour.
+constexpr std::initializer_list<int> kOwnThreadOnly = {
     SCMP_SYS(sched_getaffinity), SCMP_SYS(sched_setaffinity), SCMP_SYS(sched_getparam),
-    SCMP_SYS(sched_getscheduler), SCMP_SYS(sched_setscheduler),
-    SCMP_SYS(getpriority), SCMP_SYS(setpriority), SCMP_SYS(gettid), SCMP_SYS(getpid),
-    SCMP_SYS(getppid), SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid),
-    SCMP_SYS(getegid), SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(tgkill)};
+    SCMP_SYS(sched_getscheduler), SCMP_SYS(sched_setscheduler)};
 
 // Time, for Date.now(), performance and deadlines.
 constexpr std::initializer_list<int> kTime = {
@@ -51,22 +59,30 @@ constexpr std::initializer_list<int> kSignals = {
     SCMP_SYS(sigaltstack), SCMP_SYS(restart_syscall)};
 
 // I/O on descriptors the worker already holds: its socket to the supervisor,
-// stdout/stderr. Nothing here can name a new file or address.
+// stdout/stderr. Nothing here can name a new file or address: newfstatat
+// (glibc's fstat) takes a path too, so it is refused, and stdio does
+// without (it only sizes a buffer with it).
 constexpr std::initializer_list<int> kExistingFds = {
     SCMP_SYS(read),    SCMP_SYS(write),   SCMP_SYS(readv),    SCMP_SYS(writev),
     SCMP_SYS(pread64), SCMP_SYS(pwrite64), SCMP_SYS(close),   SCMP_SYS(fstat),
-    SCMP_SYS(newfstatat), SCMP_SYS(lseek), SCMP_SYS(fcntl),   SCMP_SYS(dup),
+    SCMP_SYS(lseek),   SCMP_SYS(fcntl),   SCMP_SYS(dup),
     SCMP_SYS(sendmsg), SCMP_SYS(recvmsg), SCMP_SYS(sendto),   SCMP_SYS(recvfrom),
     SCMP_SYS(shutdown), SCMP_SYS(poll),   SCMP_SYS(ppoll),    SCMP_SYS(epoll_wait),
     SCMP_SYS(epoll_pwait), SCMP_SYS(eventfd2), SCMP_SYS(pipe2), SCMP_SYS(getrandom),
-    SCMP_SYS(getrlimit), SCMP_SYS(prlimit64), SCMP_SYS(uname), SCMP_SYS(ioctl),
-    SCMP_SYS(sysinfo), SCMP_SYS(prctl)};
+    SCMP_SYS(getrlimit), SCMP_SYS(uname), SCMP_SYS(sysinfo)};
 
 Status addAll(scmp_filter_ctx ctx, std::initializer_list<int> set) {
   for (int nr : set) {
     int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
     if (rc < 0) return Error::fromErrno("seccomp_rule_add(" + std::to_string(nr) + ")", -rc);
   }
+  return {};
+}
+
+template <typename... Cmp>
+Status allowIf(scmp_filter_ctx ctx, int nr, const char* name, Cmp... cmp) {
+  int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, sizeof...(Cmp), cmp...);
+  if (rc < 0) return Error::fromErrno(std::string("seccomp_rule_add(") + name + ")", -rc);
   return {};
 }
 
@@ -92,18 +108,44 @@ Status confineProcess(const ConfineOptions& options) {
   for (auto set : {kMemory, kThreads, kTime, kSignals, kExistingFds}) {
     if (auto s = addAll(ctx.get(), set); !s) return s;
   }
-  // clone only for threads: CLONE_THREAD set. A new process gets EPERM.
-  int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-                            SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
-  if (rc < 0) return Error::fromErrno("seccomp_rule_add(clone)", -rc);
+  for (int nr : kOwnThreadOnly)
+    if (auto st = allowIf(ctx.get(), nr, "sched_*", SCMP_A0(SCMP_CMP_EQ, 0)); !st) return st;
+  const auto self = static_cast<scmp_datum_t>(getpid());
+  Status rules[] = {
+      // clone only for threads: CLONE_THREAD set. A new process gets EPERM.
+      allowIf(ctx.get(), SCMP_SYS(clone), "clone",
+              SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD)),
+      // Signals only to this process (abort(), V8's own signals) and its
+      // own threads: never the supervisor or a neighbour.
+      allowIf(ctx.get(), SCMP_SYS(kill), "kill", SCMP_A0(SCMP_CMP_EQ, self)),
+      allowIf(ctx.get(), SCMP_SYS(tgkill), "tgkill", SCMP_A0(SCMP_CMP_EQ, self)),
+      // Reading this process's limits (glibc's getrlimit); setting none.
+      allowIf(ctx.get(), SCMP_SYS(prlimit64), "prlimit64", SCMP_A0(SCMP_CMP_EQ, 0),
+              SCMP_A2(SCMP_CMP_EQ, 0)),
+      allowIf(ctx.get(), SCMP_SYS(prlimit64), "prlimit64", SCMP_A0(SCMP_CMP_EQ, self),
+              SCMP_A2(SCMP_CMP_EQ, 0)),
+      // The calling thread's priority only (who = 0).
+      allowIf(ctx.get(), SCMP_SYS(getpriority), "getpriority", SCMP_A1(SCMP_CMP_EQ, 0)),
+      allowIf(ctx.get(), SCMP_SYS(setpriority), "setpriority", SCMP_A1(SCMP_CMP_EQ, 0)),
+      // ioctl: isatty() (stdio, V8's logging) and nothing else.
+      allowIf(ctx.get(), SCMP_SYS(ioctl), "ioctl", SCMP_A1(SCMP_CMP_EQ, TCGETS)),
+      // prctl: naming a thread and reading what was set, nothing that
+      // changes the process's powers.
+      allowIf(ctx.get(), SCMP_SYS(prctl), "prctl", SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME)),
+      allowIf(ctx.get(), SCMP_SYS(prctl), "prctl", SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME)),
+      allowIf(ctx.get(), SCMP_SYS(prctl), "prctl", SCMP_A0(SCMP_CMP_EQ, PR_SET_VMA)),
+  };
+  for (auto& r : rules)
+    if (!r) return r;
   // clone3 passes its flags in memory a filter cannot read; ENOSYS makes
   // glibc fall back to clone, which the rule above checks.
-  rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+  int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
   if (rc < 0) return Error::fromErrno("seccomp_rule_add(clone3)", -rc);
-  // kill only of ourselves (abort(), V8's own signals).
-  rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(kill), 1,
-                        SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(getpid())));
-  if (rc < 0) return Error::fromErrno("seccomp_rule_add(kill)", -rc);
+  // Every thread of the process, not only the caller: V8's platform threads
+  // and the watchdog exist already. The kernel also gives each of them the
+  // caller's no_new_privs.
+  rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_TSYNC, 1);
+  if (rc < 0) return Error::fromErrno("seccomp_attr_set(TSYNC)", -rc);
 
   rc = seccomp_load(ctx.get());
   if (rc < 0) return Error::fromErrno("seccomp_load", -rc);

@@ -3,10 +3,17 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <thread>
 
 #include "worker/confine.h"
@@ -70,6 +77,87 @@ TEST(WorkerSeccomp, ExistingDescriptorsStillWork) {
               testing::ExitedWithCode(0), "");
   close(fds[0]);
   close(fds[1]);
+}
+
+// Starts a thread, then confines the process, then has that thread try to
+// open a file. Exits 0 if the thread was refused.
+[[noreturn]] void threadStartedFirstTriesToOpen() {
+  std::atomic<int> stage{0};
+  std::atomic<bool> refused{false};
+  std::thread early([&] {
+    while (stage.load() == 0) std::this_thread::yield();
+    int fd = open("/etc/hostname", O_RDONLY);
+    refused = fd < 0 && errno == EPERM;
+    stage = 2;
+  });
+  if (!confineProcess({}).ok()) _exit(3);
+  stage = 1;
+  early.join();
+  _exit(refused ? 0 : 1);
+}
+
+TEST(WorkerSeccomp, AThreadStartedBeforeConfinementIsConfinedToo) {
+  // V8's platform thread and the watchdog exist before the filter is
+  // installed: the filter must reach them as well.
+  EXPECT_EXIT(threadStartedFirstTriesToOpen(), testing::ExitedWithCode(0), "");
+}
+
+TEST(WorkerSeccomp, SignalsAndLimitsReachNoOtherProcess) {
+  pid_t parent = getpid();
+  EXPECT_EXIT(confinedThen([parent] {
+                bool signalRefused = syscall(SYS_tgkill, parent, parent, 0) < 0 && errno == EPERM;
+                bool killRefused = kill(parent, 0) < 0 && errno == EPERM;
+                rlimit r{};
+                bool limitRefused =
+                    syscall(SYS_prlimit64, parent, RLIMIT_NOFILE, nullptr, &r) < 0 && errno == EPERM;
+                bool ownLimitRead = getrlimit(RLIMIT_NOFILE, &r) == 0;
+                bool ownSignal = syscall(SYS_tgkill, getpid(), gettid(), 0) == 0;
+                return signalRefused && killRefused && limitRefused && ownLimitRead && ownSignal;
+              }),
+              testing::ExitedWithCode(0), "");
+}
+
+TEST(WorkerSeccomp, NoLimitCanBeRaisedOrSet) {
+  EXPECT_EXIT(confinedThen([] {
+                rlimit r{0, 0};
+                return setrlimit(RLIMIT_CORE, &r) < 0 && errno == EPERM;
+              }),
+              testing::ExitedWithCode(0), "");
+}
+
+TEST(WorkerSeccomp, SchedulingAndPrioritiesOfOthersAreRefused) {
+  pid_t parent = getpid();
+  EXPECT_EXIT(confinedThen([parent] {
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(0, &set);
+                bool affinity =
+                    sched_setaffinity(parent, sizeof set, &set) < 0 && errno == EPERM;
+                bool priority = setpriority(PRIO_PROCESS, parent, 10) < 0 && errno == EPERM;
+                bool own = setpriority(PRIO_PROCESS, 0, 1) == 0;
+                return affinity && priority && own;
+              }),
+              testing::ExitedWithCode(0), "");
+}
+
+TEST(WorkerSeccomp, AStatOfAPathIsRefused) {
+  EXPECT_EXIT(confinedThen([] {
+                struct stat st{};
+                return stat("/etc/hostname", &st) < 0 && errno == EPERM;
+              }),
+              testing::ExitedWithCode(0), "");
+}
+
+TEST(WorkerSeccomp, OnlyATerminalQueryIoctlIsAllowed) {
+  EXPECT_EXIT(confinedThen([] {
+                int fds[2];
+                if (pipe(fds) != 0) return false;
+                int n = 0;
+                bool fionread = ioctl(fds[0], FIONREAD, &n) < 0 && errno == EPERM;
+                (void)isatty(fds[0]);  // TCGETS: allowed, answers "not a terminal"
+                return fionread && errno == ENOTTY;
+              }),
+              testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

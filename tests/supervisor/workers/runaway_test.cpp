@@ -255,13 +255,13 @@ TEST_F(PoolTest, SharedInterfacesShareThePoolAndADedicatedOneHasItsOwnWorkers) {
   for (pid_t p : cp) EXPECT_EQ(std::count(a.begin(), a.end(), p), 0);
 }
 
-TEST_F(PoolTest, ARunningWorkerIsConfinedBySeccomp) {
+TEST_F(PoolTest, EveryThreadOfARunningWorkerIsConfinedBySeccomp) {
   writeFile("interfaces/s/transform.js", "export const transform = (m) => m;\n");
   ASSERT_TRUE(load(spec("s")));
   auto pids = pool().workerPids("s");
   ASSERT_EQ(pids.size(), 2u);
-  auto status = [](pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  auto read = [](const std::filesystem::path& p) {
+    std::ifstream in(p);
     std::stringstream text;
     text << in.rdbuf();
     return text.str();
@@ -269,9 +269,19 @@ TEST_F(PoolTest, ARunningWorkerIsConfinedBySeccomp) {
   // Each worker confines itself once its isolate exists, before it says
   // ready; the second may still be starting when the first has loaded.
   for (pid_t pid : pids) {
-    EXPECT_TRUE(runUntil([&] { return status(pid).find("Seccomp:\t2") != std::string::npos; }, 20s))
-        << status(pid);
-    EXPECT_NE(status(pid).find("NoNewPrivs:\t1"), std::string::npos);
+    auto proc = std::filesystem::path("/proc") / std::to_string(pid);
+    EXPECT_TRUE(runUntil([&] { return read(proc / "status").find("Seccomp:\t2") != std::string::npos; },
+                         20s))
+        << read(proc / "status");
+    // Every thread: the main one, V8's platform threads, the watchdog.
+    int threads = 0;
+    for (auto& task : std::filesystem::directory_iterator(proc / "task")) {
+      std::string st = read(task.path() / "status");
+      ++threads;
+      EXPECT_NE(st.find("Seccomp:\t2"), std::string::npos) << task.path() << "\n" << st;
+      EXPECT_NE(st.find("NoNewPrivs:\t1"), std::string::npos) << task.path() << "\n" << st;
+    }
+    EXPECT_GE(threads, 3) << "the worker has V8's platform thread and a watchdog";
   }
 }
 
