@@ -115,6 +115,8 @@ class FrameOutput : public HostOutput {
   }
 
   // False when the supervisor is gone.
+  bool pending() const { return !buf_.empty(); }
+
   bool flush() {
     size_t off = 0;
     while (off < buf_.size()) {
@@ -140,6 +142,9 @@ class FrameOutput : public HostOutput {
 std::string_view viewOf(capnp::Data::Reader d) {
   return {reinterpret_cast<const char*>(d.begin()), d.size()};
 }
+
+// How long answers may wait in the buffer while a read's calls run.
+constexpr auto kFlushEvery = std::chrono::milliseconds(10);
 
 // False when the worker should stop (shutdown).
 bool dispatch(ScriptHost& host, FrameOutput& out, proto::ToWorker::Reader msg) {
@@ -211,6 +216,7 @@ int serveWorker(const char* argv0, int fd, size_t heapMb) {
   if (!out.flush()) return proto::kExitDone;
 
   proto::FrameReader reader;
+  auto lastFlush = ScriptHost::Clock::now();
   for (;;) {
     int timeoutMs = -1;
     auto next = (*host)->nextDeadline();
@@ -244,10 +250,19 @@ int serveWorker(const char* argv0, int fd, size_t heapMb) {
           return proto::kExitBroken;
         }
         if ((*host)->mustExit()) break;
+        // A read may carry hundreds of calls: their answers go out as they
+        // are ready, not after the last one, so the supervisor hears that
+        // this worker makes progress (its runaway deadline counts from
+        // the worker's last word) and delivery starts early.
+        if (out.pending() && ScriptHost::Clock::now() - lastFlush >= kFlushEvery) {
+          if (!out.flush()) return proto::kExitDone;
+          lastFlush = ScriptHost::Clock::now();
+        }
       }
     }
     (*host)->expireOverdue(ScriptHost::Clock::now());
     if (!out.flush()) return proto::kExitDone;
+    lastFlush = ScriptHost::Clock::now();
     if ((*host)->mustExit()) return proto::kExitHeapOverflow;
   }
 }

@@ -123,10 +123,14 @@ struct WorkerPool::Slot : WorkerProcess::Events {
   uint64_t incarnation = 0;
   std::unordered_map<uint64_t, InFlight> calls;
   Clock::time_point startedAt;
+  Clock::time_point lastHeard;  // the worker's last frame: it is alive and working
   int quickDeaths = 0;
   UvHandle<uv_timer_t> restartTimer;
 
-  void onFrame(WorkerProcess&, proto::FromWorker::Reader msg) override { pool->onFrame(*this, msg); }
+  void onFrame(WorkerProcess&, proto::FromWorker::Reader msg) override {
+    lastHeard = Clock::now();
+    pool->onFrame(*this, msg);
+  }
   void onExit(WorkerProcess&, int64_t status, int signal, const std::string& why) override {
     pool->onExit(*this, status, signal, why);
   }
@@ -299,7 +303,10 @@ void WorkerPool::send(Slot& slot, Interface& iface, FunctionId fn, std::string p
                       const CallMeta& meta, OutcomeCallback done) {
   uint64_t callId = nextCallId_++;
   slot.calls[callId] =
-      InFlight{callId, &iface, Clock::now() + iface.spec.timeout + options_.grace, std::move(done)};
+      InFlight{callId, &iface, Clock::now(),
+               std::chrono::duration_cast<std::chrono::milliseconds>(iface.spec.timeout +
+                                                                     options_.grace),
+               std::move(done)};
   size_t hintWords = (payload.size() + meta.destination.size()) / sizeof(capnp::word) + 32;
   slot.proc->send(hintWords, [&](capnp::MessageBuilder& b) {
     auto inv = toWorker(b).initInvoke();
@@ -581,13 +588,17 @@ void WorkerPool::checkDeadlines() {
   for (auto& g : groups_) {
     for (auto& s : g->slots) {
       if (!s->proc || s->proc->exited()) continue;
+      // Of the overdue calls, the one sent first is the one the worker was
+      // running: the others queued behind it, and are retried elsewhere.
       InFlight* oldest = nullptr;
-      for (auto& [id, c] : s->calls)
-        if (c.killAt <= now && (!oldest || c.killAt < oldest->killAt)) oldest = &c;
+      for (auto& [id, c] : s->calls) {
+        auto from = std::max(c.sentAt, s->lastHeard);
+        if (now - from >= c.silence && (!oldest || c.sentAt < oldest->sentAt)) oldest = &c;
+      }
       if (!oldest || oldest->culprit) continue;
       oldest->culprit = true;
       s->proc->kill("call " + std::to_string(oldest->callId) + " of interface " +
-                    oldest->iface->spec.name + " did not answer within its timeout + grace");
+                    oldest->iface->spec.name + " did not answer, and its worker said nothing, within its timeout + grace");
     }
   }
 }

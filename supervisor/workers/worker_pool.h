@@ -5,9 +5,12 @@
 // with the fewest calls in flight, and at most maxInFlightPerWorker are sent
 // to one worker (the rest wait in the group's backlog).
 //
-// Runaway protection, supervisor side: a call not answered within its
-// timeout + grace gets its worker SIGKILLed (the worker's own watchdog
-// should have answered long before). The culprit is reported as a runaway,
+// Runaway protection, supervisor side: a worker holding a call that says
+// nothing for the call's timeout + grace is SIGKILLed (its own watchdog
+// should have answered long before). The wait runs from the later of the
+// call's send and the worker's last frame, not from the send alone: calls
+// queue in a worker behind each other, and a backlog of healthy calls is
+// progress, not a runaway. The culprit is reported as a runaway,
 // every other call in flight on that worker as transient, and the worker is
 // restarted. Three runaway timeouts of an interface in a row, or one heap
 // overflow, stop the interface: its calls answer Stopped (the caller leaves
@@ -153,7 +156,10 @@ class WorkerPool : public delivery::Transformer {
   struct InFlight {
     uint64_t callId;
     Interface* iface;
-    std::chrono::steady_clock::time_point killAt;
+    std::chrono::steady_clock::time_point sentAt;
+    // timeout + grace: how long the worker may stay silent while it holds
+    // this call before it is SIGKILLed.
+    std::chrono::milliseconds silence;
     OutcomeCallback done;
     bool culprit = false;
   };

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include <capnp/serialize.h>
 #include <kj/io.h>
@@ -27,6 +30,12 @@ struct WriteOp {
 
 
 }  // namespace
+
+// What a worker's environment may hold: the time zone Date reads, the
+// library path the binary may need, and the sanitizers' settings in the
+// ASan build. Nothing of the engine's own configuration.
+constexpr const char* kWorkerEnvironment[] = {"TZ", "LD_LIBRARY_PATH", "ASAN_OPTIONS",
+                                               "UBSAN_OPTIONS", "LSAN_OPTIONS"};
 
 Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, const Options& options,
                                                             Events& events) {
@@ -54,9 +63,19 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
   stdio[2].data.fd = 2;
   stdio[3].flags = UV_INHERIT_FD;
   stdio[3].data.fd = theirs.get();
+  // An environment of its own: the supervisor's holds the database URL and
+  // may hold the secrets key, and a script that escaped V8 could read its
+  // process's environment. Only what the runtime itself reads passes.
+  std::vector<std::string> env;
+  for (const char* name : kWorkerEnvironment)
+    if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   uv_process_options_t po{};
   po.file = bin.c_str();
   po.args = args;
+  po.env = envp.data();
   po.exit_cb = &WorkerProcess::onExitCb;
   po.stdio = stdio;
   po.stdio_count = 4;

@@ -1,11 +1,23 @@
 #include "supervisor/delivery/senders/curl_easy.h"
 
+#include <sys/socket.h>
+
 namespace ductus::senders {
+namespace {
+
+// libcurl opens its sockets without close-on-exec: a worker spawned while a
+// request is under way would inherit a connection to a destination.
+curl_socket_t openCloseOnExec(void*, curlsocktype, curl_sockaddr* a) {
+  return ::socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+}  // namespace
 
 void setRequestOptions(CURL* e, std::chrono::milliseconds timeout, curl_slist* headers,
                        char* errorBuffer, CurlDataCallback onBody, CurlDataCallback onHeader,
                        void* data) {
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, openCloseOnExec);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));

@@ -22,7 +22,7 @@ using CurlSlist = std::unique_ptr<curl_slist, CurlSlistFree>;
 
 using CurlDataCallback = size_t (*)(char* data, size_t size, size_t n, void* userp);
 
-// http and https only, no signals, no redirects (a redirect could leave the
+// http and https only, sockets close-on-exec, no signals, no redirects (a redirect could leave the
 // origin that was allowed: a 3xx is an answer), the whole transfer's
 // timeout, the header list, an error buffer (CURL_ERROR_SIZE), and the body
 // and header callbacks, both called with `data`.

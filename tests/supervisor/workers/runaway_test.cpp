@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -67,6 +68,39 @@ TEST_F(PoolTest, AnInfiniteLoopIsQuarantinedWithinTimeoutPlusGraceWhileAnotherWo
   pool().invoke(*loopFn, kMsg, {}, [&](Outcome out) { again = std::move(out); });
   ASSERT_TRUE(runUntil([&] { return again.has_value(); }, 5s));
   EXPECT_EQ(again->kind, Kind::RunawayTimeout) << again->data;
+}
+
+// 200 calls sent at once to one worker, each a healthy 150 ms under a 1 s
+// timeout: the last waits ~30 s behind the others. None is a runaway: the
+// worker answers as it goes, and the supervisor's deadline counts from its
+// last word, not from when each call was sent.
+TEST_F(PoolTest, ABacklogOfSlowButHealthyCallsIsNeverKilled) {
+  writeFile("interfaces/slow/transform.js",
+            "export function transform(m) {\n"
+            "  const end = Date.now() + 150;\n"
+            "  while (Date.now() < end) {}\n"
+            "  return m;\n"
+            "}\n");
+  supervisor::WorkerPool::Options o;
+  o.sharedWorkers = 1;
+  o.grace = 500ms;
+  pool(o);
+  auto s = spec("slow");
+  s.timeout = 1s;
+  auto fn = load(s);
+  ASSERT_TRUE(fn) << fn.error().message;
+  constexpr int kCalls = 200;
+  int outputs = 0, others = 0;
+  std::string firstOther;
+  for (int i = 0; i < kCalls; ++i)
+    pool().invoke(*fn, kMsg, {}, [&](Outcome out) {
+      if (out.kind == Kind::Output) return void(++outputs);
+      if (others++ == 0) firstOther = std::string(outcomeKindName(out.kind)) + ": " + out.data;
+    });
+  ASSERT_TRUE(runUntil([&] { return outputs + others == kCalls; }, 120s))
+      << outputs << " outputs, " << others << " others";
+  EXPECT_EQ(outputs, kCalls) << firstOther;
+  EXPECT_EQ(pool().restarts(), 0u) << "a worker was killed";
 }
 
 TEST_F(PoolTest, ThreeTimeoutsInARowStopTheInterfaceAndItsCallsStayPending) {
@@ -283,6 +317,28 @@ TEST_F(PoolTest, EveryThreadOfARunningWorkerIsConfinedBySeccomp) {
     }
     EXPECT_GE(threads, 3) << "the worker has V8's platform thread and a watchdog";
   }
+}
+
+TEST_F(PoolTest, AWorkerStartsWithoutTheEnginesEnvironment) {
+  // What the supervisor's environment holds (the database URL, the secrets
+  // key) is not the scripts' to read, not even from their own process.
+  setenv("DUCTUS_DATABASE_URL", "postgresql://engine:hunter2@db/ductus", 1);
+  setenv("DUCTUS_SECRETS_KEY", "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", 1);
+  writeFile("interfaces/e/transform.js", "export const transform = (m) => m;\n");
+  supervisor::WorkerPool::Options o;
+  o.sharedWorkers = 1;
+  pool(o);
+  ASSERT_TRUE(load(spec("e")));
+  unsetenv("DUCTUS_DATABASE_URL");
+  unsetenv("DUCTUS_SECRETS_KEY");
+  auto pids = pool().workerPids("e");
+  ASSERT_EQ(pids.size(), 1u);
+  std::ifstream in("/proc/" + std::to_string(pids[0]) + "/environ", std::ios::binary);
+  std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(env.find("DUCTUS_"), std::string::npos) << env;
+  EXPECT_EQ(env.find("hunter2"), std::string::npos);
+  EXPECT_EQ((std::string(1, '\0') + env).find(std::string("\0PATH=", 6)), std::string::npos)
+      << "only what the runtime reads passes";
 }
 
 TEST(ConfinedWorker, OpeningAFileOrASocketFromInsideAConfinedWorkerFailsWithEperm) {
