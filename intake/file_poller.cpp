@@ -1,5 +1,7 @@
 #include "intake/file_poller.h"
 
+#include <spdlog/spdlog.h>
+
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -98,8 +100,17 @@ void FilePoller::finish(Run& r) {
     std::string path = settings_.folder + "/" + run->names[run->next];
     run->req = uv_fs_t{};
     run->req.data = run.get();
-    int rc = uv_fs_stat(loop_, &run->req, path.c_str(), [](uv_fs_t* req) {
+    // lstat: a link in the drop folder is never followed. Anyone who can
+    // write there could otherwise have the engine read any file it may
+    // (`ln -s /proc/self/environ in/x.hl7` delivered its environment).
+    int rc = uv_fs_lstat(loop_, &run->req, path.c_str(), [](uv_fs_t* req) {
       std::unique_ptr<Run> run(static_cast<Run*>(req->data));
+      if (req->result == 0 && S_ISLNK(req->statbuf.st_mode)) {
+        auto alive = run->alive.lock();
+        if (alive && *alive && run->poller->warnedLinks_.insert(run->names[run->next]).second)
+          spdlog::warn("{}: {} is a symbolic link; links are not read, only regular files",
+                       run->poller->settings_.folder, run->names[run->next]);
+      }
       if (req->result == 0 && S_ISREG(req->statbuf.st_mode)) {
         PolledFile f;
         f.name = run->names[run->next];

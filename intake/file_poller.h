@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -73,6 +74,7 @@ class FilePoller {
   std::unordered_map<std::string, Seen> seen_;
   bool polling_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::set<std::string> warnedLinks_;  // each link in the folder is logged once
 };
 
 }  // namespace ductus::intake

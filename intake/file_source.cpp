@@ -55,8 +55,9 @@ std::string stateKey(const std::string& name) { return "file:" + asDatabaseText(
 
 FileSource::FileSource(uv_loop_t* loop, Intake& intake,
                        const config::FileSelection& files, config::Format format,
-                       const fs::path& projectRoot)
+                       const fs::path& projectRoot, uint64_t maxMessageBytes)
     : loop_(loop), intake_(intake), files_(files), format_(format),
+      maxMessageBytes_(std::min(maxMessageBytes, kMaxUnsplitBytes)),
       folder_(fs::path(files.path).is_absolute() ? fs::path(files.path) : projectRoot / files.path),
       moveTo_(files.moveTo.empty() ? fs::path()
               : fs::path(files.moveTo).is_absolute() ? fs::path(files.moveTo)
@@ -140,17 +141,17 @@ void FileSource::startFile(const PolledFile& f, std::optional<std::string> state
                    f.name, job_->committed, job_->records);
     }
   }
-  if (!split && f.size > kMaxUnsplitBytes) {
-    spdlog::error("{}: {} is {} bytes, over the {} byte limit for a file read whole; left in "
-                  "place (use split: records)",
-                  intake_.spec().name, f.path, f.size, kMaxUnsplitBytes);
+  if (!split && f.size > maxMessageBytes_) {
+    spdlog::error("{}: {} is {} bytes, over the {} byte limit for a message (max_message_size); "
+                  "left in place (use split: records)",
+                  intake_.spec().name, f.path, f.size, maxMessageBytes_);
     job_.reset();
     ++next_;
     return nextFile();
   }
   job_->step = Job::Step::Open;
   int rc =
-      uv_fs_open(loop_, &job_->req, f.path.c_str(), O_RDONLY | O_CLOEXEC, 0, &FileSource::onFs);
+      uv_fs_open(loop_, &job_->req, f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0, &FileSource::onFs);
   if (rc < 0) return fail("open " + f.path + ": " + uv_strerror(rc));
   job_->reading = true;
 }
@@ -262,7 +263,18 @@ void FileSource::storeBatch() {
     size_t take = 0, bytes = 0;
     while (take < j.pending.size() && take < kBatchRecords && (take == 0 || bytes < kBatchBytes))
       bytes += j.pending[take++].bytes.size();
-    for (size_t i = 0; i < take; ++i) payloads.push_back(std::move(j.pending[i].bytes));
+    for (size_t i = 0; i < take; ++i) {
+      auto& rec = j.pending[i];
+      if (rec.bytes.size() > maxMessageBytes_) {
+        // Not stored: the file itself keeps it (moved to move_to as read).
+        spdlog::error("{}: {}: the record ending at byte {} is {} bytes, over max_message_size "
+                      "({}); not stored",
+                      intake_.spec().name, j.file.path, rec.endOffset, rec.bytes.size(),
+                      maxMessageBytes_);
+        continue;
+      }
+      payloads.push_back(std::move(rec.bytes));
+    }
     if (take > 0) offset = j.pending[take - 1].endOffset;
     j.pending.erase(j.pending.begin(), j.pending.begin() + static_cast<std::ptrdiff_t>(take));
     j.pendingBytes -= bytes;

@@ -41,9 +41,11 @@ class FileSource {
   static constexpr size_t kBatchBytes = size_t{4} << 20;
   static constexpr size_t kReadChunk = 256 * 1024;
 
-  FileSource(uv_loop_t* loop, Intake& intake,
-             const config::FileSelection& files, config::Format format,
-             const std::filesystem::path& projectRoot);
+  // maxMessageBytes: the interface's max_message_size. A file read whole,
+  // or a record, larger than that is not stored (the log says which).
+  FileSource(uv_loop_t* loop, Intake& intake, const config::FileSelection& files,
+             config::Format format, const std::filesystem::path& projectRoot,
+             uint64_t maxMessageBytes = kMaxUnsplitBytes);
   ~FileSource();
 
  private:
@@ -68,6 +70,7 @@ class FileSource {
   Intake& intake_;
   config::FileSelection files_;
   config::Format format_;
+  uint64_t maxMessageBytes_;
   std::filesystem::path folder_, moveTo_;
   FilePoller poller_;
   UvHandle<uv_timer_t> timer_;

@@ -366,7 +366,7 @@ Status Engine::openSource(Iface& f) {
   }
   if (auto* fsrc = std::get_if<config::FileSource>(&c.source)) {
     files_.push_back(std::make_unique<intake::FileSource>(loop_, *f.intake, fsrc->files, c.format,
-                                                          project_.root));
+                                                          project_.root, c.maxMessageBytes));
     listenerLines_.push_back("file " + c.name + " " + c.sourceDescribe);
     return {};
   }

@@ -235,7 +235,7 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
     d.target = h;
   } else if (kind == "file") {
     FileDestination f;
-    if (r.map(t, tp, {"path", "name"})) {
+    if (r.map(t, tp, {"path", "name", "mode"})) {
       if (auto v = r.required(t, "path", tp)) {
         checkFolder(r, t, tp, "path", *v);
         f.path = *v;
@@ -243,6 +243,18 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
       if (auto v = r.text(t, "name", tp)) {
         if (v->find('/') != v->npos) r.error(t["name"], tp + ".name", "a file name has no `/`");
         else f.name = *v;
+      }
+      if (auto v = r.text(t, "mode", tp)) {
+        // Octal as chmod takes it: "0640", "640".
+        bool octal = !v->empty() && v->size() <= 4 &&
+                     v->find_first_not_of("01234567") == std::string::npos;
+        int mode = octal ? std::stoi(*v, nullptr, 8) : -1;
+        if (!octal || mode > 0777)
+          r.error(t["mode"], tp + ".mode", "expected an octal file mode such as \"0640\"");
+        else if ((mode & 0600) != 0600)
+          r.error(t["mode"], tp + ".mode", "the engine must be able to read and write its files (0600 at least)");
+        else
+          f.mode = mode;
       }
     }
     d.describe = "file " + f.path;

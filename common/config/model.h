@@ -158,6 +158,10 @@ struct HttpDestination {
 struct FileDestination {
   std::string path;  // folder, relative to the project
   std::string name = "{id}";
+  // Permissions of the files written (before the umask); folders made for
+  // them get the same, plus search where reading is allowed. Messages are
+  // patient data: not world-readable unless the project says so.
+  int mode = 0640;
 };
 
 struct SftpDestination {

@@ -41,6 +41,7 @@ Result<std::unique_ptr<senders::Sender>> makeSender(const SenderContext& ctx,
     std::filesystem::path dir = fd->path;
     s.dir = (dir.is_absolute() ? dir : ctx.projectRoot / dir).string();
     s.nameTemplate = fd->name;
+    s.fileMode = fd->mode;
     if (auto v = senders::validateNameTemplate(s.nameTemplate); !v)
       return Error{where + ": file name \"" + s.nameTemplate + "\": " + v.error().message};
     return std::unique_ptr<senders::Sender>(std::make_unique<senders::FileSender>(ctx.loop, s));

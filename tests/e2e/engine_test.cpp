@@ -504,6 +504,43 @@ TEST(EngineEndToEnd, TextOutsideAnyHl7MessageInAFileIsReportedNotSilentlyDropped
   EXPECT_NE(log.find("zip.hl7 stored (0 message(s))"), std::string::npos) << log;
 }
 
+// Whoever may write to a drop folder must not be able to make the engine
+// read any file it may: a link there is skipped (and said once), only the
+// regular files are stored; and a file read whole past max_message_size is
+// left where it is.
+TEST(EngineEndToEnd, AFileSourceSkipsLinksAndLeavesAFileOverTheSizeLimitInPlace) {
+  TestDatabase db;
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/drop/interface.yaml",
+       "source:\n  file: { path: in/, pattern: \"*.hl7\", move_to: done/, poll: 200ms }\n"
+       "format: hl7v2\nmax_message_size: 1KB\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/drop/transform.js", kPassThrough},
+  });
+  fs::create_directories(project.root() / "in");
+  std::ofstream(project.root() / "secret.txt") << hl7("SECRET-1");
+  fs::create_symlink(project.root() / "secret.txt", project.root() / "in" / "link.hl7");
+  std::ofstream(project.root() / "in" / ".big") << hl7("BIG-1") << std::string(2000, 'x') << "\r";
+  fs::rename(project.root() / "in" / ".big", project.root() / "in" / "big.hl7");
+  std::ofstream(project.root() / "in" / ".ok") << hl7("OK-1");
+  fs::rename(project.root() / "in" / ".ok", project.root() / "in" / "ok.hl7");
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  ASSERT_TRUE(waitFor([&] { return fs::exists(project.root() / "done" / "ok.hl7"); }, 20s))
+      << engine.log();
+  // Two more polls: the link and the big file had their chances.
+  std::this_thread::sleep_for(600ms);
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "1");
+  EXPECT_TRUE(fs::is_symlink(project.root() / "in" / "link.hl7"));
+  EXPECT_TRUE(fs::exists(project.root() / "in" / "big.hl7"));
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+  const std::string log = engine.log();
+  EXPECT_NE(log.find("link.hl7 is a symbolic link"), std::string::npos) << log;
+  EXPECT_EQ(log.find("link.hl7 is a symbolic link"), log.rfind("link.hl7 is a symbolic link"))
+      << "said once, not at every poll";
+  EXPECT_NE(log.find("over the 1024 byte limit for a message"), std::string::npos) << log;
+}
+
 // systemd starts services with 1,024 open files (soft), far below the hard
 // limit; past it new connections were closed unanswered. The engine raises
 // its soft limit to the hard one.

@@ -1,9 +1,13 @@
 #include "supervisor/delivery/senders/file_sender.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <ctime>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -120,7 +124,8 @@ struct FileSender::Job {
   SendCallback cb;
   std::string payload;
   std::string finalPath, tempPath, dirPath;
-  int mode = 0644;
+  int mode = 0640;
+  int folderMode = 0750;
   Step step = Step::OpenTemp;
   uv_file fd = -1;
   size_t written = 0;
@@ -147,7 +152,7 @@ struct FileSender::Job {
   }
   void makeNextDir() {
     step = Step::MakeDir;
-    check(uv_fs_mkdir(loop(), &req, dirsToMake[nextDir].c_str(), 0755, &Job::onFs));
+    check(uv_fs_mkdir(loop(), &req, dirsToMake[nextDir].c_str(), folderMode, &Job::onFs));
   }
   void writeMore() {
     step = Step::Write;
@@ -384,10 +389,85 @@ struct FileSender::FolderSync {
 
 void FileSender::Job::renamed() { FolderSync::join(state, this); }
 
+int folderModeFor(int fileMode) {
+  int m = fileMode & 0777;
+  if (m & 0400) m |= 0100;
+  if (m & 0040) m |= 0010;
+  if (m & 0004) m |= 0001;
+  return m;
+}
+
+std::optional<pid_t> temporaryFileWriter(std::string_view n) {
+  // ".<name>.<pid>-<n>.tmp", as send() names them.
+  if (n.size() < 8 || n[0] != '.' || !n.ends_with(".tmp")) return std::nullopt;
+  n.remove_suffix(4);
+  size_t dot = n.rfind('.');
+  if (dot == std::string_view::npos || dot == 0) return std::nullopt;
+  std::string_view tail = n.substr(dot + 1);  // "<pid>-<n>"
+  size_t dash = tail.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == tail.size()) return std::nullopt;
+  auto digits = [](std::string_view d) {
+    return !d.empty() && d.size() <= 10 && d.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  if (!digits(tail.substr(0, dash)) || !digits(tail.substr(dash + 1))) return std::nullopt;
+  return static_cast<pid_t>(std::stoll(std::string(tail.substr(0, dash))));
+}
+
+namespace {
+
+// A crash between writing a temporary file and renaming it leaves the file
+// behind, holding a message. At start, the ones in the destination's folder
+// whose writer is gone are removed (a live writer, another engine during a
+// handover say, keeps its own). Runs on libuv's pool; owns itself.
+struct StaleTemporaries {
+  uv_fs_t req{};
+  std::string dir;
+  int left = 0;
+
+  static void start(uv_loop_t* loop, std::string dir) {
+    auto s = std::make_unique<StaleTemporaries>();
+    s->dir = std::move(dir);
+    s->req.data = s.get();
+    if (uv_fs_scandir(loop, &s->req, s->dir.c_str(), 0, &StaleTemporaries::listed) == 0)
+      s.release();  // owned by the request until its callback
+  }
+
+  static void listed(uv_fs_t* req) {
+    std::unique_ptr<StaleTemporaries> self(static_cast<StaleTemporaries*>(req->data));
+    std::vector<std::string> stale;
+    if (req->result >= 0) {
+      uv_dirent_t ent;
+      while (uv_fs_scandir_next(req, &ent) != UV_EOF) {
+        if (ent.type == UV_DIRENT_DIR) continue;
+        auto writer = temporaryFileWriter(ent.name);
+        if (!writer || *writer == ::getpid()) continue;
+        if (::kill(*writer, 0) == 0 || errno == EPERM) continue;  // still writing
+        stale.push_back(self->dir + "/" + ent.name);
+      }
+    }
+    uv_loop_t* loop = req->loop;
+    uv_fs_req_cleanup(req);
+    for (auto& path : stale) {
+      spdlog::warn("file destination: removing {}, a temporary file left by a stopped engine "
+                   "(its message is still pending and will be written again)",
+                   path);
+      auto unlink = std::make_unique<uv_fs_t>();
+      int rc = uv_fs_unlink(loop, unlink.get(), path.c_str(), [](uv_fs_t* r) {
+        std::unique_ptr<uv_fs_t> own(r);
+        uv_fs_req_cleanup(r);
+      });
+      if (rc == 0) unlink.release();  // owned by the request until its callback
+    }
+  }
+};
+
+}  // namespace
+
 FileSender::FileSender(uv_loop_t* loop, FileSenderSettings settings, Clock now)
     : settings_(std::move(settings)), now_(std::move(now)), state_(std::make_shared<State>()) {
   state_->loop = loop;
   while (settings_.dir.size() > 1 && settings_.dir.back() == '/') settings_.dir.pop_back();
+  if (!settings_.dir.empty()) StaleTemporaries::start(loop, settings_.dir);
 }
 
 FileSender::~FileSender() {
@@ -415,6 +495,7 @@ void FileSender::send(SendRequest request, SendCallback cb) {
   job->cb = std::move(cb);
   job->payload = std::move(request.payload);
   job->mode = settings_.fileMode;
+  job->folderMode = folderModeFor(settings_.fileMode);
   job->finalPath = settings_.dir.empty() ? *name : settings_.dir + "/" + *name;
   job->dirPath = parentOf(job->finalPath);
   std::string base = job->finalPath.substr(job->finalPath.rfind('/') + 1);

@@ -14,7 +14,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <sys/types.h>
 #include <vector>
 
 #include "common/result.h"
@@ -27,8 +30,18 @@ struct FileSenderSettings {
   // Placeholders: {id}, {interface}, {destination}, {date} (UTC yyyymmdd).
   // May contain '/' for sub-folders under dir.
   std::string nameTemplate = "{interface}-{id}.msg";
-  int fileMode = 0644;  // before the umask
+  // Before the umask. Messages are patient data: readable by the engine's
+  // group at most, unless the destination's `mode:` says otherwise.
+  int fileMode = 0640;
 };
+
+// The mode of a folder made for files of `fileMode`: the same, with search
+// wherever reading is allowed (0640 -> 0750, 0644 -> 0755).
+int folderModeFor(int fileMode);
+
+// The name of a temporary file this sender left behind, and the pid that
+// wrote it: ".<name>.<pid>-<n>.tmp". nullopt for any other name.
+std::optional<pid_t> temporaryFileWriter(std::string_view fileName);
 
 // The file name for a message, relative to the destination's folder.
 // Slashes inside values become '_' so a name can never leave the folder;

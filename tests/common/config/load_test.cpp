@@ -174,7 +174,7 @@ TEST(LoadProject, AnUnknownNestedKeyIsPlacedAtItsOwnLineAndColumn) {
                                     "unknown key `max_atempts` \u2014 did you mean `max_attempts`?"));
 }
 
-TEST(LoadProject, SeedSettingsNotImplementedYetAreRefusedNotIgnored) {
+TEST(LoadProject, SettingsNotImplementedYetAreRefusedNotIgnored) {
   ProjectDir p;
   p.write("ductus.yaml", "alerts: { keep: 1y }\napi: { listen: 127.0.0.1:7700, tls: { certificate: a } }\n");
   p.write("resources.yaml", "certificates: {}\n");
@@ -262,6 +262,34 @@ TEST(LoadProject, AMaxMessageSizeAWorkerCallCannotCarryIsRefused) {
   EXPECT_THAT(
       p.errors(),
       HasSubstr("ductus.yaml:1:19: max_message_size: must be from 1KB to 64MB, got `200MB`"));
+}
+
+TEST(LoadProject, AFileDestinationWritesOwnerAndGroupOnlyUnlessItsModeSaysOtherwise) {
+  ProjectDir p;
+  p.iface("adt", kMllpToFile);
+  p.iface("pub",
+          "source:\n  mllp: { listen: 127.0.0.1:2576 }\n"
+          "destination:\n  file: { path: out/, mode: \"0644\" }\n");
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  EXPECT_EQ(std::get<FileDestination>(o.project->interfaces.at(0).destinations[0].target).mode,
+            0640);
+  EXPECT_EQ(std::get<FileDestination>(o.project->interfaces.at(1).destinations[0].target).mode,
+            0644);
+}
+
+TEST(LoadProject, AFileModeMustBeOctalAndLetTheEngineReadAndWrite) {
+  for (auto [mode, message] :
+       {std::pair{"rw-r-----", "expected an octal file mode such as \"0640\""},
+        std::pair{"0999", "expected an octal file mode such as \"0640\""},
+        std::pair{"0440", "the engine must be able to read and write its files"}}) {
+    ProjectDir p;
+    p.iface("adt", std::string("source:\n  mllp: { listen: 127.0.0.1:2575 }\n"
+                               "destination:\n  file: { path: out/, mode: \"") +
+                       mode + "\" }\n");
+    EXPECT_THAT(p.errors(), HasSubstr(std::string("interface.yaml:4:")) ) << mode;
+    EXPECT_THAT(p.errors(), HasSubstr(message)) << mode;
+  }
 }
 
 TEST(LoadProject, AnInvalidCronExpressionIsRefusedAtItsLine) {

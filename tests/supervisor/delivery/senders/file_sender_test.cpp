@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -91,6 +92,40 @@ TEST_F(FileSenderTest, TheFileHoldsThePayloadByteForByteAndNoTemporaryFileRemain
   EXPECT_EQ(out.detail, (root_ / "adt-42.hl7").string());
   EXPECT_EQ(readFile(root_ / "adt-42.hl7"), payload);
   EXPECT_EQ(listAll(root_), std::vector<std::string>{"adt-42.hl7"});
+}
+
+TEST_F(FileSenderTest, FilesAndFoldersAreNotWorldReadableByDefault) {
+  mode_t old = umask(022);
+  makeSender(root_.string(), "{interface}/{id}.hl7");
+  EXPECT_EQ(sendOne({7, "adt", "archive", "MSH|x\r", {}, {}}).kind, SendOutcomeKind::Sent);
+  umask(old);
+  struct stat file {}, folder {};
+  ASSERT_EQ(stat((root_ / "adt" / "7.hl7").c_str(), &file), 0);
+  ASSERT_EQ(stat((root_ / "adt").c_str(), &folder), 0);
+  EXPECT_EQ(file.st_mode & 0777, 0640u);
+  EXPECT_EQ(folder.st_mode & 0777, 0750u);
+  EXPECT_EQ(folderModeFor(0644), 0755);
+  EXPECT_EQ(folderModeFor(0600), 0700);
+}
+
+TEST_F(FileSenderTest, TemporaryFilesOfAStoppedEngineAreRemovedAtStartAndALiveOnesAreKept) {
+  // A dead writer: a pid that exited. A live one: this test's parent.
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  waitpid(dead, nullptr, 0);
+  std::string deadName = ".7.hl7." + std::to_string(dead) + "-3.tmp";
+  std::string liveName = ".8.hl7." + std::to_string(getppid()) + "-1.tmp";
+  for (auto& n : {deadName, liveName, std::string(".hidden.tmp"), std::string("9.hl7")})
+    std::ofstream(root_ / n) << "x";
+  makeSender(root_.string(), "{id}.hl7");
+  EXPECT_TRUE(test::runUntil(&loop_, [&] { return !fs::exists(root_ / deadName); }, 5s));
+  EXPECT_TRUE(fs::exists(root_ / liveName));
+  EXPECT_TRUE(fs::exists(root_ / ".hidden.tmp")) << "not a name this sender makes";
+  EXPECT_TRUE(fs::exists(root_ / "9.hl7"));
+  EXPECT_EQ(temporaryFileWriter(".a.hl7.123-4.tmp"), std::optional<pid_t>(123));
+  EXPECT_EQ(temporaryFileWriter(".a.hl7.x-4.tmp"), std::nullopt);
+  EXPECT_EQ(temporaryFileWriter("a.hl7.123-4.tmp"), std::nullopt);
 }
 
 TEST_F(FileSenderTest, ALargePayloadIsWrittenWhole) {
