@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <vector>
@@ -53,8 +54,39 @@ Status chownToPostgres(const fs::path& p) {
   if (geteuid() != 0) return {};
   passwd* pw = getpwnam("postgres");
   if (!pw) return Error{"no postgres OS user: run scripts/install-deps.sh as root"};
-  if (chown(p.c_str(), pw->pw_uid, pw->pw_gid) != 0) return Error::fromErrno("chown " + p.string());
+  // lchown: the folder was checked to be no link, and a link is never followed.
+  if (lchown(p.c_str(), pw->pw_uid, pw->pw_gid) != 0)
+    return Error::fromErrno("chown " + p.string());
   return {};
+}
+
+// The state folder lives in a world-writable place (/var/tmp) by default,
+// and `ductus dev` may run as root, which then chowns it to postgres. A
+// folder another local user prepared there (a link to /etc, say) must be
+// refused, not followed: the folder and the one holding it must be real
+// folders, the holder writable by nobody but their owner (or sticky and
+// root's, like /var/tmp), and each owned by us (the leaf may be
+// postgres's: a previous run chowned it).
+Status checkStateFolder(const fs::path& dir, bool leaf) {
+  uid_t me = geteuid();
+  passwd* pg = getpwnam("postgres");
+  auto check = [&](const fs::path& p, bool leaf) -> Status {
+    struct stat st {};
+    if (lstat(p.c_str(), &st) != 0) return Error::fromErrno("lstat " + p.string());
+    if (S_ISLNK(st.st_mode))
+      return Error{p.string() + " is a symbolic link; the dev state folder must be a real folder"};
+    if (!S_ISDIR(st.st_mode)) return Error{p.string() + " is not a folder"};
+    bool ours = st.st_uid == me || (leaf && pg && st.st_uid == pg->pw_uid);
+    bool sharedSticky = !leaf && st.st_uid == 0 && (st.st_mode & S_ISVTX);
+    if (!ours && !sharedSticky)
+      return Error{p.string() + " belongs to uid " + std::to_string(st.st_uid) +
+                   ", not to this user: refusing a folder someone else made (use --data-dir, "
+                   "or remove it)"};
+    if (!leaf && !sharedSticky && (st.st_mode & (S_IWGRP | S_IWOTH)))
+      return Error{p.string() + " is writable by others: refusing to keep the dev cluster in it"};
+    return {};
+  };
+  return check(dir, leaf);
 }
 
 }  // namespace
@@ -79,8 +111,17 @@ Result<DevPostgres> DevPostgres::start(const fs::path& dirIn, bool fresh) {
         .ok();
     fs::remove_all(dir, ec);
   }
-  fs::create_directories(dir, ec);
-  if (ec) return Error{"cannot create " + dir.string() + ": " + ec.message()};
+  // The holder first, as a folder of ours (mkdir makes no link), then the
+  // checks, then the state folder itself, never through a link.
+  if (!fs::exists(dir.parent_path(), ec)) {
+    fs::create_directories(dir.parent_path(), ec);
+    if (ec) return Error{"cannot create " + dir.parent_path().string() + ": " + ec.message()};
+    chmod(dir.parent_path().c_str(), 0755);
+  }
+  if (auto s = checkStateFolder(dir.parent_path(), false); !s) return s.error();
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return Error::fromErrno("cannot create " + dir.string());
+  if (auto s = checkStateFolder(dir, true); !s) return s.error();
   chmod(dir.c_str(), 0700);
   if (auto s = chownToPostgres(dir); !s) return s.error();
 
