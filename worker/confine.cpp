@@ -41,12 +41,19 @@ constexpr std::initializer_list<int> kThreads = {
     SCMP_SYS(getuid),         SCMP_SYS(geteuid),         SCMP_SYS(getgid),
     SCMP_SYS(getegid),        SCMP_SYS(exit),            SCMP_SYS(exit_group)};
 
-// Scheduling calls whose first argument names the target: allowed only for
-// 0, "the calling thread" (V8 sets its own threads' priority that way), so
-// a script that escaped V8 cannot reach the supervisor or a neighbour.
-constexpr std::initializer_list<int> kOwnThreadOnly = {
-    SCMP_SYS(sched_getaffinity), SCMP_SYS(sched_setaffinity), SCMP_SYS(sched_getparam),
-    SCMP_SYS(sched_getscheduler), SCMP_SYS(sched_setscheduler)};
+// Scheduling calls that change the target named by their first argument:
+// allowed only for 0, "the calling thread" (V8 sets its own threads'
+// priority that way), so a script that escaped V8 cannot reach the
+// supervisor or a neighbour.
+constexpr std::initializer_list<int> kOwnThreadOnly = {SCMP_SYS(sched_setaffinity),
+                                                       SCMP_SYS(sched_setscheduler)};
+
+// Their reading halves name a thread by its id (glibc's pthread_getattr_np,
+// which every new thread of the sanitizer build calls, asks for its own
+// tid's affinity), and a filter cannot tell our tids from others'. They
+// change nothing.
+constexpr std::initializer_list<int> kSchedulingReads = {
+    SCMP_SYS(sched_getaffinity), SCMP_SYS(sched_getparam), SCMP_SYS(sched_getscheduler)};
 
 // Time, for Date.now(), performance and deadlines.
 constexpr std::initializer_list<int> kTime = {
@@ -105,7 +112,7 @@ Status confineProcess(const ConfineOptions& options) {
   // land here.
   Filter ctx(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
   if (!ctx) return Error{"seccomp_init failed"};
-  for (auto set : {kMemory, kThreads, kTime, kSignals, kExistingFds}) {
+  for (auto set : {kMemory, kThreads, kSchedulingReads, kTime, kSignals, kExistingFds}) {
     if (auto s = addAll(ctx.get(), set); !s) return s;
   }
   for (int nr : kOwnThreadOnly)

@@ -8,10 +8,15 @@
 #include <sstream>
 
 #include "proto/contract.h"
+#include "proto/frame.h"
 #include "proto/worker_exit.h"
 
 namespace ductus::supervisor {
 namespace {
+
+// What an invoke frame carries besides the payload and the destination's
+// name: the call id, function id, meta and Cap'n Proto's framing.
+constexpr size_t kFrameEnvelopeBytes = 4096;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -301,6 +306,18 @@ void WorkerPool::invoke(FunctionId fn, std::string payload, CallMeta meta, Outco
 
 void WorkerPool::send(Slot& slot, Interface& iface, FunctionId fn, std::string payload,
                       const CallMeta& meta, OutcomeCallback done) {
+  // A frame past the worker's limit would make the worker refuse it and
+  // die, and the call would be retried forever: it is the message's fault
+  // (a respond-mode body escaped into JSON, a route's large output), for a
+  // person to see.
+  size_t frameBytes = payload.size() + meta.destination.size() + kFrameEnvelopeBytes;
+  if (frameBytes > proto::FrameLimits{}.maxMessageBytes) {
+    done({Outcome::Kind::Quarantine,
+          "the message is " + std::to_string(payload.size()) +
+              " bytes; a call to a worker carries at most " +
+              std::to_string(proto::FrameLimits{}.maxMessageBytes - kFrameEnvelopeBytes)});
+    return;
+  }
   uint64_t callId = nextCallId_++;
   slot.calls[callId] =
       InFlight{callId, &iface, Clock::now(),
@@ -396,7 +413,15 @@ void WorkerPool::onFrame(Slot& slot, proto::FromWorker::Reader msg) {
       Interface* iface = nullptr;
       for (auto& i : interfaces_)
         if (i->id == l.getInterfaceId()) iface = i.get();
-      if (!iface) return;
+      // A worker speaks only for the interfaces of its own group: one that
+      // names another (a script that escaped V8 could try, to stop an
+      // interface it cannot reach) is not a worker of ours any more.
+      if (!iface || iface->group != slot.group) {
+        if (slot.proc)
+          slot.proc->kill("it reported loading interface " + std::to_string(l.getInterfaceId()) +
+                          ", which is not of its group");
+        return;
+      }
       Status result;
       if (l.isError()) result = Error{l.getError()};
       if (!result) {
@@ -410,15 +435,20 @@ void WorkerPool::onFrame(Slot& slot, proto::FromWorker::Reader msg) {
       return;
     }
     case proto::FromWorker::OUTCOME: {
+      // Every field is read before the call leaves the table: a malformed
+      // frame throws here, the worker is killed, and the call is answered
+      // with the others of the dead worker, never left waiting.
       auto o = msg.getOutcome();
-      auto it = slot.calls.find(o.getCallId());
+      uint64_t callId = o.getCallId();
+      auto kind = o.getKind();
+      auto d = o.getData();
+      std::string data(reinterpret_cast<const char*>(d.begin()), d.size());
+      auto it = slot.calls.find(callId);
       if (it == slot.calls.end()) return;  // settled already (worker killed meanwhile)
       InFlight call = std::move(it->second);
       slot.calls.erase(it);
-      auto d = o.getData();
-      std::string data(reinterpret_cast<const char*>(d.begin()), d.size());
       Outcome out{Outcome::Kind::Output, {}};
-      switch (o.getKind()) {
+      switch (kind) {
         case proto::OutcomeKind::OUTPUT: out = {Outcome::Kind::Output, std::move(data)}; break;
         case proto::OutcomeKind::FILTERED: out = {Outcome::Kind::Filtered, std::move(data)}; break;
         case proto::OutcomeKind::QUARANTINE:
@@ -438,7 +468,7 @@ void WorkerPool::onFrame(Slot& slot, proto::FromWorker::Reader msg) {
           // A kind this build does not know: the worker is not ours to trust.
           out = {Outcome::Kind::Quarantine,
                  "the worker answered an outcome of unknown kind " +
-                     std::to_string(static_cast<int>(o.getKind()))};
+                     std::to_string(static_cast<int>(kind))};
           break;
       }
       Group& g = *slot.group;

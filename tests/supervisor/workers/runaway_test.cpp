@@ -9,6 +9,12 @@
 #include <sstream>
 #include <string>
 
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/io.h>
+
+#include "proto/frame.h"
+#include "proto/worker.capnp.h"
 #include "tests/supervisor/workers/pool_fixture.h"
 
 namespace ductus::test {
@@ -267,6 +273,82 @@ TEST_F(PoolTest, AMalformedFrameFromAWorkerKillsThatWorkerNotTheSupervisor) {
   EXPECT_EQ(got->kind, Kind::Transient) << got->data;
   EXPECT_TRUE(runUntil([&] { return kill(pids[0], 0) != 0; }, 5s));
   EXPECT_GE(pool_->restarts(), 1u);
+}
+
+// A worker speaks only for its own group: a "worker" that says an interface
+// of another group failed to load (what a script that escaped V8 could send
+// to stop an interface it cannot reach) is killed, and that interface runs on.
+TEST_F(PoolTest, AWorkerNamingAnInterfaceOfAnotherGroupIsKilledAndThatInterfaceRuns) {
+  // What the fake workers write. The first one started (the dedicated
+  // group's) only says ready; every later one (the shared group's) then
+  // claims that interface 1, the dedicated one, failed to load.
+  auto write = [&](const std::string& name, bool attack) {
+    kj::VectorOutputStream bytes;
+    {
+      capnp::MallocMessageBuilder b;
+      b.initRoot<proto::FromWorker>().setReady();
+      capnp::writeMessage(bytes, b);
+    }
+    if (attack) {
+      capnp::MallocMessageBuilder b;
+      auto l = b.initRoot<proto::FromWorker>().initLoaded();
+      l.setInterfaceId(1);
+      l.setError("interfaces/x.js:1: pwned");
+      capnp::writeMessage(bytes, b);
+    }
+    auto a = bytes.getArray();
+    std::ofstream(project_ / name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(a.begin()), static_cast<std::streamsize>(a.size()));
+  };
+  write("ready.bin", false);
+  write("attack.bin", true);
+  auto fake = project_ / "fake-worker.sh";
+  std::ofstream(fake) << "#!/bin/sh\ncd '" << project_.string() << "'\n"
+                      << "if mkdir first 2>/dev/null; then cat ready.bin >&3; "
+                         "else cat attack.bin >&3; fi\nexec sleep 30\n";
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  writeFile("interfaces/mine/transform.js", "export const transform = (m) => m;\n");
+  writeFile("interfaces/other/transform.js", "export const transform = (m) => m;\n");
+  supervisor::WorkerPool::Options o;
+  o.binary = fake.string();
+  o.sharedWorkers = 1;
+  pool_ = std::make_unique<supervisor::WorkerPool>(&loop_, o, services_);
+  auto add = [&](supervisor::InterfaceSpec s) {
+    auto modules = supervisor::readInterfaceModules(s);
+    EXPECT_TRUE(modules);
+    return pool_->addInterface(s, std::move(*modules));
+  };
+  ASSERT_TRUE(add(dedicated(spec("other"), 1s)));  // interface 1, its own group
+  ASSERT_TRUE(runUntil([&] { return std::filesystem::exists(project_ / "first"); }, 10s));
+  ASSERT_TRUE(add(spec("mine")));
+  ASSERT_EQ(pool_->workerPids("mine").size(), 1u);
+  pid_t shared = pool_->workerPids("mine")[0];
+  ASSERT_TRUE(runUntil([&] { return kill(shared, 0) != 0; }, 10s))
+      << "the shared worker named another group's interface and lives on";
+  EXPECT_FALSE(pool_->isStopped("other"));
+  EXPECT_GE(pool_->restarts(), 1u);
+}
+
+TEST_F(PoolTest, ACallTooLargeForAWorkerFrameIsQuarantinedWithoutReachingAWorker) {
+  writeFile("interfaces/big/transform.js", "export const transform = (m) => m;\n");
+  supervisor::WorkerPool::Options o;
+  o.sharedWorkers = 1;
+  pool(o);
+  auto fn = load(spec("big"));
+  ASSERT_TRUE(fn) << fn.error().message;
+  pid_t before = pool().workerPids("big").at(0);
+  std::string huge(proto::FrameLimits{}.maxMessageBytes, 'x');
+  std::optional<Outcome> got;
+  pool().invoke(*fn, std::move(huge), {}, [&](Outcome out) { got = std::move(out); });
+  ASSERT_TRUE(runUntil([&] { return got.has_value(); }, 10s));
+  EXPECT_EQ(got->kind, Kind::Quarantine);
+  EXPECT_NE(got->data.find("a call to a worker carries at most"), std::string::npos) << got->data;
+  // The worker never saw it and still serves.
+  std::optional<Outcome> small;
+  pool().invoke(*fn, kMsg, {}, [&](Outcome out) { small = std::move(out); });
+  ASSERT_TRUE(runUntil([&] { return small.has_value(); }, 10s));
+  EXPECT_EQ(small->kind, Kind::Output);
+  EXPECT_EQ(pool().workerPids("big").at(0), before);
 }
 
 TEST_F(PoolTest, SharedInterfacesShareThePoolAndADedicatedOneHasItsOwnWorkers) {
