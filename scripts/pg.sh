@@ -6,6 +6,10 @@
 #   scripts/pg.sh url DIR                    print the connection string
 #   scripts/pg.sh stop DIR [--keep]          stop it and remove DIR (--keep: only stop)
 #   scripts/pg.sh status DIR
+#   scripts/pg.sh crash DIR immediate|kill   end it as a crash would, keeping DIR:
+#                                            immediate: pg_ctl -m immediate (no
+#                                            checkpoint, no WAL flush); kill: kill -9
+#                                            of the postmaster and every backend
 #
 # The cluster runs as the postgres OS user (initdb refuses root), keeps its
 # data in DIR/data, listens only on a Unix socket in DIR (no TCP port unless
@@ -69,8 +73,30 @@ case "$cmd" in
     fi
     [ "$keep" = "--keep" ] || rm -rf "$dir"
     ;;
+  crash)
+    dir="${1:?usage: pg.sh crash DIR immediate|kill}"; how="${2:?usage: pg.sh crash DIR immediate|kill}"
+    case "$how" in
+      immediate)
+        as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m immediate -w -t 60 stop >/dev/null
+        ;;
+      kill)
+        pid="$(head -1 "$dir/data/postmaster.pid")"
+        # Its children first named, then all killed at once: once the
+        # postmaster is gone they are no longer its children to find.
+        procs="$pid $(pgrep -P "$pid" | tr '\n' ' ')"
+        kill -9 $procs 2>/dev/null || true
+        for _ in $(seq 1 100); do
+          alive=0
+          for p in $procs; do kill -0 "$p" 2>/dev/null && alive=1; done
+          [ $alive -eq 0 ] && break
+          sleep 0.1
+        done
+        ;;
+      *) die "crash: immediate or kill, not '$how'" ;;
+    esac
+    ;;
   *)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     [ -z "$cmd" ] && exit 2
     [ "$cmd" = "--help" ] || [ "$cmd" = "-h" ] || exit 2
     ;;

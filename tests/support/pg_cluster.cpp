@@ -75,6 +75,14 @@ bool PgCluster::stop() {
   return true;
 }
 
+bool PgCluster::crash(const std::string& how) {
+  if (!pgsh({"crash", dir_.string(), how})) {
+    ADD_FAILURE() << "scripts/pg.sh crash " << dir_ << " " << how << " failed";
+    return false;
+  }
+  return true;
+}
+
 std::vector<std::string> PgCluster::column(const std::string& sql,
                                            const std::vector<std::string>& params) {
   std::vector<std::string> out;

@@ -24,6 +24,10 @@ class PgCluster {
   // Stops the server (pg_ctl -m fast: sessions are terminated), keeping
   // the data for the next start().
   bool stop();
+  // Ends the server as a crash would, keeping the data: `immediate` is
+  // pg_ctl -m immediate (no checkpoint, unflushed WAL lost), `kill` is
+  // kill -9 of the postmaster and its backends. start() then recovers.
+  bool crash(const std::string& how);
   const std::string& url() const { return url_; }
 
   // Blocking query on a fresh connection: the first column of each row.
