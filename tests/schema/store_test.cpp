@@ -86,24 +86,30 @@ TEST_F(Messages, ADedupeHitIsStoredAsDuplicateAndNeverQueued) {
 }
 
 TEST_F(Messages, ARelaxedInsertTurnsSynchronousCommitOffForItsOwnTransactionOnly) {
-  // One connection, so the next statement runs on the same session.
+  // The production statement on one session of the test's own, inside an
+  // open transaction, so the setting can be read where the insert ran:
+  // off for a relaxed insert, untouched for a strict one, and back to the
+  // session's value once the transaction ends.
+  Sql s(db_->conninfo());
+  for (bool relaxed : {true, false}) {
+    ASSERT_TRUE(s("BEGIN").ok());
+    auto r = s(sql::kInsertOneMessage, {std::to_string(iface_), "49", "{" + std::to_string(destA_) + "}",
+                                   relaxed ? "t" : "f", "0", "0", "relaxed?"});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    auto inside = s("SHOW synchronous_commit");
+    ASSERT_TRUE(inside.ok());
+    EXPECT_EQ(inside->text(0, 0), relaxed ? "off" : "on") << "relaxed=" << relaxed;
+    ASSERT_TRUE(s("COMMIT").ok());
+    auto after = s("SHOW synchronous_commit");
+    ASSERT_TRUE(after.ok());
+    EXPECT_EQ(after->text(0, 0), "on") << "the setting outlived its transaction";
+  }
+  // And the Store passes the switch: a relaxed message is stored and queued.
   auto m = message("relaxed", {destA_});
   m.relaxed = true;
   auto stored = insert(m);
   ASSERT_TRUE(stored.ok()) << stored.error().message;
-  auto setting = run<std::string>([&](auto cb) {
-    store_->pool().acquire([cb](Result<PgPool::LeasePtr> l) {
-      if (!l) return cb(l.error());
-      auto lease = *l;
-      lease->conn().query("SHOW synchronous_commit", {}, [lease, cb](Result<PgResult> r) {
-        if (!r) return cb(r.error());
-        cb(std::string(r->text(0, 0)));
-      });
-    });
-  });
-  ASSERT_TRUE(setting.ok());
-  EXPECT_EQ(*setting, "on");
-  EXPECT_EQ(queue(destA_).size(), 1u);
+  EXPECT_EQ(queue(destA_).size(), 3u);
 }
 
 TEST_F(Messages, ABatchKeepsItsOrderTreatsARepeatedKeyAsDuplicateAndWritesSourceState) {
