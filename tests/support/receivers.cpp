@@ -117,6 +117,12 @@ void MllpReceiver::serve(int fd) {
         handler = handler_;
       }
       MllpReply reply = handler(message);
+      if (!buffer.empty()) ++early_;  // more came with this one
+      if (auto hold = hold_.load(); hold.count() > 0) {
+        std::this_thread::sleep_for(hold);
+        char c;
+        if (::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0) ++early_;
+      }
       if (!reply.bytes.empty() && !writeAll(fd, reply.bytes)) return;
       if (reply.closeAfter) return;
     }

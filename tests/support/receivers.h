@@ -47,6 +47,10 @@ class MllpReceiver {
   std::vector<std::string> messages();
   int connections() const { return connections_; }
   void setHandler(Handler h);
+  // Holds each answer this long, then looks whether the sender wrote
+  // anything before getting it; earlyFrames() counts the times it had.
+  void holdAnswers(std::chrono::milliseconds d) { hold_ = d; }
+  int earlyFrames() const { return early_; }
 
  private:
   void run();
@@ -59,6 +63,8 @@ class MllpReceiver {
   Handler handler_;
   std::vector<std::string> messages_;
   std::atomic<int> connections_{0};
+  std::atomic<std::chrono::milliseconds> hold_{std::chrono::milliseconds(0)};
+  std::atomic<int> early_{0};
   std::thread thread_;
 };
 

@@ -119,9 +119,10 @@ TEST_F(MllpSenderTest, MessagesInARowShareOneConnection) {
 }
 
 TEST_F(MllpSenderTest, QueuedMessagesGoOneAtATimeInOrder) {
-  // The receiver checks that nothing arrives before it has answered the
-  // previous message: it sees exactly one message per read cycle.
+  // The receiver holds each answer 20 ms and then looks whether the next
+  // frame came before it: it never may.
   MllpReceiver receiver(answering("AA"));
+  receiver.holdAnswers(20ms);
   makeSender(receiver.port());
   std::vector<int64_t> order;
   for (int64_t id = 1; id <= 10; ++id) {
@@ -134,6 +135,7 @@ TEST_F(MllpSenderTest, QueuedMessagesGoOneAtATimeInOrder) {
   }
   ASSERT_TRUE(test::runUntil(&loop_, [&] { return order.size() == 10; }));
   EXPECT_EQ(order, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(receiver.earlyFrames(), 0) << "a frame came before the previous one's ACK";
   auto seen = receiver.messages();
   ASSERT_EQ(seen.size(), 10u);
   for (size_t i = 0; i < seen.size(); ++i) {
