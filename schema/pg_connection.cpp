@@ -1,6 +1,9 @@
 #include "schema/pg_connection.h"
 
+#include <charconv>
 #include <string_view>
+
+#include "schema/conninfo.h"
 
 namespace ductus::store {
 namespace {
@@ -11,10 +14,30 @@ std::string trimmed(const char* s) {
   return std::string(v);
 }
 
+// The connect_timeout libpq settled on (the string's, PGCONNECT_TIMEOUT's or
+// a service file's), read as libpq's blocking connect reads it: 0 or less is
+// no limit, 1 is raised to 2 (libpq: a 1 s timeout fails connects that were
+// about to succeed).
+int connectTimeoutOf(PGconn* c) {
+  PQconninfoOption* opts = PQconninfo(c);
+  if (!opts) return 0;
+  int seconds = 0;
+  for (PQconninfoOption* o = opts; o->keyword; ++o) {
+    if (std::string_view(o->keyword) != "connect_timeout" || !o->val) continue;
+    std::string_view v = o->val;
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    std::from_chars(v.data(), v.data() + v.size(), seconds);
+  }
+  PQconninfoFree(opts);
+  if (seconds <= 0) return 0;
+  return seconds < 2 ? 2 : seconds;
+}
+
 }  // namespace
 
 PgConnection::~PgConnection() {
   *alive_ = false;
+  connectTimer_.reset();
   // Stop polling before libpq closes the socket.
   poll_.reset();
   conn_.reset();
@@ -35,6 +58,7 @@ void PgConnection::watch(int events) {
     }
     poll_.markInitialized();
     pollEvents_ = 0;
+    if (state_ == State::Connecting) armConnectTimer();
   }
   poll_->data = this;
   // uv_poll_start first stops the poll, which takes the socket out of epoll
@@ -66,9 +90,12 @@ void PgConnection::onPoll(uv_poll_t* h, int status, int events) {
 
 void PgConnection::connect(const std::string& conninfo, ConnectCallback cb) {
   onConnect_ = std::move(cb);
-  conn_.reset(PQconnectStart(conninfo.c_str()));
+  auto hardened = hardenedConninfo(conninfo);
+  if (!hardened) return fail(hardened.error().message);
+  conn_.reset(PQconnectStart(hardened->c_str()));
   if (!conn_) return fail("out of memory starting a connection");
   if (PQstatus(conn_.get()) == CONNECTION_BAD) return fail(trimmed(PQerrorMessage(conn_.get())));
+  connectTimeoutSeconds_ = connectTimeoutOf(conn_.get());
   state_ = State::Connecting;
   // PQconnectStart's first poll state is "writing".
   watch(UV_WRITABLE);
@@ -81,6 +108,7 @@ void PgConnection::stepConnect() {
     case PGRES_POLLING_WRITING:
       return watch(UV_WRITABLE);
     case PGRES_POLLING_OK: {
+      connectTimer_.reset();
       if (PQsetnonblocking(conn_.get(), 1) != 0) return fail("PQsetnonblocking failed");
       state_ = State::Idle;
       watch(UV_READABLE);
@@ -93,6 +121,26 @@ void PgConnection::stepConnect() {
     default:
       return fail(trimmed(PQerrorMessage(conn_.get())));
   }
+}
+
+void PgConnection::armConnectTimer() {
+  if (connectTimeoutSeconds_ <= 0) return;
+  if (!connectTimer_) connectTimer_ = makeTimer(loop_, this);
+  uv_timer_start(connectTimer_.get(), &PgConnection::onConnectTimeout,
+                 static_cast<uint64_t>(connectTimeoutSeconds_) * 1000, 0);
+}
+
+void PgConnection::onConnectTimeout(uv_timer_t* t) {
+  auto* self = static_cast<PgConnection*>(t->data);
+  if (!self || self->state_ != State::Connecting) return;
+  std::string where;
+  if (const char* host = PQhost(self->conn_.get()); host && *host) {
+    where = std::string(" to ") + host;
+    if (const char* port = PQport(self->conn_.get()); port && *port)
+      where += std::string(":") + port;
+  }
+  self->fail("no connection" + where + " within " + std::to_string(self->connectTimeoutSeconds_) +
+             " s (connect_timeout)");
 }
 
 void PgConnection::query(std::string sql, std::vector<Param> params, QueryCallback cb) {
@@ -117,8 +165,9 @@ void PgConnection::execute(const std::string& name, const std::string& sql,
                            std::vector<Param> params, std::vector<int> formats, QueryCallback cb) {
   if (!prepared_.count(name)) {
     // Marked at once so a second execute queued behind this one does not
-    // prepare again; a failed prepare unmarks it (and the execute behind it
-    // fails with the server's "does not exist", carrying the cause).
+    // prepare again; a failed prepare unmarks it, and the executes queued
+    // behind it fail with its error (a statement_timeout while waiting for
+    // a lock, say), not the server's "does not exist".
     prepared_.insert(name);
     Pending prep;
     prep.sql = sql;
@@ -127,7 +176,10 @@ void PgConnection::execute(const std::string& name, const std::string& sql,
     prep.params.resize(params.size());
     auto alive = alive_;
     prep.cb = [this, alive, name](Result<PgResult> r) {
-      if (*alive && !r.ok()) prepared_.erase(name);
+      if (*alive && !r.ok()) {
+        prepared_.erase(name);
+        failedPrepares_.insert_or_assign(name, r.error());
+      }
     };
     enqueue(std::move(prep));
   }
@@ -165,6 +217,11 @@ void PgConnection::startNext() {
   error_.reset();
 
   const Pending& q = *current_;
+  if (q.kind == Kind::Prepare) failedPrepares_.erase(q.name);
+  if (q.kind == Kind::Prepared) {
+    if (auto f = failedPrepares_.find(q.name); f != failedPrepares_.end())
+      return finishQuery(f->second);
+  }
   std::vector<const char*> values;
   std::vector<int> lengths;
   values.reserve(q.params.size());
@@ -241,6 +298,7 @@ void PgConnection::finishQuery(Result<PgResult> r) {
 
 std::vector<PgConnection::QueryCallback> PgConnection::abandon() {
   state_ = State::Broken;
+  connectTimer_.reset();
   poll_.reset();
   pollFd_ = -1;
   onConnect_ = nullptr;
@@ -256,6 +314,7 @@ std::vector<PgConnection::QueryCallback> PgConnection::abandon() {
 void PgConnection::fail(const std::string& why) {
   // Every waiter hears the cause; the connection is not reused.
   state_ = State::Broken;
+  connectTimer_.reset();
   poll_.reset();
   pollFd_ = -1;
   Error err{"postgres: " + (why.empty() ? std::string("connection lost") : why),

@@ -9,6 +9,12 @@
 // bytea payloads and arrays use: no hex doubling of a 64 MB message); SQL is
 // never assembled from values. Named statements are prepared once per
 // connection and then executed by name.
+//
+// Every connection gets connect_timeout and TCP keepalives unless its
+// string sets them (schema/conninfo.h). libpq ignores connect_timeout in
+// non-blocking mode (PQconnectPoll leaves the clock to the caller), so this
+// class enforces it with a timer: a server that accepts the TCP connection
+// and then says nothing fails the connect instead of hanging it.
 #pragma once
 
 #include <libpq-fe.h>
@@ -19,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -40,7 +47,9 @@ class PgConnection {
   PgConnection(const PgConnection&) = delete;
   PgConnection& operator=(const PgConnection&) = delete;
 
-  // Starts connecting; cb runs on the loop once connected or failed.
+  // Starts connecting; cb runs on the loop once connected or failed (a
+  // connection string that does not parse, or no connection within its
+  // connect_timeout, fail too).
   void connect(const std::string& conninfo, ConnectCallback cb);
 
   // Queues a statement. cb runs on the loop with the (last) result, or an
@@ -83,6 +92,8 @@ class PgConnection {
   static void onPoll(uv_poll_t* h, int status, int events);
   void watch(int events);
   void stepConnect();
+  void armConnectTimer();
+  static void onConnectTimeout(uv_timer_t* t);
   void startNext();
   void stepQuery(int events);
   void fail(const std::string& why);
@@ -96,6 +107,10 @@ class PgConnection {
   UvHandle<uv_poll_t> poll_;
   int pollFd_ = -1;
   int pollEvents_ = 0;  // what poll_ watches now
+  // While connecting: runs out after connect_timeout, restarted for each
+  // address libpq tries (as its blocking connect does).
+  UvHandle<uv_timer_t> connectTimer_;
+  int connectTimeoutSeconds_ = 0;  // 0: none
   State state_ = State::Fresh;
   ConnectCallback onConnect_;
   std::deque<Pending> queue_;
@@ -103,6 +118,9 @@ class PgConnection {
   PgResult last_;
   std::optional<Error> error_;
   std::unordered_set<std::string> prepared_;
+  // Why a statement's prepare failed, for the executes queued behind it;
+  // forgotten when the name is prepared again.
+  std::unordered_map<std::string, Error> failedPrepares_;
   // Guards against `this` being destroyed inside a user callback.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -1,5 +1,7 @@
 #include "schema/pg_pool.h"
 
+#include <algorithm>
+
 namespace ductus::store {
 
 struct PgPool::Shared : std::enable_shared_from_this<PgPool::Shared> {
@@ -62,6 +64,7 @@ struct PgPool::Shared : std::enable_shared_from_this<PgPool::Shared> {
   }
 
   void dispatch() {
+    auto keep = shared_from_this();  // a waiter's callback may drop the last owner
     while (!closed && !waiters.empty() && !idle.empty()) {
       // The connection used last: its backend is still warm (caches, CPU),
       // where handing them out in turn kept every backend cold.
@@ -79,11 +82,17 @@ struct PgPool::Shared : std::enable_shared_from_this<PgPool::Shared> {
       cb(std::make_shared<Lease>(shared_from_this(), i));
     }
     if (closed || waiters.empty()) return;
-    // Waiters but nothing idle: bring back a slot that is down, if any.
-    for (size_t i = 0; i < slots.size(); ++i) {
+    // Waiters but nothing idle: bring back slots that are down, one for
+    // each waiter a connect under way won't serve (a pool that starts
+    // empty, as scripts' db() pools do, opens what its callers need at
+    // once rather than one connection per round trip), never more than the
+    // pool's size.
+    size_t connecting = static_cast<size_t>(std::count_if(
+        slots.begin(), slots.end(), [](const Slot& s) { return s.state == State::Connecting; }));
+    for (size_t i = 0; i < slots.size() && !closed && waiters.size() > connecting; ++i) {
       if (slots[i].state == State::Down) {
         connect(i, nullptr);
-        return;
+        ++connecting;
       }
     }
   }

@@ -65,6 +65,16 @@ RefArrays refArrays(const std::vector<MessageRef>& refs) {
 const char* const kSessionSetup =
     "SET plan_cache_mode = force_generic_plan; SET TimeZone = 'UTC'";
 
+// The pool's setup with StoreOptions::statementTimeout. A SET, not the
+// startup packet's `options`: connection poolers refuse unknown startup
+// parameters. SET takes no bound parameter; the value is a number of ours.
+std::string sessionSetup(const StoreOptions& o) {
+  std::string setup = kSessionSetup;
+  if (o.statementTimeout.count() > 0)
+    setup += "; SET statement_timeout = " + std::to_string(o.statementTimeout.count());
+  return setup;
+}
+
 Tier tierOf(long long v) { return static_cast<Tier>(static_cast<int16_t>(v)); }
 
 // Rows of (id, tier, received_at, status) as StoredMessage.
@@ -85,7 +95,9 @@ std::vector<StoredMessage> storedRows(const PgResult& r) {
 }  // namespace
 
 Store::Store(uv_loop_t* loop, StoreOptions options)
-    : loop_(loop), options_(std::move(options)), pool_(loop, options_.conninfo, options_.poolSize, kSessionSetup) {}
+    : loop_(loop),
+      options_(std::move(options)),
+      pool_(loop, options_.conninfo, options_.poolSize, sessionSetup(options_)) {}
 
 Store::~Store() { *alive_ = false; }
 

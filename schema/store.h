@@ -20,6 +20,7 @@
 
 #include <uv.h>
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -50,6 +51,17 @@ struct StoreOptions {
   // 2 cores: one statement a group 9,400 ACKs/s, 2: 8,100, 8: 6,600, since
   // each statement's executor start and commit cost more than its rows.)
   int maxInsertStatements = 0;
+  // The server cancels any statement of the store's connections that runs
+  // longer than this (statement_timeout, SQLSTATE 57014), so a table locked
+  // by someone else or a server too slow to answer fails the statement (an
+  // insert then answers AE / 503, as any failed store does, and nothing
+  // acknowledged is lost) instead of holding the connection and the sender
+  // forever. Not retried here: the caller's own retry (a sender's resend, a
+  // delivery loop's back-off) is the retry. 0: no limit. The engine keeps
+  // this default (nothing in ductus.yaml sets it); tests lower it.
+  // Migrations run on a connection of their own without it: a heavy
+  // migration may take longer.
+  std::chrono::milliseconds statementTimeout{30000};
 };
 
 class Store {

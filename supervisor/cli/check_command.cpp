@@ -14,10 +14,12 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "common/fd.h"
+#include "common/uv_handle.h"
 #include "common/version.h"
 #include "schema/pg_connection.h"
 #include "supervisor/cli/command_line.h"
@@ -55,24 +57,50 @@ Result<std::string> runProbe() {
   return out;
 }
 
+// How long `ductus check` waits for SELECT version() once connected (the
+// connect itself is bounded by connect_timeout, 10 s unless the URL says).
+constexpr uint64_t kQueryTimeoutMs = 10000;
+
 Result<std::string> checkDatabase(const std::string& url) {
   uv_loop_t loop;
   uv_loop_init(&loop);
-  Result<std::string> answer = Error{"no answer"};
+  std::optional<Result<std::string>> answer;
   {
+    // The loop runs until there is an answer, not until it has nothing left
+    // to do: a connected PgConnection keeps watching its socket (to hear the
+    // server hang up), so "nothing left" never comes; check used to wait
+    // forever there with its answer in hand.
     store::PgConnection conn(&loop);
+    auto timer = makeTimer(&loop, &answer);
     conn.connect(url, [&](Status s) {
-      if (!s) answer = s.error();
+      if (!s) {
+        if (!answer) answer = Error{s.error().message};
+        return;
+      }
+      uv_timer_start(
+          timer.get(),
+          [](uv_timer_t* t) {
+            auto* out = static_cast<std::optional<Result<std::string>>*>(t->data);
+            if (out && !*out)
+              *out = Error{"postgres: connected, but no answer to SELECT version() within " +
+                           std::to_string(kQueryTimeoutMs / 1000) + " s"};
+          },
+          kQueryTimeoutMs, 0);
+      conn.query("SELECT version()", {}, [&](Result<store::PgResult> r) {
+        if (answer) return;
+        if (r)
+          answer = std::string(r->text(0, 0));
+        else
+          answer = r.error();
+      });
     });
-    conn.query("SELECT version()", {}, [&](Result<store::PgResult> r) {
-      if (r) answer = std::string(r->text(0, 0));
-      else answer = r.error();
-    });
-    uv_run(&loop, UV_RUN_DEFAULT);
+    while (!answer && uv_run(&loop, UV_RUN_ONCE)) {
+    }
   }
-  uv_run(&loop, UV_RUN_DEFAULT);  // close callbacks
+  uv_run(&loop, UV_RUN_DEFAULT);  // close callbacks: the connection's and the timer's
   uv_loop_close(&loop);
-  return answer;
+  if (!answer) return Error{"postgres: no answer"};
+  return std::move(*answer);
 }
 
 int check(const std::string& db) {
@@ -112,7 +140,10 @@ int check(const std::string& db) {
     auto v = checkDatabase(db);
     if (v) std::printf("postgres     %s\n", v->c_str());
     else {
-      std::printf("FAIL postgres: %s\n", v.error().message.c_str());
+      // The client's errors already start with "postgres: ".
+      std::string_view why = v.error().message;
+      if (why.rfind("postgres: ", 0) == 0) why.remove_prefix(10);
+      std::printf("FAIL postgres: %.*s\n", static_cast<int>(why.size()), why.data());
       ++failures;
     }
   } else {

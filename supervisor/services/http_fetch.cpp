@@ -79,6 +79,7 @@ struct HttpFetch::Transfer {
   HttpCall call;  // its URL handle and body are read by libcurl in place
   HttpAnswer answer;
   size_t limit = 0;
+  std::chrono::milliseconds shownTimeout{0};  // as the script or api gave it
   size_t received = 0;  // header and body bytes, against `limit`
   bool tooLarge = false;
   char error[CURL_ERROR_SIZE] = {};
@@ -122,10 +123,14 @@ struct HttpFetch::Transfer {
   }
 };
 
-HttpFetch::HttpFetch(uv_loop_t* loop, size_t maxResponseBytes)
-    : loop_(loop), maxResponseBytes_(maxResponseBytes) {}
+HttpFetch::HttpFetch(uv_loop_t* loop, size_t maxResponseBytes, size_t maxRunning, size_t maxQueued)
+    : loop_(loop),
+      maxResponseBytes_(maxResponseBytes),
+      maxRunning_(maxRunning == 0 ? 1 : maxRunning),
+      maxQueued_(maxQueued) {}
 
 HttpFetch::~HttpFetch() {
+  *alive_ = false;
   // Out of the multi before the easy handles are cleaned up.
   if (multi_)
     for (auto& [easy, t] : transfers_) multi_->cancel(easy);
@@ -133,11 +138,105 @@ HttpFetch::~HttpFetch() {
   multi_.reset();
 }
 
-void HttpFetch::start(HttpCall call, std::function<void(Result<HttpAnswer>)> done) {
+void HttpFetch::start(HttpCall call, Done done) {
+  if (transfers_.size() < maxRunning_ && queue_.empty()) {
+    auto shown = call.timeout;
+    return begin(std::move(call), std::move(done), shown);
+  }
+  if (queue_.size() >= maxQueued_) {
+    std::string label = call.label;
+    return answerSoon(std::move(done),
+                      Error{label + ": refused, " + std::to_string(queue_.size()) +
+                            " calls already wait for one of the " + std::to_string(maxRunning_) +
+                            " requests scripts may have in flight at once" + kTransient});
+  }
+  auto now = Clock::now();
+  auto deadline = now + call.timeout;
+  queue_.push_back(Waiting{std::move(call), std::move(done), now, deadline});
+  armQueueTimer();
+}
+
+void HttpFetch::pump() {
+  auto now = Clock::now();
+  while (!queue_.empty() && transfers_.size() < maxRunning_) {
+    Waiting w = std::move(queue_.front());
+    queue_.pop_front();
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(w.deadline - now);
+    if (left.count() <= 0) {
+      answerSoon(
+          std::move(w.done),
+          Error{w.call.label + ": no response within " + std::to_string(w.call.timeout.count()) +
+                " ms (it waited for one of the " + std::to_string(maxRunning_) +
+                " requests in flight the whole time)" + kTransient});
+      continue;
+    }
+    // The wait counts against the call's timeout; errors still name the
+    // timeout the script or the api gave.
+    auto shown = w.call.timeout;
+    w.call.timeout = left;
+    begin(std::move(w.call), std::move(w.done), shown);
+  }
+  armQueueTimer();
+}
+
+void HttpFetch::armQueueTimer() {
+  if (queue_.empty()) {
+    if (queueTimer_) uv_timer_stop(queueTimer_.get());
+    return;
+  }
+  auto first = queue_.front().deadline;
+  for (auto& w : queue_) first = std::min(first, w.deadline);
+  auto in = std::chrono::duration_cast<std::chrono::milliseconds>(first - Clock::now()).count();
+  if (!queueTimer_) queueTimer_ = makeTimer(loop_, this);
+  uv_timer_start(queueTimer_.get(), &HttpFetch::onQueueTimer,
+                 static_cast<uint64_t>(std::max<int64_t>(in, 0) + 1), 0);
+}
+
+void HttpFetch::onQueueTimer(uv_timer_t* t) {
+  auto* self = static_cast<HttpFetch*>(t->data);
+  if (!self) return;
+  auto now = Clock::now();
+  for (auto it = self->queue_.begin(); it != self->queue_.end();) {
+    if (it->deadline > now) {
+      ++it;
+      continue;
+    }
+    self->answerSoon(
+        std::move(it->done),
+        Error{it->call.label + ": no response within " + std::to_string(it->call.timeout.count()) +
+              " ms (it waited for one of the " + std::to_string(self->maxRunning_) +
+              " requests in flight the whole time)" + kTransient});
+    it = self->queue_.erase(it);
+  }
+  self->armQueueTimer();
+}
+
+void HttpFetch::answerSoon(Done done, Error error) {
+  answers_.emplace_back(std::move(done), std::move(error));
+  if (!answerTimer_) answerTimer_ = makeTimer(loop_, this);
+  uv_timer_start(answerTimer_.get(), &HttpFetch::onAnswerSoon, 0, 0);
+}
+
+void HttpFetch::onAnswerSoon(uv_timer_t* t) {
+  auto* self = static_cast<HttpFetch*>(t->data);
+  if (!self) return;
+  auto answers = std::move(self->answers_);
+  self->answers_.clear();
+  // An answer may destroy this object; the rest are then abandoned, as the
+  // destructor abandons every call.
+  auto alive = self->alive_;
+  for (auto& [done, error] : answers) {
+    if (!*alive) break;
+    done(std::move(error));
+  }
+}
+
+void HttpFetch::begin(HttpCall call, Done done, std::chrono::milliseconds shownTimeout) {
   if (!multi_) multi_ = std::make_unique<senders::CurlMulti>(loop_);
   auto t = std::make_unique<Transfer>();
   t->call = std::move(call);
   t->limit = maxResponseBytes_;
+  t->shownTimeout = shownTimeout;
   t->done = std::move(done);
   const HttpCall& c = t->call;
 
@@ -173,7 +272,7 @@ void HttpFetch::finish(CURL* easy, CURLcode code) {
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->answer.status);
     out = std::move(t->answer);
   } else if (code == CURLE_OPERATION_TIMEDOUT) {
-    out = Error{label + ": no response within " + std::to_string(t->call.timeout.count()) + " ms" +
+    out = Error{label + ": no response within " + std::to_string(t->shownTimeout.count()) + " ms" +
                 kTransient};
   } else {
     // Nothing final came back (refused, reset, DNS, TLS): the server may
@@ -182,6 +281,7 @@ void HttpFetch::finish(CURL* easy, CURLcode code) {
   }
   auto done = std::move(t->done);
   t.reset();
+  pump();                // a slot is free: the next waiting call takes it
   done(std::move(out));  // last: it may destroy this object
 }
 

@@ -11,6 +11,14 @@
 // (refused, reset, DNS, TLS, timeout) are errors, and they carry the
 // "[ductus:transient]" marker so the message waits and is retried. A body
 // past the size limit is a permanent error: retrying would fetch it again.
+//
+// At most maxRunning requests are in flight at once (default 16 for the
+// whole engine): scripts in a loop over fetch() would otherwise open a
+// connection per call to a server that is already slow, and spend the
+// supervisor's descriptors. Later calls wait in a queue, in order; the time
+// waited counts against the call's timeout, and a call whose timeout runs
+// out while it waits, or that finds maxQueued calls already waiting, is
+// answered transient (the message waits and is retried).
 #pragma once
 
 #include <curl/curl.h>
@@ -18,6 +26,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,6 +37,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/uv_handle.h"
 
 namespace ductus::senders {
 class CurlMulti;
@@ -76,9 +86,13 @@ class HttpFetch {
   // The default response limit, 16 MB: generous for an API's answer, and
   // a runaway download cannot fill the supervisor's memory.
   static constexpr size_t kDefaultMaxResponseBytes = 16u << 20;
+  // Requests in flight at once, and calls that may wait for one of them.
+  static constexpr size_t kDefaultMaxRunning = 16;
+  static constexpr size_t kDefaultMaxQueued = 1000;
 
-  HttpFetch(uv_loop_t* loop, size_t maxResponseBytes = kDefaultMaxResponseBytes);
-  // Abandons running transfers: their callbacks are not called.
+  HttpFetch(uv_loop_t* loop, size_t maxResponseBytes = kDefaultMaxResponseBytes,
+            size_t maxRunning = kDefaultMaxRunning, size_t maxQueued = kDefaultMaxQueued);
+  // Abandons running and waiting calls: their callbacks are not called.
   ~HttpFetch();
   HttpFetch(const HttpFetch&) = delete;
   HttpFetch& operator=(const HttpFetch&) = delete;
@@ -86,16 +100,42 @@ class HttpFetch {
   // `done` runs once, on the loop, never inside start().
   void start(HttpCall call, std::function<void(Result<HttpAnswer>)> done);
   size_t running() const { return transfers_.size(); }
+  size_t queued() const { return queue_.size(); }
 
  private:
+  using Done = std::function<void(Result<HttpAnswer>)>;
+  using Clock = std::chrono::steady_clock;
   struct Transfer;
+  struct Waiting {
+    HttpCall call;
+    Done done;
+    Clock::time_point since;
+    Clock::time_point deadline;
+  };
+  void begin(HttpCall call, Done done, std::chrono::milliseconds shownTimeout);
   void finish(CURL* easy, CURLcode code);
+  // Starts waiting calls while fewer than maxRunning run; answers those
+  // whose timeout ran out while they waited.
+  void pump();
+  void armQueueTimer();
+  static void onQueueTimer(uv_timer_t* t);
+  // Answers on a later turn of the loop (start() never calls back itself,
+  // and an answer may destroy this object).
+  void answerSoon(Done done, Error error);
+  static void onAnswerSoon(uv_timer_t* t);
 
   uv_loop_t* loop_;
   size_t maxResponseBytes_;
+  size_t maxRunning_;
+  size_t maxQueued_;
   // Made on the first request: a project that never fetches pays nothing.
   std::unique_ptr<senders::CurlMulti> multi_;
   std::map<CURL*, std::unique_ptr<Transfer>> transfers_;
+  std::deque<Waiting> queue_;
+  UvHandle<uv_timer_t> queueTimer_;  // the earliest deadline in queue_
+  std::vector<std::pair<Done, Error>> answers_;
+  UvHandle<uv_timer_t> answerTimer_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 // Checks a method and headers a script gave: HTTP tokens, no line breaks in

@@ -6,8 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
+#include "common/uv_handle.h"
 #include "proto/contract.h"
-#include "schema/pg_connection.h"
+#include "schema/conninfo.h"
+#include "schema/pg_pool.h"
 
 extern char** environ;
 
@@ -22,6 +24,25 @@ const std::string kTransient = " " + std::string(proto::transientMarker());
 bool transientSqlState(const std::string& code) {
   return code.rfind("08", 0) == 0 || code == "40001" || code == "40P01" || code == "57P01" ||
          code == "57P03" || code == "53300";
+}
+
+// query_canceled: what the statement_timeout set for each call raises.
+constexpr const char* kQueryCanceled = "57014";
+
+// A query's rows as one JSON array, made by Postgres, with the count and
+// the JSON size beside it so a result over the caps is refused without
+// being sent: the LIMIT stops reading one row past the row cap, and rows
+// past the byte cap stay out of the array. The caps are numbers of ours,
+// not values from the script. The line breaks keep a script's trailing
+// `-- comment` from swallowing the rest.
+std::string cappedQuery(const std::string& sql, size_t maxRows, size_t maxBytes) {
+  return "WITH ductus_q AS (\n" + sql +
+         "\n), ductus_r AS (SELECT row_to_json(ductus_q) AS j FROM ductus_q LIMIT " +
+         std::to_string(maxRows + 1) +
+         "), ductus_s AS (SELECT j, sum(octet_length(j::text)) OVER (ROWS UNBOUNDED PRECEDING) "
+         "AS total FROM ductus_r) "
+         "SELECT count(*), coalesce(max(total), 0), coalesce(json_agg(j) FILTER (WHERE total <= " +
+         std::to_string(maxBytes) + "), '[]'::json)::text FROM ductus_s";
 }
 
 std::string jsonQuoted(const std::string& s) { return nlohmann::json(asText(s)).dump(); }
@@ -100,7 +121,12 @@ ProjectServices::ProjectServices(uv_loop_t* loop, const config::Resources& resou
 
 ProjectServices::ProjectServices(uv_loop_t* loop, const config::Resources& resources,
                                  Options options, const config::Project* project)
-    : loop_(loop), resources_(resources), http_(loop, options.maxResponseBytes) {
+    : loop_(loop),
+      resources_(resources),
+      project_(project),
+      options_(options),
+      http_(loop, options.maxResponseBytes, options.maxConcurrentFetches,
+            options.maxQueuedFetches) {
   for (auto& [name, api] : resources_.apis)
     if (auto u = services::parseHttpUrl(api.url)) origins_.emplace(u->origin, &api);
   for (char** e = environ; e && *e; ++e) {
@@ -113,7 +139,43 @@ ProjectServices::ProjectServices(uv_loop_t* loop, const config::Resources& resou
   else secretsError_ = Error{"this engine was started without the project's secrets"};
 }
 
-ProjectServices::~ProjectServices() = default;
+// One db() call, from its arrival until it is answered and its connection
+// (if it got one) is free again.
+struct ProjectServices::DbCall : std::enable_shared_from_this<DbCall> {
+  std::string database;  // its resources.yaml name, for messages
+  bool query = false;
+  std::string sql;  // as sent: a query is wrapped by cappedQuery
+  std::vector<store::Param> params;
+  std::chrono::milliseconds timeout{0};
+  std::chrono::steady_clock::time_point deadline;
+  bool started = false;  // took a place among max_connections
+  bool answered = false;
+  Reply reply;
+  UvHandle<uv_timer_t> timer;  // the timeout, waiting and running together
+  DbPool* pool = nullptr;
+
+  std::string who() const { return "db(" + jsonQuoted(database) + ")"; }
+  Error timedOut(const std::string& why) const {
+    return Error{who() + ": timed out: no answer within " + std::to_string(timeout.count()) +
+                 " ms (" + why + ")" + kTransient};
+  }
+  void answer(Result<std::string> r) {
+    if (answered) return;
+    answered = true;
+    timer.reset();
+    auto out = std::move(reply);
+    out(std::move(r));
+  }
+};
+
+struct ProjectServices::DbPool {
+  size_t limit = 1;  // the database's max_connections
+  std::unique_ptr<store::PgPool> pool;
+  size_t running = 0;  // calls holding or getting one of its connections
+  std::deque<std::shared_ptr<DbCall>> waiting;
+};
+
+ProjectServices::~ProjectServices() { *alive_ = false; }
 
 void ProjectServices::loadSecrets(const config::Project& project) {
   environment_ = project.environment;
@@ -134,13 +196,26 @@ void ProjectServices::loadSecrets(const config::Project& project) {
   secrets_.emplace(std::move(*opened));
 }
 
-store::PgConnection* ProjectServices::connectionFor(const config::DatabaseResource& db) {
-  auto& c = dbs_[db.name];
-  if (!c || c->broken()) {
-    c = std::make_unique<store::PgConnection>(loop_);
-    c->connect(db.url, [](Status) {});  // failures reach the queued statements
+ProjectServices::DbPool& ProjectServices::poolFor(const config::DatabaseResource& db) {
+  auto& p = dbs_[db.name];
+  if (!p) {
+    p = std::make_unique<DbPool>();
+    p->limit = std::max<size_t>(1, db.maxConnections);
+    // Named in pg_stat_activity, so an operator can tell scripts'
+    // connections from the engine's and from each database resource's.
+    auto conninfo =
+        store::withConninfoDefaults(db.url, {{"application_name", "ductus db(" + db.name + ")"}});
+    // A URL that does not parse is reported by the connect, per call.
+    // The pool starts empty and opens connections as calls need them.
+    p->pool = std::make_unique<store::PgPool>(loop_, conninfo ? *conninfo : db.url, p->limit);
   }
-  return c.get();
+  return *p;
+}
+
+std::chrono::milliseconds ProjectServices::dbTimeoutFor(const ServiceCall& call) const {
+  if (project_)
+    if (const config::InterfaceConfig* i = project_->find(call.interfaceName)) return i->timeout;
+  return options_.dbTimeout;
 }
 
 void ProjectServices::database(const ServiceCall& call, Reply reply) {
@@ -158,23 +233,127 @@ void ProjectServices::database(const ServiceCall& call, Reply reply) {
       else params.emplace_back(v.dump());
     }
   }
-  bool query = call.kind == ServiceCall::Kind::DbQuery;
-  std::string sql = query ? "WITH ductus_q AS (" + call.sql +
-                                ") SELECT coalesce(json_agg(ductus_q), '[]'::json)::text FROM ductus_q"
-                          : call.sql;
-  std::string name = call.resource;
-  connectionFor(it->second)
-      ->query(std::move(sql), std::move(params),
-              [reply, query, name](Result<store::PgResult> r) {
-                if (!r) {
-                  const Error& e = r.error();
-                  std::string msg = "db(\"" + name + "\"): " + e.message;
-                  if (transientSqlState(e.code)) msg += kTransient;
-                  return reply(Error{msg});
-                }
-                if (query) return reply(std::string(r->rows() ? r->text(0, 0) : "[]"));
-                reply(nlohmann::json{{"rowCount", r->affected()}}.dump());
-              });
+  DbPool& pool = poolFor(it->second);
+  auto c = std::make_shared<DbCall>();
+  c->database = call.resource;
+  if (pool.running >= pool.limit && pool.waiting.size() >= options_.maxDbWaiting)
+    return reply(Error{c->who() + ": refused, " + std::to_string(pool.waiting.size()) +
+                       " calls already wait for one of its " + std::to_string(pool.limit) +
+                       " connections (max_connections in resources.yaml)" + kTransient});
+  c->query = call.kind == ServiceCall::Kind::DbQuery;
+  c->sql =
+      c->query ? cappedQuery(call.sql, options_.maxDbRows, options_.maxDbResultBytes) : call.sql;
+  c->params = std::move(params);
+  c->timeout = dbTimeoutFor(call);
+  c->deadline = std::chrono::steady_clock::now() + c->timeout;
+  c->reply = std::move(reply);
+  c->pool = &pool;
+  c->timer = makeTimer(loop_, c.get());
+  uv_timer_start(
+      c->timer.get(),
+      [](uv_timer_t* t) {
+        auto* raw = static_cast<DbCall*>(t->data);
+        if (!raw) return;
+        auto self = raw->shared_from_this();  // answering may drop the last owner
+        if (!self->started) {
+          std::erase(self->pool->waiting, self);
+          return self->answer(self->timedOut(
+              "it waited for one of the database's " + std::to_string(self->pool->limit) +
+              " connections the whole time; max_connections in resources.yaml"));
+        }
+        // Still running: its connection stays taken until the server's
+        // statement_timeout (what was left of this one) cancels it.
+        self->answer(self->timedOut(
+            "it was opening a connection or running; the server cancels the statement"));
+      },
+      static_cast<uint64_t>(c->timeout.count()), 0);
+  pool.waiting.push_back(std::move(c));
+  pumpDb(pool);
+}
+
+void ProjectServices::pumpDb(DbPool& pool) {
+  while (pool.running < pool.limit && !pool.waiting.empty()) {
+    auto c = std::move(pool.waiting.front());
+    pool.waiting.pop_front();
+    if (c->answered) continue;
+    runDb(pool, std::move(c));
+  }
+}
+
+void ProjectServices::runDb(DbPool& pool, std::shared_ptr<DbCall> call) {
+  ++pool.running;
+  call->started = true;
+  auto alive = alive_;
+  DbPool* p = &pool;
+  // After the connection is back in the pool (the next call takes it).
+  auto finished = [this, alive, p] {
+    if (!*alive) return;
+    --p->running;
+    pumpDb(*p);
+  };
+  auto failed = [call](const Error& e) {
+    if (e.code == kQueryCanceled)
+      return call->answer(call->timedOut("the server cancelled the statement: " + e.message));
+    std::string msg = call->who() + ": " + e.message;
+    if (transientSqlState(e.code)) msg += kTransient;
+    call->answer(Error{msg});
+  };
+  using LeasePtr = store::PgPool::LeasePtr;
+  p->pool->acquire([this, alive, call, finished, failed](Result<LeasePtr> got) {
+    if (!*alive) return;
+    if (!got) {
+      failed(got.error());
+      return finished();
+    }
+    LeasePtr lease = std::move(*got);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        call->deadline - std::chrono::steady_clock::now());
+    if (call->answered || left.count() <= 0) {
+      call->answer(call->timedOut("it waited for a connection the whole time"));
+      lease.reset();
+      return finished();
+    }
+    // The server stops the statement where this call's time ends, so a
+    // statement nobody waits for any more gives its connection back soon.
+    // Set on every call: each has its own time left.
+    store::PgConnection& conn = lease->conn();
+    conn.query("SELECT set_config('statement_timeout', $1, false)", {std::to_string(left.count())},
+               [this, alive, call, lease = std::move(lease), finished,
+                failed](Result<store::PgResult> set) mutable {
+                 if (!*alive) return;
+                 if (!set || call->answered) {
+                   if (!set) failed(set.error());
+                   lease.reset();
+                   return finished();
+                 }
+                 store::PgConnection& conn = lease->conn();
+                 conn.query(call->sql, std::move(call->params),
+                            [this, alive, call, lease = std::move(lease), finished,
+                             failed](Result<store::PgResult> r) mutable {
+                              if (!*alive) return;
+                              if (!r)
+                                failed(r.error());
+                              else
+                                call->answer(readDbResult(*call, *r));
+                              lease.reset();
+                              finished();
+                            });
+               });
+  });
+}
+
+Result<std::string> ProjectServices::readDbResult(const DbCall& call,
+                                                  const store::PgResult& r) const {
+  if (!call.query) return nlohmann::json{{"rowCount", r.affected()}}.dump();
+  if (r.rows() == 0) return std::string("[]");
+  if (static_cast<size_t>(r.integer(0, 0)) > options_.maxDbRows)
+    return Error{call.who() + ": the result has more than " + std::to_string(options_.maxDbRows) +
+                 " rows, the most a script may receive; select fewer (LIMIT) or page through them"};
+  if (static_cast<size_t>(r.integer(0, 1)) > options_.maxDbResultBytes)
+    return Error{call.who() + ": the result is larger than " +
+                 std::to_string(options_.maxDbResultBytes) +
+                 " bytes of JSON, the most a script may receive; select fewer rows or columns"};
+  return std::string(r.text(0, 2));
 }
 
 void ProjectServices::fetch(const ServiceCall& call, Reply reply) {

@@ -6,9 +6,20 @@
 // * db(name).query/execute: a connection of that resources.yaml database,
 //   always with bound parameters, wrapped so Postgres produces the JSON:
 //   WITH ductus_q AS (<sql>) SELECT json_agg(ductus_q) FROM ductus_q.
+//   Each database has a pool of at most its max_connections (opened as
+//   calls need them); calls beyond it wait in order, at most maxDbWaiting.
+//   A call has the calling interface's timeout (dbTimeout when unknown) for
+//   waiting and running together: past it, it answers transient "timed
+//   out", and the server cancels the statement (statement_timeout, set to
+//   what is left of the timeout when the statement starts), so the
+//   connection is soon free again. A query's result is capped
+//   (maxDbRows, maxDbResultBytes of JSON), counted by Postgres, so a huge
+//   result is refused without being sent.
 // * fetch(url, init): only to the origin (scheme, host, port) of an api in
 //   resources.yaml, with that api's timeout; through libcurl's multi-socket
-//   API on the loop (services::HttpFetch). No redirects are followed.
+//   API on the loop (services::HttpFetch), at most maxConcurrentFetches at
+//   once for the whole engine, maxQueuedFetches more waiting. No redirects
+//   are followed.
 // * api(name).<method>(path): the api's URL + path, its headers (the
 //   script's own headers win on a clash, as for HTTP destinations) and its
 //   timeout, so tokens stay in resources.yaml and never enter V8.
@@ -25,6 +36,7 @@
 
 #include <uv.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,7 +48,8 @@
 #include "supervisor/workers/worker_pool.h"
 
 namespace ductus::store {
-class PgConnection;
+class PgPool;
+class PgResult;
 }
 
 namespace ductus::supervisor {
@@ -54,6 +67,20 @@ class ProjectServices : public ServiceHandler {
 
   struct Options {
     size_t maxResponseBytes = services::HttpFetch::kDefaultMaxResponseBytes;
+    size_t maxConcurrentFetches = services::HttpFetch::kDefaultMaxRunning;
+    size_t maxQueuedFetches = services::HttpFetch::kDefaultMaxQueued;
+    // db(): the time to wait for a connection and run, when the call's
+    // interface is not in the project (each interface's own timeout
+    // otherwise: the script is stopped then anyway).
+    std::chrono::milliseconds dbTimeout{10000};
+    // db().query: the most rows, and bytes of JSON (the rows' JSON text),
+    // a script may receive; a bigger result is the code's mistake (select
+    // fewer, or page), refused, not retried.
+    size_t maxDbRows = 10000;
+    size_t maxDbResultBytes = 16u << 20;
+    // db(): calls that may wait for a connection of one database, beyond
+    // those running; more are refused as transient.
+    size_t maxDbWaiting = 1000;
   };
 
   // The engine's constructor: resources, the environment's secrets file
@@ -73,8 +100,15 @@ class ProjectServices : public ServiceHandler {
 
  private:
   using Reply = std::function<void(Result<std::string>)>;
-  store::PgConnection* connectionFor(const config::DatabaseResource& db);
+  struct DbPool;
+  struct DbCall;
+  DbPool& poolFor(const config::DatabaseResource& db);
+  std::chrono::milliseconds dbTimeoutFor(const ServiceCall& call) const;
   void database(const ServiceCall& call, Reply reply);
+  // Starts waiting calls while fewer than max_connections run.
+  void pumpDb(DbPool& pool);
+  void runDb(DbPool& pool, std::shared_ptr<DbCall> call);
+  Result<std::string> readDbResult(const DbCall& call, const store::PgResult& r) const;
   void fetch(const ServiceCall& call, Reply reply);
   void env(const ServiceCall& call, Reply reply);
   void secret(const ServiceCall& call, Reply reply);
@@ -84,7 +118,9 @@ class ProjectServices : public ServiceHandler {
 
   uv_loop_t* loop_;
   const config::Resources& resources_;
-  std::map<std::string, std::unique_ptr<store::PgConnection>> dbs_;
+  const config::Project* project_;  // null: no interfaces to take timeouts from
+  Options options_;
+  std::map<std::string, std::unique_ptr<DbPool>> dbs_;
   services::HttpFetch http_;
   // Each api's origin, for fetch(): which api a URL belongs to.
   std::map<std::string, const config::ApiResource*> origins_;
@@ -94,6 +130,7 @@ class ProjectServices : public ServiceHandler {
   std::string secretsFile_;   // as shown in messages
   std::string environment_;   // which secrets/<env>.json
   std::optional<Error> secretsError_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace ductus::supervisor

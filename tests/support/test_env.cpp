@@ -6,10 +6,33 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
 
 extern char** environ;
 
 namespace ductus::test {
+namespace {
+
+// The engine reads these from its environment. A test that sets one does so
+// on purpose; one left over from the shell that runs the tests (a
+// developer's DUCTUS_DATABASE_URL, say) would change what the test sees, or
+// make a `ductus check` under test wait on a database that is not ours. Run
+// before main() in every test binary that links the support library.
+const bool kEnvironmentCleared = [] {
+  for (const char* name : {"DUCTUS_DATABASE_URL", "DUCTUS_SECRETS_KEY", "DUCTUS_ENV",
+                           "DUCTUS_LOG_LEVEL", "DUCTUS_LOG_FORMAT"})
+    unsetenv(name);
+  std::vector<std::string> publicNames;
+  for (char** e = environ; e && *e; ++e)
+    if (std::string_view(*e).starts_with("DUCTUS_PUBLIC_"))
+      publicNames.emplace_back(*e, std::string_view(*e).find('='));
+  for (auto& n : publicNames) unsetenv(n.c_str());
+  return true;
+}();
+
+}  // namespace
 
 std::string databaseUrl() {
   const char* url = std::getenv("DUCTUS_TEST_DATABASE_URL");

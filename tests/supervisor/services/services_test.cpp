@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/config/secrets.h"
 #include "supervisor/services/project_services.h"
@@ -337,6 +340,234 @@ TEST_F(ServicesTest, DbQueryAndExecuteBindTheirParametersOnARealDatabase) {
   auto unknown = run(fn, {{"op", "query"}, {"db", "other"}, {"sql", "SELECT 1"}});
   EXPECT_EQ(unknown.kind, Kind::Quarantine) << unknown.data;
   EXPECT_NE(unknown.data.find("no such database in resources.yaml"), std::string::npos);
+}
+
+// db() through a pool per database: never more than max_connections, the
+// rest wait their turn (pg_stat_activity counts the connections, by the
+// application_name the pool gives them).
+TEST_F(ServicesTest, DbCallsBeyondMaxConnectionsWaitAndNeverOpenMoreConnections) {
+  TestDatabase db;
+  ASSERT_FALSE(db.url().empty());
+  config::DatabaseResource main;
+  main.name = "main";
+  main.url = db.url();
+  main.maxConnections = 2;
+  project_cfg_.resources.databases.emplace("main", main);
+  auto fn = loadModule();
+  constexpr int kCalls = 8;
+  std::vector<std::optional<Outcome>> outs(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    json q = {{"op", "query"},
+              {"db", "main"},
+              {"sql", "SELECT $1::int AS n FROM pg_sleep(0.25)"},
+              {"params", {i}}};
+    pool_->invoke(fn, q.dump(), {}, [&outs, i](Outcome o) { outs[i] = std::move(o); });
+  }
+  auto connections = [&] {
+    return std::stoi(db.value(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ductus db(main)'"));
+  };
+  int most = 0;
+  bool all = runUntil(
+      [&] {
+        most = std::max(most, connections());
+        for (auto& o : outs)
+          if (!o) return false;
+        return true;
+      },
+      std::chrono::seconds(20));
+  ASSERT_TRUE(all) << "not every call was answered";
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_EQ(outs[i]->kind, Kind::Output) << i << ": " << outs[i]->data;
+    EXPECT_EQ(json::parse(outs[i]->data), json::parse("[{\"n\":" + std::to_string(i) + "}]"));
+  }
+  EXPECT_EQ(most, 2) << "max_connections is 2";
+  EXPECT_LE(connections(), 2);
+}
+
+// A db() call has its interface's timeout for waiting and running; past it
+// the script hears a transient error, and the server stops the statement,
+// so the connection (the only one here) serves the next call.
+TEST_F(ServicesTest, ADbCallPastItsInterfacesTimeoutIsTransientAndFreesItsConnection) {
+  TestDatabase db;
+  ASSERT_FALSE(db.url().empty());
+  config::DatabaseResource main;
+  main.name = "main";
+  main.url = db.url();
+  main.maxConnections = 1;
+  project_cfg_.resources.databases.emplace("main", main);
+  config::InterfaceConfig svc;
+  svc.name = "svc";
+  svc.timeout = std::chrono::milliseconds(500);  // the worker's own stays 5 s
+  project_cfg_.interfaces.push_back(svc);
+  auto fn = loadModule();
+  auto started = std::chrono::steady_clock::now();
+  auto slow = run(fn, {{"op", "query"}, {"db", "main"}, {"sql", "SELECT pg_sleep(30)"}});
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(slow.kind, Kind::Transient) << slow.data;
+  EXPECT_NE(slow.data.find("db(\"main\"): timed out: no answer within 500 ms"), std::string::npos)
+      << slow.data;
+  EXPECT_LT(took, std::chrono::seconds(5));
+  auto next = run(fn, {{"op", "query"}, {"db", "main"}, {"sql", "SELECT 1 AS one"}});
+  ASSERT_EQ(next.kind, Kind::Output) << next.data;
+  EXPECT_EQ(json::parse(next.data), json::parse(R"([{"one":1}])"));
+  EXPECT_EQ(db.value("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(30)%' "
+                     "AND state = 'active' AND pid <> pg_backend_pid()"),
+            "0");
+}
+
+// The timeout counts the wait for a connection too: a call that never gets
+// one in time is answered transient while the busy connection carries on.
+TEST_F(ServicesTest, ADbCallWaitingForABusyConnectionPastItsTimeoutIsTransient) {
+  TestDatabase db;
+  ASSERT_FALSE(db.url().empty());
+  config::DatabaseResource main;
+  main.name = "main";
+  main.url = db.url();
+  main.maxConnections = 1;
+  project_cfg_.resources.databases.emplace("main", main);
+  config::InterfaceConfig quick;
+  quick.name = "quick";
+  quick.timeout = std::chrono::milliseconds(300);
+  project_cfg_.interfaces.push_back(quick);
+  ProjectServices::Options o;
+  o.dbTimeout = std::chrono::seconds(5);  // calls from no interface of the project
+  services(o);
+  ServiceCall busy{};
+  busy.kind = ServiceCall::Kind::DbQuery;
+  busy.resource = "main";
+  busy.sql = "SELECT 1 AS s FROM pg_sleep(1.5)";
+  std::optional<Result<std::string>> first, late;
+  services().call(busy, [&](Result<std::string> r) { first = std::move(r); });
+  ServiceCall waiting = busy;
+  waiting.interfaceName = "quick";
+  waiting.sql = "SELECT 3 AS three";
+  auto started = std::chrono::steady_clock::now();
+  services().call(waiting, [&](Result<std::string> r) { late = std::move(r); });
+  ASSERT_TRUE(runUntil([&] { return late.has_value(); }, std::chrono::seconds(5)));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(1200));
+  ASSERT_FALSE(*late) << **late;
+  EXPECT_NE(late->error().message.find("db(\"main\"): timed out: no answer within 300 ms (it "
+                                       "waited for one of the database's 1 connections"),
+            std::string::npos)
+      << late->error().message;
+  EXPECT_NE(late->error().message.find("[ductus:transient]"), std::string::npos);
+  EXPECT_FALSE(first.has_value()) << "the busy call was cut short";
+  ASSERT_TRUE(runUntil([&] { return first.has_value(); }, std::chrono::seconds(5)));
+  ASSERT_TRUE(*first) << first->error().message;
+  EXPECT_EQ(json::parse(**first), json::parse(R"([{"s":1}])"));
+}
+
+TEST_F(ServicesTest, AQueryResultOverTheRowOrByteCapIsRefusedNamingTheCapAndNotRetried) {
+  TestDatabase db;
+  ASSERT_FALSE(db.url().empty());
+  config::DatabaseResource main;
+  main.name = "main";
+  main.url = db.url();
+  project_cfg_.resources.databases.emplace("main", main);
+  auto fn = loadModule();
+  auto most = run(fn, {{"op", "query"},
+                       {"db", "main"},
+                       {"sql", "SELECT g FROM generate_series(1, 10000) g ORDER BY g"}});
+  ASSERT_EQ(most.kind, Kind::Output) << most.data.substr(0, 300);
+  auto rows = json::parse(most.data);
+  ASSERT_EQ(rows.size(), 10000u);
+  EXPECT_EQ(rows[9999]["g"], 10000);
+  auto tooMany = run(
+      fn, {{"op", "query"}, {"db", "main"}, {"sql", "SELECT g FROM generate_series(1, 20000) g"}});
+  EXPECT_EQ(tooMany.kind, Kind::Quarantine) << tooMany.data.substr(0, 300);
+  EXPECT_NE(tooMany.data.find("db(\"main\"): the result has more than 10000 rows"),
+            std::string::npos)
+      << tooMany.data.substr(0, 300);
+  // 20 rows of 1 MB: 20 MB of JSON, past the 16 MB cap; never sent.
+  auto tooBig = run(fn, {{"op", "query"},
+                         {"db", "main"},
+                         {"sql", "SELECT repeat('x', 1000000) AS s FROM generate_series(1, 20)"}});
+  EXPECT_EQ(tooBig.kind, Kind::Quarantine) << tooBig.data.substr(0, 300);
+  EXPECT_NE(tooBig.data.find("db(\"main\"): the result is larger than 16777216 bytes of JSON"),
+            std::string::npos)
+      << tooBig.data.substr(0, 300);
+}
+
+TEST_F(ServicesTest, StoppingTheServicesWithDbCallsRunningAndWaitingAbandonsThemWithoutAnAnswer) {
+  TestDatabase db;
+  ASSERT_FALSE(db.url().empty());
+  config::DatabaseResource main;
+  main.name = "main";
+  main.url = db.url();
+  main.maxConnections = 1;
+  project_cfg_.resources.databases.emplace("main", main);
+  ServiceCall c{};
+  c.kind = ServiceCall::Kind::DbQuery;
+  c.resource = "main";
+  c.sql = "SELECT 1 AS s FROM pg_sleep(5)";
+  int answers = 0;
+  services().call(c, [&](Result<std::string>) { ++answers; });  // runs
+  services().call(c, [&](Result<std::string>) { ++answers; });  // waits
+  ASSERT_TRUE(runUntil(
+      [&] {
+        return db.value(
+                   "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
+                   "application_name = 'ductus db(main)'") == "1";
+      },
+      std::chrono::seconds(5)));
+  real_.reset();
+  runUntil([] { return false; }, std::chrono::milliseconds(50));
+  EXPECT_EQ(answers, 0);
+}
+
+// fetch(): at most 16 requests in flight for the whole engine; the rest
+// wait their turn and are all answered.
+TEST_F(ServicesTest, NeverMoreThanSixteenFetchesAreInFlightAndTheRestWaitTheirTurn) {
+  constexpr int kCalls = 40;
+  std::vector<std::optional<Result<std::string>>> got(kCalls);
+  for (int i = 0; i < kCalls; ++i)
+    services().call(fetchCall(http_.url("/slow/300?n=" + std::to_string(i))),
+                    [&got, i](Result<std::string> r) { got[i] = std::move(r); });
+  bool all = runUntil(
+      [&] {
+        for (auto& g : got)
+          if (!g) return false;
+        return true;
+      },
+      std::chrono::seconds(30));
+  ASSERT_TRUE(all);
+  for (int i = 0; i < kCalls; ++i) ASSERT_TRUE(*got[i]) << i << ": " << got[i]->error().message;
+  EXPECT_EQ(http_.requests().size(), static_cast<size_t>(kCalls));
+  EXPECT_LE(http_.peakConcurrent(), 16);
+  EXPECT_GE(http_.peakConcurrent(), 8) << "the calls were meant to overlap";
+}
+
+TEST_F(ServicesTest, AFetchThatWaitsPastItsTimeoutOrFindsTheQueueFullIsTransient) {
+  ProjectServices::Options o;
+  o.maxConcurrentFetches = 1;
+  o.maxQueuedFetches = 2;
+  services(o);
+  std::optional<Result<std::string>> running, expires, waits, refused;
+  services().call(fetchCall(http_.url("/slow/800")),
+                  [&](Result<std::string> r) { running = std::move(r); });
+  services().call(fetchCall(http_.url("/slow/1"), R"({"timeout": 300})"),
+                  [&](Result<std::string> r) { expires = std::move(r); });
+  services().call(fetchCall(http_.url("/slow/1")),
+                  [&](Result<std::string> r) { waits = std::move(r); });
+  services().call(fetchCall(http_.url("/slow/1")),
+                  [&](Result<std::string> r) { refused = std::move(r); });
+  EXPECT_FALSE(refused.has_value()) << "answered inside call()";
+  runUntil([&] { return running && expires && waits && refused; }, std::chrono::seconds(10));
+  ASSERT_TRUE(running && expires && waits && refused);
+  EXPECT_TRUE(*running) << running->error().message;
+  EXPECT_TRUE(*waits) << waits->error().message;
+  ASSERT_FALSE(*expires);
+  EXPECT_NE(expires->error().message.find("no response within 300 ms (it waited"),
+            std::string::npos)
+      << expires->error().message;
+  EXPECT_NE(expires->error().message.find("[ductus:transient]"), std::string::npos);
+  ASSERT_FALSE(*refused);
+  EXPECT_NE(refused->error().message.find("refused, 2 calls already wait"), std::string::npos)
+      << refused->error().message;
+  EXPECT_NE(refused->error().message.find("[ductus:transient]"), std::string::npos);
+  EXPECT_EQ(http_.requests().size(), 2u);
+  EXPECT_EQ(http_.peakConcurrent(), 1);
 }
 
 }  // namespace

@@ -1,0 +1,88 @@
+#include "schema/conninfo.h"
+
+#include <libpq-fe.h>
+
+#include <cstdlib>
+#include <memory>
+
+namespace ductus::store {
+namespace {
+
+struct OptionsFree {
+  void operator()(PQconninfoOption* o) const { PQconninfoFree(o); }
+};
+using Options = std::unique_ptr<PQconninfoOption, OptionsFree>;
+
+Result<Options> parse(const std::string& conninfo) {
+  char* err = nullptr;
+  Options opts(PQconninfoParse(conninfo.c_str(), &err));
+  if (!opts) {
+    // libpq's reason names the mistake, never the password's value.
+    std::string why = err ? err : "out of memory";
+    PQfreemem(err);
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    return Error{"the connection string does not parse: " + why};
+  }
+  return opts;
+}
+
+// Single quotes, with ' and \ escaped: libpq's keyword/value syntax.
+std::string quoted(const char* v) {
+  std::string q = "'";
+  for (const char* c = v; *c; ++c) {
+    if (*c == '\'' || *c == '\\') q.push_back('\\');
+    q.push_back(*c);
+  }
+  return q + "'";
+}
+
+}  // namespace
+
+Result<std::string> withConninfoDefaults(const std::string& conninfo,
+                                         const std::vector<ConninfoParam>& defaults) {
+  auto opts = parse(conninfo);
+  if (!opts) return opts.error();
+  std::string out;
+  auto add = [&](const char* keyword, const char* value) {
+    if (!out.empty()) out += ' ';
+    out += keyword;
+    out += '=';
+    out += quoted(value);
+  };
+  // PQconninfoParse fills in only what the string sets, so a value here is
+  // the operator's: keep every one, in libpq's order.
+  for (PQconninfoOption* o = opts->get(); o->keyword; ++o)
+    if (o->val) add(o->keyword, o->val);
+  for (auto& [keyword, value] : defaults) {
+    const PQconninfoOption* o = opts->get();
+    while (o->keyword && keyword != o->keyword) ++o;
+    if (!o->keyword) continue;  // a libpq that does not know it: it would refuse the string
+    if (o->val) continue;
+    // libpq reads PGCONNECT_TIMEOUT and its like when the string is silent.
+    if (o->envvar) {
+      const char* env = std::getenv(o->envvar);
+      if (env && *env) continue;
+    }
+    add(keyword.c_str(), value.c_str());
+  }
+  return out;
+}
+
+Result<std::string> hardenedConninfo(const std::string& conninfo, const ConnectionDefaults& d) {
+  return withConninfoDefaults(conninfo,
+                              {{"connect_timeout", std::to_string(d.connectTimeoutSeconds)},
+                               {"keepalives", "1"},
+                               {"keepalives_idle", std::to_string(d.keepalivesIdleSeconds)},
+                               {"keepalives_interval", std::to_string(d.keepalivesIntervalSeconds)},
+                               {"keepalives_count", std::to_string(d.keepalivesCount)}});
+}
+
+std::string conninfoValue(const std::string& conninfo, const std::string& keyword) {
+  auto opts = parse(conninfo);
+  if (!opts) return "";
+  for (PQconninfoOption* o = opts->get(); o->keyword; ++o)
+    if (keyword == o->keyword) return o->val ? o->val : "";
+  return "";
+}
+
+}  // namespace ductus::store

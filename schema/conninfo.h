@@ -1,0 +1,47 @@
+// Connection strings: the one place where the engine adds what every
+// PostgreSQL connection it opens must have (PgConnection::connect applies
+// it, so the store's pool, migrations, `ductus check` and scripts' db()
+// connections all get it). A string is parsed with PQconninfoParse and
+// rebuilt as keyword='value' pairs, so a URL (postgresql://...) and a
+// keyword/value string are treated alike, and a parameter the operator set
+// (in the string, or through its environment variable, e.g.
+// PGCONNECT_TIMEOUT) is never replaced.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+
+namespace ductus::store {
+
+// Without these a PostgreSQL that stops answering hangs a connect forever
+// (libpq has no connect timeout of its own by default), and a server or
+// network that vanishes leaves a connection waiting for an answer that
+// never comes until the kernel gives up, hours later. Keepalives: idle 15
+// s, then 3 probes 5 s apart, so a dead peer is noticed in ~30 s.
+struct ConnectionDefaults {
+  int connectTimeoutSeconds = 10;
+  int keepalivesIdleSeconds = 15;
+  int keepalivesIntervalSeconds = 5;
+  int keepalivesCount = 3;
+};
+
+using ConninfoParam = std::pair<std::string, std::string>;
+
+// `conninfo` with each of `defaults` (keyword, value) added unless the
+// string or the keyword's environment variable already sets it. An error
+// (libpq's reason) when the string is not a connection string.
+Result<std::string> withConninfoDefaults(const std::string& conninfo,
+                                         const std::vector<ConninfoParam>& defaults);
+
+// withConninfoDefaults with connect_timeout and the TCP keepalives.
+Result<std::string> hardenedConninfo(const std::string& conninfo,
+                                     const ConnectionDefaults& defaults = {});
+
+// The value a connection string sets for `keyword` ("" when it sets none
+// or does not parse).
+std::string conninfoValue(const std::string& conninfo, const std::string& keyword);
+
+}  // namespace ductus::store

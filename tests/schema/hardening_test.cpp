@@ -1,0 +1,252 @@
+// What keeps a slow or stuck PostgreSQL from hanging the engine: every
+// connection string gets connect_timeout and TCP keepalives unless it sets
+// them (schema/conninfo.h); the connect timeout is enforced although libpq
+// leaves it to non-blocking callers; the store's statements run under a
+// statement_timeout (StoreOptions::statementTimeout), so an insert behind a
+// lock fails, and is answered, instead of waiting forever.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "common/fd.h"
+#include "schema/conninfo.h"
+#include "tests/schema/store_fixture.h"
+
+namespace ductus::store::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// The keyword/value pairs of a connection string, as libpq reads them.
+std::map<std::string, std::string> params(const std::string& conninfo) {
+  std::map<std::string, std::string> out;
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
+  if (!opts) {
+    ADD_FAILURE() << conninfo << ": " << (err ? err : "?");
+    PQfreemem(err);
+    return out;
+  }
+  for (PQconninfoOption* o = opts; o->keyword; ++o)
+    if (o->val) out[o->keyword] = o->val;
+  PQconninfoFree(opts);
+  return out;
+}
+
+// PGCONNECT_TIMEOUT from the shell would count as the operator's setting.
+class Conninfo : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const char* v = std::getenv("PGCONNECT_TIMEOUT")) saved_ = v;
+    ::unsetenv("PGCONNECT_TIMEOUT");
+  }
+  void TearDown() override {
+    if (saved_)
+      ::setenv("PGCONNECT_TIMEOUT", saved_->c_str(), 1);
+    else
+      ::unsetenv("PGCONNECT_TIMEOUT");
+  }
+  std::optional<std::string> saved_;
+};
+
+TEST_F(Conninfo, AKeywordStringAndAUrlWithoutThemGetConnectTimeoutAndKeepalives) {
+  for (const char* given : {"host=/tmp/pg port=5432 user=postgres dbname=postgres",
+                            "postgresql://postgres@db.example:6432/ductus?sslmode=prefer"}) {
+    auto hardened = hardenedConninfo(given);
+    ASSERT_TRUE(hardened) << hardened.error().message;
+    auto p = params(*hardened);
+    EXPECT_EQ(p["connect_timeout"], "10") << *hardened;
+    EXPECT_EQ(p["keepalives"], "1");
+    EXPECT_EQ(p["keepalives_idle"], "15");
+    EXPECT_EQ(p["keepalives_interval"], "5");
+    EXPECT_EQ(p["keepalives_count"], "3");
+    // Everything the string said is still said.
+    for (auto& [k, v] : params(given)) EXPECT_EQ(p[k], v) << k << " in " << *hardened;
+  }
+  auto url = params(*hardenedConninfo("postgresql://postgres@db.example:6432/ductus"));
+  EXPECT_EQ(url["host"], "db.example");
+  EXPECT_EQ(url["port"], "6432");
+  EXPECT_EQ(url["dbname"], "ductus");
+}
+
+TEST_F(Conninfo, AStringThatSetsConnectTimeoutOrAKeepaliveKeepsItsOwn) {
+  auto keyword = hardenedConninfo("host=db connect_timeout=3 keepalives_idle=60");
+  ASSERT_TRUE(keyword) << keyword.error().message;
+  auto k = params(*keyword);
+  EXPECT_EQ(k["connect_timeout"], "3");
+  EXPECT_EQ(k["keepalives_idle"], "60");
+  EXPECT_EQ(k["keepalives_count"], "3");  // the ones it did not set are added
+  auto url = hardenedConninfo("postgresql://db/x?connect_timeout=0&keepalives=0");
+  ASSERT_TRUE(url) << url.error().message;
+  EXPECT_EQ(params(*url)["connect_timeout"], "0");
+  EXPECT_EQ(params(*url)["keepalives"], "0");
+  // Its environment variable is the operator's setting too.
+  ::setenv("PGCONNECT_TIMEOUT", "4", 1);
+  auto env = hardenedConninfo("host=db");
+  ASSERT_TRUE(env) << env.error().message;
+  EXPECT_EQ(params(*env).count("connect_timeout"), 0u) << *env;
+}
+
+TEST_F(Conninfo, ValuesWithQuotesAndBackslashesSurviveTheRebuild) {
+  auto hardened = hardenedConninfo("host=db password='it\\'s \\\\ x' application_name='a b'");
+  ASSERT_TRUE(hardened) << hardened.error().message;
+  auto p = params(*hardened);
+  EXPECT_EQ(p["password"], "it's \\ x");
+  EXPECT_EQ(p["application_name"], "a b");
+}
+
+TEST_F(Conninfo, AStringThatDoesNotParseIsAnErrorSayingWhy) {
+  auto bad = hardenedConninfo("host=db nonsense");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("does not parse"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("nonsense"), std::string::npos) << bad.error().message;
+  auto url = hardenedConninfo("postgresql://db/x?no_such_option=1");
+  ASSERT_FALSE(url);
+  EXPECT_NE(url.error().message.find("no_such_option"), std::string::npos) << url.error().message;
+}
+
+TEST_F(Conninfo, DefaultsAreAddedOnlyWhereNothingIsSet) {
+  auto named = withConninfoDefaults("host=db application_name=mine",
+                                    {{"application_name", "ductus"}, {"sslmode", "prefer"}});
+  ASSERT_TRUE(named) << named.error().message;
+  EXPECT_EQ(params(*named)["application_name"], "mine");
+  EXPECT_EQ(params(*named)["sslmode"], "prefer");
+  EXPECT_EQ(conninfoValue(*named, "host"), "db");
+  EXPECT_EQ(conninfoValue(*named, "port"), "");
+}
+
+// A server that completes the TCP handshake (the kernel does, from the
+// listen backlog) and then never says a word: libpq's non-blocking connect
+// would wait for its first message forever.
+TEST(ConnectTimeout, AServerThatNeverAnswersFailsTheConnectAfterConnectTimeout) {
+  Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(listener.get() >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(listener.get(), 8), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::string port = std::to_string(ntohs(a.sin_port));
+
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  std::optional<Status> got;
+  auto started = Clock::now();
+  {
+    PgConnection conn(&loop);
+    conn.connect("host=127.0.0.1 port=" + port + " dbname=x connect_timeout=2",
+                 [&](Status s) { got = s; });
+    while (!got && uv_run(&loop, UV_RUN_ONCE)) {
+    }
+  }
+  auto took = Clock::now() - started;
+  uv_run(&loop, UV_RUN_DEFAULT);
+  EXPECT_EQ(uv_loop_close(&loop), 0) << "a handle was left open";
+  ASSERT_TRUE(got.has_value()) << "the loop ran dry without an answer";
+  ASSERT_FALSE(*got);
+  EXPECT_NE(got->error().message.find("no connection to 127.0.0.1:" + port +
+                                      " within 2 s (connect_timeout)"),
+            std::string::npos)
+      << got->error().message;
+  EXPECT_GE(took, 1900ms);
+  EXPECT_LT(took, 6s);
+}
+
+TEST(ConnectTimeout, AConnectionStringThatDoesNotParseFailsTheConnect) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  std::optional<Status> got;
+  {
+    PgConnection conn(&loop);
+    conn.connect("host=db nonsense", [&](Status s) { got = s; });
+    while (!got && uv_run(&loop, UV_RUN_ONCE)) {
+    }
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_FALSE(*got);
+  EXPECT_NE(got->error().message.find("does not parse"), std::string::npos) << got->error().message;
+}
+
+class StatementTimeout : public StoreTest {
+ protected:
+  std::string setting(Store& store, const std::string& name) {
+    auto r = await<PgResult>(&loop_, [&](auto cb) {
+      store.pool().acquire([cb, name](Result<PgPool::LeasePtr> l) {
+        if (!l) return cb(l.error());
+        (*l)->conn().query("SELECT current_setting($1)", {name},
+                           [cb, lease = *l](Result<PgResult> r) { cb(std::move(r)); });
+      });
+    });
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r ? std::string(r->text(0, 0)) : "";
+  }
+};
+
+TEST_F(StatementTimeout, TheStoresConnectionsRunUnderThirtySecondsByDefault) {
+  EXPECT_EQ(StoreOptions{}.statementTimeout, 30s);
+  EXPECT_EQ(setting(*store_, "statement_timeout"), "30s");
+  // The engine's other session settings are still there.
+  EXPECT_EQ(setting(*store_, "TimeZone"), "UTC");
+}
+
+TEST_F(StatementTimeout, AnInsertBehindALockedTableFailsWithinTheTimeoutThenSucceedsOnceReleased) {
+  StoreOptions o{db_->conninfo(), 2};
+  o.statementTimeout = 500ms;
+  Store store(&loop_, o);
+  auto started = await<bool>(&loop_, [&](auto cb) {
+    store.start([cb](Status s) {
+      if (!s) return cb(s.error());
+      cb(true);
+    });
+  });
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  EXPECT_EQ(setting(store, "statement_timeout"), "500ms");
+
+  // Another session holds the table, as a long migration or an operator's
+  // LOCK would. (Blocking libpq: the test's own connection.)
+  PGconn* holder = PQconnectdb(db_->conninfo().c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK) << PQerrorMessage(holder);
+  PQclear(PQexec(holder, "BEGIN"));
+  PGresult* locked = PQexec(holder, "LOCK TABLE messages IN ACCESS EXCLUSIVE MODE");
+  ASSERT_EQ(PQresultStatus(locked), PGRES_COMMAND_OK) << PQerrorMessage(holder);
+  PQclear(locked);
+
+  auto t0 = Clock::now();
+  auto blocked =
+      await<StoredMessage>(&loop_, [&](auto cb) { store.insert(message("m1", {destA_}), cb); });
+  auto took = Clock::now() - t0;
+  ASSERT_FALSE(blocked.ok()) << "stored through a lock held by another session";
+  EXPECT_EQ(blocked.error().code, "57014") << blocked.error().message;  // query_canceled
+  EXPECT_NE(blocked.error().message.find("statement timeout"), std::string::npos)
+      << blocked.error().message;
+  // 500 ms, or twice that: a group that fails is tried again one by one.
+  EXPECT_GE(took, 450ms);
+  EXPECT_LT(took, 5s);
+
+  PQclear(PQexec(holder, "ROLLBACK"));
+  auto stored =
+      await<StoredMessage>(&loop_, [&](auto cb) { store.insert(message("m2", {destA_}), cb); });
+  ASSERT_TRUE(stored.ok()) << stored.error().message;
+  PQfinish(holder);
+  // Nothing of the refused insert was kept; the second is there, queued.
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages"), 1);
+  auto q = queue(destA_);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(q[0].payload, "m2");
+}
+
+}  // namespace
+}  // namespace ductus::store::test
