@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/config/duration.h"
+
 namespace ductus::intake {
 namespace {
 
@@ -31,6 +33,7 @@ std::string_view httpReason(int status) {
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
     case 409: return "Conflict";
     case 413: return "Content Too Large";
     case 415: return "Unsupported Media Type";
@@ -97,6 +100,7 @@ class HttpConnection final : public StreamConnection {
 
   // ---- llhttp callbacks ----
   int onMessageBegin() {
+    frameBegun();
     req_ = HttpRequest{};
     req_.peer = peer();
     url_.clear();
@@ -164,6 +168,7 @@ class HttpConnection final : public StreamConnection {
     return HPE_OK;
   }
   int onMessageComplete() {
+    frameEnded();
     keepAlive_ = llhttp_should_keep_alive(&parser_);
     method_ = req_.method;
     complete_ = true;
@@ -179,6 +184,14 @@ class HttpConnection final : public StreamConnection {
     // A client that resets the connection has gone; nothing failed here.
     else if (step == IoStep::Read && status != UV_ECONNRESET)
       spdlog::warn("{}: connection from {} failed: {}", name(), peer(), uv_strerror(status));
+  }
+
+  // The request begun `age` ago is still not complete: 408, as RFC 9110
+  // says for a server that will not wait any longer.
+  void frameExpired(std::chrono::milliseconds age) override {
+    fail(408, "request not complete " + config::formatDuration(age) +
+                  " after its first byte (limits.frame_deadline is " +
+                  config::formatDuration(limits().frameDeadline) + ")");
   }
 
   HttpServer* server() const { return attached() ? server_ : nullptr; }
@@ -232,6 +245,7 @@ class HttpConnection final : public StreamConnection {
 
   // An error answer that ends the connection.
   void fail(int status, std::string_view why) {
+    frameEnded();
     spdlog::info("{}: {} from {}: {} {}", name(), status, peer(), httpReason(status), why);
     HttpResponse r{status, {{"Content-Type", "text/plain"}}, std::string(why) + "\n"};
     write(serialize(std::move(r), false, false));
@@ -285,8 +299,22 @@ void HttpRespond::operator()(HttpResponse response) const {
 
 bool HttpRespond::responded() const { return !state_ || state_->answered(); }
 
+namespace {
+
+// What a connection past limits.maxConnections is told before it is closed.
+std::string tooManyConnections() {
+  const std::string body = "too many connections\n";
+  return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 5\r\n"
+         "Content-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
+
+}  // namespace
+
 HttpServer::HttpServer(uv_loop_t* loop, HttpSettings settings)
-    : loop_(loop), settings_(std::move(settings)) {}
+    : loop_(loop),
+      settings_(std::move(settings)),
+      connections_(settings_.name, settings_.limits, tooManyConnections()) {}
 
 HttpServer::~HttpServer() = default;
 
@@ -323,7 +351,7 @@ uint16_t HttpServer::port() const { return boundPort(server_); }
 
 void HttpServer::onConnection(uv_stream_t* server, int status) {
   auto* self = static_cast<HttpServer*>(server->data);
-  if (self) self->connections_.accept<HttpConnection>(server, status, self->settings_.name, self);
+  if (self) self->connections_.accept<HttpConnection>(server, status, self);
 }
 
 void HttpServer::close(std::function<void()> onClosed) {

@@ -11,6 +11,13 @@
 // Limits: a request head over maxHeaderBytes is answered 431, a body over
 // the route's limit 413 (as soon as Content-Length or the chunks show it),
 // malformed HTTP 400; each of these closes the connection.
+//
+// settings.limits bound what each connection may hold (stream_connection.h):
+// past maxConnections a new connection gets 503 and is closed; an idle
+// keep-alive connection is closed after idleTimeout; a request whose head
+// and body are not complete within frameDeadline of its first byte is
+// answered 408 and closed; a client that pipelines requests without reading
+// the responses is no longer read from past unreadAnswers unread.
 #pragma once
 
 #include <uv.h>
@@ -75,6 +82,7 @@ struct HttpSettings {
   // The default body limit; a route may set its own.
   size_t maxBodyBytes = size_t{64} << 20;
   std::string name = "http";  // for logs
+  ConnectionLimits limits;
 };
 
 class HttpServer {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/config/duration.h"
 #include "common/hl7/message.h"
 #include "common/hl7/mllp.h"
 
@@ -89,6 +90,23 @@ class MllpConnection final : public StreamConnection {
                    peer());
   }
 
+  void frameExpired(std::chrono::milliseconds age) override {
+    spdlog::warn(
+        "{}: connection {} from {}: a message begun {} ago is still not complete ({} bytes so "
+        "far; limits.frame_deadline is {}); closing the connection",
+        name(), id_, peer(), config::formatDuration(age), frame_.size(),
+        config::formatDuration(limits().frameDeadline));
+    closeNow();
+  }
+
+  void ended() override {
+    if (uint64_t n = refusals_.flush())
+      spdlog::warn(
+          "{}: connection {} from {} closed; {} more message(s) refused since the last "
+          "line, each answered AR",
+          name(), id_, peer(), n);
+  }
+
   // Advances the framing state machine; returns how many bytes it used. It
   // stops right after a frame's end, which begins a request (or is refused).
   size_t feed(const char* p, size_t n) override {
@@ -104,6 +122,7 @@ class MllpConnection final : public StreamConnection {
           state_ = Framing::InFrame;
           frame_.clear();
           oversized_ = false;
+          frameBegun();
           break;
         }
         case Framing::InFrame: {
@@ -140,7 +159,7 @@ class MllpConnection final : public StreamConnection {
   }
 
   // An answer the listener gives itself, without the handler.
-  void writeAck(std::string_view ack) { write(hl7::mllp::frame(ack)); }
+  void writeAck(std::string_view ack) { answerNow(hl7::mllp::frame(ack)); }
 
   void noteGarbage(size_t bytes) {
     if (garbageLogged_) return;
@@ -151,19 +170,30 @@ class MllpConnection final : public StreamConnection {
         name(), id_, peer(), bytes);
   }
 
+  // A refusal the listener answers itself, logged at most once per
+  // limits().logEvery on this connection.
+  void noteRefusal(const std::string& why) {
+    uint64_t unsaid = 0;
+    if (!refusals_.admit(now(), static_cast<uint64_t>(limits().logEvery.count()), &unsaid)) return;
+    spdlog::warn("{}: connection {} from {}: message refused: {}; answered AR{}", name(), id_,
+                 peer(), why,
+                 unsaid ? " (" + std::to_string(unsaid) + " more refused since the last line)"
+                        : " (further refusals on this connection are logged at most once every " +
+                              config::formatDuration(limits().logEvery) + ")");
+  }
+
   void dispatch() {
+    frameEnded();
     std::string frame = std::move(frame_);
     frame_.clear();
     if (oversized_) {
-      spdlog::warn("{}: message from {} is over the {}-byte limit; answered AR", name(), peer(),
-                   maxMessage());
+      noteRefusal("over the " + std::to_string(maxMessage()) + "-byte limit");
       writeAck(answerFor(mshSegmentOf(frame), hl7::AckCode::Reject, "message too large"));
       return;
     }
     auto view = hl7::MessageView::parse(frame);
     if (!view) {
-      spdlog::warn("{}: message from {} refused: {}; answered AR", name(), peer(),
-                   view.error().message);
+      noteRefusal(view.error().message);
       writeAck(hl7::buildAckWithoutMessage(hl7::AckCode::Reject, view.error().message));
       return;
     }
@@ -181,6 +211,7 @@ class MllpConnection final : public StreamConnection {
   std::string frame_;
   bool oversized_ = false;
   bool garbageLogged_ = false;
+  LogThrottle refusals_;
 };
 
 MllpAnswer::State::~State() {
@@ -196,7 +227,10 @@ void MllpAnswer::operator()(hl7::AckCode code, std::string_view text) const {
 bool MllpAnswer::answered() const { return !state_ || state_->answered(); }
 
 MllpListener::MllpListener(uv_loop_t* loop, MllpSettings settings, Handler handler)
-    : loop_(loop), settings_(std::move(settings)), handler_(std::move(handler)) {}
+    : loop_(loop),
+      settings_(std::move(settings)),
+      handler_(std::move(handler)),
+      connections_(settings_.name, settings_.limits) {}
 
 MllpListener::~MllpListener() = default;
 
@@ -217,7 +251,7 @@ uint16_t MllpListener::port() const { return boundPort(server_); }
 void MllpListener::onConnection(uv_stream_t* server, int status) {
   auto* self = static_cast<MllpListener*>(server->data);
   if (!self) return;
-  auto* c = self->connections_.accept<MllpConnection>(server, status, self->settings_.name, self);
+  auto* c = self->connections_.accept<MllpConnection>(server, status, self);
   if (c) spdlog::debug("{}: connection {} from {}", self->settings_.name, c->id(), c->peer());
 }
 

@@ -12,6 +12,16 @@
 //   read to its end and discarded, so the connection stays in sync;
 // * AR "no MSH segment" (or the delimiter error) for a frame with no
 //   readable MSH.
+// Those refusals are logged at most once a minute per connection (a peer
+// can send them at will); the lines say how many were not. Like an ACK
+// after a commit, each AR is written before the next frame is read, so a
+// sender pipelining refused frames gets one answer per loop turn.
+//
+// settings.limits bound what each connection may hold (stream_connection.h):
+// past maxConnections a connection is closed unanswered; an idle one is
+// closed after idleTimeout; a frame not complete within frameDeadline of
+// its start block closes its connection; a sender that leaves more than
+// unreadAnswers of ACKs unread is no longer read from.
 #pragma once
 
 #include <uv.h>
@@ -40,6 +50,7 @@ struct MllpSettings {
   size_t maxMessageBytes = size_t{64} << 20;
   // A name for logs, e.g. the interface's.
   std::string name = "mllp";
+  ConnectionLimits limits;
 };
 
 class MllpConnection;

@@ -1,8 +1,15 @@
 #include "intake/stream_connection.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "common/config/duration.h"
 #include "intake/tcp_listener.h"
 
 namespace ductus::intake {
@@ -12,9 +19,49 @@ constexpr size_t kReadBuffer = 64 * 1024;
 // How much a lingering connection reads and drops before it closes anyway.
 constexpr size_t kLingerBytes = 4 << 20;
 
+// Every connection reads into one buffer per thread: libuv allocates, reads
+// and calls back one connection at a time, and the callback copies what it
+// keeps (pending_, the protocol's frame) before it returns. A buffer of its
+// own would cost each idle connection 64 KB.
+char* readBuffer() {
+  static thread_local std::unique_ptr<char[]> buffer(new char[kReadBuffer]);
+  return buffer.get();
+}
+
+uint64_t millis(std::chrono::milliseconds d) {
+  return static_cast<uint64_t>(std::max<int64_t>(0, d.count()));
+}
+
+// "30s", "1m", "250ms", as the limits are written in ductus.yaml.
+std::string asWritten(uint64_t ms) {
+  return config::formatDuration(std::chrono::milliseconds(static_cast<int64_t>(ms)));
+}
+
 }  // namespace
 
+// ---- LogThrottle ----
+
+bool LogThrottle::admit(uint64_t nowMs, uint64_t everyMs, uint64_t* unsaid) {
+  if (logged_ && nowMs - lastMs_ < everyMs) {
+    ++unsaid_;
+    return false;
+  }
+  *unsaid = std::exchange(unsaid_, 0);
+  logged_ = true;
+  lastMs_ = nowMs;
+  return true;
+}
+
+uint64_t LogThrottle::due(uint64_t nowMs, uint64_t everyMs) {
+  if (unsaid_ == 0 || nowMs - lastMs_ < everyMs) return 0;
+  lastMs_ = nowMs;  // saying the count is a line: a new interval starts
+  return std::exchange(unsaid_, 0);
+}
+
 // ---- ConnectionSet ----
+
+ConnectionSet::ConnectionSet(std::string name, ConnectionLimits limits, std::string refusal)
+    : name_(std::move(name)), limits_(limits), refusal_(std::move(refusal)) {}
 
 ConnectionSet::~ConnectionSet() {
   for (StreamConnection* c : live_) {
@@ -23,27 +70,101 @@ ConnectionSet::~ConnectionSet() {
   }
 }
 
-bool ConnectionSet::statusOk(int status, std::string_view name) {
+bool ConnectionSet::statusOk(int status) const {
   if (status >= 0) return true;
-  spdlog::warn("{}: accepting a connection failed: {}", name, uv_strerror(status));
+  spdlog::warn("{}: accepting a connection failed: {}", name_, uv_strerror(status));
   return false;
 }
 
-bool ConnectionSet::admit(uv_stream_t* server, StreamConnection* c, std::string_view name) {
+bool ConnectionSet::admit(uv_stream_t* server, StreamConnection* c) {
   if (int rc = uv_tcp_init(server->loop, &c->tcp_); rc < 0) {
-    spdlog::warn("{}: uv_tcp_init for a new connection failed: {}", name, uv_strerror(rc));
+    spdlog::warn("{}: uv_tcp_init for a new connection failed: {}", name_, uv_strerror(rc));
     delete c;  // libuv never saw it
     return false;
   }
   c->set_ = this;
+  c->limits_ = limits_;
   live_.insert(c);
   if (int rc = uv_accept(server, c->stream()); rc < 0) {
-    spdlog::warn("{}: accepting a connection failed: {}", name, uv_strerror(rc));
+    spdlog::warn("{}: accepting a connection failed: {}", name_, uv_strerror(rc));
     c->closeNow();
     return false;
   }
   c->start();
+  startSweeping(server->loop);
   return true;
+}
+
+void ConnectionSet::refuse(uv_stream_t* server) {
+  // Accepted only to be closed: a connection left in the backlog would stop
+  // libuv from accepting any other (it waits for uv_accept).
+  auto* tcp = new uv_tcp_t{};  // freed in its close callback
+  if (int rc = uv_tcp_init(server->loop, tcp); rc < 0) {
+    delete tcp;
+    spdlog::warn("{}: uv_tcp_init for a refused connection failed: {}", name_, uv_strerror(rc));
+    return;
+  }
+  auto* stream = reinterpret_cast<uv_stream_t*>(tcp);
+  if (uv_accept(server, stream) == 0) {
+    if (!refusal_.empty()) {
+      // Best effort: a few bytes on a fresh socket fit its send buffer; a
+      // peer that is not reading is not waited for.
+      uv_buf_t b = uv_buf_init(refusal_.data(), static_cast<unsigned>(refusal_.size()));
+      uv_try_write(stream, &b, 1);
+    }
+    uint64_t unsaid = 0;
+    if (refusedLog_.admit(uv_now(server->loop), millis(limits_.logEvery), &unsaid)) {
+      sockaddr_storage ss{};
+      int len = sizeof ss;
+      std::string peer = uv_tcp_getpeername(tcp, reinterpret_cast<sockaddr*>(&ss), &len) == 0
+                             ? formatAddress(ss)
+                             : std::string("?");
+      spdlog::warn(
+          "{}: refused a connection from {}{}: {} connections are open, the most "
+          "limits.connections_per_listener allows; refusals are logged at most once every {}",
+          name_, peer,
+          unsaid ? " (and " + std::to_string(unsaid) + " more since the last line)" : std::string(),
+          live_.size(), asWritten(millis(limits_.logEvery)));
+    }
+  }
+  uv_close(reinterpret_cast<uv_handle_t*>(tcp),
+           [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
+  // The sweep says the count of the refusals not logged.
+  startSweeping(server->loop);
+}
+
+void ConnectionSet::sayRefused(uint64_t count) {
+  spdlog::warn(
+      "{}: refused {} more connection(s) in the last {}: {} connections are open, "
+      "limits.connections_per_listener is {}",
+      name_, count, asWritten(millis(limits_.logEvery)), live_.size(), limits_.maxConnections);
+}
+
+void ConnectionSet::startSweeping(uv_loop_t* loop) {
+  if (closing_ && live_.empty()) return;
+  if (!sweeper_) sweeper_ = makeTimer(loop, this);
+  if (uv_is_active(reinterpret_cast<uv_handle_t*>(sweeper_.get()))) return;
+  // A quarter of the shortest limit, so each is applied at most 25% late;
+  // at most once a second, which costs a thousand connections nothing.
+  auto shortest =
+      std::min({limits_.idleTimeout, limits_.frameDeadline, limits_.unreadGrace, limits_.logEvery});
+  uint64_t tick = std::clamp<uint64_t>(millis(shortest) / 4, 5, 1000);
+  uv_timer_start(
+      sweeper_.get(),
+      [](uv_timer_t* t) {
+        if (auto* self = static_cast<ConnectionSet*>(t->data)) self->sweep();
+      },
+      tick, tick);
+}
+
+void ConnectionSet::sweep() {
+  uint64_t now = uv_now(sweeper_->loop);
+  // Nothing leaves live_ before its close callback, later; a copy anyway,
+  // as the protocols' expiry code runs in between.
+  std::vector<StreamConnection*> all(live_.begin(), live_.end());
+  for (StreamConnection* c : all) c->sweep(now);
+  if (uint64_t n = refusedLog_.due(now, millis(limits_.logEvery))) sayRefused(n);
+  if (live_.empty() && !refusedLog_.pending()) uv_timer_stop(sweeper_.get());
 }
 
 void ConnectionSet::closeAll(std::function<void()> onClosed) {
@@ -63,6 +184,8 @@ void ConnectionSet::closed(StreamConnection* c) {
 
 void ConnectionSet::maybeClosed() {
   if (!closing_ || !live_.empty() || !onClosed_) return;
+  if (uint64_t n = refusedLog_.flush()) sayRefused(n);
+  sweeper_.reset();
   auto cb = std::move(onClosed_);
   onClosed_ = nullptr;
   cb();  // may destroy this set: nothing after this line
@@ -79,6 +202,17 @@ StreamConnection::StreamConnection(size_t pendingLimit) : pendingLimit_(pendingL
   tcp_.data = this;
 }
 
+uint64_t StreamConnection::now() const { return uv_now(tcp_.loop); }
+
+size_t StreamConnection::unread() const {
+  return uv_stream_get_write_queue_size(reinterpret_cast<const uv_stream_t*>(&tcp_)) +
+         outbox_.size();
+}
+
+std::string_view StreamConnection::listenerName() const {
+  return set_ ? std::string_view(set_->name_) : std::string_view("connection");
+}
+
 void StreamConnection::start() {
   sockaddr_storage ss{};
   int len = sizeof ss;
@@ -86,8 +220,26 @@ void StreamConnection::start() {
     peer_ = formatAddress(ss);
   // Answers are small and the peer waits for each: Nagle would only delay them.
   uv_tcp_nodelay(&tcp_, 1);
-  readBuf_ = std::make_unique<char[]>(kReadBuffer);
+  setKeepAlive();
+  lastActive_ = now();
   startReading();
+}
+
+void StreamConnection::setKeepAlive() {
+  // uv_tcp_keepalive sets SO_KEEPALIVE and the idle time; libuv 1.44 leaves
+  // the interval and the probe count at the kernel's 75 s and 9 probes.
+  int rc = uv_tcp_keepalive(&tcp_, 1, kKeepAliveIdleSeconds);
+  uv_os_fd_t fd = -1;
+  if (rc == 0) rc = uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd);
+  if (rc == 0) {
+    int interval = kKeepAliveIntervalSeconds, probes = kKeepAliveProbes;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes) != 0)
+      rc = uv_translate_sys_error(errno);
+  }
+  // The connection works without it; a vanished peer is then found later.
+  if (rc < 0)
+    spdlog::debug("{}: TCP keepalive for {} not set: {}", listenerName(), peer_, uv_strerror(rc));
 }
 
 void StreamConnection::closeWhenIdle() {
@@ -105,13 +257,13 @@ void StreamConnection::closeNow() {
 
 void StreamConnection::onClose(uv_handle_t* h) {
   auto* self = static_cast<StreamConnection*>(h->data);
+  self->ended();
   if (self->set_) self->set_->closed(self);
   delete self;
 }
 
-void StreamConnection::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
-  auto* self = static_cast<StreamConnection*>(h->data);
-  *buf = uv_buf_init(self->readBuf_.get(), kReadBuffer);
+void StreamConnection::onAlloc(uv_handle_t*, size_t, uv_buf_t* buf) {
+  *buf = uv_buf_init(readBuffer(), kReadBuffer);
 }
 
 void StreamConnection::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
@@ -127,7 +279,7 @@ void StreamConnection::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   // A peer may close its side while it waits for the answer to its last
   // request: that request, and any after it already read, are answered
   // first.
-  if (self->busy_ || !self->pending_.empty()) {
+  if (self->busy_ || self->pendingBytes() > 0) {
     self->eofSeen_ = true;
     self->stopReading();
   } else {
@@ -138,11 +290,23 @@ void StreamConnection::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
 void StreamConnection::onWrite(uv_write_t* req, int status) {
   std::unique_ptr<WriteReq> w(reinterpret_cast<WriteReq*>(req));
   auto* self = static_cast<StreamConnection*>(req->handle->data);
+  --self->writesInFlight_;
   // ECANCELED: the connection is being closed; nothing failed.
   if (status < 0 && status != UV_ECANCELED) {
     self->failed(IoStep::Write, status);
-    self->closeNow();
+    return self->closeNow();
   }
+  if (self->closing_) return;
+  if (self->writesInFlight_ == 0 && !self->outbox_.empty())
+    self->submit(std::exchange(self->outbox_, {}));
+  if (self->closing_) return;
+  if (self->paced_) {
+    self->paced_ = false;
+    if (!self->held_) return self->goOn();
+  }
+  // Half of the limit, not the limit itself: reading is not stopped and
+  // started again around every answer of a peer that reads slowly.
+  if (self->held_ && self->unread() <= self->limits_.unreadAnswers / 2) self->release();
 }
 
 void StreamConnection::onShutdown(uv_shutdown_t* req, int status) {
@@ -154,7 +318,7 @@ void StreamConnection::onShutdown(uv_shutdown_t* req, int status) {
 }
 
 void StreamConnection::startReading() {
-  if (reading_ || closing_) return;
+  if (reading_ || closing_ || (held_ && !shutdown_)) return;
   if (int rc = uv_read_start(stream(), &onAlloc, &onRead); rc < 0) {
     failed(IoStep::StartRead, rc);
     closeNow();
@@ -175,31 +339,62 @@ void StreamConnection::consume(const char* p, size_t n) {
     if (lingered_ > kLingerBytes) closeNow();
     return;
   }
-  if (busy_) {
+  if (busy_ || held_ || paced_) {
     pending_.append(p, n);
-    if (pending_.size() >= pendingLimit_) stopReading();
+    if (pendingBytes() >= pendingLimit_) stopReading();
     return;
   }
   size_t used = feedAll(p, n);
   if (closing_ || shutdown_) return;
   if (used < n) pending_.append(p + used, n - used);
-  if (busy_ && pending_.size() >= pendingLimit_) stopReading();
+  if ((busy_ || paced_) && pendingBytes() >= pendingLimit_) stopReading();
 }
 
 size_t StreamConnection::feedAll(const char* p, size_t n) {
   size_t used = 0;
   feeding_ = true;
-  while (!busy_ && !closing_ && !shutdown_ && used < n) used += feed(p + used, n - used);
+  // Held or paced: the peer has not taken the answers already given, so no
+  // request is parsed (nor answered) until it does.
+  while (!busy_ && !closing_ && !shutdown_ && !held_ && !paced_ && used < n)
+    used += feed(p + used, n - used);
   feeding_ = false;
   return used;
 }
 
 void StreamConnection::drainPending() {
-  size_t used = feedAll(pending_.data(), pending_.size());
-  pending_.erase(0, used);
+  if (pendingBytes() == 0) return;
+  pendingAt_ += feedAll(pending_.data() + pendingAt_, pendingBytes());
+  // What was parsed is dropped once it is most of the buffer: erasing it at
+  // every request would move the rest each time (a megabyte of pipelined
+  // frames, one per loop turn, is a megabyte moved per frame).
+  if (pendingAt_ == pending_.size()) {
+    // An idle connection keeps no buffer of a burst it once had.
+    pending_ = std::string();
+    pendingAt_ = 0;
+  } else if (pendingAt_ > pending_.size() / 2) {
+    pending_.erase(0, pendingAt_);
+    pendingAt_ = 0;
+  }
 }
 
+void StreamConnection::frameBegun() {
+  lastActive_ = now();
+  if (inFrame_) return;
+  inFrame_ = true;
+  frameSince_ = lastActive_;
+}
+
+void StreamConnection::frameEnded() {
+  inFrame_ = false;
+  lastActive_ = now();
+}
+
+void StreamConnection::frameExpired(std::chrono::milliseconds) { closeNow(); }
+
 void StreamConnection::beginRequest(const std::shared_ptr<AnswerSlot>& slot) {
+  // A connection closed under the protocol (a failed write) takes no
+  // request: the answer, when it comes, goes nowhere.
+  if (closing_) return;
   slot->conn_ = this;
   inflight_ = slot;
   busy_ = true;
@@ -208,13 +403,33 @@ void StreamConnection::beginRequest(const std::shared_ptr<AnswerSlot>& slot) {
 void StreamConnection::endRequest(std::string answer, bool keepOpen) {
   inflight_.reset();
   busy_ = false;
+  lastActive_ = now();
   write(std::move(answer));
   if (closing_) return;
   if (!keepOpen || draining_) return shutdownAndClose(false);
-  // Answered from inside feed(): the loop on the stack goes on.
-  if (feeding_) return;
+  // Answered from inside feed(): the loop on the stack stops until the
+  // answer is written (answerNow).
+  if (feeding_) return pace();
+  goOn();
+}
+
+void StreamConnection::answerNow(std::string answer) {
+  write(std::move(answer));
+  if (feeding_ && !closing_) pace();
+}
+
+void StreamConnection::pace() {
+  if (writesInFlight_ == 0) return;
+  paced_ = true;
+  pacedSince_ = now();
+}
+
+// Nothing in flight: what the peer sent next is parsed, then reading
+// resumes.
+void StreamConnection::goOn() {
+  if (busy_ || closing_ || shutdown_ || held_ || paced_) return;
   drainPending();
-  if (busy_ || closing_ || shutdown_) return;
+  if (busy_ || closing_ || shutdown_ || held_ || paced_) return;
   if (eofSeen_) return endOfInput();
   startReading();
 }
@@ -226,6 +441,23 @@ void StreamConnection::endOfInput() {
 
 void StreamConnection::write(std::string bytes) {
   if (closing_ || shutdown_) return;
+  // Reading stopped at unreadAnswers; a peer still this far behind when
+  // another answer is due has stopped reading altogether.
+  if (size_t queued = unread(); queued > limits_.unreadAnswers * kUnreadHardCapFactor) {
+    spdlog::warn(
+        "{}: closing the connection from {}: {} bytes of answers are unread, over {} "
+        "times limits.unread_answers",
+        listenerName(), peer_, queued, kUnreadHardCapFactor);
+    return closeNow();
+  }
+  if (writesInFlight_ > 0)
+    outbox_.append(bytes);
+  else
+    submit(std::move(bytes));
+  if (!closing_ && !held_ && unread() > limits_.unreadAnswers) holdBack();
+}
+
+void StreamConnection::submit(std::string bytes) {
   auto w = std::make_unique<WriteReq>();
   w->data = std::move(bytes);
   uv_buf_t b = uv_buf_init(w->data.data(), w->data.size());
@@ -235,17 +467,84 @@ void StreamConnection::write(std::string bytes) {
     return;
   }
   w.release();  // freed in onWrite
+  ++writesInFlight_;
+}
+
+void StreamConnection::holdBack() {
+  held_ = true;
+  heldSince_ = now();
+  // TCP now holds the peer back: what it sends waits in the kernel.
+  stopReading();
+  spdlog::debug("{}: {} has {} bytes of answers unread; reading from it stops until it takes them",
+                listenerName(), peer_, unread());
+}
+
+void StreamConnection::release() {
+  held_ = false;
+  // With a request in flight, reading goes on as consume() would have left it.
+  if (busy_) {
+    if (!eofSeen_ && pendingBytes() < pendingLimit_) startReading();
+    return;
+  }
+  goOn();
 }
 
 void StreamConnection::shutdownAndClose(bool linger) {
   if (closing_ || shutdown_) return;
   shutdown_ = true;
+  shutdownAt_ = now();
   // A closing listener waits for this connection: no lingering then.
   lingerAfterShutdown_ = linger && !draining_;
   stopReading();
+  // libuv writes nothing after a shutdown: the outbox goes first.
+  if (!outbox_.empty()) submit(std::exchange(outbox_, {}));
+  if (closing_) return;
   auto req = std::make_unique<uv_shutdown_t>();
   if (uv_shutdown(req.get(), stream(), &onShutdown) < 0) return closeNow();
   req.release();  // freed in onShutdown
+}
+
+void StreamConnection::sweep(uint64_t now) {
+  if (closing_) return;
+  auto past = [now](uint64_t since, std::chrono::milliseconds limit) {
+    return now >= since && now - since >= millis(limit);
+  };
+  if (shutdown_) {
+    // Waiting for the peer to take the last answer, or to close: a peer
+    // that does neither does not keep the connection.
+    if (past(shutdownAt_, limits_.idleTimeout)) closeNow();
+    return;
+  }
+  // Not taking its answers: over limits_.unreadAnswers, or an answer given
+  // from inside feed() still not written. Either way nothing is read or
+  // parsed, and the peer is waited for no longer than unreadGrace.
+  if (held_ || paced_) {
+    uint64_t since = held_ && paced_ ? std::min(heldSince_, pacedSince_)
+                     : held_         ? heldSince_
+                                     : pacedSince_;
+    if (past(since, limits_.unreadGrace)) {
+      spdlog::warn(
+          "{}: closing the connection from {}: answers unread for {} ({} bytes; "
+          "limits.unread_answers is {} bytes)",
+          listenerName(), peer_, asWritten(now - since), unread(), limits_.unreadAnswers);
+      closeNow();
+    }
+    return;
+  }
+  if (inFrame_) {
+    if (past(frameSince_, limits_.frameDeadline)) {
+      inFrame_ = false;
+      frameExpired(std::chrono::milliseconds(now - frameSince_));
+      if (!closing_ && !shutdown_) closeNow();
+    }
+    return;
+  }
+  if (busy_ || pendingBytes() > 0) return;
+  if (past(lastActive_, limits_.idleTimeout)) {
+    spdlog::debug("{}: closing the connection from {}: idle for {}", listenerName(), peer_,
+                  asWritten(now - lastActive_));
+    shutdownAndClose(false);
+  }
 }
 
 }  // namespace ductus::intake

@@ -8,13 +8,26 @@
 // listener stops, a shutdown that lets queued answers out, and a lingering
 // read after an error answer.
 //
-// ConnectionSet holds a listener's connections until each has closed;
-// AnswerSlot makes the first of a handler's answers the only one.
+// It also bounds what one peer can hold of the supervisor
+// (ConnectionLimits): how long it may stay idle or take over one request,
+// how much of its answers it may leave unread, and TCP keepalive so a peer
+// that vanished is noticed. An answer given while parsing (MLLP's AR to a
+// frame without MSH, HTTP's 404) paces the connection like a handler's
+// would: nothing more is parsed until it is written, so a peer pipelining
+// requests that are refused at once gets one answer per loop turn and
+// cannot keep the loop to itself. All connections read into one buffer, so
+// an idle one costs little more than its descriptor.
+//
+// ConnectionSet holds a listener's connections until each has closed, and
+// refuses connections past the limit; AnswerSlot makes the first of a
+// handler's answers the only one.
 #pragma once
 
 #include <uv.h>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -22,7 +35,72 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/uv_handle.h"
+
 namespace ductus::intake {
+
+// What one listener lets its peers hold: descriptors, buffers, log lines.
+// Each has a default an engine can live with; `limits:` in ductus.yaml
+// sets the first four.
+struct ConnectionLimits {
+  // Connections open at once; past it a new one is accepted and closed at
+  // once (each holds a descriptor and its buffers).
+  size_t maxConnections = 1000;
+  // A connection with nothing in flight and no partial request is closed
+  // after this long. Also how long a connection that was shut down may wait
+  // for its peer to take the last answer or to close.
+  std::chrono::milliseconds idleTimeout = std::chrono::minutes(5);
+  // A request (an MLLP frame, an HTTP head and body) must be complete this
+  // long after its first byte, or the connection is closed: a 64 MB frame
+  // trickled in forever would otherwise be held forever.
+  std::chrono::milliseconds frameDeadline = std::chrono::seconds(60);
+  // Answers written but not taken by the peer (libuv's write queue and the
+  // outbox): past this, the connection stops reading and parsing until the
+  // peer has taken half of it, so a peer that sends and never reads is held
+  // back by TCP instead of growing the queue.
+  size_t unreadAnswers = size_t{1} << 20;
+  // A connection over unreadAnswers this long is closed; so is one whose
+  // answer to a refused frame (or any answer given while parsing) has not
+  // been taken by the peer this long: nothing is parsed behind it.
+  std::chrono::milliseconds unreadGrace = std::chrono::seconds(30);
+  // Warnings a peer can repeat at will (refused connections, refused
+  // frames) are logged at most once per this, with the count of the rest.
+  std::chrono::milliseconds logEvery = std::chrono::minutes(1);
+};
+
+// An answer due while the peer has left this many times unreadAnswers
+// unread closes the connection at once: reading has stopped long before, so
+// only a misbehaving peer gets here.
+constexpr size_t kUnreadHardCapFactor = 4;
+
+// TCP keepalive on every accepted connection: a peer that vanished without
+// a FIN (power cut, a NAT that dropped the mapping) is found after
+// 15 + 5 x 3 = 30 s of silence instead of the kernel's 2 h 11 min, and its
+// connection, descriptor and partial request are let go.
+constexpr int kKeepAliveIdleSeconds = 15;
+constexpr int kKeepAliveIntervalSeconds = 5;
+constexpr int kKeepAliveProbes = 3;
+
+// At most one log line per interval for an event a peer can repeat at
+// will: the first is logged at once, the ones within the interval after a
+// line are counted, and the count goes with the next line (or flush()).
+class LogThrottle {
+ public:
+  // Whether to log an event at nowMs; if so, *unsaid is how many were not
+  // logged since the last line.
+  bool admit(uint64_t nowMs, uint64_t everyMs, uint64_t* unsaid);
+  // The count not yet logged once the interval has passed (0 otherwise, or
+  // when there is none); it is then said, and a new interval starts.
+  uint64_t due(uint64_t nowMs, uint64_t everyMs);
+  // The count not yet logged, at the end (the connection closes).
+  uint64_t flush() { return std::exchange(unsaid_, 0); }
+  bool pending() const { return unsaid_ > 0; }
+
+ private:
+  bool logged_ = false;
+  uint64_t lastMs_ = 0;
+  uint64_t unsaid_ = 0;
+};
 
 class StreamConnection;
 
@@ -50,9 +128,15 @@ class AnswerSlot {
 };
 
 // The connections one listening socket accepted, until each has closed.
+// Past limits.maxConnections a new connection is accepted, told `refusal`
+// (if any) and closed at once, and a warning says so once per
+// limits.logEvery. A timer sweeps the connections for the time limits while
+// there are any.
 class ConnectionSet {
  public:
-  ConnectionSet() = default;
+  // name: the listener's, for the log. refusal: what a connection past the
+  // limit is sent before it is closed ("" for nothing).
+  ConnectionSet(std::string name, ConnectionLimits limits, std::string refusal = {});
   ConnectionSet(const ConnectionSet&) = delete;
   ConnectionSet& operator=(const ConnectionSet&) = delete;
   // Closes every connection at once; answers in flight go nowhere.
@@ -60,12 +144,16 @@ class ConnectionSet {
 
   // Accepts the connection waiting on `server` (status: what the listen
   // callback got) into a new Connection(args...), which owns itself from
-  // here. Null when that fails, which is logged under `name`.
+  // here. Null when that fails (logged) or the set is full (refused).
   template <class Connection, class... Args>
-  Connection* accept(uv_stream_t* server, int status, std::string_view name, Args&&... args) {
-    if (!statusOk(status, name)) return nullptr;
+  Connection* accept(uv_stream_t* server, int status, Args&&... args) {
+    if (!statusOk(status)) return nullptr;
+    if (live_.size() >= limits_.maxConnections) {
+      refuse(server);
+      return nullptr;
+    }
     auto* c = new Connection(std::forward<Args>(args)...);  // deleted in its close callback
-    return admit(server, c, name) ? c : nullptr;
+    return admit(server, c) ? c : nullptr;
   }
 
   // Idle connections close now, busy ones once their answer is written;
@@ -77,12 +165,21 @@ class ConnectionSet {
 
  private:
   friend class StreamConnection;
-  static bool statusOk(int status, std::string_view name);
-  bool admit(uv_stream_t* server, StreamConnection* c, std::string_view name);
+  bool statusOk(int status) const;
+  bool admit(uv_stream_t* server, StreamConnection* c);
+  void refuse(uv_stream_t* server);
   void closed(StreamConnection* c);
   void maybeClosed();
+  void startSweeping(uv_loop_t* loop);
+  void sweep();
+  void sayRefused(uint64_t count);
 
+  const std::string name_;
+  const ConnectionLimits limits_;
+  std::string refusal_;
   std::unordered_set<StreamConnection*> live_;
+  UvHandle<uv_timer_t> sweeper_;  // runs while there is something to sweep
+  LogThrottle refusedLog_;
   bool closing_ = false;
   std::function<void()> onClosed_;
 };
@@ -115,6 +212,12 @@ class StreamConnection {
   // The peer closed its side and everything it sent is answered; the
   // connection shuts down next.
   virtual void inputEnded() {}
+  // The request begun frameAge ago is still not complete after
+  // limits().frameDeadline: the protocol says so (an answer, a log line)
+  // and closes or shuts down; closed right after otherwise.
+  virtual void frameExpired(std::chrono::milliseconds frameAge);
+  // The connection has closed (its handle is gone); last words for the log.
+  virtual void ended() {}
 
   // ---- for the protocol ----
 
@@ -124,21 +227,43 @@ class StreamConnection {
   // Whether the connection closes after the answer in flight (its listener
   // is closing).
   bool draining() const { return draining_; }
+  // The limits the connection was accepted under.
+  const ConnectionLimits& limits() const { return limits_; }
+  // The loop's clock, in milliseconds.
+  uint64_t now() const;
 
+  // The first byte of a request has been read: from here it must be
+  // complete within limits().frameDeadline. Bytes outside any request (an
+  // MLLP sender's stray bytes) never call it, so they do not keep an idle
+  // connection open.
+  void frameBegun();
+  // The request is complete (or refused): no deadline runs, and the idle
+  // time counts from here.
+  void frameEnded();
   // A complete request goes to the handler, whose answer holds `slot`.
   void beginRequest(const std::shared_ptr<AnswerSlot>& slot);
   // Writes the answer (to the request in flight, or one the protocol gives
   // itself from inside feed()) and goes on with what the peer sent next;
   // shuts down instead when !keepOpen or draining().
   void endRequest(std::string answer, bool keepOpen);
+  // An answer the protocol gives itself from inside feed() without a
+  // request (MLLP's AR to a frame it refuses). Like an answer given there
+  // by endRequest(), nothing more is parsed until it is written: one answer
+  // per loop turn, as a handler's commit paces a real message, so a peer
+  // pipelining frames it knows are refused cannot keep the loop to itself.
+  void answerNow(std::string answer);
   // Queues bytes to the peer; dropped once the connection is closing or
-  // shut down.
+  // shut down. Past limits().unreadAnswers unread, the connection stops
+  // reading and parsing until the peer catches up.
   void write(std::string bytes);
   // Closes once everything queued is written (uv_close would cancel it).
   // linger: until the peer closes, read and drop what it still sends (up to
   // a limit), because closing a socket with unread data makes the kernel
-  // send RST, which can destroy the answer before the peer reads it.
+  // send RST, which can destroy the answer before the peer reads it. Either
+  // wait ends after limits().idleTimeout.
   void shutdownAndClose(bool linger);
+  // Closes at once; queued answers are dropped.
+  void closeNow();
 
  private:
   friend class ConnectionSet;
@@ -151,23 +276,49 @@ class StreamConnection {
   static void onShutdown(uv_shutdown_t* req, int status);
 
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
+  // Bytes of answers not yet taken by the peer's kernel: libuv's write
+  // queue and the outbox.
+  size_t unread() const;
+  std::string_view listenerName() const;
+  size_t pendingBytes() const { return pending_.size() - pendingAt_; }
   void start();
+  void setKeepAlive();
   void closeWhenIdle();
-  void closeNow();
   void startReading();
   void stopReading();
   void consume(const char* p, size_t n);
   size_t feedAll(const char* p, size_t n);
   void drainPending();
+  void goOn();
   void endOfInput();
+  void submit(std::string bytes);
+  void pace();
+  void holdBack();
+  void release();
+  // The set's timer: applies the time limits at `now`.
+  void sweep(uint64_t now);
 
   uv_tcp_t tcp_{};
   ConnectionSet* set_ = nullptr;  // null until accepted and once the set is gone
+  ConnectionLimits limits_;       // copied from the set when accepted
   const size_t pendingLimit_;
-  std::unique_ptr<char[]> readBuf_;
   std::string peer_;
-  std::string pending_;  // read behind the request in flight
+  std::string pending_;  // read behind the request in flight, from pendingAt_
+  size_t pendingAt_ = 0;
+  // Answers given while a write is in flight, sent as one write when it
+  // completes: a peer that pipelines gets thousands of small answers, and
+  // a request and a buffer each would cost several times their bytes.
+  std::string outbox_;
+  size_t writesInFlight_ = 0;
   size_t lingered_ = 0;
+  uint64_t lastActive_ = 0;  // accepted, a request begun or ended, an answer given
+  uint64_t frameSince_ = 0;  // when the partial request began (inFrame_)
+  uint64_t heldSince_ = 0;   // when unread answers went over the limit (held_)
+  uint64_t pacedSince_ = 0;  // when paced_ was set
+  uint64_t shutdownAt_ = 0;  // when shutdown_ was set
+  bool inFrame_ = false;     // a request has begun and is not complete
+  bool held_ = false;        // over limits_.unreadAnswers: not reading, not parsing
+  bool paced_ = false;       // answered from inside feed(): parsing waits for the write
   bool busy_ = false;     // a request is with the handler
   bool feeding_ = false;  // feed() is on the stack
   bool reading_ = false;

@@ -54,6 +54,16 @@ store::Tier tierOf(config::Retention r) {
 
 bool queued(const InterfaceConfig& c) { return !c.respondMode(); }
 
+// ductus.yaml's limits: for every listener; the rest keep their defaults.
+intake::ConnectionLimits connectionLimits(const config::EngineConfig& e) {
+  intake::ConnectionLimits l;
+  l.maxConnections = e.limits.connectionsPerListener;
+  l.idleTimeout = e.limits.idleTimeout;
+  l.frameDeadline = e.limits.frameDeadline;
+  l.unreadAnswers = static_cast<size_t>(e.limits.unreadAnswers);
+  return l;
+}
+
 }  // namespace
 
 Engine::Engine(uv_loop_t* loop, config::Project project, EngineOptions options)
@@ -321,6 +331,7 @@ Status Engine::openSource(Iface& f) {
     intake::MllpSettings ms;
     ms.maxMessageBytes = c.maxMessageBytes;
     ms.name = c.name;
+    ms.limits = connectionLimits(project_.engine);
     auto l = std::make_unique<intake::MllpListener>(loop_, ms, intake::mllpIntoIntake(*f.intake));
     if (auto s = l->listen(m->listen.host, m->listen.port); !s)
       return Error{c.name + ": mllp " + m->listen.toString() + ": " + s.error().message};
@@ -334,6 +345,7 @@ Status Engine::openSource(Iface& f) {
     if (!server) {
       intake::HttpSettings hs;
       hs.name = key;
+      hs.limits = connectionLimits(project_.engine);
       server = std::make_unique<intake::HttpServer>(loop_, hs);
       if (auto s = server->listen(h->listen.host, h->listen.port); !s)
         return Error{c.name + ": http " + key + ": " + s.error().message};

@@ -11,7 +11,7 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
                          const std::filesystem::path& projectRoot) {
   EngineConfig e;
   if (!r.map(root, "",
-             {"database", "api", "isolates", "retention", "max_message_size", "secrets"},
+             {"database", "api", "isolates", "retention", "max_message_size", "secrets", "limits"},
              {{"alerts", "alert rules, channels and the heartbeat"},
               {"auth", "sign-in settings and directory (LDAP) sign-in"},
               {"doctor", "scheduled certificate and connection checks"},
@@ -37,6 +37,27 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
     if (r.map(iso, "isolates", {"workers", "heap_mb"})) {
       if (auto v = r.whole(iso, "workers", "isolates", 1, 256)) e.isolateWorkers = *v;
       if (auto v = r.whole(iso, "heap_mb", "isolates", 16, 16384)) e.heapMb = *v;
+    }
+  }
+  if (YamlReader::has(root, "limits")) {
+    YAML::Node lim = root["limits"];
+    if (r.map(lim, "limits",
+              {"connections_per_listener", "idle_timeout", "frame_deadline", "unread_answers"})) {
+      // Each connection takes a descriptor; the engine's open files limit
+      // (raised to the hard limit at start) is the real ceiling.
+      if (auto v = r.whole(lim, "connections_per_listener", "limits", 1, 1'000'000))
+        e.limits.connectionsPerListener = static_cast<uint32_t>(*v);
+      if (auto v = r.duration(lim, "idle_timeout", "limits", std::chrono::seconds(1),
+                              std::chrono::hours(24)))
+        e.limits.idleTimeout = *v;
+      // A 64 MB message over a slow link takes minutes: up to an hour.
+      if (auto v = r.duration(lim, "frame_deadline", "limits", std::chrono::seconds(1),
+                              std::chrono::hours(1)))
+        e.limits.frameDeadline = *v;
+      // At least one ACK or response must fit; at most what a large answer
+      // of a respond-mode script takes.
+      if (auto v = r.size(lim, "unread_answers", "limits", 1ull << 10, 1ull << 30))
+        e.limits.unreadAnswers = *v;
     }
   }
   if (auto v = r.retention(root, "retention", "")) e.retention = *v;

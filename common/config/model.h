@@ -68,6 +68,14 @@ struct EngineConfig {
   // secrets: { key_file: ... }, resolved against the project folder; empty
   // when not given (the key then comes from DUCTUS_SECRETS_KEY only).
   std::filesystem::path secretsKeyFile;
+  // limits: what one peer may hold of the engine, for every MLLP listener
+  // and HTTP port (each its own count).
+  struct Limits {
+    uint32_t connectionsPerListener = 1000;             // past it: accepted and closed at once
+    Duration idleTimeout = std::chrono::minutes(5);     // nothing in flight, nothing partial
+    Duration frameDeadline = std::chrono::seconds(60);  // from a request's first byte
+    uint64_t unreadAnswers = 1ull << 20;  // answers the peer has not read: reading stops
+  } limits;
 };
 
 // ---- resources.yaml -------------------------------------------------------

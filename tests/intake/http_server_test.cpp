@@ -6,8 +6,14 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <netinet/tcp.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -18,7 +24,62 @@ namespace ductus::intake {
 namespace {
 
 using std::chrono::milliseconds;
+using std::chrono::steady_clock;
 using test::LoopThread;
+
+// Every log line at info and up while it lives; the default logger comes
+// back after.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()), sink_(std::make_shared<Sink>()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+  size_t count(std::string_view text) const {
+    size_t n = 0;
+    for (const auto& l : sink_->lines())
+      if (l.find(text) != std::string::npos) ++n;
+    return n;
+  }
+  std::string all() const {
+    std::string out;
+    for (const auto& l : sink_->lines()) out += l + "\n";
+    return out;
+  }
+
+ private:
+  class Sink : public spdlog::sinks::base_sink<std::mutex> {
+   public:
+    std::vector<std::string> lines() {
+      std::lock_guard lock(mutex_);
+      return lines_;
+    }
+
+   protected:
+    void sink_it_(const spdlog::details::log_msg& m) override {
+      lines_.emplace_back(m.payload.data(), m.payload.size());
+    }
+    void flush_() override {}
+
+   private:
+    std::vector<std::string> lines_;
+  };
+  std::shared_ptr<spdlog::logger> previous_;
+  std::shared_ptr<Sink> sink_;
+};
+
+template <class Pred>
+bool eventually(Pred pred, milliseconds timeout = milliseconds(5000)) {
+  auto until = steady_clock::now() + timeout;
+  while (steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return pred();
+}
 
 struct Reply {
   int status = 0;
@@ -29,8 +90,12 @@ struct Reply {
 // A blocking raw-socket HTTP client: the tests control every byte.
 class RawClient {
  public:
-  explicit RawClient(uint16_t port) {
+  // receiveBuffer: set before connecting, so the window stays small and
+  // the server's responses pile up in its own write queue after a few KB.
+  explicit RawClient(uint16_t port, int receiveBuffer = 0) {
     fd_ = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (receiveBuffer > 0)
+      setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUF, &receiveBuffer, sizeof receiveBuffer);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -380,6 +445,149 @@ TEST_F(HttpServerTest, CloseWaitsForTheResponseInFlight) {
   for (int i = 0; i < 200 && !closed; ++i) std::this_thread::sleep_for(milliseconds(5));
   EXPECT_TRUE(closed.load());
   loop_.run([&] { held.clear(); });
+}
+
+// ---- limits: what one client may hold ----
+
+TEST_F(HttpServerTest, PastTheConnectionLimitANewConnectionGets503AndIsClosed) {
+  LogCapture log;
+  HttpSettings s;
+  s.limits.maxConnections = 1;
+  start(s);
+  route("/adt", echo("adt"));
+  RawClient first(port_);
+  ASSERT_TRUE(first.send(post("/adt", "1")));
+  EXPECT_EQ(first.read().status, 202);
+  for (int i = 0; i < 3; ++i) {
+    RawClient refused(port_);
+    ASSERT_TRUE(refused.connected());
+    Reply r = refused.read();
+    EXPECT_EQ(r.status, 503) << i;
+    EXPECT_NE(r.head.find("connection: close"), std::string::npos) << r.head;
+    EXPECT_TRUE(refused.closedByPeer()) << i;
+  }
+  EXPECT_EQ(log.count("refused a connection from 127.0.0.1:"), 1u) << log.all();
+  // The one admitted still works.
+  ASSERT_TRUE(first.send(post("/adt", "2")));
+  EXPECT_EQ(first.read().status, 202);
+  loop_.run([&] { EXPECT_EQ(server_->connectionCount(), 1u); });
+}
+
+TEST_F(HttpServerTest, AnIdleKeepAliveConnectionIsClosedAfterTheIdleTimeout) {
+  HttpSettings s;
+  s.limits.idleTimeout = milliseconds(300);
+  start(s);
+  route("/adt", echo("adt"));
+  route("/slow", [&](const HttpRequest&, HttpRespond r) {
+    LoopThread::after(loop_.loop(), 900, [r] { r(HttpResponse{202, {}, "late"}); });
+  });
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(post("/adt", "x")));
+  EXPECT_EQ(c.read().status, 202);
+  auto t0 = steady_clock::now();
+  EXPECT_TRUE(c.closedByPeer()) << "an idle keep-alive connection stays open";
+  EXPECT_GE(steady_clock::now() - t0, milliseconds(200));
+  // A response in flight for three idle timeouts: not idle.
+  RawClient busy(port_);
+  ASSERT_TRUE(busy.send(post("/slow", "x")));
+  Reply r = busy.read();
+  EXPECT_EQ(r.status, 202);
+  EXPECT_EQ(r.body, "late");
+}
+
+TEST_F(HttpServerTest, ARequestNotCompleteWithinTheDeadlineIsAnswered408AndClosed) {
+  LogCapture log;
+  HttpSettings s;
+  s.limits.frameDeadline = milliseconds(400);
+  start(s);
+  route("/adt", echo("adt"));
+  // A body promised and never finished, trickled a byte every 50 ms.
+  RawClient c(port_);
+  ASSERT_TRUE(c.send("POST /adt HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc"));
+  auto t0 = steady_clock::now();
+  Reply r;
+  for (int i = 0; i < 60 && r.status == 0; ++i) {
+    (void)c.send("y");
+    r = c.read(milliseconds(50));
+  }
+  EXPECT_EQ(r.status, 408);
+  EXPECT_GE(steady_clock::now() - t0, milliseconds(300));
+  EXPECT_NE(r.head.find("connection: close"), std::string::npos) << r.head;
+  EXPECT_TRUE(c.closedByPeer());
+  EXPECT_EQ(log.count("http: 408 from"), 1u) << log.all();
+  std::lock_guard lock(mu_);
+  EXPECT_TRUE(requests_.empty());
+}
+
+TEST_F(HttpServerTest, EveryAcceptedConnectionHasTcpKeepalive) {
+  start();
+  route("/adt", echo("adt"));
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(post("/adt", "x")));
+  ASSERT_EQ(c.read().status, 202);  // accepted and running on the loop
+  sockaddr_in mine{};
+  socklen_t len = sizeof mine;
+  getsockname(c.fd(), reinterpret_cast<sockaddr*>(&mine), &len);
+  // The server's end is in this process: the socket whose peer is us.
+  int on = -1, idle = -1, interval = -1, probes = -1;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    int fd = std::atoi(e.path().filename().c_str());
+    sockaddr_in peer{};
+    len = sizeof peer;
+    if (fd == c.fd() || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+        peer.sin_family != AF_INET || peer.sin_port != mine.sin_port)
+      continue;
+    socklen_t n = sizeof(int);
+    getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, &n);
+    getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, &n);
+    getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, &n);
+    getsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, &n);
+  }
+  EXPECT_EQ(on, 1);
+  EXPECT_EQ(idle, 15);
+  EXPECT_EQ(interval, 5);
+  EXPECT_EQ(probes, 3);
+}
+
+// A client that pipelines requests and never reads a response: without a
+// bound the responses pile up in the write queue as fast as it sends.
+TEST_F(HttpServerTest, AClientThatPipelinesAndNeverReadsIsHeldBackThenClosed) {
+  LogCapture log;
+  HttpSettings s;
+  s.limits.unreadAnswers = 64 * 1024;
+  s.limits.unreadGrace = milliseconds(3000);
+  start(s);
+  route("/adt", echo("adt"));
+  RawClient c(port_, 4096);
+  ASSERT_TRUE(c.connected());
+  // 27 bytes in, a ~100-byte 404 out.
+  std::string chunk;
+  while (chunk.size() < 64 * 1024) chunk += "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n";
+  size_t sent = 0;
+  bool heldBack = false;
+  while (sent < (size_t{32} << 20)) {
+    ssize_t n = ::send(c.fd(), chunk.data(), chunk.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) break;
+    pollfd p{c.fd(), POLLOUT, 0};
+    if (::poll(&p, 1, 1000) == 0) {
+      heldBack = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(heldBack) << "still reading after " << sent << " bytes";
+  EXPECT_LT(sent, size_t{16} << 20);
+  EXPECT_TRUE(eventually(
+      [&] {
+        size_t n = 1;
+        loop_.run([&] { n = server_->connectionCount(); });
+        return n == 0;
+      },
+      milliseconds(8000)));
+  EXPECT_EQ(log.count("answers unread for"), 1u) << log.all();
 }
 
 }  // namespace

@@ -1,15 +1,24 @@
 #include "intake/mllp_listener.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "common/fd.h"
 #include "tests/intake/loop_thread.h"
 #include "tests/support/mllp_client.h"
 
@@ -18,9 +27,156 @@ namespace {
 
 using hl7::AckCode;
 using std::chrono::milliseconds;
+using std::chrono::steady_clock;
 using test::LoopThread;
 using test::MllpClient;
 using test::readAck;
+
+// Every log line while it lives (debug and up by default), for tests of what is
+// logged and how often; the default logger comes back after.
+class LogCapture {
+ public:
+  explicit LogCapture(spdlog::level::level_enum level = spdlog::level::debug)
+      : previous_(spdlog::default_logger()), sink_(std::make_shared<Sink>()) {
+    auto logger = std::make_shared<spdlog::logger>("capture", sink_);
+    logger->set_level(level);
+    spdlog::set_default_logger(logger);
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+  // Lines containing `text`.
+  size_t count(std::string_view text) const {
+    size_t n = 0;
+    for (const auto& l : sink_->lines())
+      if (l.find(text) != std::string::npos) ++n;
+    return n;
+  }
+  std::string all() const {
+    std::string out;
+    for (const auto& l : sink_->lines()) out += l + "\n";
+    return out;
+  }
+
+ private:
+  class Sink : public spdlog::sinks::base_sink<std::mutex> {
+   public:
+    std::vector<std::string> lines() {
+      std::lock_guard lock(mutex_);
+      return lines_;
+    }
+
+   protected:
+    void sink_it_(const spdlog::details::log_msg& m) override {
+      lines_.emplace_back(m.payload.data(), m.payload.size());
+    }
+    void flush_() override {}
+
+   private:
+    std::vector<std::string> lines_;
+  };
+  std::shared_ptr<spdlog::logger> previous_;
+  std::shared_ptr<Sink> sink_;
+};
+
+// Polls pred every 10 ms until it holds or the time is up.
+template <class Pred>
+bool eventually(Pred pred, milliseconds timeout = milliseconds(5000)) {
+  auto until = steady_clock::now() + timeout;
+  while (steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return pred();
+}
+
+// A plain blocking connection to 127.0.0.1:port. A small receive buffer
+// (set before connecting, so the window stays small) makes the server's
+// answers pile up in its own write queue after a few KB instead of in the
+// kernels' buffers.
+Fd connectRaw(uint16_t port, int receiveBuffer = 0) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (receiveBuffer > 0)
+    setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &receiveBuffer, sizeof receiveBuffer);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return Fd();
+  return fd;
+}
+
+// Whether the server closed fd within the timeout; what it sent before
+// goes to *got.
+bool closedByServer(int fd, std::string* got, milliseconds timeout = milliseconds(3000)) {
+  auto until = steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<milliseconds>(until - steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    char b[4096];
+    ssize_t n = ::recv(fd, b, sizeof b, 0);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+    if (n < 0) return false;
+    got->append(b, static_cast<size_t>(n));
+  }
+}
+
+struct Flood {
+  size_t sent = 0;
+  bool heldBack = false;  // the server stopped taking bytes for `stall`
+};
+
+// Sends `unit` over and over, never reading, until the server stops taking
+// bytes for `stall` or maxBytes have gone.
+Flood floodWithoutReading(int fd, const std::string& unit, size_t maxBytes, milliseconds stall) {
+  std::string chunk;
+  while (chunk.size() < 64 * 1024) chunk += unit;
+  Flood f;
+  while (f.sent < maxBytes) {
+    ssize_t n = ::send(fd, chunk.data(), chunk.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      f.sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) break;
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(stall.count())) == 0) {
+      f.heldBack = true;
+      break;
+    }
+  }
+  return f;
+}
+
+struct KeepAlive {
+  int on = -1, idle = -1, interval = -1, probes = -1;
+};
+
+// The options of the server's end of a connection: in this process, the
+// socket whose peer is the client's own address.
+KeepAlive serverKeepAlive(int clientFd) {
+  sockaddr_in mine{};
+  socklen_t len = sizeof mine;
+  getsockname(clientFd, reinterpret_cast<sockaddr*>(&mine), &len);
+  KeepAlive k;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    int fd = std::atoi(e.path().filename().c_str());
+    sockaddr_in peer{};
+    len = sizeof peer;
+    if (fd == clientFd || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+        peer.sin_family != AF_INET || peer.sin_port != mine.sin_port ||
+        peer.sin_addr.s_addr != mine.sin_addr.s_addr)
+      continue;
+    socklen_t n = sizeof(int);
+    getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &k.on, &n);
+    getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &k.idle, &n);
+    getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &k.interval, &n);
+    getsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &k.probes, &n);
+  }
+  return k;
+}
 
 std::string adt(const std::string& controlId, const std::string& extra = "") {
   return "MSH|^~\\&|LAB|HOSP|DUCTUS|ENGINE|20260101120000||ADT^A01^ADT_A01|" + controlId +
@@ -413,6 +569,253 @@ TEST_F(MllpListenerTest, ASocketThatIsNotListeningIsRefused) {
                                                [](const MllpPeer&, std::string, MllpAnswer) {});
     EXPECT_FALSE(listener_->adopt(fd));
   });
+}
+
+// ---- limits: what one peer may hold ----
+
+TEST_F(MllpListenerTest, PastTheConnectionLimitANewConnectionIsClosedUnansweredAndLoggedOnce) {
+  LogCapture log;
+  MllpSettings s;
+  s.limits.maxConnections = 2;
+  s.limits.logEvery = milliseconds(1500);
+  start(acceptAll(), s);
+  auto a = connect();
+  auto b = connect();
+  ASSERT_TRUE(a.exchange(adt("A1")));
+  ASSERT_TRUE(b.exchange(adt("B1")));
+  for (int i = 0; i < 5; ++i) {
+    Fd refused = connectRaw(port_);
+    ASSERT_TRUE(refused.valid());
+    std::string got;
+    EXPECT_TRUE(closedByServer(refused.get(), &got)) << "connection " << i << " past the limit";
+    EXPECT_EQ(got, "") << "MLLP has nothing to say to a refused connection";
+  }
+  loop_.run([&] { EXPECT_EQ(listener_->connectionCount(), 2u); });
+  // One line at once; the other four are said together when the interval
+  // is over.
+  EXPECT_EQ(log.count("refused a connection from 127.0.0.1:"), 1u) << log.all();
+  EXPECT_TRUE(eventually([&] { return log.count("refused 4 more connection(s)") == 1; }))
+      << log.all();
+  EXPECT_EQ(log.count("refused"), 2u) << log.all();
+  // The two admitted still work, and a place freed is taken again.
+  ASSERT_TRUE(b.exchange(adt("B2")));
+  { MllpClient gone = std::move(a); }
+  ASSERT_TRUE(eventually([&] {
+    size_t n = 0;
+    loop_.run([&] { n = listener_->connectionCount(); });
+    return n == 1;
+  }));
+  auto c = connect();
+  auto ack = c.exchange(adt("C1"));
+  ASSERT_TRUE(ack) << ack.error().message;
+  EXPECT_EQ(readAck(*ack).code, "AA");
+}
+
+TEST_F(MllpListenerTest, AnIdleConnectionIsClosedAfterTheIdleTimeoutButNotWhileAMessageIsInFlight) {
+  MllpSettings s;
+  s.limits.idleTimeout = milliseconds(300);
+  start(
+      [&](const std::string& bytes, MllpAnswer a) {
+        // Answered three idle timeouts later, as a slow commit would be.
+        if (bytes.find("|SLOW|") != std::string::npos)
+          LoopThread::after(loop_.loop(), 900, [a] { a(AckCode::Accept); });
+        else
+          a(AckCode::Accept);
+      },
+      s);
+
+  auto idle = connect();
+  ASSERT_TRUE(idle.exchange(adt("FIRST")));
+  auto t0 = steady_clock::now();
+  EXPECT_TRUE(idle.closedByPeer(milliseconds(3000))) << "an idle connection stays open";
+  EXPECT_GE(steady_clock::now() - t0, milliseconds(200));
+
+  auto busy = connect();
+  auto ack = busy.exchange(adt("SLOW"), milliseconds(5000));
+  ASSERT_TRUE(ack) << "closed while its message was in flight: " << ack.error().message;
+  EXPECT_EQ(readAck(*ack).code, "AA");
+
+  // A message every 100 ms keeps a connection open past the timeout.
+  auto steady = connect();
+  for (int i = 0; i < 10; ++i) {
+    auto a = steady.exchange(adt("S" + std::to_string(i)));
+    ASSERT_TRUE(a) << i << ": " << a.error().message;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+
+  // Bytes outside any frame do not: they are not a message.
+  auto stray = connect();
+  t0 = steady_clock::now();
+  bool closed = false;
+  for (int i = 0; i < 30 && !closed; ++i) {
+    (void)stray.sendRaw("\r\n");
+    closed = stray.closedByPeer(milliseconds(100));
+  }
+  EXPECT_TRUE(closed) << "stray bytes kept an idle connection open";
+  EXPECT_LT(steady_clock::now() - t0, milliseconds(2500));
+}
+
+TEST_F(MllpListenerTest, AFrameNotCompleteWithinTheDeadlineClosesItsConnectionWithALogLine) {
+  LogCapture log;
+  MllpSettings s;
+  s.limits.frameDeadline = milliseconds(400);
+  start(acceptAll(), s);
+
+  // In two pieces within the deadline: answered.
+  auto ok = connect();
+  std::string framed = MllpClient::frame(adt("INTIME"));
+  ASSERT_TRUE(ok.sendRaw(framed.substr(0, 20)));
+  std::this_thread::sleep_for(milliseconds(150));
+  ASSERT_TRUE(ok.sendRaw(framed.substr(20)));
+  auto ack = ok.readFrame();
+  ASSERT_TRUE(ack) << ack.error().message;
+  EXPECT_EQ(readAck(*ack).code, "AA");
+
+  // Begun, then trickled a byte every 50 ms: closed at the deadline,
+  // however busy the trickle.
+  auto slow = connect();
+  ASSERT_TRUE(slow.sendRaw("\x0b" + adt("NEVER")));
+  auto t0 = steady_clock::now();
+  bool closed = false;
+  for (int i = 0; i < 60 && !closed; ++i) {
+    (void)slow.sendRaw("x");
+    closed = slow.closedByPeer(milliseconds(50));
+  }
+  EXPECT_TRUE(closed) << "a frame that never ends keeps its connection";
+  EXPECT_GE(steady_clock::now() - t0, milliseconds(300));
+  EXPECT_LT(steady_clock::now() - t0, milliseconds(2500));
+  EXPECT_EQ(received().size(), 1u);
+  EXPECT_EQ(log.count("is still not complete"), 1u) << log.all();
+}
+
+TEST_F(MllpListenerTest, EveryAcceptedConnectionHasTcpKeepalive) {
+  start(acceptAll());
+  auto c = connect();
+  ASSERT_TRUE(c.exchange(adt("KA")));  // accepted and running on the loop
+  KeepAlive k = serverKeepAlive(c.fd());
+  EXPECT_EQ(k.on, 1);
+  EXPECT_EQ(k.idle, 15);
+  EXPECT_EQ(k.interval, 5);
+  EXPECT_EQ(k.probes, 3);
+}
+
+// A peer that sends frames without MSH, each answered AR by the listener
+// itself, and never reads: without a bound its ARs pile up in the write
+// queue and its refusals in the log, as fast as it can send.
+TEST_F(MllpListenerTest, APeerSendingGarbageThatNeverReadsIsHeldBackThenClosedLoggingLittle) {
+  LogCapture log(spdlog::level::info);
+  MllpSettings s;
+  s.limits.unreadAnswers = 64 * 1024;
+  s.limits.unreadGrace = milliseconds(3000);
+  start(acceptAll(), s);
+  Fd peer = connectRaw(port_, 4096);
+  ASSERT_TRUE(peer.valid());
+  // 16 bytes in, a ~100-byte AR out: 32 MB would be 200 MB of answers.
+  Flood f = floodWithoutReading(peer.get(), "\x0bNOT HL7 AT ALL\x1c\r", size_t{32} << 20,
+                                milliseconds(1000));
+  EXPECT_TRUE(f.heldBack) << "still reading after " << f.sent << " bytes";
+  EXPECT_LT(f.sent, size_t{16} << 20);
+  // Over the limit past the grace: closed.
+  EXPECT_TRUE(eventually(
+      [&] {
+        size_t n = 1;
+        loop_.run([&] { n = listener_->connectionCount(); });
+        return n == 0;
+      },
+      milliseconds(8000)));
+  EXPECT_EQ(log.count("answers unread for"), 1u) << log.all();
+  EXPECT_TRUE(received().empty());
+  // Thousands of refusals, two lines: the first, and the count at the close.
+  EXPECT_EQ(log.count("message refused"), 1u) << log.all();
+  EXPECT_EQ(log.count("more message(s) refused since the last line"), 1u) << log.all();
+  EXPECT_LE(log.count(""), 4u) << log.all();
+}
+
+// Sends n messages without reading (on a thread: it blocks once the
+// listener stops reading), then reads every ACK; the control ids in the
+// order they came.
+std::vector<std::string> pipelineThenReadLate(uint16_t port, int n,
+                                              const std::function<void()>& whileNotReading) {
+  Fd peer = connectRaw(port, 4096);
+  if (!peer.valid()) return {};
+  std::string all;
+  for (int i = 0; i < n; ++i) all += MllpClient::frame(adt("P" + std::to_string(i)));
+  std::thread writer([&] {
+    size_t off = 0;
+    while (off < all.size()) {
+      ssize_t w = ::send(peer.get(), all.data() + off, all.size() - off, MSG_NOSIGNAL);
+      if (w <= 0) return;
+      off += static_cast<size_t>(w);
+    }
+  });
+  struct Joiner {
+    int fd;
+    std::thread& t;
+    ~Joiner() {
+      ::shutdown(fd, SHUT_RDWR);  // a writer still blocked gives up
+      t.join();
+    }
+  } joiner{peer.get(), writer};
+  whileNotReading();
+  std::vector<std::string> ids;
+  std::string buf;
+  auto until = steady_clock::now() + milliseconds(30000);
+  while (static_cast<int>(ids.size()) < n && steady_clock::now() < until) {
+    pollfd p{peer.get(), POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    char b[65536];
+    ssize_t r = ::recv(peer.get(), b, sizeof b, 0);
+    if (r <= 0) break;
+    buf.append(b, static_cast<size_t>(r));
+    for (size_t end; (end = buf.find("\x1c\r")) != std::string::npos;) {
+      auto f = readAck(buf.substr(1, end - 1));
+      ids.push_back(f.code == "AA" ? f.controlId : f.code);
+      buf.erase(0, end + 2);
+    }
+  }
+  return ids;
+}
+
+// "" when ids are P0 ... P(n-1); else what differs first.
+std::string outOfOrder(const std::vector<std::string>& ids, int n) {
+  for (int i = 0; i < n; ++i) {
+    std::string want = "P" + std::to_string(i);
+    if (i >= static_cast<int>(ids.size())) return "only " + std::to_string(ids.size()) + " ACKs";
+    if (ids[i] != want) return "ACK " + std::to_string(i) + " is " + ids[i] + ", not " + want;
+  }
+  return ids.size() == static_cast<size_t>(n) ? "" : std::to_string(ids.size()) + " ACKs";
+}
+
+// Held back is not refused: a sender that pipelines far more than the limit
+// of ACKs and reads them late gets every one, in order. Answered after a
+// loop turn, as a commit is: the ACKs pile up past the limit.
+TEST_F(MllpListenerTest, ASenderHeldBackForUnreadAcksGetsEveryAckOnceItReads) {
+  LogCapture log;
+  MllpSettings s;
+  s.limits.unreadAnswers = 16 * 1024;
+  start([&](const std::string&,
+            MllpAnswer a) { LoopThread::after(loop_.loop(), 0, [a] { a(AckCode::Accept); }); },
+        s);
+  const int n = 20000;  // ~2.4 MB of ACKs
+  auto ids = pipelineThenReadLate(port_, n, [&] {
+    EXPECT_TRUE(eventually([&] { return log.count("reading from it stops") > 0; }))
+        << "never held back: " << log.all();
+  });
+  EXPECT_EQ(outOfOrder(ids, n), "");
+  EXPECT_EQ(received().size(), static_cast<size_t>(n));
+}
+
+// The same with answers given at once, inside the parse: each waits for
+// the one before to be written, and none is lost while the sender does not
+// read.
+TEST_F(MllpListenerTest, ASenderAnsweredAtOnceWhileNotReadingGetsEveryAckOnceItReads) {
+  MllpSettings s;
+  s.limits.unreadAnswers = 16 * 1024;
+  start(acceptAll(), s);
+  const int n = 20000;
+  auto ids = pipelineThenReadLate(port_, n, [] { std::this_thread::sleep_for(milliseconds(500)); });
+  EXPECT_EQ(outOfOrder(ids, n), "");
+  EXPECT_EQ(received().size(), static_cast<size_t>(n));
 }
 
 }  // namespace

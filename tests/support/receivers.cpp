@@ -166,14 +166,6 @@ void HttpReceiver::run() {
 }
 
 void HttpReceiver::serve(Fd conn) {
-  int now = ++active_;
-  int peak = peak_;
-  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
-  }
-  struct Leave {
-    std::atomic<int>& a;
-    ~Leave() { --a; }
-  } leave{active_};
 
   std::string buffer;
   char chunk[4096];
@@ -219,6 +211,21 @@ void HttpReceiver::serve(Fd conn) {
     std::lock_guard lock(mu_);
     requests_.push_back(req);
   }
+  // In flight from the whole request read to just before its answer: the
+  // client can send its next request only after that, so the count is the
+  // client's own concurrency, not a close lagging behind.
+  int now = ++active_;
+  int peak = peak_;
+  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+  }
+  struct Leave {
+    std::atomic<int>* a;
+    void now() {
+      if (a) --*a;
+      a = nullptr;
+    }
+    ~Leave() { now(); }
+  } leave{&active_};
 
   int status = 200;
   std::string body = "ok";
@@ -240,6 +247,7 @@ void HttpReceiver::serve(Fd conn) {
   std::string response = "HTTP/1.1 " + std::to_string(status) + " " + reason +
                          "\r\nContent-Length: " + std::to_string(body.size()) +
                          "\r\nConnection: close\r\n\r\n" + body;
+  leave.now();
   writeAll(conn.get(), response);
 }
 
