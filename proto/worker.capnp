@@ -31,6 +31,7 @@ struct FunctionBinding {
   inputFormat @2 :Text;    # hl7v2 | json | text | csv | xml | http
   outputFormat @3 :Text;
   destination @4 :Text;
+  charset @5 :Text;        # auto | utf-8 | iso-8859-1 (interface.yaml `charset:`); empty = auto
 }
 
 struct Meta {

@@ -51,10 +51,29 @@ declare module "ductus" {
    * Delimiters come from MSH-1/MSH-2. Paths: "PID.3", "PID.3.1", "PID.3[2].1",
    * "PID.5.1.2" (subcomponent), "OBX[2].5" (the second OBX).
    * `get` decodes escapes (\F\ \S\ \T\ \R\ \E\) in leaf values; `set` encodes
-   * them. The bytes are decoded as latin1 unless MSH-18 says UTF-8.
+   * them.
+   *
+   * Charset: the interface's `charset: utf-8 | iso-8859-1` when it forces one;
+   * else MSH-18 when set ("UNICODE UTF-8", "UTF-8" → UTF-8; "8859/1",
+   * "ISO-8859-1", "ISO IR100" and any other value → ISO-8859-1); else the
+   * bytes: well-formed UTF-8 with at least one multi-byte sequence → UTF-8,
+   * anything else → ISO-8859-1 (ASCII reads the same either way). Bytes that
+   * are not UTF-8 are read as ISO-8859-1 whatever says otherwise, so nothing
+   * is replaced. The same rule reads JSON, CSV, XML and text payloads
+   * (without MSH-18). A message returned unchanged goes out byte for byte;
+   * a changed one in the charset it was read in (or the one a new MSH-18
+   * names). Text read as ISO-8859-1 only because nothing said so goes out as
+   * UTF-8 if the transform added a character ISO-8859-1 cannot hold.
    */
   export interface Hl7Message {
     get(path: string): string | undefined;
+    /**
+     * Sets a value, adding fields, components and, when the message has no
+     * such segment yet, the segment itself at the end ("ZBR.1" on a message
+     * without ZBR; "OBX[3].5" when it has two OBX). Throws for paths that
+     * cannot be: a bad segment name, field 0, MSH-1/MSH-2, a missing
+     * header segment, or a repetition past the next one ("OBX[5]" of two).
+     */
     set(path: string, value: string | number | null): this;
     /** All segments, or those with a name. */
     segments(name?: string): Hl7Segment[];
@@ -62,7 +81,8 @@ declare module "ductus" {
     add(text: string): Hl7Segment;
     /** Removes every segment with this name; returns how many. */
     remove(name: string): number;
-    /** "latin1" or "utf8", from MSH-18. */
+    /** The charset the message was read in and is written in (see above);
+     *  for one parsed from a string, what MSH-18 says (latin1 when nothing). */
     readonly charset: "latin1" | "utf8";
     toString(): string;
   }
@@ -82,6 +102,22 @@ declare module "ductus" {
   };
 
   // ---- other formats ---------------------------------------------------------
+
+  /**
+   * What a transform receives with `format: csv`:
+   * - a whole file (no `split:`, or a route): rows, `string[][]`;
+   * - `split: records`: one record, keyed by the header's column names:
+   *   `{ order_id: "O1", mrn: "123" }`. The file source prepends the header
+   *   to every record, so each record can be read by name: code says
+   *   `record.mrn`, not `row[3]`, reads like the file's own header, and keeps
+   *   working when a sender adds or reorders columns. Missing trailing
+   *   values are ""; a record with more values than the header has names
+   *   is quarantined rather than losing them. (`run(fn, text, { input:
+   *   "csv-record" })` hands a test the same.)
+   * Returned for `output: csv`: rows as they are, or objects (one or an
+   * array), written as a header of the first object's keys and its values.
+   */
+  export type CsvRecord = Record<string, string>;
 
   export const csv: {
     /** RFC 4180: rows of strings. */
@@ -188,7 +224,13 @@ declare module "ductus" {
     rejects(fnOrPromise: (() => Promise<unknown>) | Promise<unknown>, pattern?: RegExp | string): Promise<unknown>;
   };
 
-  /** Runs a transform the way the engine would (decode, call, classify). */
+  /**
+   * Runs a transform the way the engine would (decode, call, classify). The
+   * payload is text already, so no charset applies. input: the interface's
+   * format (default hl7v2); "csv-record" for `format: csv` with `split:
+   * records`, "json" for a schedule's run ({ due, previous }) whatever
+   * `format:` says, "http" for respond mode. output defaults to input.
+   */
   export function run(
     fn: Transform<any>,
     payload: string,

@@ -195,6 +195,8 @@ class Segment {
       setPart(reps, p.rep - 1, comps.join(d.comp));
     }
     setPart(fields, p.field, reps.join(d.rep));
+    // A transform that rewrites MSH-18 declares the output's charset itself.
+    if (p.field === 18 && this._isHeader()) this._msg._declaredChanged = true;
     this._dirty();
   }
 
@@ -216,11 +218,94 @@ class Segment {
   toString() { return this._raw; }
 }
 
-const CHARSET_UTF8 = /^(UNICODE UTF-8|UTF-8|UTF8)$/i;
+// ---- charsets ---------------------------------------------------------------
+//
+// How bytes become text, everywhere the SDK reads a payload (HL7, JSON, CSV,
+// XML, text). The worker hands every payload over as latin1 (one character
+// per byte) with its byte class: 0 ASCII only, 1 well-formed UTF-8 with a
+// multi-byte sequence, 2 anything else. Then:
+// 1. the interface's `charset: utf-8 | iso-8859-1` forces one (for senders
+//    whose MSH-18 is wrong);
+// 2. HL7: MSH-18, when set, names it: UTF-8 for "UNICODE UTF-8" / "UTF-8",
+//    ISO-8859-1 for "8859/1", "ISO-8859-1", "ISO IR100" and anything else;
+// 3. otherwise the bytes: UTF-8 when they are well-formed UTF-8 with a
+//    multi-byte sequence, ISO-8859-1 otherwise (ASCII reads the same).
+// Bytes that are not UTF-8 are never decoded as UTF-8, whatever says so:
+// that would replace them with U+FFFD, and an untouched message would no
+// longer go back byte for byte. They are read as ISO-8859-1 instead.
+// A read is { charset: "utf8" | "latin1", how: "forced" | "declared" | "auto" }.
+
+const MSH18_UTF8 = /^(UNICODE UTF-?8|UTF-?8)$/i;
+
+// MSH-18's first repetition as written in the message's first line, or "".
+function msh18(text) {
+  if (!text.startsWith("MSH")) return "";
+  let end = text.indexOf("\r");
+  if (end < 0) end = text.indexOf("\n");
+  if (end < 0) end = text.length;
+  const sep = text[3];
+  // The 17th separator after "MSH" starts MSH-18 (MSH-1 is the separator).
+  let at = 3;
+  for (let k = 0; k < 16; k++) {
+    at = text.indexOf(sep, at + 1);
+    if (at < 0 || at >= end) return "";
+  }
+  let stop = text.indexOf(sep, at + 1);
+  if (stop < 0 || stop > end) stop = end;
+  const field = text.slice(at + 1, stop);
+  const rep = text[5];
+  const first = rep && field.indexOf(rep) >= 0 ? field.slice(0, field.indexOf(rep)) : field;
+  return first.trim();
+}
+
+// "utf8" | "latin1" that MSH-18 declares, or null when it is empty.
+function declaredCharset(text) {
+  const cs = msh18(text);
+  if (cs === "") return null;
+  return MSH18_UTF8.test(cs) ? "utf8" : "latin1";
+}
+
+function forcedCharset(setting) {
+  return setting === "utf-8" ? "utf8" : setting === "iso-8859-1" ? "latin1" : null;
+}
+
+// Reads a payload (latin1, one character per byte): [text, read].
+function readBytes(format, bytes, setting, byteClass) {
+  let charset = forcedCharset(setting);
+  let how = "forced";
+  // Respond mode's envelope is the engine's own JSON, not the sender's bytes.
+  if (charset === null || format === "http") {
+    charset = format === "hl7v2" ? declaredCharset(bytes) : null;
+    how = "declared";
+    if (charset === null) {
+      charset = byteClass === 1 ? "utf8" : "latin1";
+      how = "auto";
+    }
+  }
+  if (charset === "utf8" && byteClass === 2) charset = "latin1";
+  const text = charset === "utf8" && byteClass === 1 ? native.utf8(bytes) : bytes;
+  return [text, { charset, how, ascii: byteClass === 0 }];
+}
+
+// The done() encoding for text in a read's charset: 1 UTF-8; 0 latin1; 2
+// latin1 when every character fits, else UTF-8 (nothing declared it latin1).
+function encodingOf(read) {
+  if (!read) return 2;
+  if (read.charset === "utf8") return 1;
+  if (read.how !== "auto") return 0;
+  // Nothing declared, and plain ASCII tells nothing either: new characters
+  // in text and CSV are written as UTF-8, what most readers of those expect;
+  // HL7 keeps ISO-8859-1 where it fits, as senders without MSH-18 expect.
+  return read.ascii && read.format !== "hl7v2" ? 1 : 2;
+}
 
 class Hl7Message {
-  constructor(text) {
+  // read: how the bytes were read (see readBytes); absent for a message
+  // parsed from a string by interface code.
+  constructor(text, read) {
     text = String(text);
+    this._read = read ?? null;
+    this._declaredChanged = false;
     if (!text.startsWith("MSH") && !text.startsWith("FHS") && !text.startsWith("BHS")) {
       throw new Error("not an HL7 v2 message: it does not start with MSH");
     }
@@ -252,13 +337,33 @@ class Hl7Message {
     return p.field === 0 ? seg.toString() : seg._read(p);
   }
 
-  /** Sets a value (escaped for you), adding fields and components as needed. */
+  /** Sets a value (escaped for you), adding fields and components as needed,
+   *  and the segment itself (at the end) when the message has none yet. */
   set(path, value) {
     const p = parsePath(path, true);
-    const seg = this._find(p.seg, p.segIndex);
-    if (!seg) throw new Error(`no ${p.seg} segment #${p.segIndex} to set ${path} in`);
+    let seg = this._find(p.seg, p.segIndex);
+    if (!seg) seg = this._newSegment(p, path);
     seg._write(p, value);
     return this;
+  }
+
+  // The segment a set() names when the message lacks it: the next one of
+  // its name, appended. Checked before anything changes, so a refused set
+  // leaves the message as it was.
+  _newSegment(p, path) {
+    const name = p.seg;
+    if (!/^[A-Z][A-Z0-9]{2}$/.test(name)) {
+      throw new Error(`cannot set ${path}: "${name}" is not a segment name (three capitals or digits, e.g. ZBR)`);
+    }
+    if (name === "MSH" || name === "FHS" || name === "BHS") {
+      throw new Error(`cannot set ${path}: the message has no ${name} #${p.segIndex}, and a header segment cannot be added by set`);
+    }
+    if (p.field === 0) throw new Error(`cannot set ${path}: field 0 is the segment name`);
+    const count = this.segments(name).length;
+    if (p.segIndex !== count + 1) {
+      throw new Error(`cannot set ${path}: the message has ${count} ${name} segment${count === 1 ? "" : "s"}, so ${name}[${count + 1}] is the next one that set can add`);
+    }
+    return this.add(name);
   }
 
   /** All segments, or those with a name: msg.segments("OBX"). */
@@ -282,12 +387,23 @@ class Hl7Message {
     return before - this._segments.length;
   }
 
-  /** MSH-18 says which character set the bytes are in; latin1 otherwise. */
+  /** The charset the message was read in (and is written in); for one
+   *  parsed from a string, what MSH-18 says (latin1 when it says nothing). */
   get charset() {
-    const msh = this._segments[0]?._raw ?? "";
-    if (msh.indexOf("UTF") < 0 && msh.indexOf("utf") < 0) return "latin1";
-    const cs = this._segments[0].get("18") ?? "";
-    return CHARSET_UTF8.test(cs.trim()) ? "utf8" : "latin1";
+    if (this._read && !this._declaredChanged) return this._read.charset;
+    return declaredCharset(this._segments[0]?._raw ?? "") ?? this._read?.charset ?? "latin1";
+  }
+
+  // The done() encoding of toString(): the charset it was read in, unless
+  // the transform rewrote MSH-18; callRead for a message made from a string.
+  _encoding(callRead) {
+    if (this._read && !this._declaredChanged) {
+      // Unchanged text goes back as it came; latin1 cannot hold anything new.
+      return !this._changed && this._read.charset === "latin1" ? 0 : encodingOf(this._read);
+    }
+    const declared = declaredCharset(this._segments[0]?._raw ?? "");
+    if (declared) return declared === "utf8" ? 1 : 0;
+    return encodingOf(this._read ?? callRead);
   }
 
   _find(name, index) {
@@ -308,16 +424,6 @@ class Hl7Message {
     if (this._trailing) out += this._eol;
     return out;
   }
-}
-
-function charsetOfHl7Text(text) {
-  let end = text.indexOf("\r");
-  if (end < 0) end = text.indexOf("\n");
-  const msh = end < 0 ? text : text.slice(0, end);
-  // Most messages name no character set: skip the split.
-  if (msh.indexOf("UTF") < 0 && msh.indexOf("utf") < 0) return "latin1";
-  const fields = msh.split(text[3] || "|");
-  return CHARSET_UTF8.test((fields[17] ?? "").trim()) ? "utf8" : "latin1";
 }
 
 export const hl7v2 = {
@@ -525,22 +631,40 @@ export async function secret(name) {
 
 // ---- formats and the call protocol ---------------------------------------
 
-function decodeInput(format, payload) {
+// text: the payload as text (see readBytes); read: how it was read, or
+// null when it was text already (run() in a test).
+function decodeInput(format, text, read) {
   // A byte order mark (Windows tools write one) is not part of the text:
   // JSON.parse refuses it, and a CSV header's first name would carry it.
-  if (format !== "hl7v2" && payload.charCodeAt(0) === 0xfeff) payload = payload.slice(1);
+  if (format !== "hl7v2" && text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   switch (format) {
-    case "hl7v2": {
-      // payload arrives as latin1 (one char per byte); MSH-18 may say UTF-8.
-      const text = charsetOfHl7Text(payload) === "utf8" ? native.utf8(payload) : payload;
-      return new Hl7Message(text);
-    }
-    case "json": return JSON.parse(payload);
-    case "csv": return csv.parse(payload);
-    case "xml": return xml.parse(payload);
-    case "http": return httpRequest(JSON.parse(payload));
-    default: return payload; // text
+    case "hl7v2": return new Hl7Message(text, read);
+    case "json": return JSON.parse(text);
+    case "csv": return csv.parse(text);
+    case "csv-record": return csvRecord(text);
+    case "xml": return xml.parse(text);
+    case "http": return httpRequest(JSON.parse(text));
+    default: return text; // text
   }
+}
+
+// `split: records` of a CSV file: the header line, then one record (the
+// file source prepends the header to each). The transform gets the record
+// as { column: value }: code says row.mrn, not row[3], and survives a
+// sender reordering its columns. A record with more values than the header
+// has names for is refused (quarantined) rather than losing them; missing
+// values at the end are "".
+function csvRecord(text) {
+  const rows = csv.parse(text);
+  const header = rows[0] ?? [];
+  const values = rows[1] ?? [];
+  if (rows.length > 2) throw new Error(`a CSV record was expected, got ${rows.length - 1} records`);
+  if (values.length > header.length) {
+    throw new Error(`the CSV record has ${values.length} values but its header names ${header.length} columns`);
+  }
+  const record = {};
+  for (let i = 0; i < header.length; i++) record[header[i]] = values[i] ?? "";
+  return record;
 }
 
 // "a=1&b=x%20y" → { a: "1", b: "x y" }; a repeated name keeps its last value.
@@ -564,16 +688,32 @@ function httpRequest(env) {
   };
 }
 
-// [text, encoding]: encoding 0 = latin1 bytes, 1 = UTF-8.
-function encodeOutput(format, value) {
-  if (value instanceof Hl7Message) return [value.toString(), value.charset === "utf8" ? 1 : 0];
+// Formats whose bytes carry no charset of their own: output in them keeps
+// the charset the input was read in. JSON is UTF-8 (RFC 8259) and so is
+// what the engine makes (http).
+const KEEPS_CHARSET = new Set(["hl7v2", "text", "csv", "csv-record"]);
+
+// Objects as CSV: a header of the (first) object's keys, then the values.
+function csvRows(value) {
+  if (Array.isArray(value) && value.every((r) => Array.isArray(r))) return value;
+  const list = Array.isArray(value) ? value : [value];
+  const columns = Object.keys(list[0] ?? {});
+  return [columns, ...list.map((o) => columns.map((c) => o?.[c]))];
+}
+
+// [text, encoding] for done(): see encodingOf. read: how this call's input
+// was read ({ charset, how, format }), or null.
+function encodeOutput(format, value, read) {
+  if (value instanceof Hl7Message) return [value.toString(), value._encoding(read)];
+  const kept = read && KEEPS_CHARSET.has(read.format) ? encodingOf(read) : 1;
   switch (format) {
     case "hl7v2": {
       const s = String(value);
-      return [s, charsetOfHl7Text(s) === "utf8" ? 1 : 0];
+      const declared = declaredCharset(s);
+      return [s, declared ? (declared === "utf8" ? 1 : 0) : encodingOf(read)];
     }
     case "json": return [typeof value === "string" ? value : JSON.stringify(value), 1];
-    case "csv": return [Array.isArray(value) ? csv.stringify(value) : String(value), 1];
+    case "csv": return [value !== null && typeof value === "object" ? csv.stringify(csvRows(value)) : String(value), kept];
     case "http": {
       const r = typeof value === "object" ? value : { body: value };
       let body = r.body ?? "";
@@ -584,7 +724,7 @@ function encodeOutput(format, value) {
       }
       return [JSON.stringify({ status: r.status ?? 200, headers, body }), 1];
     }
-    default: return [String(value), 1];
+    default: return [String(value), kept];
   }
 }
 
@@ -603,13 +743,13 @@ function classify(e) {
   return [QUARANTINE, `thrown: ${message}`];
 }
 
-function settle(callId, outFormat, result) {
+function settle(callId, outFormat, result, read) {
   if (result === null) return native.done(callId, FILTERED, "", 0);
   if (result instanceof Kill) return native.done(callId, FILTERED, result.reason, 0);
   if (result === undefined) {
     return native.done(callId, QUARANTINE, "the transform returned nothing (return null to filter a message)", 0);
   }
-  const [text, enc] = encodeOutput(outFormat, result);
+  const [text, enc] = encodeOutput(outFormat, result, read);
   native.done(callId, OUTPUT, text, enc);
 }
 
@@ -631,20 +771,26 @@ class Meta {
 // Called by the worker for each invoke. Reports through native.done, now
 // for a synchronous transform or later for an async one. Not exported:
 // interface code must not be able to settle another interface's calls.
-function runCall(fn, inFormat, outFormat, payload, callId, id, receivedAtMs, destination, origin) {
-  let result;
+// payload: the bytes as latin1; charset: the interface's `charset:`;
+// byteClass: see readBytes.
+function runCall(fn, inFormat, outFormat, payload, charset, byteClass, callId, id, receivedAtMs,
+                 destination, origin) {
+  let result, read;
   try {
-    result = fn(decodeInput(inFormat, payload), new Meta(id, receivedAtMs, destination, origin));
+    const [text, r] = readBytes(inFormat, payload, charset, byteClass);
+    read = r;
+    read.format = inFormat;
+    result = fn(decodeInput(inFormat, text, read), new Meta(id, receivedAtMs, destination, origin));
   } catch (e) {
     return fail(callId, e);
   }
   if (result !== null && typeof result === "object" && typeof result.then === "function") {
     result.then((r) => {
-      try { settle(callId, outFormat, r); } catch (e) { fail(callId, e); }
+      try { settle(callId, outFormat, r, read); } catch (e) { fail(callId, e); }
     }, (e) => fail(callId, e));
     return;
   }
-  try { settle(callId, outFormat, result); } catch (e) { fail(callId, e); }
+  try { settle(callId, outFormat, result, read); } catch (e) { fail(callId, e); }
 }
 
 // ---- ductus test ----------------------------------------------------------
@@ -705,13 +851,14 @@ export const assert = {
 
 /** Runs a transform on a payload the way the engine would (decode, call,
  *  classify): resolves to { kind: "output"|"filtered"|"quarantine"|"transient", value }. */
-export async function run(fn, payload, { input = "hl7v2", output = input, meta = {} } = {}) {
+export async function run(fn, payload, { input = "hl7v2", output = input === "csv-record" ? "csv" : input, meta = {} } = {}) {
   const kinds = ["output", "filtered", "quarantine", "transient"];
   try {
-    const r = await fn(decodeInput(input, String(payload)), meta);
+    // The payload is text already: no charset to apply.
+    const r = await fn(decodeInput(input, String(payload), null), meta);
     if (r === null) return { kind: "filtered", value: "" };
     if (r instanceof Kill) return { kind: "filtered", value: r.reason };
-    return { kind: "output", value: encodeOutput(output, r)[0] };
+    return { kind: "output", value: encodeOutput(output, r, null)[0] };
   } catch (e) {
     const [k, text] = classify(e);
     return { kind: kinds[k], value: text };

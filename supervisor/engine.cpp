@@ -223,11 +223,19 @@ Status Engine::startWorkers() {
     spec.dedicated = c.isolation == config::Isolation::Dedicated;
     spec.workers = static_cast<int>(c.workers);
     if (c.respondMode()) {
-      spec.functions.push_back({c.respond, "http", "http", ""});
+      spec.functions.push_back({c.respond, "http", "http", "", config::charsetName(c.charset)});
     }
+    // A schedule's run record is JSON whatever format: says; a CSV split into
+    // records reaches the transform as one record keyed by its header.
+    const auto* files = std::get_if<config::FileSource>(&c.source);
+    std::string input =
+        std::holds_alternative<config::ScheduleSource>(c.source) ? "json"
+        : c.format == config::Format::Csv && files && files->files.split == config::Split::Records
+            ? "csv-record"
+            : config::formatName(c.format);
     for (auto& d : c.destinations)
-      spec.functions.push_back(
-          {d.transform, config::formatName(c.format), config::formatName(d.output), d.name});
+      spec.functions.push_back({d.transform, input, config::formatName(d.output), d.name,
+                                config::charsetName(c.charset)});
     auto modules = readInterfaceModules(spec);
     if (!modules) return Error{c.name + ": " + modules.error().message};
     std::string name = c.name;

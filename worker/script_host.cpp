@@ -79,6 +79,20 @@ std::string stringBytes(v8::Isolate* isolate, v8::Local<v8::String> s, bool asUt
   return out;
 }
 
+int byteClass(std::string_view bytes) {
+  // Eight bytes at a time: most payloads are ASCII, and this runs on each.
+  const char* p = bytes.data();
+  size_t n = bytes.size(), i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    if (w & 0x8080808080808080ull) break;
+  }
+  for (; i < n; ++i)
+    if (static_cast<unsigned char>(p[i]) >= 0x80) return isUtf8(bytes) ? 1 : 2;
+  return 0;
+}
+
 ScriptHost::ScriptHost(v8::Isolate* isolate, HostOutput& out) : isolate_(isolate), out_(out) {}
 
 ScriptHost::~ScriptHost() {
@@ -288,10 +302,11 @@ Status ScriptHost::load(const InterfaceDef& def) {
     if (!ns->Get(ctx, str(isolate_, f.exportName)).ToLocal(&v) || !v->IsFunction()) {
       return report(Error{def.entry + " does not export a function named \"" + f.exportName + "\""});
     }
-    Function fn{def.interfaceId, {}, {}, {}, def.timeout, f.inputFormat == "hl7v2"};
+    Function fn{def.interfaceId, {}, {}, {}, {}, def.timeout};
     fn.fn.Reset(isolate_, v.As<v8::Function>());
     fn.inputFormat.Reset(isolate_, str(isolate_, f.inputFormat));
     fn.outputFormat.Reset(isolate_, str(isolate_, f.outputFormat));
+    fn.charset.Reset(isolate_, str(isolate_, f.charset.empty() ? "auto" : f.charset));
     found.emplace_back(f.functionId, std::move(fn));
   }
   for (auto& [id, fn] : found) functions_[id] = std::move(fn);
@@ -363,22 +378,22 @@ void ScriptHost::invoke(uint64_t callId, uint32_t functionId, std::string_view p
   Clock::time_point deadline = Clock::now() + f.timeout;
   calls_[callId] = Call{deadline, 0};
 
-  // hl7v2 arrives as latin1, one character per byte, so an unchanged message
-  // goes back byte for byte; the SDK re-decodes when MSH-18 says UTF-8.
-  // Other formats are text: UTF-8, or else ISO-8859-1 (a CSV export from a
-  // Windows system), read as its characters rather than replaced by U+FFFD.
-  v8::Local<v8::String> inFmt = f.inputFormat.Get(isolate_);
+  // Every format arrives as latin1, one character per byte, with what the
+  // bytes are (byteClass): the SDK applies the charset rule (MSH-18, the
+  // interface's `charset:`, the bytes) and re-decodes as UTF-8 only when the
+  // rule says so. ASCII, most messages, is never decoded twice, and an
+  // unchanged message goes back byte for byte.
   v8::Local<v8::String> text =
-      f.latin1Input || !isUtf8(payload)
-          ? v8::String::NewFromOneByte(isolate_, reinterpret_cast<const uint8_t*>(payload.data()),
-                                       v8::NewStringType::kNormal, static_cast<int>(payload.size()))
-                .ToLocalChecked()
-          : str(isolate_, payload);
+      v8::String::NewFromOneByte(isolate_, reinterpret_cast<const uint8_t*>(payload.data()),
+                                 v8::NewStringType::kNormal, static_cast<int>(payload.size()))
+          .ToLocalChecked();
   // The meta object is made in JavaScript, where its shape is cached.
   v8::Local<v8::Value> args[] = {f.fn.Get(isolate_),
-                                 inFmt,
+                                 f.inputFormat.Get(isolate_),
                                  f.outputFormat.Get(isolate_),
                                  text,
+                                 f.charset.Get(isolate_),
+                                 v8::Integer::New(isolate_, byteClass(payload)),
                                  v8::Number::New(isolate_, static_cast<double>(callId)),
                                  v8::Number::New(isolate_, static_cast<double>(meta.messageId)),
                                  v8::Number::New(isolate_, static_cast<double>(meta.receivedAtMs)),
@@ -471,7 +486,10 @@ ScriptHost::Clock::time_point ScriptHost::nextDeadline() const {
 // ---- the native bridge ------------------------------------------------------
 
 // done(callId, kind, text, encoding): kind one of outcomeKinds (output,
-// filtered, quarantine, transient); encoding 0 latin1, 1 UTF-8.
+// filtered, quarantine, transient); encoding 0 latin1 (a character past
+// U+00FF becomes '?'), 1 UTF-8, 2 latin1 when every character fits, else
+// UTF-8 (text read as ISO-8859-1 only because nothing said otherwise:
+// better UTF-8 than a lost character).
 void ScriptHost::nativeDone(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* iso = info.GetIsolate();
   ScriptHost* self = hostOf(iso);
@@ -479,13 +497,14 @@ void ScriptHost::nativeDone(const v8::FunctionCallbackInfo<v8::Value>& info) {
   auto ctx = iso->GetCurrentContext();
   uint64_t callId = static_cast<uint64_t>(info[0].As<v8::Number>()->Value());
   int kind = info[1]->Int32Value(ctx).FromMaybe(2);
-  bool asUtf8 = info[3]->Int32Value(ctx).FromMaybe(1) == 1;
+  int encoding = info[3]->Int32Value(ctx).FromMaybe(1);
   // Only what a script may end with; anything else is the SDK's bug, and
   // a quarantine shows it to a person.
   if (kind < static_cast<int>(OutcomeKind::OUTPUT) || kind > static_cast<int>(OutcomeKind::TRANSIENT))
     kind = static_cast<int>(OutcomeKind::QUARANTINE);
   auto text = info[2].As<v8::String>();
-  if (kind == static_cast<int>(OutcomeKind::OUTPUT) && !asUtf8 && text->ContainsOnlyOneByte()) {
+  bool output = kind == static_cast<int>(OutcomeKind::OUTPUT);
+  if (output && encoding != 1 && text->ContainsOnlyOneByte()) {
     // The common case (HL7 in latin1): the bytes go from V8 straight to
     // where they are sent from, with no string of our own in between.
     if (self->calls_.erase(callId) == 0) return;  // already settled (expired, stopped)
@@ -496,7 +515,15 @@ void ScriptHost::nativeDone(const v8::FunctionCallbackInfo<v8::Value>& info) {
     });
     return;
   }
-  std::string bytes = stringBytes(iso, text, kind == static_cast<int>(OutcomeKind::OUTPUT) ? asUtf8 : true);
+  bool asUtf8 = !output || encoding == 1;
+  if (output && encoding == 2) {
+    // A two-byte string may still hold only latin1 characters.
+    int n = text->Length();
+    std::vector<uint16_t> wide(n);
+    text->Write(iso, wide.data(), 0, n, v8::String::NO_NULL_TERMINATION);
+    asUtf8 = std::any_of(wide.begin(), wide.end(), [](uint16_t c) { return c > 0xff; });
+  }
+  std::string bytes = stringBytes(iso, text, asUtf8);
   self->settle(callId, static_cast<OutcomeKind>(kind), bytes);
 }
 

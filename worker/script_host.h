@@ -57,8 +57,9 @@ class HostOutput {
 struct FunctionDef {
   uint32_t functionId = 0;
   std::string exportName;
-  std::string inputFormat;   // hl7v2 | json | text | csv | xml | http
+  std::string inputFormat;  // hl7v2 | json | text | csv | csv-record | xml | http
   std::string outputFormat;
+  std::string charset;  // auto | utf-8 | iso-8859-1; empty = auto
 };
 
 struct InterfaceDef {
@@ -110,9 +111,8 @@ class ScriptHost {
   struct Function {
     uint32_t interfaceId;
     v8::Global<v8::Function> fn;
-    v8::Global<v8::String> inputFormat, outputFormat;
+    v8::Global<v8::String> inputFormat, outputFormat, charset;
     std::chrono::milliseconds timeout;
-    bool latin1Input;  // hl7v2: one character per byte
   };
   struct Call {
     Clock::time_point deadline;
@@ -175,5 +175,10 @@ class ScriptHost {
 
 // The latin1 bytes of a one-byte string, or UTF-8 of any string.
 std::string stringBytes(v8::Isolate* isolate, v8::Local<v8::String> s, bool utf8);
+
+// What the SDK's charset rule needs to know of a payload's bytes, found
+// where scanning bytes is cheap: 0 ASCII only, 1 well-formed UTF-8 with at
+// least one multi-byte sequence, 2 anything else.
+int byteClass(std::string_view bytes);
 
 }  // namespace ductus::worker

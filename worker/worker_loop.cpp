@@ -158,7 +158,7 @@ bool dispatch(ScriptHost& host, FrameOutput& out, proto::ToWorker::Reader msg) {
       for (auto m : l.getModules()) def.modules[m.getSpecifier()] = m.getSource();
       for (auto f : l.getFunctions())
         def.functions.push_back({f.getFunctionId(), f.getExportName(), f.getInputFormat(),
-                                 f.getOutputFormat()});
+                                 f.getOutputFormat(), f.getCharset()});
       def.timeout = std::chrono::milliseconds(l.getTimeoutMs() ? l.getTimeoutMs() : 5000);
       (void)host.load(def);
       return true;

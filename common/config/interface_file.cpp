@@ -318,9 +318,9 @@ bool isValidDestinationName(const std::string& name) {
 
 void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) {
   if (!r.map(root, "",
-             {"source", "format", "ordering", "dedupe", "durability", "timeout", "isolation", "workers",
-              "retention", "max_message_size", "code", "respond", "dedicated_pools", "destination",
-              "destinations"},
+             {"source", "format", "charset", "ordering", "dedupe", "durability", "timeout",
+              "isolation", "workers", "retention", "max_message_size", "code", "respond",
+              "dedicated_pools", "destination", "destinations"},
              {{"owners", "owners of an interface"},
               {"owner", "owners of an interface"},
               {"monitor", "per-interface monitoring thresholds"},
@@ -334,6 +334,10 @@ void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& ifac
   }
   parseSource(r, root, iface);
   if (auto v = r.format(root, "format", "")) iface.format = *v;
+  if (auto v = r.choice<Charset>(
+          root, "charset", "",
+          {{"auto", Charset::Auto}, {"utf-8", Charset::Utf8}, {"iso-8859-1", Charset::Latin1}}))
+    iface.charset = *v;
 
   if (YamlReader::has(root, "ordering")) {
     YAML::Node o = root["ordering"];

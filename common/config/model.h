@@ -33,6 +33,15 @@ enum class Retention { OneWeek = 7, ThreeWeeks = 21, SevenWeeks = 49 };
 const char* formatName(Format f);
 const char* retentionName(Retention r);
 
+// `charset:` of an interface: how its payload's bytes become text. Auto
+// follows MSH-18, then the bytes (UTF-8 with a multi-byte sequence, else
+// ISO-8859-1); the other two force one for senders whose MSH-18 is wrong.
+enum class Charset { Auto, Utf8, Latin1 };
+// The name the worker's SDK takes: "auto" | "utf-8" | "iso-8859-1".
+inline const char* charsetName(Charset c) {
+  return c == Charset::Utf8 ? "utf-8" : c == Charset::Latin1 ? "iso-8859-1" : "auto";
+}
+
 // Messages carrying documents (base64 PDFs in OBX-5) run to tens of MB.
 constexpr uint64_t kDefaultMaxMessageBytes = 64ull << 20;
 // Also the most max_message_size may say: a worker call carries the whole
@@ -224,6 +233,7 @@ struct InterfaceConfig {
   std::string sourceDescribe;  // "mllp 127.0.0.1:2575"
   Location sourceAt;
   Format format = Format::Hl7v2;
+  Charset charset = Charset::Auto;
   std::optional<Ordering> ordering;
   std::optional<std::string> dedupeKey;
   Durability durability = Durability::Strict;

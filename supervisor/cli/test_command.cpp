@@ -32,6 +32,23 @@ struct FileResult {
   int failed = 0;
 };
 
+// A failure's text for a terminal: HL7 ends its segments with CR, which a
+// terminal prints over the same line, so each segment gets a line of its
+// own; the lines after the first are indented under the test's name.
+std::string readable(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;  // CRLF: one line
+    if (c == '\r' || c == '\n') {
+      if (i + 1 < text.size()) out += "\n       ";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
 // Runs one test file in its own worker process on its own loop.
 class TestFileRun : public WorkerProcess::Events {
  public:
@@ -144,7 +161,7 @@ class TestFileRun : public WorkerProcess::Events {
     w->reset();
 
     if (!loadError_.empty() || !results_) {
-      std::printf("  FAIL %s\n       %s\n", entry_.c_str(), loadError_.c_str());
+      std::printf("  FAIL %s\n       %s\n", entry_.c_str(), readable(loadError_).c_str());
       r.failed = 1;
       return r;
     }
@@ -161,12 +178,7 @@ class TestFileRun : public WorkerProcess::Events {
         r.passed++;
       } else {
         std::string err = t.value("error", "");
-        std::string indented;
-        for (char c : err) {
-          indented += c;
-          if (c == '\n') indented += "       ";
-        }
-        std::printf("  FAIL %s\n       %s\n", name.c_str(), indented.c_str());
+        std::printf("  FAIL %s\n       %s\n", name.c_str(), readable(err).c_str());
         r.failed++;
       }
     }
@@ -181,7 +193,8 @@ class TestFileRun : public WorkerProcess::Events {
   bool exited_ = false;
 };
 
-int runTests(const fs::path& project) {
+// only: one interface's name, or empty for all of them.
+int runTests(const fs::path& project, const std::string& only) {
   fs::path interfaces = project / "interfaces";
   std::error_code ec;
   if (!fs::is_directory(interfaces, ec)) {
@@ -193,8 +206,16 @@ int runTests(const fs::path& project) {
   for (auto& e : fs::directory_iterator(interfaces, ec))
     if (e.is_directory()) dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
+  if (!only.empty()) {
+    std::erase_if(dirs, [&](const fs::path& d) { return d.filename() != only; });
+    if (dirs.empty()) {
+      std::fprintf(stderr, "ductus test: %s has no interface named %s\n", project.c_str(),
+                   only.c_str());
+      return kUsageError;
+    }
+  }
 
-  int passed = 0, failed = 0;
+  int passed = 0, failed = 0, filesRun = 0;
   for (auto& dir : dirs) {
     std::vector<fs::path> files;
     for (auto& e : fs::directory_iterator(dir, ec)) {
@@ -204,6 +225,7 @@ int runTests(const fs::path& project) {
     }
     std::sort(files.begin(), files.end());
     for (auto& file : files) {
+      ++filesRun;
       InterfaceSpec spec;
       spec.name = dir.filename().string();
       spec.dir = dir;
@@ -225,6 +247,12 @@ int runTests(const fs::path& project) {
       std::fflush(stdout);
     }
   }
+  if (filesRun == 0) {
+    // Not a failure (a new project has none yet), but nothing was checked.
+    std::printf("warning: no tests: no interfaces/%s/*.test.js in %s\n",
+                only.empty() ? "*" : only.c_str(), project.c_str());
+    return 0;
+  }
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed > 0 ? 1 : 0;
 }
@@ -233,13 +261,16 @@ int runTests(const fs::path& project) {
 
 void addTestCommand(CLI::App& ductus, int& exitCode) {
   auto project = std::make_shared<std::string>();
+  auto only = std::make_shared<std::string>();
   auto* cmd = ductus.add_subcommand("test", "run the interfaces' *.test.js with mocked services");
+  cmd->add_option("--interface", *only, "run only this interface's tests")->type_name("NAME");
   addProjectArgument(*cmd, *project);
   cmd->footer(
       "Runs every interfaces/<name>/*.test.js in a confined worker, with mock.db,\n"
       "mock.fetch, mock.env and mock.secret instead of real services, and prints\n"
-      "`N passed, N failed`. Exits 1 when a test failed. Needs no database.");
-  cmd->callback([project, &exitCode] { exitCode = runTests(*project); });
+      "`N passed, N failed`. Exits 1 when a test failed, 0 with a warning when\n"
+      "there are no tests. Needs no database.");
+  cmd->callback([project, only, &exitCode] { exitCode = runTests(*project, *only); });
 }
 
 }  // namespace ductus::supervisor

@@ -268,6 +268,7 @@ void WorkerPool::loadInto(Slot& slot, Interface& iface) {
     fns[k].setInputFormat(f.inputFormat);
     fns[k].setOutputFormat(f.outputFormat);
     fns[k].setDestination(f.destination);
+    fns[k].setCharset(f.charset);
   }
   l.setTimeoutMs(static_cast<uint32_t>(iface.spec.timeout.count()));
   slot.proc->send(b);

@@ -45,6 +45,7 @@ struct FunctionSpec {
   std::string inputFormat = "hl7v2";  // hl7v2 | json | text | csv | xml | http
   std::string outputFormat = "hl7v2";
   std::string destination;
+  std::string charset = "auto";  // auto | utf-8 | iso-8859-1: how the SDK reads the bytes
 };
 
 struct InterfaceSpec {

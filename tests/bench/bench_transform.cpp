@@ -154,7 +154,7 @@ class InProcess {
     def.name = "bench";
     def.entry = "interfaces/bench/transform.js";
     def.modules[def.entry] = kTransform;
-    def.functions = {{1, "transform", "hl7v2", "hl7v2"}, {2, "noop", "hl7v2", "hl7v2"}};
+    def.functions = {{1, "transform", "hl7v2", "hl7v2", "auto"}, {2, "noop", "hl7v2", "hl7v2", "auto"}};
     if (!host_->load(def)) return false;
     round(2000);  // warm up
     return true;

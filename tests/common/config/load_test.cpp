@@ -344,5 +344,92 @@ TEST(LoadProject, LoadProjectReturnsEveryDiagnosticInItsError) {
   EXPECT_THAT(r.error().message, HasSubstr("interface.yaml:6:12: retention"));
 }
 
+TEST(LoadProject, ListenerLimitsHaveDefaultsAndAreReadFromDuctusYaml) {
+  {
+    ProjectDir p;
+    p.iface("adt", kMllpToFile);
+    auto o = p.load();
+    ASSERT_TRUE(o.project) << p.errors();
+    const EngineConfig::Limits& l = o.project->engine.limits;
+    EXPECT_EQ(l.connectionsPerListener, 1000u);
+    EXPECT_EQ(l.idleTimeout, 5min);
+    EXPECT_EQ(l.frameDeadline, 60s);
+    EXPECT_EQ(l.unreadAnswers, 1ull << 20);
+  }
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "limits:\n"
+          "  connections_per_listener: 3000\n"
+          "  idle_timeout: 90s\n"
+          "  frame_deadline: 5m\n"
+          "  unread_answers: 256KB\n");
+  p.iface("adt", kMllpToFile);
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  const EngineConfig::Limits& l = o.project->engine.limits;
+  EXPECT_EQ(l.connectionsPerListener, 3000u);
+  EXPECT_EQ(l.idleTimeout, 90s);
+  EXPECT_EQ(l.frameDeadline, 5min);
+  EXPECT_EQ(l.unreadAnswers, 256ull << 10);
+}
+
+TEST(LoadProject, BadListenerLimitsArePlacedAtTheirLine) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "limits:\n"
+          "  connections_per_listener: 0\n"
+          "  idle_timeout: 5\n"
+          "  frame_deadline: 2h\n"
+          "  unread_answers: 2GB\n"
+          "  idle_timout: 5m\n");
+  p.iface("adt", kMllpToFile);
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:2:29: limits.connections_per_listener: expected a whole "
+                           "number from 1 to 1000000, got `0`"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:3:17: limits.idle_timeout: expected a duration such as "
+                           "250ms, 5s, 10m or 1h, got `5`"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:4:19: limits.frame_deadline: must be from 1s to 1h, got "
+                           "`2h`"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:5:19: limits.unread_answers: must be from 1KB to 1024MB, "
+                           "got `2GB`"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:6:3: limits.idle_timout:"));
+  EXPECT_THAT(e, HasSubstr("idle_timeout"));  // the nearest known key
+}
+
+TEST(LoadProject, LimitsMustBeAMapping) {
+  ProjectDir p;
+  p.write("ductus.yaml", "limits: 1000\n");
+  p.iface("adt", kMllpToFile);
+  EXPECT_THAT(p.errors(), HasSubstr("ductus.yaml:1:9: limits:"));
+}
+
+TEST(LoadProject, CharsetDefaultsToAutoAndTakesUtf8OrIso88591) {
+  ProjectDir p;
+  auto on = [](int port, const std::string& extra) {
+    return "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\ndestination:\n  file: { path: out/ }\n" + extra;
+  };
+  p.iface("a", on(2575, ""));
+  p.iface("b", on(2576, "charset: utf-8\n"));
+  p.iface("c", on(2577, "charset: iso-8859-1\n"));
+  p.iface("d", on(2578, "charset: auto\n"));
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  EXPECT_EQ(o.project->interfaces.at(0).charset, Charset::Auto);
+  EXPECT_EQ(o.project->interfaces.at(1).charset, Charset::Utf8);
+  EXPECT_EQ(o.project->interfaces.at(2).charset, Charset::Latin1);
+  EXPECT_EQ(o.project->interfaces.at(3).charset, Charset::Auto);
+  EXPECT_STREQ(charsetName(Charset::Utf8), "utf-8");
+  EXPECT_STREQ(charsetName(Charset::Latin1), "iso-8859-1");
+  EXPECT_STREQ(charsetName(Charset::Auto), "auto");
+}
+
+TEST(LoadProject, AnUnknownCharsetIsPlacedAtItsLine) {
+  ProjectDir p;
+  p.iface("a", std::string(kMllpToFile) + "charset: latin9\n");
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/a/interface.yaml:5:10: charset: expected auto | "
+                                    "utf-8 | iso-8859-1, got `latin9`"));
+}
+
 }  // namespace
 }  // namespace ductus::config::test

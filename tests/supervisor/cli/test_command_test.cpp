@@ -92,5 +92,41 @@ TEST_F(TestCommand, ATestFileThatDoesNotLoadIsAFailure) {
   EXPECT_NE(r.out.find("0 passed, 1 failed"), std::string::npos) << r.out;
 }
 
+TEST_F(TestCommand, Hl7InAFailurePrintsOneSegmentPerLine) {
+  write("interfaces/h/transform.js", "export const transform = (m) => m;\n");
+  write("interfaces/h/transform.test.js",
+        "import { test, assert } from 'ductus';\n"
+        "test('compares messages', () => {\n"
+        "  assert.equal('MSH|^~\\\\&|A\\rPID|1||42\\r', 'MSH|^~\\\\&|A\\rPID|1||43\\r');\n"
+        "});\n");
+  auto r = runChild({ductusBinary(), "test", dir_.string()});
+  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MSH|^~\\&|A\n       PID|1||43\n"), std::string::npos) << r.out;
+}
+
+TEST_F(TestCommand, AProjectWithoutTestsWarnsAndExitsWithZero) {
+  write("interfaces/a/transform.js", "export const transform = (m) => m;\n");
+  auto r = runChild({ductusBinary(), "test", dir_.string()});
+  ASSERT_TRUE(WIFEXITED(r.exitStatus));
+  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 0) << r.out;
+  EXPECT_NE(r.out.find("warning: no tests"), std::string::npos) << r.out;
+}
+
+TEST_F(TestCommand, InterfaceRunsOneInterfacesTests) {
+  write("interfaces/a/transform.js", "export const transform = (m) => m;\n");
+  write("interfaces/a/transform.test.js",
+        "import { test } from 'ductus';\ntest('a passes', () => {});\n");
+  write("interfaces/b/transform.js", "export const transform = (m) => m;\n");
+  write("interfaces/b/transform.test.js",
+        "import { test, assert } from 'ductus';\ntest('b fails', () => assert.ok(false));\n");
+  auto a = runChild({ductusBinary(), "test", "--interface", "a", dir_.string()});
+  EXPECT_EQ(WEXITSTATUS(a.exitStatus), 0) << a.out;
+  EXPECT_NE(a.out.find("1 passed, 0 failed"), std::string::npos) << a.out;
+  EXPECT_EQ(a.out.find("b fails"), std::string::npos) << a.out;
+  auto none = runChild({ductusBinary(), "test", "--interface", "c", dir_.string()});
+  EXPECT_EQ(WEXITSTATUS(none.exitStatus), 2) << none.out;
+}
+
 }  // namespace
 }  // namespace ductus::test

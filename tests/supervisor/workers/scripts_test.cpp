@@ -371,5 +371,197 @@ TEST_F(PoolTest, RespondModeTakesAnHttpEnvelopeAndReturnsStatusHeadersAndBody) {
             "\"body\":\"{\\\"path\\\":\\\"/p\\\",\\\"id\\\":\\\"7\\\",\\\"got\\\":3}\"}");
 }
 
+// ---- charsets: MSH-18, then the bytes; `charset:` forces one -----------------
+
+// Checks what the transform read against PID.5.3 (the expected family name
+// in ASCII, as JavaScript escapes: \u00fc) and, as MSH-10 says, returns the
+// message untouched ("keep") or sets PID.5.2 to "Zoë" ("set") or "Łukasz" ("wide").
+const char* kCharsetProbe = R"JS(
+export function transform(msg) {
+  const family = msg.get('PID.5.1');
+  const want = JSON.parse('"' + msg.get('PID.5.3') + '"');
+  if (family !== want) throw new Error('read ' + JSON.stringify(family) + ' as ' + msg.charset);
+  const action = msg.get('MSH.10');
+  if (action === 'set') msg.set('PID.5.2', 'Zo\u00eb');
+  if (action === 'wide') msg.set('PID.5.2', '\u0141ukasz');
+  return msg;
+}
+)JS";
+
+// family: PID.5.1 as bytes; expected: how it must read, in JavaScript escapes.
+std::string adt(const std::string& action, const std::string& msh18, const std::string& family,
+                const std::string& expected) {
+  return "MSH|^~\\&|A|B|C|D|20240101||ADT^A01|" + action + "|P|2.5||||||" + msh18 + "\r" +
+         "PID|1||1||" + family + "^^" + expected + "\r" + "PV1|1|I|W^1^1\r";
+}
+
+TEST_F(PoolTest, UndeclaredUtf8IsReadAsUtf8AndAChangedMessageIsWrittenInUtf8) {
+  writeFile("interfaces/u/transform.js", kCharsetProbe);
+  auto fn = load(spec("u"));
+  ASSERT_TRUE(fn) << fn.error().message;
+  // "SEBASTIÁN" and "Lüneburg" in UTF-8, MSH-18 empty.
+  auto out = call(*fn, adt("set", "", "SEBASTI\xC3\x81N", "SEBASTI\\u00c1N"));
+  ASSERT_EQ(out.kind, Kind::Output) << out.data;
+  EXPECT_NE(out.data.find("PID|1||1||SEBASTI\xC3\x81N^Zo\xC3\xAB^"), std::string::npos) << out.data;
+  auto city = call(*fn, adt("set", "", "L\xC3\xBCneburg", "L\\u00fcneburg"));
+  ASSERT_EQ(city.kind, Kind::Output) << city.data;
+  EXPECT_NE(city.data.find("PID|1||1||L\xC3\xBCneburg^Zo\xC3\xAB^"), std::string::npos)
+      << city.data;
+  std::string same =
+      adt("keep", "", "SEBASTI\xC3\x81N-L\xC3\xBCneburg", "SEBASTI\\u00c1N-L\\u00fcneburg");
+  auto kept = call(*fn, same);
+  ASSERT_EQ(kept.kind, Kind::Output) << kept.data;
+  EXPECT_EQ(kept.data, same);
+}
+
+TEST_F(PoolTest, UndeclaredIso88591IsReadAsLatin1AndWrittenBackInLatin1) {
+  writeFile("interfaces/l/transform.js", kCharsetProbe);
+  auto fn = load(spec("l"));
+  ASSERT_TRUE(fn) << fn.error().message;
+  auto out = call(*fn, adt("set", "", "SEBASTI\xC1N", "SEBASTI\\u00c1N"));
+  ASSERT_EQ(out.kind, Kind::Output) << out.data;
+  EXPECT_NE(out.data.find("PID|1||1||SEBASTI\xC1N^Zo\xEB^"), std::string::npos) << out.data;
+  std::string same = adt("keep", "", "L\xFCneburg", "L\\u00fcneburg");
+  EXPECT_EQ(call(*fn, same).data, same);
+  // A character latin1 cannot hold, in text nothing declared latin1: the
+  // whole message goes out as UTF-8 rather than with a '?'.
+  auto wide = call(*fn, adt("wide", "", "L\xFCneburg", "L\\u00fcneburg"));
+  ASSERT_EQ(wide.kind, Kind::Output) << wide.data;
+  EXPECT_NE(wide.data.find("PID|1||1||L\xC3\xBCneburg^\xC5\x81ukasz^"), std::string::npos)
+      << wide.data;
+}
+
+TEST_F(PoolTest, Msh18NamesTheCharsetWhenSet) {
+  writeFile("interfaces/d/transform.js", kCharsetProbe);
+  auto fn = load(spec("d"));
+  ASSERT_TRUE(fn) << fn.error().message;
+  auto u8 = call(*fn, adt("set", "UNICODE UTF-8", "L\xC3\xBCneburg", "L\\u00fcneburg"));
+  ASSERT_EQ(u8.kind, Kind::Output) << u8.data;
+  EXPECT_NE(u8.data.find("PID|1||1||L\xC3\xBCneburg^Zo\xC3\xAB^"), std::string::npos) << u8.data;
+  // 8859/1 (and its other spellings) over bytes that happen to be valid
+  // UTF-8: latin1, as declared.
+  for (std::string name : {"8859/1", "ISO-8859-1", "ISO IR100"}) {
+    auto o = call(*fn, adt("set", name, "L\xC3\xBCneburg", "L\\u00c3\\u00bcneburg"));
+    ASSERT_EQ(o.kind, Kind::Output) << name << ": " << o.data;
+    EXPECT_NE(o.data.find("PID|1||1||L\xC3\xBCneburg^Zo\xEB^"), std::string::npos)
+        << name << ": " << o.data;
+  }
+  // Declared latin1 cannot hold U+0141: '?', never another charset than declared.
+  auto wide = call(*fn, adt("wide", "8859/1", "M\xFCller", "M\\u00fcller"));
+  ASSERT_EQ(wide.kind, Kind::Output) << wide.data;
+  EXPECT_NE(wide.data.find("PID|1||1||M\xFCller^?ukasz^"), std::string::npos) << wide.data;
+  // Declared UTF-8 over bytes that are not UTF-8: read as latin1, so the
+  // untouched message still goes back byte for byte.
+  std::string liar = adt("keep", "UNICODE UTF-8", "M\xFCller", "M\\u00fcller");
+  auto kept = call(*fn, liar);
+  ASSERT_EQ(kept.kind, Kind::Output) << kept.data;
+  EXPECT_EQ(kept.data, liar);
+}
+
+TEST_F(PoolTest, AsciiOnlyMessagesReadTheSameAndTakeLatin1ForNewCharacters) {
+  writeFile("interfaces/a/transform.js", kCharsetProbe);
+  auto fn = load(spec("a"));
+  ASSERT_TRUE(fn) << fn.error().message;
+  std::string same = adt("keep", "", "DOE", "DOE");
+  EXPECT_EQ(call(*fn, same).data, same);
+  auto out = call(*fn, adt("set", "", "DOE", "DOE"));
+  EXPECT_NE(out.data.find("PID|1||1||DOE^Zo\xEB^DOE\r"), std::string::npos) << out.data;
+  auto u8 = call(*fn, adt("set", "UTF-8", "DOE", "DOE"));
+  EXPECT_NE(u8.data.find("PID|1||1||DOE^Zo\xC3\xAB^DOE\r"), std::string::npos) << u8.data;
+}
+
+TEST_F(PoolTest, TheInterfacesCharsetForcesOneOverMsh18AndTheBytes) {
+  writeFile("interfaces/fu/transform.js", kCharsetProbe);
+  writeFile("interfaces/fl/transform.js", kCharsetProbe);
+  auto u = spec("fu");
+  u.functions[0].charset = "utf-8";
+  auto l = spec("fl");
+  l.functions[0].charset = "iso-8859-1";
+  auto fu = load(u);
+  ASSERT_TRUE(fu) << fu.error().message;
+  auto fl = load(l);
+  ASSERT_TRUE(fl) << fl.error().message;
+  // A sender that says 8859/1 but sends UTF-8.
+  auto a = call(*fu, adt("set", "8859/1", "L\xC3\xBCneburg", "L\\u00fcneburg"));
+  ASSERT_EQ(a.kind, Kind::Output) << a.data;
+  EXPECT_NE(a.data.find("PID|1||1||L\xC3\xBCneburg^Zo\xC3\xAB^"), std::string::npos) << a.data;
+  // UTF-8 bytes read as latin1 on purpose: two characters each, kept as they are.
+  auto b = call(*fl, adt("set", "", "L\xC3\xBCneburg", "L\\u00c3\\u00bcneburg"));
+  ASSERT_EQ(b.kind, Kind::Output) << b.data;
+  EXPECT_NE(b.data.find("PID|1||1||L\xC3\xBCneburg^Zo\xEB^"), std::string::npos) << b.data;
+  std::string same = adt("keep", "UNICODE UTF-8", "L\xC3\xBCneburg", "L\\u00c3\\u00bcneburg");
+  EXPECT_EQ(call(*fl, same).data, same);
+}
+
+TEST_F(PoolTest, TextAndCsvFollowTheSameRuleAndKeepTheirCharsetOnOutput) {
+  writeFile("interfaces/t/transform.js",
+            "export function transform(s) { return s.toUpperCase() + '|' + s.length; }\n");
+  writeFile("interfaces/c/transform.js", "export function transform(rows) { return rows; }\n");
+  auto t = load(spec("t", "text"));
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(call(*t, "m\xC3\xBCller").data, "M\xC3\x9CLLER|6");  // UTF-8 in, UTF-8 out
+  EXPECT_EQ(call(*t, "m\xFCller").data, "M\xDCLLER|6");          // latin1 in, latin1 out
+  auto cs = spec("c", "csv", "json");
+  cs.functions[0].charset = "iso-8859-1";
+  auto c = load(cs);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(call(*c, "name\r\nJ\xc3\xb6rg\r\n").data,
+            "[[\"name\"],[\"J\xc3\x83\xc2\xb6rg\"]]");  // forced: two latin1 characters
+}
+
+// ---- CSV records and schedules ------------------------------------------------
+
+TEST_F(PoolTest, ACsvRecordWithItsHeaderArrivesKeyedByColumnName) {
+  writeFile("interfaces/r/transform.js", "export function transform(row) { return row; }\n");
+  auto r = load(spec("r", "csv-record", "json"));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(call(*r, "\xef\xbb\xbfid,name,note\r\n7,J\xc3\xb6rg,\"a,b\"").data,
+            "{\"id\":\"7\",\"name\":\"J\xc3\xb6rg\",\"note\":\"a,b\"}");
+  EXPECT_EQ(call(*r, "id,name,note\r\n8,Ann").data,
+            "{\"id\":\"8\",\"name\":\"Ann\",\"note\":\"\"}");
+  auto extra = call(*r, "id\r\n1,2");
+  EXPECT_EQ(extra.kind, Kind::Quarantine);
+  EXPECT_NE(extra.data.find("2 values but its header names 1 column"), std::string::npos)
+      << extra.data;
+}
+
+// ---- set() adds a missing segment -----------------------------------------------
+
+TEST_F(PoolTest, SetAddsAMissingSegmentAtTheEndAndRefusesImpossiblePaths) {
+  writeFile("interfaces/z/transform.js", R"JS(
+export function transform(msg) {
+  const errors = [];
+  const tryIt = (path) => { try { msg.set(path, 'x'); errors.push('no error for ' + path); } catch (e) { errors.push(e.message); } };
+  msg.set('ZBR.1', 'first').set('ZBR.3.2', 'b&c');
+  msg.set('ZBR[2].1', 'second');
+  tryIt('ZBR[4].1');
+  tryIt('zbr.1');
+  tryIt('ZB.1');
+  tryIt('ZXX.0');
+  tryIt('MSH[2].3');
+  return msg.toString() + '\n' + errors.join('\n');
+}
+)JS");
+  auto fn = load(spec("z", "hl7v2", "text"));
+  ASSERT_TRUE(fn) << fn.error().message;
+  auto out = call(*fn, "MSH|^~\\&|A|B|C|D|x||ADT^A01|1|P|2.5\rPID|1||1\r");
+  ASSERT_EQ(out.kind, Kind::Output) << out.data;
+  EXPECT_NE(out.data.find("PID|1||1\rZBR|first||^b\\T\\c\rZBR|second\r\n"), std::string::npos)
+      << out.data;
+  EXPECT_NE(out.data.find("cannot set ZBR[4].1: the message has 2 ZBR segments, so ZBR[3] is the "
+                          "next one that set can add"),
+            std::string::npos)
+      << out.data;
+  EXPECT_NE(out.data.find("cannot set zbr.1: \"zbr\" is not a segment name"), std::string::npos)
+      << out.data;
+  EXPECT_NE(out.data.find("cannot set ZB.1: \"ZB\" is not a segment name"), std::string::npos)
+      << out.data;
+  EXPECT_NE(out.data.find("cannot set ZXX.0: field 0 is the segment name"), std::string::npos)
+      << out.data;
+  EXPECT_NE(out.data.find("cannot set MSH[2].3: "), std::string::npos) << out.data;
+  EXPECT_EQ(out.data.find("no error for"), std::string::npos) << out.data;
+  EXPECT_EQ(out.data.find("\rZXX"), std::string::npos) << out.data;  // a refused set adds nothing
+}
+
 }  // namespace
 }  // namespace ductus::test
