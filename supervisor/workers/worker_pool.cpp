@@ -10,6 +10,7 @@
 #include "proto/contract.h"
 #include "proto/frame.h"
 #include "proto/worker_exit.h"
+#include "supervisor/delivery/backoff.h"
 
 namespace ductus::supervisor {
 namespace {
@@ -27,6 +28,9 @@ constexpr uintmax_t kMaxModuleBytes = 4u << 20;
 constexpr uintmax_t kMaxModuleSetBytes = 32u << 20;
 constexpr auto kDeadlineTick = std::chrono::milliseconds(50);
 constexpr auto kMaxRestartDelay = std::chrono::milliseconds(5000);
+// A worker that dies right after starting, again and again: 400 ms after
+// the second quick death, doubling to kMaxRestartDelay.
+constexpr delivery::Backoff kRestartBackoff{std::chrono::milliseconds(100), kMaxRestartDelay};
 
 bool isModuleFile(const fs::path& p, bool includeTests) {
   auto name = p.filename().string();
@@ -606,9 +610,7 @@ void WorkerPool::onExit(Slot& slot, int64_t status, int signal, const std::strin
   if (Clock::now() - slot.startedAt < std::chrono::seconds(1)) slot.quickDeaths++;
   else slot.quickDeaths = 0;
   auto delay = std::chrono::milliseconds(0);
-  if (slot.quickDeaths > 1)
-    delay = std::min<std::chrono::milliseconds>(
-        kMaxRestartDelay, std::chrono::milliseconds(100) * (1 << std::min(slot.quickDeaths, 6)));
+  if (slot.quickDeaths > 1) delay = kRestartBackoff.after(slot.quickDeaths);
   restartLater(slot, delay);
   gone.reset();
   drainBacklog(*slot.group);

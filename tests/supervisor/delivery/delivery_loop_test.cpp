@@ -188,6 +188,9 @@ TEST(Backoff, DoublesFromTheFirstWaitAndStopsAtTheLongest) {
   EXPECT_EQ(b.after(6), 60'000ms);
   EXPECT_EQ(b.after(1000), 60'000ms);
   EXPECT_EQ(b.after(-3), 1000ms);
+  // A worker dying at start: 400 ms after the second quick death, up to 5 s.
+  constexpr Backoff restart{100ms, 5000ms};
+  static_assert(restart.after(2) == 400ms && restart.after(6) == 5000ms);
 }
 
 TEST_F(DeliveryLoopTest, ATransientFailureIsRetriedAfterDoublingWaitsUntilItIsSent) {
