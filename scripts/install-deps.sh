@@ -21,6 +21,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libcli11-dev
   libseccomp-dev libsystemd-dev libcurl4-openssl-dev node-llhttp
   libargon2-dev libssh2-1-dev libldap-dev
+  clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
   postgresql-15 postgresql-client-15
   # libnode108's runtime libraries (it is extracted, not installed)
   libicu72 libc-ares2 libnghttp2-14 libbrotli1 zlib1g

@@ -80,7 +80,8 @@ std::string buildAck(const MessageView& msg, AckCode code, std::string_view text
     out += msg.get(mshField(n));
   }
   out += f;
-  out += formatTimestamp(opt.now);
+  // "+0100" or "-0500": the sender may have declared '+' or '-' a delimiter.
+  out += escape(formatTimestamp(opt.now), d);
   out += f;  // MSH-8 security
   out += f;
   out += "ACK";

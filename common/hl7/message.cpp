@@ -1,5 +1,7 @@
 #include "common/hl7/message.h"
 
+#include <cctype>
+
 #include <charconv>
 
 #include "common/hex.h"
@@ -57,6 +59,14 @@ Result<Delimiters> readDelimiters(std::string_view bytes, size_t mshAt) {
   for (size_t i = 0; i < 5; ++i) {
     if (isTerminator(all[i]) || all[i] == '\0')
       return Error{"MSH-2 is shorter than 4 encoding characters"};
+    // MLLP's framing bytes end a segment wherever they stand, and a letter
+    // or digit would split "MSH" itself (and every segment name): neither
+    // can be a delimiter the message is read by.
+    if (all[i] == mllp::kStartBlock || all[i] == mllp::kEndBlock)
+      return Error{"MSH-1/MSH-2 declare an MLLP framing byte as a delimiter"};
+    if (std::isalnum(static_cast<unsigned char>(all[i])))
+      return Error{std::string("MSH-1/MSH-2 declare the letter or digit '") + all[i] +
+                   "' as a delimiter"};
     for (size_t j = i + 1; j < 5; ++j)
       if (all[i] == all[j])
         return Error{std::string("MSH-1/MSH-2 declare the delimiter '") + all[i] + "' twice"};
@@ -228,6 +238,12 @@ std::string escape(std::string_view text, const Delimiters& d) {
     else if (c == '\r' || c == '\n') {
       if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
       seq(".br");
+    } else if (c == mllp::kStartBlock || c == mllp::kEndBlock || c == '\0') {
+      // A framing byte would end the segment, or the MLLP frame, early.
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      char code[4] = {'X', kHex[(static_cast<unsigned char>(c) >> 4) & 0xF],
+                      kHex[static_cast<unsigned char>(c) & 0xF], '\0'};
+      seq(code);
     } else out += c;
   }
   return out;

@@ -166,3 +166,43 @@ TEST(Hl7Ack, ControlIdsAreUniqueAndFitMsh10) {
 
 }  // namespace
 }  // namespace ductus::hl7
+
+// Found by fuzzing (tests/fuzz/regressions/hl7): each ACK must parse back,
+// with the fields it was built with.
+namespace ductus::hl7 {
+namespace {
+
+TEST(Hl7AckFromFuzzing, FramingBytesInTheTextAreEscapedSoTheAckEndsWhereItShould) {
+  auto m = MessageView::parse("MSH|^~\\&|A|B|C|D|||ADT^A01|42|P|2.5\r");
+  ASSERT_TRUE(m);
+  std::string text = std::string("bad\x1c") + "x\x0b" + "y";
+  std::string ack = buildAck(*m, AckCode::Error, text);
+  EXPECT_EQ(ack.find('\x1c'), std::string::npos) << ack;
+  EXPECT_EQ(ack.find('\x0b'), std::string::npos) << ack;
+  auto back = MessageView::parse(ack);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->get("MSA.3"), "bad\\X1C\\x\\X0B\\y");  // HL7's hex escapes
+  EXPECT_EQ(buildAckWithoutMessage(AckCode::Reject, "\x1c").find('\x1c'), std::string::npos);
+}
+
+TEST(Hl7AckFromFuzzing, ALetterDigitOrFramingByteIsNoDelimiter) {
+  for (std::string msh : {std::string("MSHM^~\\&|x\r"), std::string("MSH|^~\\S|x\r"),
+                          std::string("MSH1^~\\&|x\r"), std::string("MSH|^~\\\x1c|x\r"),
+                          std::string("MSH|^\x0b\\&|x\r")}) {
+    auto m = MessageView::parse(msh);
+    EXPECT_FALSE(m) << msh;
+  }
+}
+
+TEST(Hl7AckFromFuzzing, ATimestampSignThatIsTheSendersDelimiterIsEscaped) {
+  auto m = MessageView::parse("MSH+^~\\&+A+B+C+D+++ADT^A01+42+P+2.5\r");
+  ASSERT_TRUE(m);
+  std::string ack = buildAck(*m, AckCode::Accept, "", {"ACK1", std::chrono::system_clock::now()});
+  auto back = MessageView::parse(ack);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->get("MSH.10"), "ACK1") << ack;
+  EXPECT_EQ(back->get("MSA.2"), "42") << ack;
+}
+
+}  // namespace
+}  // namespace ductus::hl7
