@@ -348,6 +348,7 @@ TEST_F(PoolTest, AnOutputTooBigForACallIsQuarantinedAndTheWorkerLives) {
             "20) : 'ok'; }\n");
   auto fn = load(spec("big", "hl7v2", "text"));
   ASSERT_TRUE(fn) << fn.error().message;
+  auto before = pool().workerPids("big");
   auto out = call(*fn, "MSH|^~\\&|A|B|C|D|||ADT^A01|BIG|P|2.5\r");
   EXPECT_EQ(out.kind, Kind::Quarantine) << out.data.substr(0, 200);
   EXPECT_NE(out.data.find("the output is 94371840 bytes"), std::string::npos)
@@ -355,6 +356,9 @@ TEST_F(PoolTest, AnOutputTooBigForACallIsQuarantinedAndTheWorkerLives) {
   auto next = call(*fn, "MSH|^~\\&|A|B|C|D|||ADT^A01|SMALL|P|2.5\r");
   EXPECT_EQ(next.kind, Kind::Output) << next.data;
   EXPECT_EQ(next.data, "ok");
+  // The same processes: no worker was killed and replaced.
+  EXPECT_EQ(pool().workerPids("big"), before);
+  EXPECT_EQ(pool().restarts(), 0u);
 }
 
 TEST_F(PoolTest, RespondModeTakesAnHttpEnvelopeAndReturnsStatusHeadersAndBody) {
