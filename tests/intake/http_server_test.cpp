@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common/fd.h"
+#include "tests/intake/log_capture.h"
 #include "tests/intake/loop_thread.h"
 
 namespace ductus::intake {
@@ -27,59 +28,8 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using test::LoopThread;
 
-// Every log line at info and up while it lives; the default logger comes
-// back after.
-class LogCapture {
- public:
-  LogCapture() : previous_(spdlog::default_logger()), sink_(std::make_shared<Sink>()) {
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-
-  size_t count(std::string_view text) const {
-    size_t n = 0;
-    for (const auto& l : sink_->lines())
-      if (l.find(text) != std::string::npos) ++n;
-    return n;
-  }
-  std::string all() const {
-    std::string out;
-    for (const auto& l : sink_->lines()) out += l + "\n";
-    return out;
-  }
-
- private:
-  class Sink : public spdlog::sinks::base_sink<std::mutex> {
-   public:
-    std::vector<std::string> lines() {
-      std::lock_guard lock(mutex_);
-      return lines_;
-    }
-
-   protected:
-    void sink_it_(const spdlog::details::log_msg& m) override {
-      lines_.emplace_back(m.payload.data(), m.payload.size());
-    }
-    void flush_() override {}
-
-   private:
-    std::vector<std::string> lines_;
-  };
-  std::shared_ptr<spdlog::logger> previous_;
-  std::shared_ptr<Sink> sink_;
-};
-
-template <class Pred>
-bool eventually(Pred pred, milliseconds timeout = milliseconds(5000)) {
-  auto until = steady_clock::now() + timeout;
-  while (steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return pred();
-}
+using test::LogCapture;
+using test::eventually;
 
 struct Reply {
   int status = 0;
@@ -450,7 +400,7 @@ TEST_F(HttpServerTest, CloseWaitsForTheResponseInFlight) {
 // ---- limits: what one client may hold ----
 
 TEST_F(HttpServerTest, PastTheConnectionLimitANewConnectionGets503AndIsClosed) {
-  LogCapture log;
+  LogCapture log(spdlog::level::info);
   HttpSettings s;
   s.limits.maxConnections = 1;
   start(s);
@@ -496,7 +446,7 @@ TEST_F(HttpServerTest, AnIdleKeepAliveConnectionIsClosedAfterTheIdleTimeout) {
 }
 
 TEST_F(HttpServerTest, ARequestNotCompleteWithinTheDeadlineIsAnswered408AndClosed) {
-  LogCapture log;
+  LogCapture log(spdlog::level::info);
   HttpSettings s;
   s.limits.frameDeadline = milliseconds(400);
   start(s);
@@ -552,7 +502,7 @@ TEST_F(HttpServerTest, EveryAcceptedConnectionHasTcpKeepalive) {
 // A client that pipelines requests and never reads a response: without a
 // bound the responses pile up in the write queue as fast as it sends.
 TEST_F(HttpServerTest, AClientThatPipelinesAndNeverReadsIsHeldBackThenClosed) {
-  LogCapture log;
+  LogCapture log(spdlog::level::info);
   HttpSettings s;
   s.limits.unreadAnswers = 64 * 1024;
   s.limits.unreadGrace = milliseconds(3000);
