@@ -397,8 +397,13 @@ int folderModeFor(int fileMode) {
   return m;
 }
 
+std::string temporaryFileName(std::string_view finalName, pid_t writer, uint64_t n) {
+  return "." + std::string(finalName) + "." + std::to_string(writer) + "-" + std::to_string(n) +
+         ".tmp";
+}
+
 std::optional<pid_t> temporaryFileWriter(std::string_view n) {
-  // ".<name>.<pid>-<n>.tmp", as send() names them.
+  // As temporaryFileName() writes it: ".<name>.<pid>-<n>.tmp".
   if (n.size() < 8 || n[0] != '.' || !n.ends_with(".tmp")) return std::nullopt;
   n.remove_suffix(4);
   size_t dot = n.rfind('.');
@@ -501,8 +506,7 @@ void FileSender::send(SendRequest request, SendCallback cb) {
   std::string base = job->finalPath.substr(job->finalPath.rfind('/') + 1);
   // Unique per process and write: two writes of one message at once (a
   // resend racing a retry) each get their own temporary file.
-  job->tempPath = job->dirPath + "/." + base + "." + std::to_string(::getpid()) + "-" +
-                  std::to_string(state_->nextTemp++) + ".tmp";
+  job->tempPath = job->dirPath + "/" + temporaryFileName(base, ::getpid(), state_->nextTemp++);
   ++state_->inFlight;
   if (request.stream != 0) {
     job->stream = request.stream;

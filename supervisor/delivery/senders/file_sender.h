@@ -39,8 +39,11 @@ struct FileSenderSettings {
 // wherever reading is allowed (0640 -> 0750, 0644 -> 0755).
 int folderModeFor(int fileMode);
 
-// The name of a temporary file this sender left behind, and the pid that
-// wrote it: ".<name>.<pid>-<n>.tmp". nullopt for any other name.
+// The temporary file a write goes to before its rename: hidden (pollers
+// skip dot-files), and named for its writer so a later start can tell a dead
+// writer's leftovers from a live one's: ".<name>.<pid>-<n>.tmp".
+std::string temporaryFileName(std::string_view finalName, pid_t writer, uint64_t n);
+// The pid that wrote such a temporary file; nullopt for any other name.
 std::optional<pid_t> temporaryFileWriter(std::string_view fileName);
 
 // The file name for a message, relative to the destination's folder.

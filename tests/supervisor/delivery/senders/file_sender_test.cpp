@@ -124,6 +124,7 @@ TEST_F(FileSenderTest, TemporaryFilesOfAStoppedEngineAreRemovedAtStartAndALiveOn
   EXPECT_TRUE(fs::exists(root_ / ".hidden.tmp")) << "not a name this sender makes";
   EXPECT_TRUE(fs::exists(root_ / "9.hl7"));
   EXPECT_EQ(temporaryFileWriter(".a.hl7.123-4.tmp"), std::optional<pid_t>(123));
+  EXPECT_EQ(temporaryFileName("a.hl7", 123, 4), ".a.hl7.123-4.tmp");
   EXPECT_EQ(temporaryFileWriter(".a.hl7.x-4.tmp"), std::nullopt);
   EXPECT_EQ(temporaryFileWriter("a.hl7.123-4.tmp"), std::nullopt);
 }
