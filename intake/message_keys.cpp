@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "common/hl7/message.h"
 #include "common/partition.h"
@@ -12,77 +14,240 @@
 namespace ductus::intake {
 namespace {
 
-// The value at a JSON path ("a.b", "$.a.b", "ids[0]") in a parsed document.
-std::string jsonAt(const nlohmann::json& doc, std::string_view path) {
-  if (doc.is_discarded()) return "";
+// A JSON path ("a.b", "$.a.b", "ids[0]", "a.list[2].id") as its steps: an
+// object member by name or an array element by index. A path that can't
+// be read ("a[x]", "a[") has no steps and finds nothing.
+struct JsonStep {
+  std::string key;
+  std::optional<size_t> index;
+  bool operator==(const JsonStep&) const = default;
+};
+
+std::vector<JsonStep> jsonPath(std::string_view path) {
   if (path.rfind("$.", 0) == 0) path.remove_prefix(2);
-  const nlohmann::json* at = &doc;
+  std::vector<JsonStep> steps;
   size_t i = 0;
-  while (i < path.size() && at) {
+  while (i < path.size()) {
     if (path[i] == '.') {
       ++i;
       continue;
     }
     if (path[i] == '[') {
       size_t close = path.find(']', i);
-      if (close == std::string_view::npos || !at->is_array()) return "";
-      size_t idx = std::strtoul(std::string(path.substr(i + 1, close - i - 1)).c_str(), nullptr, 10);
-      at = idx < at->size() ? &(*at)[idx] : nullptr;
+      if (close == std::string_view::npos || close == i + 1) return {};
+      size_t idx = 0;
+      for (char c : path.substr(i + 1, close - i - 1)) {
+        if (c < '0' || c > '9' || idx > (SIZE_MAX - 9) / 10) return {};
+        idx = idx * 10 + static_cast<size_t>(c - '0');
+      }
+      steps.push_back({{}, idx});
       i = close + 1;
       continue;
     }
     size_t end = path.find_first_of(".[", i);
     if (end == std::string_view::npos) end = path.size();
-    std::string key(path.substr(i, end - i));
-    if (!at->is_object() || !at->contains(key)) return "";
-    at = &(*at)[key];
+    steps.push_back({std::string(path.substr(i, end - i)), std::nullopt});
     i = end;
   }
-  if (!at || at->is_null()) return "";
-  if (at->is_string()) return at->get<std::string>();
-  return at->dump();
+  return steps;
 }
 
-// A message read once for all the keys asked of it (the ordering key and
-// the dedupe key used to parse it a time each).
-class KeyReader {
+// Reads the values at a few JSON paths in one pass over the text, keeping
+// only the path walked so far (nlohmann's SAX interface): intake runs on
+// the supervisor's loop, and a body may be 64 MB, which a DOM would hold
+// several times over. It stops once every path has its value. A value is
+// written as it always was (a string as itself, anything else as compact
+// JSON, null as ""); an object or array at a path is rare enough to be
+// read again as a DOM of that part alone (`wantsTree`).
+class JsonPathReader : public nlohmann::json_sax<nlohmann::json> {
  public:
-  KeyReader(config::Format format, std::string_view payload) : format_(format) {
-    if (format == config::Format::Hl7v2) {
-      if (auto m = hl7::MessageView::parse(payload)) hl7_.emplace(std::move(*m));
-    } else if (format == config::Format::Json) {
-      // ISO-8859-1 read as its characters, as the HTTP body check and the
-      // SDK read it: nlohmann refuses it as it is, which lost the keys (a
-      // duplicate stored, a patient's messages in two lanes).
-      if (isUtf8(payload)) {
-        json_ = nlohmann::json::parse(payload.begin(), payload.end(), nullptr, false);
-      } else {
-        json_ = nlohmann::json::parse(asText(payload), nullptr, false);
-      }
-    }
-  }
+  explicit JsonPathReader(std::vector<std::vector<JsonStep>> paths)
+      : paths_(std::move(paths)), found_(paths_.size()) {}
 
-  std::string at(std::string_view path) const {
-    switch (format_) {
-      case config::Format::Hl7v2:
-        return hl7_ ? std::string(hl7_->get(path)) : "";
-      case config::Format::Json:
-        return jsonAt(json_, path);
-      default:
-        return "";
-    }
+  struct Found {
+    bool done = false;
+    std::string value;
+  };
+  const std::vector<Found>& found() const { return found_; }
+
+  bool null() override { return scalar(nlohmann::json(nullptr)); }
+  bool boolean(bool v) override { return scalar(nlohmann::json(v)); }
+  bool number_integer(number_integer_t v) override { return scalar(nlohmann::json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return scalar(nlohmann::json(v)); }
+  bool number_float(number_float_t v, const string_t&) override {
+    return scalar(nlohmann::json(v));
   }
+  bool string(string_t& v) override { return scalar(nlohmann::json(std::move(v))); }
+  bool binary(binary_t&) override { return scalar(nlohmann::json(nullptr)); }
+
+  bool start_object(std::size_t) override { return open(Frame{true, {}, 0}); }
+  bool key(string_t& k) override {
+    if (!building_.empty()) return building_.key(k);
+    stack_.back().key = std::move(k);
+    return true;
+  }
+  bool end_object() override { return close(true); }
+  bool start_array(std::size_t) override { return open(Frame{false, {}, 0}); }
+  bool end_array() override { return close(false); }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    failed_ = true;
+    return false;
+  }
+  bool failed() const { return failed_ && !allFound(); }
 
  private:
-  config::Format format_;
-  std::optional<hl7::MessageView> hl7_;
-  nlohmann::json json_;
+  struct Frame {
+    bool object;
+    std::string key;   // the member being read, in an object
+    size_t index = 0;  // the element being read, in an array
+  };
+
+  // A container that is itself a path's value, built as a DOM of that part
+  // alone by nlohmann's own DOM builder, fed the same events, so it is
+  // written as it always was (members sorted, the last of a repeated one).
+  struct Subtree {
+    std::optional<nlohmann::json> doc;
+    std::optional<nlohmann::detail::json_sax_dom_parser<nlohmann::json>> builder;
+    size_t depth = 0;
+    size_t path = 0;
+    bool empty() const { return !builder.has_value(); }
+    bool key(std::string& k) { return builder->key(k); }
+  };
+
+  // Whether the value about to be read sits at path p.
+  bool at(const std::vector<JsonStep>& p) const {
+    if (p.empty() || p.size() != stack_.size()) return false;
+    for (size_t d = 0; d < p.size(); ++d) {
+      const Frame& f = stack_[d];
+      if (f.object ? (p[d].index || p[d].key != f.key) : (!p[d].index || *p[d].index != f.index))
+        return false;
+    }
+    return true;
+  }
+
+  // Which path, not yet found, the value about to be read is the value of.
+  std::optional<size_t> wanted() const {
+    for (size_t i = 0; i < paths_.size(); ++i)
+      if (!found_[i].done && at(paths_[i])) return i;
+    return std::nullopt;
+  }
+
+  // After a value: the next array element.
+  void advance() {
+    if (!stack_.empty() && !stack_.back().object) ++stack_.back().index;
+  }
+
+  bool scalar(nlohmann::json v) {
+    if (!building_.empty()) return feed(std::move(v));
+    if (wanted()) {
+      std::string value = v.is_null() ? "" : v.is_string() ? v.get<std::string>() : v.dump();
+      for (size_t i = 0; i < paths_.size(); ++i)
+        if (!found_[i].done && at(paths_[i])) found_[i] = {true, value};
+    }
+    advance();
+    return !allFound();
+  }
+
+  bool feed(nlohmann::json v) {
+    auto& b = *building_.builder;
+    if (v.is_null()) return b.null();
+    if (v.is_boolean()) return b.boolean(v.get<bool>());
+    if (v.is_number_integer() && !v.is_number_unsigned())
+      return b.number_integer(v.get<nlohmann::json::number_integer_t>());
+    if (v.is_number_unsigned()) return b.number_unsigned(v.get<nlohmann::json::number_unsigned_t>());
+    if (v.is_number_float()) return b.number_float(v.get<double>(), "");
+    auto s = v.get<std::string>();
+    return b.string(s);
+  }
+
+  bool open(Frame f) {
+    if (!building_.empty()) {
+      ++building_.depth;
+      return f.object ? building_.builder->start_object(static_cast<size_t>(-1))
+                      : building_.builder->start_array(static_cast<size_t>(-1));
+    }
+    if (auto i = wanted()) {
+      building_.doc.emplace();
+      building_.builder.emplace(*building_.doc, false);
+      building_.depth = 1;
+      building_.path = *i;
+      return f.object ? building_.builder->start_object(static_cast<size_t>(-1))
+                      : building_.builder->start_array(static_cast<size_t>(-1));
+    }
+    if (stack_.size() >= kMaxDepth) {  // nlohmann has no depth limit of its own
+      failed_ = true;
+      return false;
+    }
+    stack_.push_back(std::move(f));
+    return true;
+  }
+
+  bool close(bool object) {
+    if (!building_.empty()) {
+      --building_.depth;
+      bool ok = object ? building_.builder->end_object() : building_.builder->end_array();
+      if (building_.depth == 0) {
+        std::string value = building_.doc->dump();
+        for (size_t i = 0; i < paths_.size(); ++i)
+          if (!found_[i].done && paths_[i] == paths_[building_.path]) found_[i] = {true, value};
+        building_.builder.reset();
+        building_.doc.reset();
+        advance();
+        return ok && !allFound();
+      }
+      return ok;
+    }
+    if (!stack_.empty()) stack_.pop_back();
+    advance();
+    return true;
+  }
+
+  bool allFound() const {
+    for (auto& f : found_)
+      if (!f.done) return false;
+    return true;
+  }
+
+  static constexpr size_t kMaxDepth = 512;
+  std::vector<std::vector<JsonStep>> paths_;
+  std::vector<Found> found_;
+  std::vector<Frame> stack_;
+  Subtree building_;
+  bool failed_ = false;
 };
+
+// The values at `paths` in one message, read in one pass ("" for a path
+// that is absent or a message that can't be read).
+std::vector<std::string> valuesAt(config::Format format, std::string_view payload,
+                                  const std::vector<std::string_view>& paths) {
+  std::vector<std::string> values(paths.size());
+  if (format == config::Format::Hl7v2) {
+    if (auto m = hl7::MessageView::parse(payload))
+      for (size_t i = 0; i < paths.size(); ++i) values[i] = std::string(m->get(paths[i]));
+  } else if (format == config::Format::Json) {
+    std::vector<std::vector<JsonStep>> steps;
+    for (auto p : paths) steps.push_back(jsonPath(p));
+    JsonPathReader reader(std::move(steps));
+    // ISO-8859-1 read as its characters, as the HTTP body check and the
+    // SDK read it: nlohmann refuses it as it is, which lost the keys (a
+    // duplicate stored, a patient's messages in two lanes).
+    if (isUtf8(payload)) {
+      nlohmann::json::sax_parse(payload.begin(), payload.end(), &reader);
+    } else {
+      std::string text = asText(payload);
+      nlohmann::json::sax_parse(text.begin(), text.end(), &reader);
+    }
+    if (!reader.failed())
+      for (size_t i = 0; i < paths.size(); ++i) values[i] = reader.found()[i].value;
+  }
+  return values;
+}
 
 }  // namespace
 
 std::string valueAt(config::Format format, std::string_view payload, std::string_view path) {
-  return KeyReader(format, payload).at(path);
+  return valuesAt(format, payload, {path}).front();
 }
 
 std::string storableKey(std::string_view raw) {
@@ -95,13 +260,13 @@ MessageKeys keysOf(const KeySpec& spec, std::string_view payload) {
   MessageKeys k;
   bool ordered = spec.orderingKey && spec.partitions > 1;
   if (!ordered && !spec.dedupeKey) return k;
-  KeyReader message(spec.format, payload);
+  std::vector<std::string_view> paths;
+  if (ordered) paths.push_back(*spec.orderingKey);
+  if (spec.dedupeKey) paths.push_back(*spec.dedupeKey);
+  auto values = valuesAt(spec.format, payload, paths);
   if (ordered)
-    k.lane = static_cast<int32_t>(partition_of(message.at(*spec.orderingKey), spec.partitions));
-  if (spec.dedupeKey) {
-    std::string v = message.at(*spec.dedupeKey);
-    if (!v.empty()) k.dedupe = storableKey(v);
-  }
+    k.lane = static_cast<int32_t>(partition_of(values.front(), spec.partitions));
+  if (spec.dedupeKey && !values.back().empty()) k.dedupe = storableKey(values.back());
   return k;
 }
 

@@ -1,7 +1,9 @@
 // The keys intake reads from a message before storing it: the ordering key
 // (-> its lane, common/partition.h) and the dedupe key. HL7 v2 paths
 // ("PID.3.1") are read from the raw bytes (common/hl7); JSON paths
-// ("patient.mrn", "$.patient.mrn", "ids[0]") from the parsed document.
+// ("patient.mrn", "$.patient.mrn", "ids[0]") in one streaming pass that
+// holds only the path walked so far and stops once every key is found
+// (intake runs on the supervisor's loop; a body may be 64 MB).
 // Other formats have no keys: one lane, no dedupe.
 #pragma once
 

@@ -71,5 +71,72 @@ TEST(KeysOf, AnEmptyControlIdMeansNoDedupeKey) {
   EXPECT_FALSE(keysOf(dedupeOnControlId(), adt("")).dedupe.has_value());
 }
 
+std::string jsonValue(std::string_view body, std::string_view path) {
+  return valueAt(config::Format::Json, body, path);
+}
+
+TEST(JsonKeys, PathsReachMembersAndElementsAtAnyDepth) {
+  std::string body = R"({"a":{"b":[{"c":1},{"c":"two","d":[true,null,2.5]}]},"id":"X-1"})";
+  EXPECT_EQ(jsonValue(body, "id"), "X-1");
+  EXPECT_EQ(jsonValue(body, "$.id"), "X-1");
+  EXPECT_EQ(jsonValue(body, "a.b[0].c"), "1");
+  EXPECT_EQ(jsonValue(body, "a.b[1].c"), "two");
+  EXPECT_EQ(jsonValue(body, "a.b[1].d[0]"), "true");
+  EXPECT_EQ(jsonValue(body, "a.b[1].d[1]"), "");  // null: no key
+  EXPECT_EQ(jsonValue(body, "a.b[1].d[2]"), "2.5");
+  EXPECT_EQ(jsonValue(body, "a.b[2].c"), "");
+  EXPECT_EQ(jsonValue(body, "a.c"), "");
+  EXPECT_EQ(jsonValue(body, "a[0]"), "");  // an object is not an array
+  EXPECT_EQ(jsonValue(body, "a.b[x]"), "");
+  EXPECT_EQ(jsonValue(body, "a.b["), "");
+}
+
+TEST(JsonKeys, AnObjectOrArrayAtThePathIsItsCompactJsonAsBefore) {
+  // Written as the DOM wrote it (members sorted), so a key read by an older
+  // engine is the same key now: the dedupe index holds both.
+  std::string body = R"({"p":{"z":1,"a":[1,{"y":2,"b":3}]},"q":[3, 4]})";
+  EXPECT_EQ(jsonValue(body, "p"), R"({"a":[1,{"b":3,"y":2}],"z":1})");
+  EXPECT_EQ(jsonValue(body, "q"), "[3,4]");
+}
+
+TEST(JsonKeys, TheSamePathAsOrderingAndDedupeKeyGivesBoth) {
+  KeySpec spec;
+  spec.format = config::Format::Json;
+  spec.dedupeKey = "mrn";
+  spec.orderingKey = "mrn";
+  spec.partitions = 8;
+  auto k = keysOf(spec, R"({"mrn":"M1"})");
+  ASSERT_TRUE(k.dedupe.has_value());
+  EXPECT_EQ(*k.dedupe, "M1");
+  KeySpec objectKey = spec;
+  auto o = keysOf(objectKey, R"({"mrn":{"id":"M1"}})");
+  ASSERT_TRUE(o.dedupe.has_value());
+  EXPECT_EQ(*o.dedupe, R"({"id":"M1"})");
+}
+
+TEST(JsonKeys, ABodyThatIsNotJsonHasNoKeys) {
+  EXPECT_EQ(jsonValue(R"({"x": nope, "id":"A"})", "id"), "");
+  EXPECT_EQ(jsonValue("", "id"), "");
+  EXPECT_EQ(jsonValue("[1,2", "[5]"), "");
+}
+
+TEST(JsonKeys, ReadingStopsOnceEveryKeyIsFound) {
+  // The keys are read on the supervisor's loop: a big body is read only as
+  // far as its keys, and never held as a DOM. What follows them is not
+  // looked at (the HTTP body check refuses a body that isn't JSON).
+  std::string body = R"({"id":"A-1","rest":[)";
+  for (int i = 0; i < 200000; ++i) body += R"({"n":12345,"s":"some text"},)";
+  body += "this is not JSON";
+  EXPECT_EQ(jsonValue(body, "id"), "A-1");
+}
+
+TEST(JsonKeys, DeepNestingIsRefusedNotRecursedInto) {
+  std::string deep(100000, '[');
+  EXPECT_EQ(jsonValue(deep + "1" + std::string(100000, ']'), "id"), "");
+  std::string objects;
+  for (int i = 0; i < 100000; ++i) objects += R"({"a":)";
+  EXPECT_EQ(jsonValue(objects, "a.a"), "");
+}
+
 }  // namespace
 }  // namespace ductus::intake
