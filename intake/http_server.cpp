@@ -91,6 +91,14 @@ class HttpConnection final : public StreamConnection {
       };
       s.on_headers_complete = [](llhttp_t* p) { return self(p)->onHeadersComplete(); };
       s.on_body = [](llhttp_t* p, const char* at, size_t n) { return self(p)->onBody(at, n); };
+      // CVE-2024-22019: llhttp 8 reads chunk extensions without a bound
+      // of its own; they are dropped, but counted as head bytes.
+      s.on_chunk_extension_name = [](llhttp_t* p, const char*, size_t n) -> int {
+        return self(p)->countHead(n) ? HPE_OK : HPE_USER;
+      };
+      s.on_chunk_extension_value = [](llhttp_t* p, const char*, size_t n) -> int {
+        return self(p)->countHead(n) ? HPE_OK : HPE_USER;
+      };
       s.on_message_complete = [](llhttp_t* p) { return self(p)->onMessageComplete(); };
       return s;
     }();
@@ -319,7 +327,7 @@ HttpServer::HttpServer(uv_loop_t* loop, HttpSettings settings)
 HttpServer::~HttpServer() = default;
 
 Status HttpServer::addRoute(std::string path, Handler handler, size_t maxBodyBytes) {
-  if (path.empty() || path[0] != '/')
+  if (path != "*" && (path.empty() || path[0] != '/'))
     return Error{settings_.name + ": route \"" + path + "\" must start with '/'"};
   if (routes_.count(path))
     return Error{settings_.name + ": path " + path + " is already served on " + address()};
@@ -332,6 +340,7 @@ void HttpServer::removeRoute(const std::string& path) { routes_.erase(path); }
 
 const HttpServer::Route* HttpServer::route(const std::string& path) const {
   auto it = routes_.find(path);
+  if (it == routes_.end()) it = routes_.find("*");
   return it == routes_.end() ? nullptr : &it->second;
 }
 

@@ -339,6 +339,48 @@ TEST_F(HttpServerTest, MalformedHttpIsAnswered400) {
   EXPECT_TRUE(c.closedByPeer());
 }
 
+TEST_F(HttpServerTest, ChunkExtensionsAreCountedAgainstTheHeadLimitAndRefusedPastIt) {
+  // CVE-2024-22019: llhttp reads chunk extensions without a bound of its
+  // own, so a client could keep a connection busy forever with one chunk
+  // header. They count as head bytes: past maxHeaderBytes, 431 and close.
+  HttpSettings s;
+  s.maxHeaderBytes = 2048;
+  start(s);
+  route("/adt", echo("adt"));
+  RawClient c(port_);
+  std::string req = "POST /adt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;";
+  ASSERT_TRUE(c.send(req));
+  bool refused = false;
+  for (int i = 0; i < 64 && !refused; ++i) {
+    // 64 x 1 KB of one extension: the server answers and closes long before.
+    if (!c.send("a" + std::string(1023, 'b'))) refused = true;
+  }
+  Reply r = c.read();
+  EXPECT_EQ(r.status, 431);
+  EXPECT_TRUE(c.closedByPeer());
+  std::lock_guard lock(mu_);
+  EXPECT_TRUE(requests_.empty());
+}
+
+TEST_F(HttpServerTest, AHeaderNameThatIsNotATokenIsRefused) {
+  // CVE-2024-27982: a space before a header's name let llhttp read it as
+  // Content-Length where a proxy in front read something else (request
+  // smuggling). Any header name that is not an RFC 9110 token is 400.
+  start();
+  route("/adt", echo("adt"));
+  for (std::string head : {std::string("POST /adt HTTP/1.1\r\n Content-Length: 5\r\nHost: x\r\n"),
+                           std::string("POST /adt HTTP/1.1\r\nHost: x\r\nContent-Length : 5\r\n"),
+                           std::string("POST /adt HTTP/1.1\r\nHost: x\r\nX\x01Y: 1\r\nContent-Length: 5\r\n")}) {
+    RawClient c(port_);
+    ASSERT_TRUE(c.send(head + "\r\nhello"));
+    Reply r = c.read();
+    EXPECT_EQ(r.status, 400) << head;
+    EXPECT_TRUE(c.closedByPeer()) << head;
+  }
+  std::lock_guard lock(mu_);
+  EXPECT_TRUE(requests_.empty());
+}
+
 TEST_F(HttpServerTest, AResponseGivenLaterArrivesOnlyThenAndADroppedOneIs500) {
   start();
   std::vector<HttpRespond> held;
