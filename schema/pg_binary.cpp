@@ -116,6 +116,19 @@ std::string bytesArray(uint32_t elementOid, const std::vector<std::string>& v) {
   return out;
 }
 
+Result<int64_t> readInteger(std::string_view bytes) {
+  uint64_t v = 0;
+  for (unsigned char c : bytes) v = (v << 8) | c;
+  switch (bytes.size()) {
+    case 2: return static_cast<int64_t>(static_cast<int16_t>(v));
+    case 4: return static_cast<int64_t>(static_cast<int32_t>(v));
+    case 8: return static_cast<int64_t>(v);
+    default:
+      return Error{"an integer in binary format is 2, 4 or 8 bytes, not " +
+                   std::to_string(bytes.size())};
+  }
+}
+
 Result<std::string> decodeByteaText(std::string_view text) {
   if (text.size() < 2 || text[0] != '\\' || text[1] != 'x' || text.size() % 2 != 0)
     return Error{"bytea value is not in hex output format (bytea_output must be 'hex')"};

@@ -31,6 +31,10 @@ std::string boolArray(const std::vector<bool>& v);
 std::string bytesArray(uint32_t elementOid, const std::vector<std::optional<std::string>>& v);
 std::string bytesArray(uint32_t elementOid, const std::vector<std::string>& v);
 
+// An integer column in binary result format (int2, int4 or int8: network
+// byte order, sized by its type).
+Result<int64_t> readInteger(std::string_view bytes);
+
 // bytea in text output ("\x4142...") back to bytes.
 Result<std::string> decodeByteaText(std::string_view text);
 

@@ -162,7 +162,8 @@ void PgConnection::query(std::string sql, std::vector<Param> params, std::vector
 }
 
 void PgConnection::execute(const std::string& name, const std::string& sql,
-                           std::vector<Param> params, std::vector<int> formats, QueryCallback cb) {
+                           std::vector<Param> params, std::vector<int> formats, QueryCallback cb,
+                           bool binaryResults) {
   if (!prepared_.count(name)) {
     // Marked at once so a second execute queued behind this one does not
     // prepare again; a failed prepare unmarks it, and the executes queued
@@ -187,6 +188,7 @@ void PgConnection::execute(const std::string& name, const std::string& sql,
   p.params = std::move(params);
   p.cb = std::move(cb);
   p.kind = Kind::Prepared;
+  p.binaryResults = binaryResults;
   p.name = name;
   p.formats = std::move(formats);
   enqueue(std::move(p));
@@ -245,7 +247,7 @@ void PgConnection::startNext() {
       break;
     case Kind::Prepared:
       sent = PQsendQueryPrepared(conn_.get(), q.name.c_str(), n, values.data(), lengths.data(),
-                                 formats, 0);
+                                 formats, q.binaryResults ? 1 : 0);
       break;
     case Kind::Script:
       sent = PQsendQuery(conn_.get(), q.sql.c_str());

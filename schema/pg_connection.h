@@ -60,8 +60,10 @@ class PgConnection {
              QueryCallback cb);
   // Prepares `sql` under `name` the first time this connection sees the
   // name, then executes it. The name must always mean the same text.
+  // `binaryResults`: every column comes back in its binary send format
+  // (bytea as its bytes, not hex text at twice the size).
   void execute(const std::string& name, const std::string& sql, std::vector<Param> params,
-               std::vector<int> formats, QueryCallback cb);
+               std::vector<int> formats, QueryCallback cb, bool binaryResults = false);
   // Simple protocol: several statements separated by ';', no parameters.
   // Only for text that ships inside the binary (migrations, BEGIN/COMMIT).
   void script(std::string sql, QueryCallback cb);
@@ -86,6 +88,7 @@ class PgConnection {
     Kind kind = Kind::Params;
     std::string name;          // Prepare / Prepared
     std::vector<int> formats;  // per parameter; empty = all text
+    bool binaryResults = false;
   };
   void enqueue(Pending p);
 

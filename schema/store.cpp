@@ -126,19 +126,20 @@ void Store::run(const Statement& s, std::vector<Param> params, std::vector<int> 
     auto copy = params;
     auto fcopy = formats;
     PgConnection& conn = (*lease)->conn();
-    conn.execute(s.name, s.sql, std::move(copy), std::move(fcopy),
-                 [this, alive, lease = *lease, s, params = std::move(params),
-                  formats = std::move(formats), retry, cb = std::move(cb),
-                  attempt](Result<PgResult> r) mutable {
-                   if (!*alive) return;
-                   if (!r && retry && retryable(r.error(), attempt)) {
-                     lease.reset();  // back to the pool before trying again
-                     return run(s, std::move(params), std::move(formats), retry, std::move(cb),
-                                attempt + 1);
-                   }
-                   lease.reset();
-                   cb(std::move(r));
-                 });
+    conn.execute(
+        s.name, s.sql, std::move(copy), std::move(fcopy),
+        [this, alive, lease = *lease, s, params = std::move(params), formats = std::move(formats),
+         retry, cb = std::move(cb), attempt](Result<PgResult> r) mutable {
+          if (!*alive) return;
+          if (!r && retry && retryable(r.error(), attempt)) {
+            lease.reset();  // back to the pool before trying again
+            return run(s, std::move(params), std::move(formats), retry, std::move(cb),
+                       attempt + 1);
+          }
+          lease.reset();
+          cb(std::move(r));
+        },
+        s.binaryResults);
   });
 }
 
@@ -452,29 +453,43 @@ void Store::insertBatch(NewBatch b, Callback<BatchStored> cb) {
 // ---- Queue, flush, settle ---------------------------------------------------
 
 void Store::readQueue(int64_t destinationId, std::vector<int32_t> lanes, int64_t afterMessageId,
-                      Callback<std::vector<QueuedDelivery>> cb) {
-  static const Statement stmt{"ductus_read_queue", sql::kReadQueue};
+                      Callback<QueueRead> cb, int64_t maxBytes) {
+  static const Statement stmt{"ductus_read_queue", sql::kReadQueue, true};
   // The SQL's LIMIT is kQueueReadRows, written out for the generic plan.
-  std::vector<Param> params{num(destinationId), num(afterMessageId), pb::int4Array(lanes)};
-  run(stmt, std::move(params), {kText, kText, kBinary}, false,
+  if (maxBytes <= 0) maxBytes = options_.queueReadBytes;
+  std::vector<Param> params{num(destinationId), num(afterMessageId), pb::int4Array(lanes),
+                            num(maxBytes)};
+  run(stmt, std::move(params), {kText, kText, kBinary, kText}, false,
       [cb](Result<PgResult> r) {
         if (!r) return cb(r.error());
-        std::vector<QueuedDelivery> out;
-        out.reserve(r->rows());
+        QueueRead read;
+        read.rows.reserve(r->rows());
+        int64_t seen = 0;
         for (int i = 0; i < r->rows(); ++i) {
+          auto id = pb::readInteger(r->text(i, 0));
+          auto tier = pb::readInteger(r->text(i, 1));
+          auto lane = pb::readInteger(r->text(i, 3));
+          auto attempts = pb::readInteger(r->text(i, 4));
+          auto rowsSeen = pb::readInteger(r->text(i, 7));
+          for (auto* v : {&id, &tier, &lane, &attempts, &rowsSeen})
+            if (!*v) return cb(Error{"queue read: " + v->error().message});
           QueuedDelivery q;
-          q.message.id = r->integer(i, 0);
-          q.message.tier = tierOf(r->integer(i, 1));
-          q.message.receivedAt = std::string(r->text(i, 2));
-          q.partitionKey = static_cast<int32_t>(r->integer(i, 3));
-          q.attempts = static_cast<int32_t>(r->integer(i, 4));
-          auto payload = pb::decodeByteaText(r->text(i, 5));
-          if (!payload) return cb(payload.error());
-          q.payload = std::move(*payload);
-          if (!r->isNull(i, 6)) q.originId = r->integer(i, 6);
-          out.push_back(std::move(q));
+          q.message.id = *id;
+          q.message.tier = tierOf(*tier);
+          q.message.receivedAt = std::string(r->text(i, 2));  // text's binary form is its text
+          q.partitionKey = static_cast<int32_t>(*lane);
+          q.attempts = static_cast<int32_t>(*attempts);
+          q.payload = std::string(r->text(i, 5));
+          if (!r->isNull(i, 6)) {
+            auto origin = pb::readInteger(r->text(i, 6));
+            if (!origin) return cb(Error{"queue read: " + origin.error().message});
+            q.originId = *origin;
+          }
+          seen = *rowsSeen;
+          read.rows.push_back(std::move(q));
         }
-        cb(std::move(out));
+        read.more = seen >= kQueueReadRows || static_cast<int64_t>(read.rows.size()) < seen;
+        cb(std::move(read));
       });
 }
 

@@ -62,6 +62,10 @@ struct StoreOptions {
   // Migrations run on a connection of their own without it: a heavy
   // migration may take longer.
   std::chrono::milliseconds statementTimeout{30000};
+  // Payload bytes a queue read returns at most (its first row whatever its
+  // size): the supervisor holds a read's payloads while it works on them,
+  // and fifty 64 MB messages would be 3.2 GB.
+  int64_t queueReadBytes = 64ll << 20;
 };
 
 class Store {
@@ -100,9 +104,11 @@ class Store {
   void insertBatch(NewBatch b, Callback<BatchStored> cb);
 
   // Up to kQueueReadRows pending deliveries of one destination in message
-  // id order, after afterMessageId, in the given lanes (empty: all lanes).
+  // id order, after afterMessageId, in the given lanes (empty: all lanes),
+  // and no more than maxBytes of payload (at least one row; 0: the
+  // store's StoreOptions::queueReadBytes).
   void readQueue(int64_t destinationId, std::vector<int32_t> lanes, int64_t afterMessageId,
-                 Callback<std::vector<QueuedDelivery>> cb);
+                 Callback<QueueRead> cb, int64_t maxBytes = 0);
 
   // Writes up to kFlushRows outcomes of one destination; only pending rows
   // change. Answers the ids of the messages whose delivery changed.
@@ -155,6 +161,7 @@ class Store {
   struct Statement {
     const char* name;
     const char* sql;
+    bool binaryResults = false;  // PgConnection::execute
   };
   using LeasePtr = PgPool::LeasePtr;
   using TxBody = std::function<void(LeasePtr, Done)>;

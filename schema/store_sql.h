@@ -160,20 +160,34 @@ SELECT id, tier, received_at::text, status FROM m
 // flattened into that join. `(destination_id, message_id) > ($1, $2)` rather
 // than `message_id > $2`: the latter let it walk the primary key (message
 // id first) past every delivered row (128 ms with 1,000,000 ahead).
+//
+// The read also stops at $4 bytes of payload (StoreOptions::queueReadBytes; the
+// first row always comes, whatever its size): fifty 64 MB messages would
+// be 3.2 GB in the supervisor at once. octet_length() reads a stored
+// value's size without fetching it, so the rows left out are never read
+// from TOAST. `rows_seen` (the rows before that cut) tells the caller
+// whether more are waiting. Results come back binary (bytea as its bytes,
+// not hex text at twice the size).
 constexpr const char* kReadQueue = R"(
-SELECT d.message_id, d.tier, d.received_at::text, d.partition_key, d.attempts, m.payload,
-       m.origin_id
-FROM (SELECT message_id, tier, received_at, partition_key, attempts
-      FROM deliveries
-      WHERE destination_id = $1 AND status = 0 AND (destination_id, message_id) > ($1, $2)
-        AND (cardinality($3::int4[]) = 0 OR partition_key = ANY ($3::int4[]))
-      ORDER BY message_id
-      LIMIT 50) d
-CROSS JOIN LATERAL (SELECT payload, origin_id FROM messages
-                    WHERE id = d.message_id AND tier = d.tier
-                      AND received_at = d.received_at
-                    LIMIT 1) m
-ORDER BY d.message_id
+SELECT q.message_id, q.tier, q.received_at::text, q.partition_key, q.attempts, q.payload,
+       q.origin_id, q.rows_seen
+FROM (SELECT d.message_id, d.tier, d.received_at, d.partition_key, d.attempts, m.payload,
+             m.origin_id,
+             sum(octet_length(m.payload)) OVER (ORDER BY d.message_id)
+               - octet_length(m.payload) AS bytes_before,
+             count(*) OVER () AS rows_seen
+      FROM (SELECT message_id, tier, received_at, partition_key, attempts
+            FROM deliveries
+            WHERE destination_id = $1 AND status = 0 AND (destination_id, message_id) > ($1, $2)
+              AND (cardinality($3::int4[]) = 0 OR partition_key = ANY ($3::int4[]))
+            ORDER BY message_id
+            LIMIT 50) d
+      CROSS JOIN LATERAL (SELECT payload, origin_id FROM messages
+                          WHERE id = d.message_id AND tier = d.tier
+                            AND received_at = d.received_at
+                          LIMIT 1) m) q
+WHERE q.bytes_before < $4::int8
+ORDER BY q.message_id
 )";
 
 // Statements that find deliveries of given messages say `d.status + 0 = 0`,

@@ -85,6 +85,14 @@ struct QueuedDelivery {
   std::optional<int64_t> originId;
 };
 
+// One read of a destination's queue: its first rows in message order, and
+// whether more were waiting behind them (the read stopped at its row or
+// byte limit), so the reader reads again at once instead of idling.
+struct QueueRead {
+  std::vector<QueuedDelivery> rows;
+  bool more = false;
+};
+
 // A delivery's outcome for the status flush. Pending records an attempt
 // (attempts + 1, last_error) and leaves the delivery queued.
 struct DeliveryOutcome {

@@ -108,19 +108,19 @@ void DeliveryLoop::read() {
   }
   auto alive = alive_;
   store_.readQueue(target_.destinationId, lanes_, 0,
-                   [this, alive](Result<std::vector<store::QueuedDelivery>> r) {
+                   [this, alive](Result<store::QueueRead> r) {
                      if (!*alive) return;
                      if (!r) {
                        spdlog::warn("{}/{}: reading the queue failed: {}", target_.interfaceName,
                                     target_.destinationName, r.error().message);
                        return backOff(timing_.backoff.after(failures_++));
                      }
-                     onRows(std::move(*r));
+                     lastReadFull_ = r->more;
+                     onRows(std::move(r->rows));
                    });
 }
 
 void DeliveryLoop::onRows(std::vector<store::QueuedDelivery> rows) {
-  lastReadFull_ = rows.size() >= static_cast<size_t>(store::Store::kQueueReadRows);
   if (rows.empty()) {
     state_ = State::Idle;
     if (stopping_) return maybeStopped();

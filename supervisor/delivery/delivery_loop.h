@@ -150,7 +150,7 @@ class DeliveryLoop {
   State state_ = State::Idle;
   bool wakeAgain_ = false;
   bool windowArmed_ = false;   // idle, and the timer is the wake window's
-  bool lastReadFull_ = false;  // the last read hit its row limit: more wait
+  bool lastReadFull_ = false;  // the last read stopped at its row or byte limit: more wait
   bool inNext_ = false;       // inside next(), so callbacks don't re-enter it
   bool rateWaiting_ = false;  // a rate limit's wait holds the loop until the timer
   size_t sendPos_ = 0;        // the next item whose send may start (pipelined senders)

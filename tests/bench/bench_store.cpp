@@ -120,10 +120,12 @@ SELECT id, $4::int8, tier, received_at, partition_key, $3::int2 FROM m)",
     std::vector<double> ms;
     for (int i = 0; i < 220; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      auto rows = must(await<std::vector<QueuedDelivery>>(
-                           &loop,
-                           [&](auto cb) { store->readQueue(dest, {0, 1, 2, 3, 4, 5, 6}, 0, cb); }),
-                       "read");
+      auto rows = must(await<QueueRead>(&loop,
+                                        [&](auto cb) {
+                                          store->readQueue(dest, {0, 1, 2, 3, 4, 5, 6}, 0, cb);
+                                        }),
+                       "read")
+                      .rows;
       auto t1 = std::chrono::steady_clock::now();
       if (rows.size() != 50) die("a queue read returned " + std::to_string(rows.size()) + " rows");
       if (i >= 20) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());

@@ -88,7 +88,9 @@ void StoreTest::SetUp() {
   db_ = std::make_unique<TestDatabase>();
   ASSERT_TRUE(migrate(db_->conninfo()).ok());
   sql_ = std::make_unique<Sql>(db_->conninfo());
-  store_ = std::make_unique<Store>(&loop_, StoreOptions{db_->conninfo(), poolSize_});
+  StoreOptions options{db_->conninfo(), poolSize_};
+  options.queueReadBytes = queueReadBytes_;
+  store_ = std::make_unique<Store>(&loop_, options);
   auto started = await<bool>(&loop_, [&](auto cb) {
     store_->start([cb](Status s) {
       if (!s) return cb(s.error());
@@ -135,10 +137,9 @@ NewMessage StoreTest::message(std::string payload, std::vector<int64_t> destinat
 
 std::vector<QueuedDelivery> StoreTest::queue(int64_t destination, std::vector<int32_t> lanes,
                                              int64_t after) {
-  auto r = run<std::vector<QueuedDelivery>>(
-      [&](auto cb) { store_->readQueue(destination, lanes, after, cb); });
+  auto r = run<QueueRead>([&](auto cb) { store_->readQueue(destination, lanes, after, cb); });
   EXPECT_TRUE(r.ok()) << r.error().message;
-  return r ? *r : std::vector<QueuedDelivery>{};
+  return r ? r->rows : std::vector<QueuedDelivery>{};
 }
 
 int64_t StoreTest::scalar(const std::string& sql, std::vector<Param> params) {

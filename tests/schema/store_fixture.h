@@ -86,6 +86,7 @@ class StoreTest : public ::testing::Test {
   std::string text(const std::string& sql, std::vector<Param> params = {});
 
   size_t poolSize_ = 4;
+  int64_t queueReadBytes_ = StoreOptions{}.queueReadBytes;
   std::unique_ptr<TestDatabase> db_;
   std::unique_ptr<Sql> sql_;
   uv_loop_t loop_;

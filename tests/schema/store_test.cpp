@@ -173,6 +173,48 @@ TEST_F(Messages, TheQueueReadsFiftyInMessageOrderForTheGivenLanes) {
   EXPECT_GT(next[0].message.id, all.back().message.id);
 }
 
+TEST_F(Messages, TheQueueReadStopsAtItsByteLimitAndSaysMoreAreWaiting) {
+  // Fifty 64 MB messages would be 3.2 GB in the supervisor at once: a read
+  // stops at its byte limit (its first row whatever its size), and says
+  // more wait so the loop reads again at once rather than idling.
+  std::string kb(1024, 'k');
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(insert(message(kb + std::to_string(i), {destA_})));
+  auto read = [&](int64_t maxBytes) {
+    auto r = run<QueueRead>(
+        [&](auto cb) { store_->readQueue(destA_, {}, 0, cb, maxBytes); });
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r ? *r : QueueRead{};
+  };
+  auto cut = read(2500);  // 0, 1025 and 2050 bytes before: three rows
+  ASSERT_EQ(cut.rows.size(), 3u);
+  EXPECT_TRUE(cut.more);
+  EXPECT_EQ(cut.rows[2].payload, kb + "2");
+  auto one = read(1);
+  ASSERT_EQ(one.rows.size(), 1u);
+  EXPECT_EQ(one.rows[0].payload, kb + "0");
+  EXPECT_TRUE(one.more);
+  auto all = read(0);  // the store's limit, 64 MB
+  EXPECT_EQ(all.rows.size(), 5u);
+  EXPECT_FALSE(all.more);  // five rows, none left out
+}
+
+TEST_F(Messages, TheQueueReadReturnsPayloadBytesExactlyAndSaysAFullReadMayHaveMore) {
+  // Binary results: every byte value, NUL and ISO-8859-1 included, as stored.
+  std::string bytes;
+  for (int c = 0; c < 256; ++c) bytes += static_cast<char>(c);
+  ASSERT_TRUE(insert(message(bytes, {destA_})));
+  for (int i = 0; i < Store::kQueueReadRows; ++i)
+    ASSERT_TRUE(insert(message("m" + std::to_string(i), {destA_})));
+  auto r = run<QueueRead>([&](auto cb) { store_->readQueue(destA_, {}, 0, cb); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->rows.size(), static_cast<size_t>(Store::kQueueReadRows));
+  EXPECT_EQ(r->rows[0].payload, bytes);
+  EXPECT_EQ(r->rows[1].payload, "m0");
+  EXPECT_TRUE(r->more);
+  EXPECT_GT(r->rows[0].message.id, 0);
+  EXPECT_FALSE(r->rows[0].message.receivedAt.empty());
+}
+
 TEST_F(Messages, TheQueueReadWalksTheQueueIndexAndStopsAfterItsRows) {
   // The plan, not a time, of the production statement as the engine runs it
   // (prepared, generic plan): an index scan on the partial queue index
@@ -183,7 +225,7 @@ TEST_F(Messages, TheQueueReadWalksTheQueueIndexAndStopsAfterItsRows) {
   ASSERT_TRUE((*sql_)(std::string("PREPARE read_queue AS ") + sql::kReadQueue).ok());
   for (const char* lanes : {"{}", "{0,1}"}) {
     auto r = (*sql_)("EXPLAIN EXECUTE read_queue('" + std::to_string(destA_) + "', '0', '" +
-                     lanes + "')");
+                     lanes + "', '67108864')");
     ASSERT_TRUE(r.ok()) << r.error().message;
     std::string all;
     for (int i = 0; i < r->rows(); ++i) all += std::string(r->text(i, 0)) + "\n";
@@ -612,9 +654,9 @@ TEST_F(SmallPool, StatementsQueueForAFreeConnection) {
   // Ten reads on two connections: eight wait their turn, all are answered.
   int reads = 0, rows = 0;
   for (int i = 0; i < 10; ++i)
-    store_->readQueue(destA_, {}, 0, [&](Result<std::vector<QueuedDelivery>> r) {
+    store_->readQueue(destA_, {}, 0, [&](Result<QueueRead> r) {
       ++reads;
-      if (r) rows += static_cast<int>(r->size());
+      if (r) rows += static_cast<int>(r->rows.size());
     });
   EXPECT_EQ(store_->pool().waiting(), 8u);
   while (reads < 10 && uv_run(&loop_, UV_RUN_ONCE)) {

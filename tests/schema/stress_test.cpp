@@ -72,7 +72,9 @@ TEST_F(Stress, EverythingAtOnceWithoutLockErrors) {
   // Three destinations draining: read 50, mark them sent, settle, again.
   int drainersLeft = 3;
   std::function<void(int64_t)> drain = [&](int64_t dest) {
-    store_->readQueue(dest, {}, 0, [&, dest](Result<std::vector<QueuedDelivery>> r) {
+    store_->readQueue(dest, {}, 0, [&, dest](Result<QueueRead> read) {
+      auto r = read ? Result<std::vector<QueuedDelivery>>(std::move(read->rows))
+                    : Result<std::vector<QueuedDelivery>>(read.error());
       if (!r) {
         fail("read", r.error());
         --drainersLeft;

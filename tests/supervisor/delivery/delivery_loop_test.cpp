@@ -308,6 +308,24 @@ TEST_F(DeliveryLoopTest, OutcomesAreFlushedAtMostFiftyAtATime) {
   for (int i = 0; i < 120; ++i) EXPECT_EQ(sender_->sent[i], "M" + std::to_string(i));
 }
 
+// Reads cut short by their byte limit: one message a read here.
+class SmallQueueReads : public DeliveryLoopTest {
+ protected:
+  void SetUp() override {
+    queueReadBytes_ = 1;
+    DeliveryLoopTest::SetUp();
+    timing_.safetyNet = 1h;  // only a read that says "more" reads again
+  }
+};
+
+TEST_F(SmallQueueReads, AReadCutByItsByteLimitIsFollowedByTheNextAtOnce) {
+  for (int i = 0; i < 12; ++i) stored("M" + std::to_string(i), {destA_});
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return loop.counters().sent == 12; }))
+      << "sent " << loop.counters().sent << " of 12: the loop idled after a cut read";
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(sender_->sent[i], "M" + std::to_string(i));
+}
+
 TEST_F(DeliveryLoopTest, AFinishedOutcomeIsFlushedWhileASlowSendLaterInTheReadWaits) {
   timing_.flushAfter = 20ms;
   sender_->hold = [](const std::string& p) { return p == "SLOW"; };
