@@ -113,6 +113,11 @@ struct ServiceRequest {
     env @5 :Text;
     secret @6 :Text;
   }
+  # What is left of the asking call's timeout when it asked (0: no call):
+  # the supervisor gives the service no longer than that, since the worker
+  # settles the call as transient at its deadline anyway, and a statement
+  # still running then would only hold a connection.
+  timeLeftMs @7 :UInt32;
 }
 
 struct DbRequest {

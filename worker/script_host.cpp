@@ -551,8 +551,13 @@ void ScriptHost::nativeRequest(const v8::FunctionCallbackInfo<v8::Value>& info) 
   uint64_t id = self->nextRequestId_++;
   uint64_t callId = self->currentCall_;
   self->requests_[id] = PendingRequest{callId, v8::Global<v8::Promise::Resolver>(iso, r)};
-  if (auto c = self->calls_.find(callId); c != self->calls_.end()) c->second.servicesOutstanding++;
-  self->out_.service(id, callId, kind, arg(1), arg(2), arg(3));
+  uint32_t timeLeftMs = 0;
+  if (auto c = self->calls_.find(callId); c != self->calls_.end()) {
+    c->second.servicesOutstanding++;
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(c->second.deadline - Clock::now());
+    timeLeftMs = static_cast<uint32_t>(std::clamp<int64_t>(left.count(), 1, UINT32_MAX));
+  }
+  self->out_.service(id, callId, kind, arg(1), arg(2), arg(3), timeLeftMs);
   info.GetReturnValue().Set(r->GetPromise());
 }
 

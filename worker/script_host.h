@@ -48,9 +48,10 @@ class HostOutput {
     outcome(callId, OutcomeKind::OUTPUT, bytes);
   }
   // Fetch: a = url, b = api name, c = init JSON. Db: a = resource, b = sql,
-  // c = params JSON. Env/Secret: a = name.
+  // c = params JSON. Env/Secret: a = name. timeLeftMs: what is left of the
+  // call's timeout (0: not asked from a call).
   virtual void service(uint64_t requestId, uint64_t callId, ServiceKind kind, std::string_view a,
-                       std::string_view b, std::string_view c) = 0;
+                       std::string_view b, std::string_view c, uint32_t timeLeftMs) = 0;
   virtual void log(uint64_t callId, std::string_view level, std::string_view text) = 0;
 };
 

@@ -78,12 +78,13 @@ class FrameOutput : public HostOutput {
     });
   }
   void service(uint64_t requestId, uint64_t callId, ServiceKind kind, std::string_view a,
-               std::string_view b2, std::string_view c) override {
+               std::string_view b2, std::string_view c, uint32_t timeLeftMs) override {
     size_t hint = (a.size() + b2.size() + c.size()) / sizeof(capnp::word) + 32;
     append(hint, [&](capnp::MessageBuilder& b) {
       auto s = b.initRoot<proto::FromWorker>().initService();
       s.setRequestId(requestId);
       s.setCallId(callId);
+      s.setTimeLeftMs(timeLeftMs);
       switch (kind) {
         case ServiceKind::DbQuery:
         case ServiceKind::DbExecute: {

@@ -213,9 +213,10 @@ ProjectServices::DbPool& ProjectServices::poolFor(const config::DatabaseResource
 }
 
 std::chrono::milliseconds ProjectServices::dbTimeoutFor(const ServiceCall& call) const {
+  auto timeout = options_.dbTimeout;
   if (project_)
-    if (const config::InterfaceConfig* i = project_->find(call.interfaceName)) return i->timeout;
-  return options_.dbTimeout;
+    if (const config::InterfaceConfig* i = project_->find(call.interfaceName)) timeout = i->timeout;
+  return call.timeLeft ? std::min(timeout, *call.timeLeft) : timeout;
 }
 
 void ProjectServices::database(const ServiceCall& call, Reply reply) {
@@ -412,6 +413,7 @@ void ProjectServices::fetch(const ServiceCall& call, Reply reply) {
   if (http.body && !hasHeader(http.headers, "content-type"))
     http.headers.emplace_back("Content-Type", defaultContentType(*http.body));
   http.timeout = init->timeout.value_or(api->timeout);
+  if (call.timeLeft) http.timeout = std::min(http.timeout, *call.timeLeft);
   http_.start(std::move(http), [reply = std::move(reply)](Result<services::HttpAnswer> r) {
     if (!r) return reply(r.error());
     reply(services::answerJson(*r));

@@ -523,6 +523,7 @@ void WorkerPool::onFrame(Slot& slot, proto::FromWorker::Reader msg) {
           call.name = s.getSecret();
           break;
       }
+      if (s.getTimeLeftMs() > 0) call.timeLeft = std::chrono::milliseconds(s.getTimeLeftMs());
       uint64_t requestId = s.getRequestId();
       std::weak_ptr<WorkerPool*> alive = alive_;
       Slot* target = &slot;

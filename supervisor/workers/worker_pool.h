@@ -28,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -89,6 +90,10 @@ struct ServiceCall {
   std::string api;            // fetch through api(name): its name
   std::string initJson;
   std::string name;           // env / secret
+  // What the worker said is left of the asking call's timeout (it settles
+  // the call at its deadline whatever the service does): a service should
+  // not take longer. Only ever shortens the service's own timeout.
+  std::optional<std::chrono::milliseconds> timeLeft;
 };
 
 class ServiceHandler {

@@ -84,7 +84,7 @@ class CountingOutput : public worker::HostOutput {
     bytes += data.size();
   }
   void service(uint64_t, uint64_t, worker::ServiceKind, std::string_view, std::string_view,
-               std::string_view) override {}
+               std::string_view, uint32_t) override {}
   void log(uint64_t, std::string_view, std::string_view) override {}
   uint64_t outcomes = 0, failures = 0, bytes = 0;
   std::string lastError;

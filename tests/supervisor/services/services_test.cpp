@@ -416,6 +416,36 @@ TEST_F(ServicesTest, ADbCallPastItsInterfacesTimeoutIsTransientAndFreesItsConnec
             "0");
 }
 
+// A call asked late in its script has only what is left of the script's
+// timeout (the worker says how much): the worker settles the call at its
+// deadline, and a statement running past it would only hold a connection.
+TEST_F(ServicesTest, ADbCallHasNoLongerThanWhatIsLeftOfItsScriptsTimeout) {
+  TestDatabase db;
+  ASSERT_FALSE(db.url().empty());
+  config::DatabaseResource main;
+  main.name = "main";
+  main.url = db.url();
+  main.maxConnections = 1;
+  project_cfg_.resources.databases.emplace("main", main);
+  config::InterfaceConfig svc;
+  svc.name = "svc";
+  svc.timeout = std::chrono::seconds(20);
+  project_cfg_.interfaces.push_back(svc);
+  services(ProjectServices::Options{});
+  ServiceCall call{};
+  call.kind = ServiceCall::Kind::DbQuery;
+  call.interfaceName = "svc";
+  call.resource = "main";
+  call.sql = "SELECT 1 AS s FROM pg_sleep(30)";
+  call.timeLeft = std::chrono::milliseconds(300);
+  std::optional<Result<std::string>> answer;
+  services().call(call, [&](Result<std::string> r) { answer = std::move(r); });
+  ASSERT_TRUE(runUntil([&] { return answer.has_value(); }, std::chrono::seconds(15)));
+  ASSERT_FALSE(*answer) << **answer;
+  EXPECT_NE(answer->error().message.find("timed out: no answer within 300 ms"), std::string::npos)
+      << answer->error().message;
+}
+
 // The timeout counts the wait for a connection too: a call that never gets
 // one in time is answered transient while the busy connection carries on.
 TEST_F(ServicesTest, ADbCallWaitingForABusyConnectionPastItsTimeoutIsTransient) {

@@ -233,6 +233,13 @@ TEST_F(PoolTest, AsyncTransformsAwaitingServicesInterleaveOnOneWorker) {
   EXPECT_EQ(services_.held[0].first.resource, "patients");
   EXPECT_EQ(services_.held[0].first.interfaceName, "db");
   EXPECT_EQ(services_.held[0].first.paramsJson, "[\"0\"]");
+  // With what is left of the call's 5 s timeout, which the service must
+  // not outlast (the worker settles the call at its deadline anyway).
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(services_.held[i].first.timeLeft.has_value()) << i;
+    EXPECT_GT(services_.held[i].first.timeLeft->count(), 0) << i;
+    EXPECT_LE(services_.held[i].first.timeLeft->count(), 5000) << i;
+  }
   // Answer in reverse order; then the env requests.
   for (int i = 2; i >= 0; --i)
     services_.held[i].second(std::string("[{\"name\":\"p") + std::to_string(i) + "\"}]");
