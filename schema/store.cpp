@@ -687,27 +687,44 @@ void Store::resend(const MessageRef& message, int64_t destinationId, Callback<bo
 
 // ---- Start-up repair ---------------------------------------------------------
 
+void Store::runPaged(const Statement& s, std::vector<Param> params, std::vector<int> formats,
+                     int64_t pageRows, Callback<int64_t> cb, int64_t doneSoFar) {
+  auto alive = alive_;
+  run(s, params, formats, true,
+      [this, alive, &s, params, formats, pageRows, cb, doneSoFar](Result<PgResult> r) mutable {
+        if (!*alive) return;
+        if (!r) return cb(r.error());
+        int64_t done = doneSoFar + r->affected();
+        if (r->affected() < pageRows) return cb(done);
+        runPaged(s, std::move(params), std::move(formats), pageRows, std::move(cb), done);
+      });
+}
+
 void Store::reconcile(int64_t interfaceId, std::vector<int64_t> activeDestinationIds,
-                      Callback<ReconcileReport> cb) {
+                      Callback<ReconcileReport> cb, int64_t pageRows) {
   static const Statement missing{"ductus_reconcile_missing", sql::kReconcileMissing};
   static const Statement removed{"ductus_reconcile_removed", sql::kReconcileRemoved};
   static const Statement finished{"ductus_reconcile_finished", sql::kReconcileFinished};
-  std::vector<Param> p{num(interfaceId), pb::int8Array(activeDestinationIds)};
-  std::vector<int> f{kText, kBinary};
+  pageRows = std::max<int64_t>(pageRows, 1);
+  std::vector<Param> p{num(interfaceId), pb::int8Array(activeDestinationIds), num(pageRows)};
+  std::vector<int> f{kText, kBinary, kText};
   auto report = std::make_shared<ReconcileReport>();
-  run(missing, p, f, true, [this, p, f, report, interfaceId, cb](Result<PgResult> r) {
-    if (!r) return cb(r.error());
-    report->deliveriesAdded = r->affected();
-    run(removed, p, f, true, [this, report, interfaceId, cb](Result<PgResult> r) {
-      if (!r) return cb(r.error());
-      report->deliveriesFiltered = r->affected();
-      run(finished, {num(interfaceId)}, {}, true, [report, cb](Result<PgResult> r) {
-        if (!r) return cb(r.error());
-        report->deliveriesFinished = r->affected();
-        cb(*report);
-      });
-    });
-  });
+  runPaged(missing, p, f, pageRows,
+           [this, p, f, report, interfaceId, pageRows, cb](Result<int64_t> added) {
+             if (!added) return cb(added.error());
+             report->deliveriesAdded = *added;
+             runPaged(removed, p, f, pageRows,
+                      [this, report, interfaceId, pageRows, cb](Result<int64_t> filtered) {
+                        if (!filtered) return cb(filtered.error());
+                        report->deliveriesFiltered = *filtered;
+                        runPaged(finished, {num(interfaceId), num(pageRows)}, {}, pageRows,
+                                 [report, cb](Result<int64_t> finished) {
+                                   if (!finished) return cb(finished.error());
+                                   report->deliveriesFinished = *finished;
+                                   cb(*report);
+                                 });
+                      });
+           });
 }
 
 void Store::settleFinished(int64_t interfaceId, Callback<int64_t> cb) {

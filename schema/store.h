@@ -133,9 +133,11 @@ class Store {
   void resend(const MessageRef& message, int64_t destinationId, Callback<bool> cb);
 
   // Start-up repair of one interface's rows (activeDestinationIds: the
-  // destinations the project has now).
+  // destinations the project has now), in statements of at most pageRows
+  // rows each, so none outlasts the statement timeout however many wait.
+  static constexpr int64_t kReconcilePageRows = 10000;
   void reconcile(int64_t interfaceId, std::vector<int64_t> activeDestinationIds,
-                 Callback<ReconcileReport> cb);
+                 Callback<ReconcileReport> cb, int64_t pageRows = kReconcilePageRows);
   // Settles messages left pending with no pending delivery. Answers how many.
   void settleFinished(int64_t interfaceId, Callback<int64_t> cb);
   // Interfaces with a pending message or delivery (loose index scans).
@@ -174,6 +176,10 @@ class Store {
   // run again on 40001/40P01.
   void transaction(TxBody body, Done done, int attempt = 0);
   bool retryable(const Error& e, int attempt);
+  // Runs a statement that changes at most pageRows rows again and again
+  // until it changes fewer. Answers the rows changed in all.
+  void runPaged(const Statement& s, std::vector<Param> params, std::vector<int> formats,
+                int64_t pageRows, Callback<int64_t> cb, int64_t doneSoFar = 0);
   struct QueuedInsert {
     NewMessage m;
     Callback<StoredMessage> cb;

@@ -384,6 +384,12 @@ WHERE id = $1 AND tier = $2::int2 AND received_at = $3::timestamptz
 FOR UPDATE
 )";
 
+// Start-up reconcile, each step in pages of at most $3 rows, a statement
+// each, repeated until a page comes back short: a backlog of a million
+// messages and a new destination would otherwise be one statement past the
+// store's statement_timeout, and the engine could never start. Each page
+// leaves what it did out of the next (NOT EXISTS, status = 0).
+//
 // Reconcile 1: pending messages lacking a delivery to a destination.
 constexpr const char* kReconcileMissing = R"(
 INSERT INTO deliveries (message_id, destination_id, tier, received_at, partition_key)
@@ -394,6 +400,7 @@ WHERE m.interface_id = $1 AND m.status = 0
                   WHERE d.message_id = m.id AND d.destination_id = dest
                     AND d.tier = m.tier AND d.received_at = m.received_at)
 ORDER BY m.id
+LIMIT $3
 ON CONFLICT DO NOTHING
 )";
 
@@ -401,20 +408,26 @@ ON CONFLICT DO NOTHING
 constexpr const char* kReconcileRemoved = R"(
 UPDATE deliveries d
 SET status = 2, last_error = 'destination removed', updated_at = now()
-FROM destinations ds
-WHERE ds.interface_id = $1 AND d.destination_id = ds.id
-  AND NOT (ds.id = ANY ($2::int8[])) AND d.status = 0
+FROM (SELECT p.message_id, p.destination_id, p.tier, p.received_at
+      FROM deliveries p JOIN destinations ds ON p.destination_id = ds.id
+      WHERE ds.interface_id = $1 AND NOT (ds.id = ANY ($2::int8[])) AND p.status = 0
+      LIMIT $3) page
+WHERE d.message_id = page.message_id AND d.destination_id = page.destination_id
+  AND d.tier = page.tier AND d.received_at = page.received_at
 )";
 
 // Reconcile 3: pending deliveries whose message is already finished (an
 // older version finished it) take the message's status.
 constexpr const char* kReconcileFinished = R"(
 UPDATE deliveries d
-SET status = m.status, updated_at = now()
-FROM messages m
-WHERE m.interface_id = $1 AND m.status IN (1, 2, 3)
-  AND d.message_id = m.id AND d.tier = m.tier AND d.received_at = m.received_at
-  AND d.status = 0
+SET status = page.status, updated_at = now()
+FROM (SELECT p.message_id, p.destination_id, p.tier, p.received_at, m.status
+      FROM messages m JOIN deliveries p
+        ON p.message_id = m.id AND p.tier = m.tier AND p.received_at = m.received_at
+      WHERE m.interface_id = $1 AND m.status IN (1, 2, 3) AND p.status = 0
+      LIMIT $2) page
+WHERE d.message_id = page.message_id AND d.destination_id = page.destination_id
+  AND d.tier = page.tier AND d.received_at = page.received_at
 )";
 
 // Messages left pending with no pending delivery.

@@ -573,6 +573,34 @@ TEST_F(Messages, ReconcileAddsMissingDeliveriesFiltersRemovedDestinationsAndFini
   EXPECT_EQ(again->deliveriesAdded + again->deliveriesFiltered + again->deliveriesFinished, 0);
 }
 
+TEST_F(Messages, ReconcileWorksInPagesAndFinishesEveryPage) {
+  // A statement a page: a big backlog never makes one statement that
+  // outlasts the statement timeout. Pages of 2 over 7 messages.
+  std::vector<StoredMessage> ms;
+  for (int i = 0; i < 7; ++i) {
+    auto m = insert(message(std::to_string(i), {destA_, destB_}));
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    ms.push_back(*m);
+  }
+  ASSERT_TRUE((*sql_)("UPDATE messages SET status = 1 WHERE id IN ($1, $2)",
+                      {std::to_string(ms[1].ref.id), std::to_string(ms[4].ref.id)})
+                  .ok());
+  auto r = run<ReconcileReport>(
+      [&](auto cb) { store_->reconcile(iface_, {destA_, destC_}, cb, 2); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->deliveriesAdded, 5);     // the five pending messages to C
+  EXPECT_EQ(r->deliveriesFiltered, 7);  // every message's delivery to B
+  EXPECT_EQ(r->deliveriesFinished, 2);  // the two finished messages' deliveries to A
+  EXPECT_EQ(queue(destC_).size(), 5u);
+  EXPECT_EQ(queue(destA_).size(), 5u);
+  EXPECT_EQ(queue(destB_).size(), 0u);
+  EXPECT_EQ(deliveryStatus(ms[4].ref.id, destA_), 1);
+  auto again = run<ReconcileReport>(
+      [&](auto cb) { store_->reconcile(iface_, {destA_, destC_}, cb, 2); });
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->deliveriesAdded + again->deliveriesFiltered + again->deliveriesFinished, 0);
+}
+
 TEST_F(Messages, SettleFinishedSettlesMessagesLeftPendingWithNothingPending) {
   std::vector<StoredMessage> ms;
   for (int i = 0; i < 5; ++i) ms.push_back(*insert(message("m", {destA_})));
