@@ -5,13 +5,34 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <string>
+#include <utility>
+
 #include "common/text.h"
 
 namespace ductus {
 namespace {
 
-// One JSON object per line: {"ts","level","logger","msg"}. The message is
-// escaped by nlohmann, so a log line can never break the framing.
+thread_local const LogFields* currentFields = nullptr;
+LogFormat currentFormat = LogFormat::Text;
+
+void addFields(nlohmann::json& j, const LogFields& f) {
+  if (!f.interface.empty()) j["interface"] = asText(f.interface);
+  if (!f.destination.empty()) j["destination"] = asText(f.destination);
+  if (f.message != 0) j["message"] = f.message;
+  for (const auto& m : f.more) {
+    std::string name(m.name);
+    if (const auto* n = std::get_if<int64_t>(&m.value))
+      j[name] = *n;
+    else
+      j[name] = asText(std::get<std::string_view>(m.value));
+  }
+}
+
+// One JSON object per line: {"ts","level","logger","msg"} and the line's
+// fields (logWith). The message is escaped by nlohmann, so a log line can
+// never break the framing.
 class JsonFlag : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&,
@@ -25,6 +46,7 @@ class JsonFlag : public spdlog::custom_flag_formatter {
     j["logger"] = std::string(msg.logger_name.data(), msg.logger_name.size());
     // ISO-8859-1 from another system kept as its characters, not replaced.
     j["msg"] = asText(std::string_view(msg.payload.data(), msg.payload.size()));
+    if (currentFields) addFields(j, *currentFields);
     auto s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     dest.append(s.data(), s.data() + s.size());
   }
@@ -73,6 +95,7 @@ void setupLogging(LogFormat format, spdlog::level::level_enum level) {
   }
   logger->set_level(level);
   spdlog::set_default_logger(logger);
+  currentFormat = format;
 }
 
 bool parseLogFormat(std::string_view s, LogFormat& out) {
@@ -85,6 +108,38 @@ bool parseLogFormat(std::string_view s, LogFormat& out) {
     return true;
   }
   return false;
+}
+
+bool parseLogLevel(std::string_view s, spdlog::level::level_enum& out) {
+  using spdlog::level::level_enum;
+  static constexpr std::pair<std::string_view, level_enum> kLevels[] = {
+      {"debug", level_enum::debug},
+      {"info", level_enum::info},
+      {"warn", level_enum::warn},
+      {"error", level_enum::err}};
+  for (const auto& [name, level] : kLevels)
+    if (s == name) {
+      out = level;
+      return true;
+    }
+  return false;
+}
+
+namespace detail {
+FieldsScope::FieldsScope(const LogFields& fields) : outer_(currentFields) {
+  currentFields = &fields;
+}
+FieldsScope::~FieldsScope() { currentFields = outer_; }
+}  // namespace detail
+
+void logPlain(spdlog::level::level_enum level, std::string_view text, const LogFields& fields) {
+  if (currentFormat == LogFormat::Json) return logWith(level, fields, "{}", text);
+  if (!spdlog::default_logger_raw()->should_log(level)) return;
+  spdlog::default_logger_raw()->flush();  // after the lines logged before it
+  std::string line = asText(text);
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
 }
 
 }  // namespace ductus

@@ -27,6 +27,7 @@ void Intake::accept(std::string payload,
   store_.insert(std::move(m), [this, lane, held, cb = std::move(cb)](
                                   Result<store::StoredMessage> r) mutable {
     bool queued = r && r->status == store::MessageStatus::Pending;
+    if (r && spec_.onStored) spec_.onStored(1, r->status == store::MessageStatus::Duplicate);
     cb(std::move(r));
     if (queued) wake_(lane);
   });
@@ -54,6 +55,7 @@ void Intake::acceptBatch(std::vector<std::string> payloads,
   store_.insertBatch(std::move(b), [this, lanes, held, cb = std::move(cb)](
                                        Result<store::BatchStored> r) mutable {
     bool ok = r.ok();
+    if (ok && spec_.onStored) spec_.onStored(r->messages, r->duplicates);
     cb(std::move(r));
     if (ok)
       for (int32_t lane : *lanes) wake_(lane);
@@ -70,10 +72,15 @@ void Intake::acceptRouted(int64_t sourceDestinationId, std::vector<store::Routed
   b.targetTier = spec_.tier;
   b.targetDestinationIds = spec_.destinationIds;
   b.items = std::move(items);
-  store_.finishRouted(std::move(b),
-                      [held, cb = std::move(cb)](Result<std::vector<store::RoutedMessage>> r) {
-                        cb(std::move(r));
-                      });
+  store_.finishRouted(std::move(b), [onStored = spec_.onStored, held, cb = std::move(cb)](
+                                        Result<std::vector<store::RoutedMessage>> r) {
+    if (r && onStored) {
+      int64_t duplicates = 0;
+      for (auto& m : *r) duplicates += m.stored.status == store::MessageStatus::Duplicate;
+      onStored(static_cast<int64_t>(r->size()), duplicates);
+    }
+    cb(std::move(r));
+  });
 }
 
 void Intake::sourceState(const std::string& key,

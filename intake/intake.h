@@ -30,6 +30,9 @@ struct IntakeSpec {
   std::vector<int64_t> destinationIds;
   bool relaxed = false;  // durability: relaxed
   KeySpec keys;
+  // Hears each commit's count of messages stored, and how many of them were
+  // duplicates (the engine's activity counts).
+  std::function<void(int64_t stored, int64_t duplicates)> onStored;
 };
 
 class Intake {

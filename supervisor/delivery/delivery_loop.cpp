@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <map>
 #include <set>
@@ -111,8 +112,8 @@ void DeliveryLoop::read() {
                    [this, alive](Result<store::QueueRead> r) {
                      if (!*alive) return;
                      if (!r) {
-                       spdlog::warn("{}/{}: reading the queue failed: {}", target_.interfaceName,
-                                    target_.destinationName, r.error().message);
+                       logWith(spdlog::level::warn, fields(), "{}/{}: reading the queue failed: {}",
+                               target_.interfaceName, target_.destinationName, r.error().message);
                        return backOff(timing_.backoff.after(failures_++));
                      }
                      lastReadFull_ = r->more;
@@ -306,8 +307,8 @@ void DeliveryLoop::deliver(Item& item) {
     case Outcome::Kind::Stopped:
       // The interface's code is stopped (runaways): its messages stay
       // pending until the code is fixed and the engine restarted.
-      spdlog::warn("{}/{}: interface stopped; {} message(s) left pending", target_.interfaceName,
-                   target_.destinationName, items_.size() - pos_);
+      logWith(spdlog::level::warn, fields(), "{}/{}: interface stopped; {} message(s) left pending",
+              target_.interfaceName, target_.destinationName, items_.size() - pos_);
       interfaceStopped_ = true;
       pos_ = items_.size();
       return;
@@ -317,6 +318,7 @@ void DeliveryLoop::deliver(Item& item) {
   routed_.push_back(store::RoutedItem{item.row.message, o.data, keys.lane, keys.dedupe});
   batched();
   ++counters_.routed;
+  report(item, "routed", std::nullopt);
   ++pos_;
   failures_ = 0;
 }
@@ -328,19 +330,56 @@ void DeliveryLoop::finished(MessageStatus status, std::optional<std::string> why
                                           std::move(output)});
   batched();
   switch (status) {
-    case MessageStatus::Sent: ++counters_.sent; break;
-    case MessageStatus::Filtered: ++counters_.filtered; break;
+    case MessageStatus::Sent:
+      ++counters_.sent;
+      report(item, "sent", std::nullopt);
+      break;
+    case MessageStatus::Filtered:
+      ++counters_.filtered;
+      report(item, "filtered", batch_.back().lastError);
+      break;
     case MessageStatus::Quarantined:
       ++counters_.quarantined;
-      // Nothing retries it: a person has to look (and resend it).
-      spdlog::warn("{}/{}: message {} quarantined: {}", target_.interfaceName,
-                   target_.destinationName, item.row.message.id,
-                   batch_.back().lastError.value_or("(no reason given)"));
+      report(item, "quarantined", batch_.back().lastError.value_or("(no reason given)"));
       break;
     default: break;
   }
   ++pos_;
   failures_ = 0;
+}
+
+// The line per message a person follows one with (`ductus dev
+// --log-level debug`): what became of it here, after how many attempts
+// and how long after it was received. A quarantine is a warning: nothing
+// retries it, a person has to look (and resend it).
+void DeliveryLoop::report(const Item& item, std::string_view outcome,
+                          const std::optional<std::string>& why) {
+  const bool quarantined = outcome == "quarantined";
+  if (auto* a = target_.activity) {
+    if (outcome == "sent") count(a->sent);
+    else if (outcome == "filtered") count(a->filtered);
+    else if (quarantined) count(a->quarantined);
+    else count(a->routed);
+  }
+  auto level = quarantined ? spdlog::level::warn : spdlog::level::debug;
+  if (!spdlog::default_logger_raw()->should_log(level)) return;
+  const auto& m = item.row.message;
+  int64_t attempts = item.row.attempts + 1;
+  std::string took;
+  LogFields f = fields(m.id);
+  f.more = {{"outcome", outcome}, {"attempts", attempts}};
+  if (int64_t received = receivedAtMs(m.receivedAt); received > 0) {
+    int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count() -
+                 received;
+    took = ", " + std::to_string(ms) + " ms after it was received";
+    f.more.push_back({"elapsed_ms", ms});
+  }
+  if (why) f.more.push_back({"reason", *why});
+  logWith(level, f, "{}/{}: message {} {}{}{} (attempt {}{})", target_.interfaceName,
+          target_.destinationName, m.id, outcome, why ? ": " : "", why ? *why : std::string(),
+          attempts, took);
 }
 
 void DeliveryLoop::failed(const std::string& why) {
@@ -353,15 +392,16 @@ void DeliveryLoop::failed(const std::string& why) {
     return;
   }
   ++counters_.retries;
+  if (target_.activity) count(target_.activity->retries);
   // Record the attempt (attempts + 1, last_error), the message stays
   // pending; then flush everything done before it, and back off.
   batch_.push_back(
       store::DeliveryOutcome{item.row.message, MessageStatus::Pending, why, std::nullopt});
   auto delay = timing_.backoff.after(failures_);
   ++failures_;
-  spdlog::warn("{}/{}: message {} failed (attempt {}): {}; retrying in {} ms",
-               target_.interfaceName, target_.destinationName, item.row.message.id, attempts, why,
-               delay.count());
+  logWith(spdlog::level::warn, fields(item.row.message.id),
+          "{}/{}: message {} failed (attempt {}): {}; retrying in {} ms", target_.interfaceName,
+          target_.destinationName, item.row.message.id, attempts, why, delay.count());
   items_.clear();
   pos_ = 0;
   generation_.reset();
@@ -445,9 +485,10 @@ void DeliveryLoop::flush(std::function<void(bool ok)> then) {
                                           Result<std::vector<store::RoutedMessage>> r) {
       if (!*alive) return;
       if (!r) {
-        spdlog::error("{}/{}: storing {} routed message(s) failed: {}; they will be routed again",
-                      target_.interfaceName, target_.destinationName, routed->size(),
-                      r.error().message);
+        logWith(spdlog::level::err, fields(),
+                "{}/{}: storing {} routed message(s) failed: {}; they will be routed again",
+                target_.interfaceName, target_.destinationName, routed->size(),
+                r.error().message);
         return then(false);
       }
       std::set<int32_t> lanes;
@@ -477,8 +518,9 @@ void DeliveryLoop::flush(std::function<void(bool ok)> then) {
         if (!r) {
           // Nothing was recorded: those messages are delivered again later
           // (at least once). Logged, since it means the store is in trouble.
-          spdlog::error("{}/{}: recording {} outcome(s) failed: {}", target_.interfaceName,
-                        target_.destinationName, outcomes->size(), r.error().message);
+          logWith(spdlog::level::err, fields(), "{}/{}: recording {} outcome(s) failed: {}",
+                  target_.interfaceName, target_.destinationName, outcomes->size(),
+                  r.error().message);
           return doRouted(false);
         }
         // Every finished one, not only the rows this flush changed: one it
@@ -516,9 +558,9 @@ void DeliveryLoop::settle(std::vector<store::MessageRef> refs, int attempt) {
     // may be down for a while. At start, settleFinished repairs whatever a
     // crash left.
     auto delay = timing_.backoff.after(attempt);
-    spdlog::warn("{}/{}: settling {} message(s) failed ({}); retrying in {} ms",
-                 target_.interfaceName, target_.destinationName, copy->size(),
-                 r.error().message, delay.count());
+    logWith(spdlog::level::warn, fields(), "{}/{}: settling {} message(s) failed ({}); retrying in {} ms",
+            target_.interfaceName, target_.destinationName, copy->size(), r.error().message,
+            delay.count());
     unsettled_.insert(unsettled_.end(), copy->begin(), copy->end());
     settleAttempt_ = attempt + 1;
     uv_timer_start(

@@ -24,10 +24,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/log.h"
 #include "common/uv_handle.h"
 #include "schema/store.h"
+#include "supervisor/delivery/activity.h"
 #include "supervisor/delivery/backoff.h"
 #include "supervisor/delivery/senders/rate_limiter.h"
 #include "supervisor/delivery/senders/sender.h"
@@ -53,6 +56,9 @@ struct DeliveryTarget {
   // The interface has no other destination: a message's status is its
   // delivery's, written by the flush itself (one statement, not three).
   bool onlyDestination = false;
+  // The engine's counts for this destination (shared by its loops); none
+  // in tests that don't look.
+  DestinationActivity* activity = nullptr;
 };
 
 // The loop's clocks and waits. The engine uses the defaults; tests shorten
@@ -130,6 +136,12 @@ class DeliveryLoop {
   void backOff(std::chrono::milliseconds delay);
   void armTimer(std::chrono::milliseconds delay);
   void maybeStopped();
+  // Counts what became of a message here ("sent", "filtered",
+  // "quarantined", "routed") and says it.
+  void report(const Item& item, std::string_view outcome, const std::optional<std::string>& why);
+  LogFields fields(int64_t message = 0) const {
+    return LogFields{target_.interfaceName, target_.destinationName, message, {}};
+  }
   static int64_t receivedAtMs(const std::string& pgText);
 
   uv_loop_t* loop_;

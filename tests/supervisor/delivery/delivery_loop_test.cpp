@@ -4,8 +4,10 @@
 // blocking only its own lanes, rate limits (wait and drop), flush batching,
 // and the pipelined transforms delivered strictly in order.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <map>
@@ -13,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
 #include "common/uv_handle.h"
 #include "supervisor/delivery/backoff.h"
 #include "supervisor/delivery/delivery_loop.h"
@@ -399,6 +404,111 @@ TEST_F(DeliveryLoopTest, AStoppedInterfaceLeavesItsMessagesPending) {
   EXPECT_EQ(status(id, destA_), static_cast<int>(MessageStatus::Pending));
   EXPECT_EQ(scalar("SELECT attempts FROM deliveries WHERE message_id = $1", {std::to_string(id)}),
             0);
+}
+
+// What the engine logs to stderr as JSON lines while it lives (the
+// fields are the JSON format's; a capturing sink would see only the words).
+class JsonLogs {
+ public:
+  JsonLogs() : file_(std::tmpfile()) {
+    std::fflush(stderr);
+    saved_ = dup(2);
+    dup2(fileno(file_), 2);
+    setupLogging(LogFormat::Json, spdlog::level::debug);
+  }
+  ~JsonLogs() {
+    restore();
+    std::fclose(file_);
+  }
+  // Every line so far, parsed; stderr is the terminal's again.
+  std::vector<nlohmann::json> lines() {
+    restore();
+    std::rewind(file_);
+    std::vector<nlohmann::json> out;
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, file_)) out.push_back(nlohmann::json::parse(buf));
+    return out;
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    spdlog::default_logger()->flush();
+    std::fflush(stderr);
+    dup2(saved_, 2);
+    close(saved_);
+    saved_ = -1;
+    setupLogging(LogFormat::Text);
+  }
+  FILE* file_;
+  int saved_ = -1;
+};
+
+TEST_F(DeliveryLoopTest, EachFinishedMessageIsCountedAndSaidInALineWithItsFieldsAtDebug) {
+  transformer_->answer = [](const FakeTransformer::Call& c) {
+    if (c.payload == "F") return Outcome{Outcome::Kind::Filtered, "not for us"};
+    return Outcome{Outcome::Kind::Output, c.payload};
+  };
+  bool failedOnce = false;
+  sender_->answer = [&](const std::string& p) {
+    if (p == "Q") return senders::SendOutcome::permanent("HTTP 404");
+    if (p == "T" && !failedOnce) {
+      failedOnce = true;
+      return senders::SendOutcome::transient("receiver busy");
+    }
+    return senders::SendOutcome::sent();
+  };
+  int64_t sent = stored("S", {destA_});
+  int64_t filtered = stored("F", {destA_});
+  int64_t quarantined = stored("Q", {destA_});
+  int64_t retried = stored("T", {destA_});
+  InterfaceActivity activity("test");
+  auto t = target(destA_, sender_.get());
+  t.activity = &activity.addDestination(t.destinationName);
+  JsonLogs logs;
+  start(t);
+  ASSERT_TRUE(waitFor([&] { return pending(destA_) == 0; }));
+  auto lines = logs.lines();
+
+  const auto& counts = activity.destinations.front();
+  EXPECT_EQ(counts.sent.load(), 2);
+  EXPECT_EQ(counts.filtered.load(), 1);
+  EXPECT_EQ(counts.quarantined.load(), 1);
+  EXPECT_EQ(counts.retries.load(), 1);
+
+  // One line per message and outcome, with the message's own fields.
+  auto about = [&](int64_t id, const std::string& outcome) -> nlohmann::json {
+    nlohmann::json found;
+    int n = 0;
+    for (auto& l : lines)
+      if (l.value("message", int64_t{0}) == id && l.value("outcome", "") == outcome) {
+        found = l;
+        ++n;
+      }
+    EXPECT_EQ(n, 1) << "message " << id << " " << outcome;
+    return found;
+  };
+  std::string dest = "d" + std::to_string(destA_);
+  auto s = about(sent, "sent");
+  EXPECT_EQ(s["level"], "debug");
+  EXPECT_EQ(s["interface"], "test");
+  EXPECT_EQ(s["destination"], dest);
+  EXPECT_EQ(s["attempts"], 1);
+  EXPECT_TRUE(s["elapsed_ms"].is_number()) << s.dump();
+  std::string start = "test/" + dest + ": message " + std::to_string(sent) + " sent (attempt 1, ";
+  EXPECT_TRUE(s["msg"].get<std::string>().starts_with(start)) << s.dump();
+  auto f = about(filtered, "filtered");
+  EXPECT_EQ(f["reason"], "not for us");
+  auto q = about(quarantined, "quarantined");
+  EXPECT_EQ(q["level"], "warning");
+  EXPECT_EQ(q["reason"], "HTTP 404");
+  EXPECT_EQ(about(retried, "sent")["attempts"], 2);
+  // The failed attempt's warning names the message too.
+  bool warned = false;
+  for (auto& l : lines)
+    warned = warned || (l.value("message", int64_t{0}) == retried && l["level"] == "warning" &&
+                        l["msg"].get<std::string>().find("failed (attempt 1)") != std::string::npos);
+  EXPECT_TRUE(warned);
 }
 
 }  // namespace

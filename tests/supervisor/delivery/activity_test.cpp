@@ -1,0 +1,120 @@
+// The activity counts and the summary the engine logs each minute from
+// them: a line per interface where something happened, none where nothing
+// did, and the reporter on a loop's timer saying only what changed.
+#include "supervisor/delivery/activity.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "tests/intake/log_capture.h"
+#include "tests/support/run_until.h"
+
+namespace ductus::delivery {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Activity, ASnapshotCopiesEveryCountInTheOrderTheyWereAdded) {
+  ActivityCounters counters;
+  auto& adt = counters.addInterface("adt");
+  auto& lab = adt.addDestination("lab");
+  auto& copy = adt.addDestination("copy", true);
+  auto& orders = counters.addInterface("orders");
+  count(adt.received, 5);
+  count(adt.duplicates);
+  count(lab.sent, 3);
+  count(lab.filtered);
+  count(lab.retries, 2);
+  count(copy.routed, 4);
+  auto s = counters.snapshot();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].name, "adt");
+  EXPECT_EQ(s[0].received, 5);
+  EXPECT_EQ(s[0].duplicates, 1);
+  ASSERT_EQ(s[0].destinations.size(), 2u);
+  EXPECT_EQ(s[0].destinations[0].sent, 3);
+  EXPECT_EQ(s[0].destinations[0].filtered, 1);
+  EXPECT_EQ(s[0].destinations[0].retries, 2);
+  EXPECT_TRUE(s[0].destinations[1].route);
+  EXPECT_EQ(s[0].destinations[1].routed, 4);
+  EXPECT_EQ(s[1].name, "orders");
+  EXPECT_TRUE(s[1].destinations.empty());
+  (void)orders;
+}
+
+TEST(Activity, TheSummarySaysWhatChangedPerInterfaceAndNothingForTheQuietOnes) {
+  ActivityCounters counters;
+  auto& adt = counters.addInterface("adt");
+  auto& out = adt.addDestination("out");
+  auto& quiet = counters.addInterface("quiet");
+  quiet.addDestination("nowhere");
+  count(adt.received, 2);
+  count(out.sent, 2);
+  auto before = counters.snapshot();
+  EXPECT_TRUE(summarize(before, before, "minute").empty());
+
+  count(adt.received, 4);
+  count(adt.duplicates);
+  count(out.sent, 2);
+  count(out.filtered);
+  count(out.quarantined);
+  auto lines = summarize(before, counters.snapshot(), "minute");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].text,
+            "adt in the last minute: 4 received (1 duplicate), 2 sent, 1 filtered, 1 quarantined");
+  EXPECT_EQ(lines[0].change.received, 4);
+  EXPECT_EQ(lines[0].change.destinations[0].sent, 2);
+
+  // From the start: everything counted so far.
+  auto all = summarize({}, counters.snapshot(), "minute");
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].change.received, 6);
+}
+
+TEST(Activity, SeveralDestinationsAreEachSaidAndARouteSaysRouted) {
+  ActivityCounters counters;
+  auto& adt = counters.addInterface("adt");
+  auto& lab = adt.addDestination("lab");
+  auto& copy = adt.addDestination("copy", true);
+  count(adt.received, 3);
+  count(lab.sent, 2);
+  count(lab.retries, 5);
+  count(copy.routed, 3);
+  auto lines = summarize({}, counters.snapshot(), "5s");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].text,
+            "adt in the last 5s: 3 received; lab: 2 sent, 0 filtered, 0 quarantined, 5 retried; "
+            "copy: 3 routed, 0 filtered, 0 quarantined");
+}
+
+TEST(Activity, TheReporterLogsOnItsTimerOnlyWhenSomethingChanged) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  {
+    test::LogCapture logs(spdlog::level::info);
+    ActivityCounters counters;
+    auto& adt = counters.addInterface("adt");
+    auto& out = adt.addDestination("out");
+    count(adt.received, 7);  // before the reporter: not in its first line
+    ActivityReporter reporter(&loop, counters, 5ms);
+    count(adt.received);
+    count(out.sent);
+    ASSERT_TRUE(test::runUntil(&loop, [&] { return logs.count("adt in the last 5ms") == 1; }));
+    EXPECT_EQ(logs.count("adt in the last 5ms: 1 received, 1 sent, 0 filtered, 0 quarantined"),
+              1u)
+        << logs.all();
+    // Quiet: no line, however many ticks pass.
+    test::runUntil(&loop, [] { return false; }, 60ms);
+    EXPECT_EQ(logs.count("adt in the last"), 1u) << logs.all();
+    count(out.filtered);
+    ASSERT_TRUE(test::runUntil(&loop, [&] { return logs.count("adt in the last") == 2; }))
+        << logs.all();
+    EXPECT_EQ(logs.count("0 received, 0 sent, 1 filtered"), 1u) << logs.all();
+  }
+  uv_run(&loop, UV_RUN_NOWAIT);  // the reporter's timer closes
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+}
+
+}  // namespace
+}  // namespace ductus::delivery
