@@ -18,6 +18,7 @@
 #include "schema/migrator.h"
 #include "schema/pg_connection.h"
 #include "schema/store.h"
+#include "supervisor/delivery/activity.h"
 #include "supervisor/delivery/delivery_loop.h"
 #include "supervisor/delivery/sender_factory.h"
 #include "supervisor/delivery/senders/curl_multi_uv.h"
@@ -39,6 +40,7 @@ struct Engine::Iface {
   std::vector<std::vector<std::unique_ptr<delivery::DeliveryLoop>>> loops;
   uint32_t slots = 1;
   bool waiting = false;  // had something pending at start
+  delivery::InterfaceActivity* activity = nullptr;
 };
 
 namespace {
@@ -102,17 +104,24 @@ void Engine::start(std::function<void(Status)> done) {
           reconcile([this, alive, done, fail](Status s) {
             if (!*alive) return;
             if (!s) return fail("reconciling", s.error());
-            if (auto w = startWorkers(); !w) return fail("starting workers", w.error());
-            if (auto d = buildDelivery(); !d) return fail("starting delivery", d.error());
-            if (auto o = openSources(); !o) return fail("opening sources", o.error());
-            partitionTimer_ = makeTimer(loop_, this);
-            uv_timer_start(
-                partitionTimer_.get(),
-                [](uv_timer_t* t) {
-                  if (auto* self = static_cast<Engine*>(t->data)) self->maintainPartitions();
-                },
-                3600 * 1000, 3600 * 1000);
-            done({});
+            // Nothing listens until every interface's code has loaded: a
+            // message accepted for code that doesn't load would wait for ever.
+            startWorkers([this, alive, done, fail](Status s) {
+              if (!*alive) return;
+              // A load error's lines say file:line: what, as validate's do.
+              if (!s && s.error().code == "code") return done(s);
+              if (!s) return fail("starting workers", s.error());
+              if (auto d = buildDelivery(); !d) return fail("starting delivery", d.error());
+              if (auto o = openSources(); !o) return fail("opening sources", o.error());
+              partitionTimer_ = makeTimer(loop_, this);
+              uv_timer_start(
+                  partitionTimer_.get(),
+                  [](uv_timer_t* t) {
+                    if (auto* self = static_cast<Engine*>(t->data)) self->maintainPartitions();
+                  },
+                  3600 * 1000, 3600 * 1000);
+              done({});
+            });
           });
         });
       });
@@ -198,7 +207,7 @@ void Engine::reconcile(std::function<void(Status)> next) {
   });
 }
 
-Status Engine::startWorkers() {
+void Engine::startWorkers(std::function<void(Status)> next) {
   services_ = std::make_unique<ProjectServices>(loop_, project_);
   WorkerPool::Options wo;
   wo.binary = options_.binary;
@@ -212,44 +221,37 @@ Status Engine::startWorkers() {
                   "and the engine restarted",
                   name, why);
   });
+  // Every interface's verdict, then one answer: all the load errors, one a
+  // line (code "code"), or ok.
+  auto errors = std::make_shared<std::vector<std::string>>();
+  auto alive = alive_;
+  auto all = Countdown::make([alive, errors, next] {
+    if (!*alive) return;
+    if (errors->empty()) return next({});
+    std::string text;
+    for (auto& e : *errors) text += (text.empty() ? "" : "\n") + e;
+    next(Error{text, "code"});
+  });
   for (auto& f : ifaces_) {
     const InterfaceConfig& c = *f->cfg;
-    InterfaceSpec spec;
-    spec.name = c.name;
-    spec.dir = c.folder;
-    spec.projectLib = project_.root / "lib";
-    spec.entryFile = c.code;
-    spec.timeout = c.timeout;
-    spec.dedicated = c.isolation == config::Isolation::Dedicated;
-    spec.workers = static_cast<int>(c.workers);
-    if (c.respondMode()) {
-      spec.functions.push_back({c.respond, "http", "http", "", config::charsetName(c.charset)});
-    }
-    // A schedule's run record is JSON whatever format: says; a CSV split into
-    // records reaches the transform as one record keyed by its header.
-    const auto* files = std::get_if<config::FileSource>(&c.source);
-    std::string input =
-        std::holds_alternative<config::ScheduleSource>(c.source) ? "json"
-        : c.format == config::Format::Csv && files && files->files.split == config::Split::Records
-            ? "csv-record"
-            : config::formatName(c.format);
-    for (auto& d : c.destinations)
-      spec.functions.push_back({d.transform, input, config::formatName(d.output), d.name,
-                                config::charsetName(c.charset)});
+    InterfaceSpec spec = interfaceSpecOf(project_, c);
     auto modules = readInterfaceModules(spec);
-    if (!modules) return Error{c.name + ": " + modules.error().message};
-    std::string name = c.name;
-    auto ids = workers_->addInterface(spec, std::move(*modules), [name](Status s) {
-      if (!s) spdlog::error("{}: loading its code failed: {}", name, s.error().message);
-    });
-    if (!ids) return Error{c.name + ": " + ids.error().message};
+    if (!modules) return next(Error{c.name + ": " + modules.error().message});
+    auto ids = workers_->addInterface(
+        spec, std::move(*modules),
+        [root = project_.root, errors, one = all->add()](Status s) {
+          if (!s) errors->push_back(placeLoadError(root, s.error().message));
+          one();
+        });
+    if (!ids) return next(Error{c.name + ": " + ids.error().message});
     f->functions = std::move(*ids);
   }
-  return {};
+  all->start();
 }
 
 Status Engine::buildDelivery() {
   curl_ = std::make_unique<senders::CurlMulti>(loop_);
+  activity_ = std::make_unique<delivery::ActivityCounters>();
   // Intakes first: a route's loop holds its target's intake.
   for (auto& f : ifaces_) {
     const InterfaceConfig& c = *f->cfg;
@@ -266,6 +268,11 @@ Status Engine::buildDelivery() {
       is.keys.partitions = c.ordering->partitions;
     }
     is.keys.dedupeKey = c.dedupeKey;
+    f->activity = &activity_->addInterface(c.name);
+    is.onStored = [a = f->activity](int64_t stored, int64_t duplicates) {
+      delivery::count(a->received, stored);
+      delivery::count(a->duplicates, duplicates);
+    };
     Iface* fp = f.get();
     f->intake = std::make_unique<intake::Intake>(*store_, std::move(is),
                                                  [this, fp](int32_t lane) { wake(*fp, lane); });
@@ -300,6 +307,7 @@ Status Engine::buildDelivery() {
       }
       t.sender = sender.get();
       t.onlyDestination = c.destinations.size() == 1 && !t.route;
+      t.activity = &f->activity->addDestination(d.name, t.route != nullptr);
       f->senders.push_back(std::move(sender));
       std::vector<std::unique_ptr<delivery::DeliveryLoop>> loops;
       for (uint32_t s = 0; s < f->slots; ++s) {
@@ -318,6 +326,8 @@ Status Engine::buildDelivery() {
     if (f->waiting)
       for (auto& perDest : f->loops)
         for (auto& l : perDest) l->wake();
+  activityReporter_ =
+      std::make_unique<delivery::ActivityReporter>(loop_, *activity_, std::chrono::minutes(1));
   return {};
 }
 
@@ -408,6 +418,7 @@ void Engine::stop(std::function<void()> done) {
   if (stopping_) return;
   stopping_ = true;
   partitionTimer_.reset();
+  activityReporter_.reset();
   schedules_.clear();
   files_.clear();
   auto alive = alive_;

@@ -40,7 +40,9 @@ class CurlMulti;
 }  // namespace ductus::senders
 namespace ductus::delivery {
 class DeliveryLoop;
-}
+class ActivityCounters;
+class ActivityReporter;
+}  // namespace ductus::delivery
 
 namespace ductus::supervisor {
 
@@ -72,7 +74,9 @@ class Engine {
   void registerAll(size_t i, std::function<void(Status)> next);
   void registerDestinations(Iface& f, size_t j, std::function<void(Status)> next);
   void reconcile(std::function<void(Status)> next);
-  Status startWorkers();
+  // Starts the workers; `next` hears once every interface's code loaded,
+  // or every load error.
+  void startWorkers(std::function<void(Status)> next);
   Status buildDelivery();
   Status openSources();
   Status openSource(Iface& f);
@@ -86,6 +90,9 @@ class Engine {
   std::unique_ptr<ProjectServices> services_;
   std::unique_ptr<WorkerPool> workers_;
   std::unique_ptr<senders::CurlMulti> curl_;
+  // What happened to messages, per interface and destination (the delivery
+  // loops and intakes count into it; gone after them).
+  std::unique_ptr<delivery::ActivityCounters> activity_;
   std::vector<std::unique_ptr<Iface>> ifaces_;
   std::map<std::string, Iface*> byName_;
   std::vector<std::unique_ptr<intake::MllpListener>> mllp_;
@@ -94,6 +101,7 @@ class Engine {
   std::vector<std::unique_ptr<intake::FileSource>> files_;
   std::vector<std::string> listenerLines_;
   UvHandle<uv_timer_t> partitionTimer_;
+  std::unique_ptr<delivery::ActivityReporter> activityReporter_;  // a summary a minute
   bool stopping_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

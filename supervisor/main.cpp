@@ -14,6 +14,7 @@
 #include "supervisor/cli/run_command.h"
 #include "supervisor/cli/secret_command.h"
 #include "supervisor/cli/test_command.h"
+#include "supervisor/cli/try_command.h"
 #include "supervisor/cli/validate_command.h"
 #include "worker/worker_main.h"
 
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   addSecretCommand(program, exitCode);
   addValidateCommand(program, exitCode);
   addTestCommand(program, exitCode);
+  addTryCommand(program, exitCode);
   addVersionCommand(program, std::string("ductus ") + ductus::kVersionLine, exitCode);
   addHelpCommand(program, exitCode);
   // Listed for completeness; `worker` never reaches this parser (above).

@@ -219,14 +219,24 @@ v8::MaybeLocal<v8::Module> ScriptHost::resolveCallback(v8::Local<v8::Context> co
     iso->ThrowException(v8::Exception::Error(str(iso, why)));
     return {};
   };
+  // Where the import is written, so an editor can jump to it.
+  std::string at = from;
+  auto requests = referrer->GetModuleRequests();
+  for (int i = 0; i < requests->Length(); ++i) {
+    auto req = requests->Get(context, i).As<v8::ModuleRequest>();
+    if (utf8(iso, req->GetSpecifier()) != spec) continue;
+    auto loc = referrer->SourceOffsetToLocation(req->GetSourceOffset());
+    at += ":" + std::to_string(loc.GetLineNumber() + 1) + ":" + std::to_string(loc.GetColumnNumber() + 1);
+    break;
+  }
   auto target = self->resolveSpecifier(from, spec);
-  if (!target) return fail(from + ": cannot import \"" + spec + "\": " + target.error().message);
+  if (!target) return fail(at + ": cannot import \"" + spec + "\": " + target.error().message);
   if (auto it = self->modules_.find(*target); it != self->modules_.end()) return it->second.Get(iso);
   const std::map<std::string, std::string>* sources =
       self->loading_ ? &self->loading_->modules : nullptr;
   auto src = sources ? sources->find(*target) : decltype(sources->end()){};
   if (!sources || src == sources->end())
-    return fail(from + ": cannot import \"" + spec + "\": " + *target + " does not exist");
+    return fail(at + ": cannot import \"" + spec + "\": " + *target + " does not exist");
   auto m = self->compileModule(*target, src->second);
   if (!m) return fail(m.error().message);
   return *m;
@@ -275,7 +285,8 @@ Status ScriptHost::loadModules(const InterfaceDef& def, v8::Local<v8::Module>& e
     v8::Local<v8::Value> ex = entry->GetException();
     v8::Local<v8::Message> msg = v8::Exception::CreateMessage(isolate_, ex);
     std::string where = utf8(isolate_, msg->GetScriptResourceName()) + ":" +
-                        std::to_string(msg->GetLineNumber(ctx).FromMaybe(0)) + ": ";
+                        std::to_string(msg->GetLineNumber(ctx).FromMaybe(0)) + ":" +
+                        std::to_string(msg->GetStartColumn(ctx).FromMaybe(0) + 1) + ": ";
     return Error{where + utf8(isolate_, ex)};
   }
   if (entry->GetStatus() != v8::Module::kEvaluated)
@@ -300,7 +311,22 @@ Status ScriptHost::load(const InterfaceDef& def) {
   for (const auto& f : def.functions) {
     v8::Local<v8::Value> v;
     if (!ns->Get(ctx, str(isolate_, f.exportName)).ToLocal(&v) || !v->IsFunction()) {
-      return report(Error{def.entry + " does not export a function named \"" + f.exportName + "\""});
+      // What it does export: the usual mistake is a misspelt name.
+      std::string have;
+      v8::Local<v8::Array> names;
+      if (ns->GetOwnPropertyNames(ctx).ToLocal(&names)) {
+        for (uint32_t i = 0; i < names->Length(); ++i) {
+          v8::Local<v8::Value> name, value;
+          if (!names->Get(ctx, i).ToLocal(&name) || !ns->Get(ctx, name).ToLocal(&value) ||
+              !value->IsFunction())
+            continue;
+          have += (have.empty() ? "" : ", ") + utf8(isolate_, name);
+        }
+      }
+      return report(Error{def.entry + " does not export a function named \"" + f.exportName +
+                          "\" (" +
+                          (have.empty() ? "it exports no functions" : "it exports " + have) +
+                          ")"});
     }
     Function fn{def.interfaceId, {}, {}, {}, {}, def.timeout};
     fn.fn.Reset(isolate_, v.As<v8::Function>());

@@ -172,6 +172,8 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
   Destination d;
   d.name = std::move(name);
   d.at = r.at(n);
+  d.transformAt = YamlReader::has(n, "transform") ? r.at(n["transform"]) : d.at;
+  d.keyPath = path;
   d.output = iface.format;
   if (!r.map(n, path,
              with(kTargetKinds, {"transform", "output", "retry", "rate_limit", "save_output"}),
@@ -376,6 +378,7 @@ void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& ifac
     else iface.code = *v;
   }
   if (auto v = r.text(root, "respond", "")) iface.respond = *v;
+  iface.respondAt = YamlReader::has(root, "respond") ? r.at(root["respond"]) : iface.sourceAt;
 
   if (YamlReader::has(root, "dedicated_pools")) {
     YAML::Node pools = root["dedicated_pools"];

@@ -95,6 +95,7 @@ LoadOutcome loadProjectWithDiagnostics(const fs::path& root, const LoadOptions& 
     out.push_back(Diagnostic{root.string(), 0, 0, "",
                              "environment `" + options.environment + "` is not a plain name"});
   Substituter subst(env, root / "secrets" / (options.environment + ".json"), keyText, {});
+  if (options.secretsByNameWithoutKey) subst.checkSecretsByNameWithoutKey();
 
   std::string engineFile = shownPath(root, "ductus.yaml");
   if (auto doc = readYaml(root / "ductus.yaml", engineFile, true, out)) {
@@ -169,6 +170,7 @@ LoadOutcome loadProjectWithDiagnostics(const fs::path& root, const LoadOptions& 
     return std::tie(a.file, a.line, a.column) < std::tie(b.file, b.line, b.column);
   });
   if (out.empty()) outcome.project = std::move(project);
+  outcome.secretsCheckedByNameOnly = subst.checkedByNameOnly();
   return outcome;
 }
 

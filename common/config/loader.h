@@ -23,11 +23,17 @@ struct LoadOptions {
   // The secrets key text; unset means DUCTUS_SECRETS_KEY. Either way, an
   // empty one means the key file named in ductus.yaml.
   std::optional<std::string> secretsKey;
+  // With no key at all, check each ${secret:NAME} by name only (the file
+  // keeps names in clear) and leave its value out: for `ductus validate`,
+  // so CI can check a project without its production key. The project
+  // loaded this way is for checking, never for running.
+  bool secretsByNameWithoutKey = false;
 };
 
 struct LoadOutcome {
   std::optional<Project> project;  // set only when diagnostics is empty
   Diagnostics diagnostics;         // every mistake, in file order
+  bool secretsCheckedByNameOnly = false;  // see LoadOptions::secretsByNameWithoutKey
 };
 
 LoadOutcome loadProjectWithDiagnostics(const std::filesystem::path& root, const LoadOptions& options);

@@ -216,6 +216,8 @@ struct Destination {
   std::string describe;  // "file out/" — from the text as written, never secret values
   Location at;           // the destination's map
   Location targetAt;     // the kind's key (route checks point here)
+  Location transformAt;  // `transform:`'s value, else the destination's map
+  std::string keyPath;   // "destination" or "destinations.<name>", as diagnostics name it
 };
 
 // ---- interface.yaml --------------------------------------------------------
@@ -244,6 +246,7 @@ struct InterfaceConfig {
   uint64_t maxMessageBytes = kDefaultMaxMessageBytes;
   std::string code = "transform.js";  // the module, relative to the folder
   std::string respond = "transform";  // respond mode: the function that answers
+  Location respondAt;                 // `respond:`'s value, else the source
   std::map<std::string, uint32_t> dedicatedPools;  // database resource → connections
   Location dedicatedPoolsAt;
   std::vector<Destination> destinations;  // empty only in respond mode

@@ -178,10 +178,13 @@ bool isValidSecretName(std::string_view name) {
   return true;
 }
 
-Result<SecretsFile> SecretsFile::open(const std::filesystem::path& file, const SecretsKey& key) {
-  SecretsFile store(file, key);
+namespace {
+
+// The file's sealed entries by name; an empty map for a missing file.
+Result<std::map<std::string, std::string>> readSealed(const std::filesystem::path& file) {
+  std::map<std::string, std::string> out;
   std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) return store;
+  if (!std::filesystem::exists(file, ec)) return out;
   auto text = readBounded(file, kMaxFileBytes);
   if (!text) return text.error();
   auto doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
@@ -192,11 +195,31 @@ Result<SecretsFile> SecretsFile::open(const std::filesystem::path& file, const S
   for (auto& [name, sealed] : doc["secrets"].items()) {
     if (!isValidSecretName(name) || !sealed.is_string())
       return Error{file.string() + ": entry `" + name + "` is not a sealed secret"};
-    auto plain = config::open(store.key_, name, sealed.get<std::string>(), file.string());
+    out[name] = sealed.get<std::string>();
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<SecretsFile> SecretsFile::open(const std::filesystem::path& file, const SecretsKey& key) {
+  SecretsFile store(file, key);
+  auto sealed = readSealed(file);
+  if (!sealed) return sealed.error();
+  for (auto& [name, text] : *sealed) {
+    auto plain = config::open(store.key_, name, text, file.string());
     if (!plain) return plain.error();
     store.values_[name] = std::move(*plain);
   }
   return store;
+}
+
+Result<std::vector<std::string>> SecretsFile::namesIn(const std::filesystem::path& file) {
+  auto sealed = readSealed(file);
+  if (!sealed) return sealed.error();
+  std::vector<std::string> out;
+  for (auto& [name, text] : *sealed) out.push_back(name);
+  return out;
 }
 
 SecretsFile::~SecretsFile() {

@@ -43,6 +43,9 @@ class SecretsFile {
   // Opens and decrypts every value (a missing file is an empty store), so a
   // wrong key is found here, before anything is changed.
   static Result<SecretsFile> open(const std::filesystem::path& file, const SecretsKey& key);
+  // The names in the file without opening a value (names are kept in
+  // clear, so `ductus validate` needs no key); empty for a missing file.
+  static Result<std::vector<std::string>> namesIn(const std::filesystem::path& file);
 
   SecretsFile(SecretsFile&&) = default;
   SecretsFile& operator=(SecretsFile&&) = default;

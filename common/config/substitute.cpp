@@ -1,5 +1,7 @@
 #include "common/config/substitute.h"
 
+#include <algorithm>
+
 namespace ductus::config {
 
 Substituter::Substituter(EnvLookup env, std::filesystem::path secretsFile,
@@ -17,7 +19,11 @@ std::optional<std::string> Substituter::secret(const std::string& name, std::str
       secretsError_ = secretsFile_.string() + " does not exist (create it with `ductus secret set`)";
     } else {
       auto key = findSecretsKey(keyText_ ? keyText_->c_str() : nullptr, keyFile_);
-      if (!key) {
+      if (!key && byNameWithoutKey_) {
+        auto names = SecretsFile::namesIn(secretsFile_);
+        if (names) byName_ = std::move(*names);
+        else secretsError_ = names.error().message;
+      } else if (!key) {
         secretsError_ = key.error().message;
       } else {
         auto file = SecretsFile::open(secretsFile_, *key);
@@ -25,6 +31,12 @@ std::optional<std::string> Substituter::secret(const std::string& name, std::str
         else secretsError_ = file.error().message;
       }
     }
+  }
+  if (byName_) {
+    if (std::find(byName_->begin(), byName_->end(), name) != byName_->end()) return std::string();
+    error = "secret `" + name + "` is not in " + secretsFile_.string() +
+            " (add it with `ductus secret set " + name + "`)";
+    return std::nullopt;
   }
   if (!secrets_) {
     error = "secret `" + name + "` cannot be read: " + secretsError_;
@@ -68,6 +80,7 @@ Substituter::Outcome Substituter::apply(std::string_view text) {
       auto v = secret(name, error);
       if (v) out.value.append(*v);
       else out.errors.push_back(std::move(error));
+      if (v && byName_) out.unknown = true;
     }
     pos = close + 1;
   }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/config/duration.h"
 #include "common/config/loader.h"
@@ -19,6 +20,7 @@
 #include "common/partition.h"
 #include "supervisor/cli/command_line.h"
 #include "supervisor/cli/dev_postgres.h"
+#include "supervisor/cli/start_checks.h"
 #include "supervisor/engine.h"
 
 namespace ductus::supervisor {
@@ -54,6 +56,7 @@ struct RunArgs {
   std::string database;
   std::chrono::milliseconds stopTimeout{30'000};
   LogFormat logFormat = LogFormat::Text;
+  spdlog::level::level_enum logLevel = spdlog::level::info;
   std::string environment;
   bool fresh = false;
   std::string dataDir;
@@ -87,6 +90,24 @@ void addEngineOptions(CLI::App& command, RunArgs& args) {
           [](std::string& text) -> std::string {
             LogFormat unused;
             return parseLogFormat(text, unused) ? "" : "expected text or json, got `" + text + "`";
+          },
+          ""));
+  command
+      .add_option_function<std::string>(
+          "--log-level",
+          [&args](const std::string& text) { parseLogLevel(text, args.logLevel); },
+          "what to log: debug (and a line per message), info, warn or error")
+      ->type_name("LEVEL")
+      ->envname("DUCTUS_LOG_LEVEL")
+      ->default_str("info")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            spdlog::level::level_enum unused;
+            if (parseLogLevel(text, unused)) return "";
+            // CLI11 names the option even when the value came from the variable.
+            const char* env = std::getenv("DUCTUS_LOG_LEVEL");
+            return "expected debug, info, warn or error, got `" + text + "`" +
+                   (env && text == env ? " (from DUCTUS_LOG_LEVEL)" : "");
           },
           ""));
   addEnvironmentOption(command, args.environment);
@@ -160,6 +181,19 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
   size_t interfaces = project.interfaces.size();
   r.engine = std::make_unique<Engine>(&r.loop, std::move(project), eo);
   r.engine->start([&](Status s) {
+    if (!s && s.error().code == "code") {
+      // As validate prints them: file:line:column: message, one a line.
+      std::string_view lines = s.error().message;
+      while (!lines.empty()) {
+        size_t nl = lines.find('\n');
+        logPlain(spdlog::level::err, lines.substr(0, nl));
+        lines = nl == lines.npos ? std::string_view() : lines.substr(nl + 1);
+      }
+      spdlog::error("interface code does not load; nothing was started (no listener opened)");
+      r.exitCode = 1;
+      uv_stop(&r.loop);
+      return;
+    }
     if (!s) {
       spdlog::error("start failed: {}", s.error().message);
       r.exitCode = 1;
@@ -204,17 +238,37 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
 std::optional<config::Project> load(const RunArgs& args) {
   config::LoadOptions lo;
   lo.environment = args.environment.empty() ? config::defaultEnvironment() : args.environment;
-  auto p = config::loadProject(args.project, lo);
-  if (!p) {
-    std::fprintf(stderr, "%s\n", p.error().message.c_str());
+  auto p = config::loadProjectWithDiagnostics(args.project, lo);
+  if (!p.project) {
+    // As validate prints them; under --log-format json, a JSON line each.
+    for (auto& d : p.diagnostics)
+      logPlain(spdlog::level::err, d.toString(),
+               {.more = {{"file", d.file},
+                         {"line", d.line},
+                         {"column", d.column},
+                         {"key", d.keyPath},
+                         {"error", d.message}}});
     spdlog::error("the project {} has errors; nothing was started", args.project);
     return std::nullopt;
   }
-  return std::move(*p);
+  // Refused here, before a database or a listener, as validate refuses them.
+  if (auto unsupported = unsupportedKinds(*p.project); !unsupported.empty()) {
+    for (auto& d : unsupported)
+      logPlain(spdlog::level::err, d.toString(),
+               {.more = {{"file", d.file},
+                         {"line", d.line},
+                         {"column", d.column},
+                         {"key", d.keyPath},
+                         {"error", d.message}}});
+    spdlog::error("the project {} uses what this engine can't run yet; nothing was started",
+                  args.project);
+    return std::nullopt;
+  }
+  return std::move(*p.project);
 }
 
 int run(const RunArgs& args) {
-  setupLogging(args.logFormat);
+  setupLogging(args.logFormat, args.logLevel);
   auto project = load(args);
   if (!project) return 1;
   std::string db = args.database;
@@ -230,7 +284,7 @@ int run(const RunArgs& args) {
 }
 
 int dev(const RunArgs& args) {
-  setupLogging(args.logFormat);
+  setupLogging(args.logFormat, args.logLevel);
   auto project = load(args);
   if (!project) return 1;
   fs::path dir = args.dataDir;

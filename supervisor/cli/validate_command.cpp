@@ -1,13 +1,16 @@
 #include "supervisor/cli/validate_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "common/config/duration.h"
 #include "common/config/loader.h"
 #include "supervisor/cli/command_line.h"
+#include "supervisor/cli/start_checks.h"
 
 namespace ductus::supervisor {
 namespace {
@@ -53,12 +56,30 @@ struct ValidateArgs {
   bool json = false;
 };
 
+// After the files: what would still keep the project from starting (see
+// start_checks.h), as errors of the same kind.
+void checkStartable(LoadOutcome& outcome) {
+  Diagnostics more = supervisor::unsupportedKinds(*outcome.project);
+  for (auto& d : supervisor::checkInterfaceCode(*outcome.project)) more.push_back(std::move(d));
+  if (more.empty()) return;
+  outcome.diagnostics = std::move(more);
+  std::stable_sort(outcome.diagnostics.begin(), outcome.diagnostics.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) {
+                     return std::tie(a.file, a.line, a.column) < std::tie(b.file, b.line, b.column);
+                   });
+  outcome.project.reset();
+}
+
 int validate(const ValidateArgs& args) {
   const std::string& project = args.project;
   const bool json = args.json;
   auto outcome = loadProjectWithDiagnostics(project, args.options);
+  if (outcome.project) checkStartable(outcome);
+  const char* byName =
+      "no secrets key (DUCTUS_SECRETS_KEY or secrets.key_file): secrets were checked by name only";
   if (json) {
-    nlohmann::json out = {{"ok", outcome.project.has_value()}};
+    nlohmann::json out = {{"ok", outcome.project.has_value()},
+                          {"secrets_checked_by_name_only", outcome.secretsCheckedByNameOnly}};
     if (outcome.project) {
       nlohmann::json list = nlohmann::json::array();
       for (auto& i : outcome.project->interfaces) list.push_back(interfaceJson(i));
@@ -78,11 +99,13 @@ int validate(const ValidateArgs& args) {
   }
   if (outcome.project) {
     for (auto& i : outcome.project->interfaces) std::puts(summaryLine(i).c_str());
+    if (outcome.secretsCheckedByNameOnly) std::printf("note: %s\n", byName);
     std::printf("%s: %zu interface%s, valid\n", project.c_str(), outcome.project->interfaces.size(),
                 outcome.project->interfaces.size() == 1 ? "" : "s");
     return 0;
   }
   for (auto& d : outcome.diagnostics) std::puts(d.toString().c_str());
+  if (outcome.secretsCheckedByNameOnly) std::printf("note: %s\n", byName);
   std::printf("%s: %zu error%s\n", project.c_str(), outcome.diagnostics.size(),
               outcome.diagnostics.size() == 1 ? "" : "s");
   return 1;
@@ -92,6 +115,7 @@ int validate(const ValidateArgs& args) {
 
 void addValidateCommand(CLI::App& ductus, int& exitCode) {
   auto args = std::make_shared<ValidateArgs>();
+  args->options.secretsByNameWithoutKey = true;
   auto* cmd =
       ductus.add_subcommand("validate", "check a project's files and print a line per interface");
   addProjectArgument(*cmd, args->project);
@@ -100,9 +124,12 @@ void addValidateCommand(CLI::App& ductus, int& exitCode) {
   cmd->footer(
       "Loads ductus.yaml, resources.yaml and interfaces/*/interface.yaml with\n"
       "${env:NAME} and ${secret:NAME} substituted (secrets/ENV.json, opened with\n"
-      "DUCTUS_SECRETS_KEY or ductus.yaml's secrets.key_file). Prints one line per\n"
-      "interface and exits 0, or every error as file:line:column: key: message and\n"
-      "exits 1. Needs no database.");
+      "DUCTUS_SECRETS_KEY or ductus.yaml's secrets.key_file; without a key, each\n"
+      "secret is checked by name only). Then loads every interface's code in a\n"
+      "confined worker, checks that it exports each function interface.yaml names,\n"
+      "and refuses kinds this engine can't run yet: valid means the engine will\n"
+      "start. Prints one line per interface and exits 0, or every error as\n"
+      "file:line:column: key: message and exits 1. Needs no database.");
   cmd->callback([args, &exitCode] { exitCode = validate(*args); });
 }
 

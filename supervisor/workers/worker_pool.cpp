@@ -89,6 +89,62 @@ Result<ModuleSet> readInterfaceModules(const InterfaceSpec& spec, bool includeTe
   return set;
 }
 
+InterfaceSpec interfaceSpecOf(const config::Project& project, const config::InterfaceConfig& c) {
+  InterfaceSpec spec;
+  spec.name = c.name;
+  spec.dir = c.folder;
+  spec.projectLib = project.root / "lib";
+  spec.entryFile = c.code;
+  spec.timeout = c.timeout;
+  spec.dedicated = c.isolation == config::Isolation::Dedicated;
+  spec.workers = static_cast<int>(c.workers);
+  if (c.respondMode()) {
+    spec.functions.push_back({c.respond, "http", "http", "", config::charsetName(c.charset)});
+  }
+  // A schedule's run record is JSON whatever format: says; a CSV split into
+  // records reaches the transform as one record keyed by its header.
+  const auto* files = std::get_if<config::FileSource>(&c.source);
+  std::string input =
+      std::holds_alternative<config::ScheduleSource>(c.source) ? "json"
+      : c.format == config::Format::Csv && files && files->files.split == config::Split::Records
+          ? "csv-record"
+          : config::formatName(c.format);
+  for (auto& d : c.destinations)
+    spec.functions.push_back({d.transform, input, config::formatName(d.output), d.name,
+                              config::charsetName(c.charset)});
+  return spec;
+}
+
+void fillLoad(proto::LoadInterface::Builder l, uint32_t interfaceId, const InterfaceSpec& spec,
+              const ModuleSet& modules, const std::vector<uint32_t>& functionIds) {
+  l.setInterfaceId(interfaceId);
+  l.setName(spec.name);
+  l.setEntry(modules.entry);
+  auto mods = l.initModules(static_cast<unsigned>(modules.modules.size()));
+  unsigned i = 0;
+  for (auto& [specifier, source] : modules.modules) {
+    mods[i].setSpecifier(specifier);
+    mods[i].setSource(source);
+    ++i;
+  }
+  auto fns = l.initFunctions(static_cast<unsigned>(spec.functions.size()));
+  for (unsigned k = 0; k < spec.functions.size(); ++k) {
+    const auto& f = spec.functions[k];
+    fns[k].setFunctionId(functionIds.at(k));
+    fns[k].setExportName(f.exportName);
+    fns[k].setInputFormat(f.inputFormat);
+    fns[k].setOutputFormat(f.outputFormat);
+    fns[k].setDestination(f.destination);
+    fns[k].setCharset(f.charset);
+  }
+  l.setTimeoutMs(static_cast<uint32_t>(spec.timeout.count()));
+}
+
+std::string placeLoadError(const fs::path& projectRoot, const std::string& error) {
+  if (!error.starts_with("interfaces/") && !error.starts_with("lib/")) return error;
+  return (projectRoot / error).string();
+}
+
 void AllowlistedEnv::call(const ServiceCall& call, std::function<void(Result<std::string>)> reply) {
   if (call.kind != ServiceCall::Kind::Env) {
     if (next_) return next_->call(call, std::move(reply));
@@ -225,6 +281,9 @@ void WorkerPool::startSlot(Slot& slot) {
     spdlog::error("worker pool {}: cannot start worker {}: {}", slot.group->name, slot.index,
                   proc.error().message);
     slot.quickDeaths++;
+    // Whoever waits to hear whether the code loads would wait for ever.
+    failPendingLoads(*slot.group, "no worker could be started to load its code: " +
+                                      proc.error().message);
   } else {
     slot.proc = std::move(*proc);
     spdlog::debug("worker pool {}: worker {} started as pid {}", slot.group->name, slot.index,
@@ -253,29 +312,17 @@ void WorkerPool::restartLater(Slot& slot, std::chrono::milliseconds delay) {
 
 void WorkerPool::loadInto(Slot& slot, Interface& iface) {
   capnp::MallocMessageBuilder b;
-  auto l = toWorker(b).initLoad();
-  l.setInterfaceId(iface.id);
-  l.setName(iface.spec.name);
-  l.setEntry(iface.modules.entry);
-  auto mods = l.initModules(static_cast<unsigned>(iface.modules.modules.size()));
-  unsigned i = 0;
-  for (auto& [spec, source] : iface.modules.modules) {
-    mods[i].setSpecifier(spec);
-    mods[i].setSource(source);
-    ++i;
-  }
-  auto fns = l.initFunctions(static_cast<unsigned>(iface.spec.functions.size()));
-  for (unsigned k = 0; k < iface.spec.functions.size(); ++k) {
-    const auto& f = iface.spec.functions[k];
-    fns[k].setFunctionId(iface.functions[k]);
-    fns[k].setExportName(f.exportName);
-    fns[k].setInputFormat(f.inputFormat);
-    fns[k].setOutputFormat(f.outputFormat);
-    fns[k].setDestination(f.destination);
-    fns[k].setCharset(f.charset);
-  }
-  l.setTimeoutMs(static_cast<uint32_t>(iface.spec.timeout.count()));
+  fillLoad(toWorker(b).initLoad(), iface.id, iface.spec, iface.modules, iface.functions);
   slot.proc->send(b);
+}
+
+void WorkerPool::failPendingLoads(Group& g, const std::string& why) {
+  for (Interface* i : g.interfaces) {
+    if (auto cb = std::move(i->loaded)) {
+      i->loaded = nullptr;
+      cb(Error{i->spec.name + ": " + why});
+    }
+  }
 }
 
 WorkerPool::Slot* WorkerPool::pickSlot(Group& g) {
@@ -383,13 +430,15 @@ void WorkerPool::finish(Interface& iface, OutcomeCallback& done, Outcome outcome
   if (done) done(std::move(outcome));
 }
 
-void WorkerPool::stopInterface(Interface& iface, const std::string& why) {
+void WorkerPool::stopInterface(Interface& iface, const std::string& why, bool quiet) {
   if (iface.stopped) return;
   iface.stopped = true;
   iface.stopReason = "interface " + iface.spec.name + " is stopped: " + why;
-  spdlog::error("{} (its messages stay pending until the code is fixed and the engine restarted)",
-                iface.stopReason);
-  if (stopListener_) stopListener_(iface.spec.name, why);
+  if (!quiet) {
+    spdlog::error("{} (its messages stay pending until the code is fixed and the engine restarted)",
+                  iface.stopReason);
+    if (stopListener_) stopListener_(iface.spec.name, why);
+  }
   drainBacklog(*iface.group);  // answers its queued calls Stopped
 }
 
@@ -430,8 +479,12 @@ void WorkerPool::onFrame(Slot& slot, proto::FromWorker::Reader msg) {
       Status result;
       if (l.isError()) result = Error{l.getError()};
       if (!result) {
-        spdlog::error("interface {} does not load: {}", iface->spec.name, result.error().message);
-        stopInterface(*iface, "its code does not load: " + result.error().message);
+        // Whoever waits for the first verdict says it (the engine refuses
+        // to start); a later one, from a restarted worker, is logged here.
+        bool heard = static_cast<bool>(iface->loaded);
+        if (!heard)
+          spdlog::error("interface {} does not load: {}", iface->spec.name, result.error().message);
+        stopInterface(*iface, "its code does not load: " + result.error().message, /*quiet=*/heard);
       }
       if (auto cb = std::move(iface->loaded)) {
         iface->loaded = nullptr;
@@ -606,6 +659,10 @@ void WorkerPool::onExit(Slot& slot, int64_t status, int signal, const std::strin
     return;
   }
 
+  // A worker that dies before saying whether the code loads (a crash in
+  // its top-level code): a verdict, not something to wait for.
+  failPendingLoads(*slot.group, "its worker exited " + how + " while loading its code" +
+                                    (why.empty() ? "" : " (" + why + ")"));
   // Restart, backing off when the worker dies right after starting.
   restarts_++;
   if (Clock::now() - slot.startedAt < std::chrono::seconds(1)) slot.quickDeaths++;

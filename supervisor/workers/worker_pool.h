@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/config/model.h"
 #include "common/result.h"
 #include "common/uv_handle.h"
 #include "supervisor/delivery/transformer.h"
@@ -71,6 +72,23 @@ struct ModuleSet {
 // call it at startup or on libuv's thread pool, never on the loop).
 // includeTests: also *.test.js (for `ductus test`).
 Result<ModuleSet> readInterfaceModules(const InterfaceSpec& spec, bool includeTests = false);
+
+// The interface as its workers run it: the module, the functions
+// interface.yaml names (the respond function, or one per destination, in
+// destination order) and the input format each is handed. The engine,
+// `ductus validate` and `ductus try` all load code through this, so they
+// agree on what the code is given.
+InterfaceSpec interfaceSpecOf(const config::Project& project, const config::InterfaceConfig& c);
+
+// The load frame for an interface: its modules and one binding per
+// function, with the ids the caller chose (parallel to spec.functions).
+void fillLoad(proto::LoadInterface::Builder load, uint32_t interfaceId, const InterfaceSpec& spec,
+              const ModuleSet& modules, const std::vector<uint32_t>& functionIds);
+
+// A worker's load error names modules as the worker knows them
+// ("interfaces/x/transform.js:3:9: ..."); this places it in the project
+// folder, as config errors are, so an editor opens the right file.
+std::string placeLoadError(const std::filesystem::path& projectRoot, const std::string& error);
 
 // The call's contract lives with delivery, which the pool serves.
 using delivery::CallMeta;
@@ -138,8 +156,9 @@ class WorkerPool : public delivery::Transformer {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   // Registers an interface and loads it into its group's workers (starting
-  // them if needed). `loaded` hears the first worker's verdict; a load error
-  // stops the interface. Function ids follow spec.functions' order.
+  // them if needed). `loaded` hears the first worker's verdict, or an error
+  // when no worker can be started or one exits before it answers; a load
+  // error stops the interface. Function ids follow spec.functions' order.
   Result<std::vector<FunctionId>> addInterface(const InterfaceSpec& spec, ModuleSet modules,
                                                std::function<void(Status)> loaded = {});
 
@@ -184,10 +203,14 @@ class WorkerPool : public delivery::Transformer {
   // Starts the slot's worker again after `delay` (one timer per slot).
   void restartLater(Slot& slot, std::chrono::milliseconds delay);
   void loadInto(Slot& slot, Interface& iface);
+  // Answers every `loaded` still waiting in the group with this error.
+  void failPendingLoads(Group& g, const std::string& why);
   void onFrame(Slot& slot, proto::FromWorker::Reader msg);
   void onExit(Slot& slot, int64_t status, int signal, const std::string& why);
   void finish(Interface& iface, OutcomeCallback& done, Outcome outcome);
-  void stopInterface(Interface& iface, const std::string& why);
+  // quiet: the caller of addInterface hears why (its first load failed)
+  // and says it; no log line, no stop listener.
+  void stopInterface(Interface& iface, const std::string& why, bool quiet = false);
   void checkDeadlines();
 
   uv_loop_t* loop_;

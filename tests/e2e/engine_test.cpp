@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,6 +27,7 @@
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_receiver.h"
 #include "tests/support/test_database.h"
+#include "tests/support/test_env.h"
 
 namespace ductus::test {
 namespace {
@@ -571,6 +573,62 @@ TEST(EngineEndToEnd, TheEngineRaisesItsOpenFilesLimitToTheHardLimit) {
   soft.erase(soft.find_last_not_of(' ') + 1);
   EXPECT_EQ(soft, std::to_string(own.rlim_max)) << line;
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+// Code that does not load: the engine refuses to start, exit 1, naming the
+// file and line, and opens no listener (a message it took would wait for
+// ever for code that never runs). `timeout` ends an engine that started
+// anyway, which is the failure this guards against.
+TEST(EngineEndToEnd, CodeThatDoesNotLoadStopsTheStartBeforeAnyListener) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/good/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/good/transform.js", kPassThrough},
+      {"interfaces/bad/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(freePort()) +
+           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/bad/transform.js", "export function transform(msg) {\n  let x = ;\n}\n"},
+  });
+  auto r = runChild({"/bin/sh", "-c",
+                     "timeout 60 " + std::string(ductusBinary()) + " run '" +
+                         project.root().string() + "' --database '" + db.url() + "' 2>&1"});
+  ASSERT_TRUE(WIFEXITED(r.exitStatus));
+  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_NE(r.out.find((project.root() / "interfaces/bad/transform.js").string() +
+                       ":2:11: SyntaxError: Unexpected token ';'\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("started:"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("mllp good"), std::string::npos) << r.out;
+  EXPECT_FALSE(MllpClient::connect("127.0.0.1", port, 200ms).ok());
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "0");
+}
+
+// What the engine can't run yet is refused before it connects anywhere,
+// at the line validate names.
+TEST(EngineEndToEnd, AnUnsupportedKindIsRefusedBeforeTheDatabase) {
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/pickup/interface.yaml",
+       "source:\n  sftp: { host: files.example.org, user: u, password: p, path: in/, delete: true }\n"
+       "destination:\n  file: { path: out/ }\n"},
+      {"interfaces/pickup/transform.js", kPassThrough},
+  });
+  auto r = runChild({"/bin/sh", "-c",
+                     "timeout 60 " + std::string(ductusBinary()) + " run '" +
+                         project.root().string() +
+                         "' --database 'postgresql://nobody@127.0.0.1:1/none' 2>&1"});
+  ASSERT_TRUE(WIFEXITED(r.exitStatus));
+  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_NE(r.out.find((project.root() / "interfaces/pickup/interface.yaml").string() +
+                       ":2:3: source.sftp: sftp sources are not supported by this engine yet"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("migrat"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -113,6 +113,130 @@ TEST(ValidateCommand, JsonSummarisesAValidProject) {
 
 constexpr const char* kKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
+// "Valid" means "will start": what the files say is checked against the
+// code, loaded in a real worker, and against what the engine can run.
+class WillStart : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::copy(fs::path(DUCTUS_SOURCE_DIR) / "examples/lab-results-http", dir_.root(),
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  }
+  ductus::test::ChildOutput validate(std::vector<std::string> more = {}) {
+    std::vector<std::string> argv = {ductus::test::ductusBinary(), "validate", dir_.root().string()};
+    argv.insert(argv.end(), more.begin(), more.end());
+    return ductus::test::runChild(argv);
+  }
+  std::string path(const std::string& rel) const { return (dir_.root() / rel).string(); }
+  ProjectDir dir_;
+};
+
+TEST_F(WillStart, ASyntaxErrorNamesTheModulesLineAndColumn) {
+  dir_.write("interfaces/lab-results/transform.js",
+             "// The receiver wants JSON.\n"
+             "export function toJson(msg) {\n"
+             "  let x = ;\n"
+             "  return msg;\n"
+             "}\n"
+             "export function transform(msg) { return msg; }\n");
+  auto r = validate();
+  EXPECT_EQ(exitCode(r), 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(path("interfaces/lab-results/transform.js") +
+                               ":3:11: SyntaxError: Unexpected token ';'\n"));
+  EXPECT_THAT(r.out, HasSubstr(": 1 error\n"));
+}
+
+TEST_F(WillStart, ATopLevelThrowAndAMissingImportArePlacedToo) {
+  dir_.write("interfaces/lab-results/transform.js",
+             "import { helper } from \"./helpers.js\";\n"
+             "export function toJson(msg) { return helper(msg); }\n"
+             "export function transform(msg) { return msg; }\n");
+  auto r = validate();
+  EXPECT_EQ(exitCode(r), 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(path("interfaces/lab-results/transform.js") +
+                               ":1:24: cannot import \"./helpers.js\""));
+
+  dir_.write("interfaces/lab-results/transform.js",
+             "export function toJson(msg) { return msg; }\n"
+             "  throw new Error(\"not configured\");\n"
+             "export function transform(msg) { return msg; }\n");
+  r = validate();
+  EXPECT_EQ(exitCode(r), 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(path("interfaces/lab-results/transform.js") +
+                               ":2:9: Error: not configured\n"));
+}
+
+TEST_F(WillStart, AMisspeltFunctionIsNamedAtItsReferenceWithWhatTheModuleExports) {
+  std::string yaml = path("interfaces/lab-results/interface.yaml");
+  std::ifstream in(yaml);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  s.replace(s.find("transform: toJson"), 17, "transform: toJSON");
+  dir_.write("interfaces/lab-results/interface.yaml", s);
+  auto r = validate();
+  EXPECT_EQ(exitCode(r), 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(yaml + ":10:16: destinations.receiver.transform: " +
+                               path("interfaces/lab-results/transform.js") +
+                               " does not export a function named \"toJSON\" (it exports toJson, "
+                               "transform)\n"));
+  // The other destination names `transform` (by default), which is there.
+  EXPECT_THAT(r.out, HasSubstr(": 1 error\n"));
+
+  auto j = validate({"--json"});
+  auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["errors"].size(), 1u) << j.out;
+  EXPECT_EQ(doc["errors"][0]["line"], 10);
+  EXPECT_EQ(doc["errors"][0]["key"], "destinations.receiver.transform");
+}
+
+TEST_F(WillStart, KindsTheEngineRefusesAtStartAreRefusedHere) {
+  dir_.write("interfaces/pickup/interface.yaml",
+             "source:\n"
+             "  sftp: { host: files.example.org, user: u, password: p, path: in/, delete: true }\n"
+             "destination:\n"
+             "  sftp: { host: files.example.org, user: u, password: p, path: out/ }\n");
+  dir_.write("interfaces/pickup/transform.js", "export function transform(m) { return m; }\n");
+  auto r = validate();
+  EXPECT_EQ(exitCode(r), 1) << r.out;
+  std::string yaml = path("interfaces/pickup/interface.yaml");
+  EXPECT_THAT(r.out, HasSubstr(yaml + ":2:3: source.sftp: sftp sources are not supported by this "
+                                      "engine yet\n"));
+  EXPECT_THAT(r.out, HasSubstr(yaml + ":4:3: destination.sftp: sftp destinations are not "
+                                      "supported by this engine yet\n"));
+}
+
+// CI validates without the production key: a secret must exist by name.
+TEST_F(WillStart, SecretsAreCheckedByNameWithoutTheKey) {
+  std::string ductus = ductus::test::ductusBinary();
+  ASSERT_EQ(exitCode(sh("printf tok | DUCTUS_SECRETS_KEY=" + std::string(kKey) + " " + ductus +
+                        " secret set LAB_TOKEN " + quoted(dir_.root()))),
+            0);
+  dir_.write("resources.yaml",
+             "apis:\n"
+             "  lab-receiver:\n"
+             "    url: http://127.0.0.1:8090\n"
+             "    headers: { Authorization: \"Bearer ${secret:LAB_TOKEN}\" }\n");
+  std::string noKey = "env -u DUCTUS_SECRETS_KEY " + ductus + " validate " + quoted(dir_.root());
+  auto r = sh(noKey);
+  EXPECT_EQ(exitCode(r), 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("secrets were checked by name only"));
+  EXPECT_THAT(r.out, Not(HasSubstr("tok")));
+
+  dir_.write("resources.yaml",
+             "apis:\n"
+             "  lab-receiver:\n"
+             "    url: http://127.0.0.1:8090\n"
+             "    headers: { Authorization: \"Bearer ${secret:LAB_TOKN}\" }\n");
+  r = sh(noKey);
+  EXPECT_EQ(exitCode(r), 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("secret `LAB_TOKN` is not in"));
+
+  // With the key, values are opened as before.
+  r = sh("DUCTUS_SECRETS_KEY=" + std::string(kKey) + " " + ductus + " validate " + quoted(dir_.root()));
+  EXPECT_EQ(exitCode(r), 1) << r.out;
+  EXPECT_THAT(r.out, Not(HasSubstr("by name only")));
+}
+
 TEST(SecretCommand, SetListAndRemoveWithoutEverPrintingAValue) {
   ProjectDir p;
   std::string ductus = ductus::test::ductusBinary();

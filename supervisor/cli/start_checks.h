@@ -1,0 +1,34 @@
+// What keeps a project whose files are valid from starting, found without a
+// database: a kind this engine can't run yet, and interface code that does
+// not load in a worker or does not export a function interface.yaml names.
+// `ductus validate` reports these with the config's own errors, so "valid"
+// means "will start"; `ductus run` refuses an unsupported kind before
+// connecting anywhere (the engine itself refuses code that doesn't load).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "common/config/diagnostic.h"
+#include "common/config/model.h"
+
+namespace ductus::supervisor {
+
+// Sources and destinations the engine refuses at start (engine.cpp's
+// openSource, delivery/sender_factory.cpp), in the same words, at the
+// kind's line in interface.yaml.
+config::Diagnostics unsupportedKinds(const config::Project& project);
+
+// Loads every interface's code in one confined worker, as the engine does,
+// then each function interface.yaml names. A load error is reported at the
+// module's file:line:column; a missing export at the yaml line that names
+// it. Blocking: it runs a worker (`binary worker ...`) on a loop of its own.
+config::Diagnostics checkInterfaceCode(const config::Project& project,
+                                       const std::string& binary = "/proc/self/exe");
+
+// A worker's load error ("interfaces/x/transform.js:3:9: SyntaxError: ...")
+// as a diagnostic in the project folder.
+config::Diagnostic loadErrorDiagnostic(const std::filesystem::path& projectRoot,
+                                       const std::string& error);
+
+}  // namespace ductus::supervisor
