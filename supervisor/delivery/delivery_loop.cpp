@@ -7,6 +7,7 @@
 #include <ctime>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "intake/intake.h"
 
@@ -216,9 +217,14 @@ void DeliveryLoop::next() {
   // The read is done (or we are stopping): flush, then look again.
   state_ = State::Flushing;
   auto alive = alive_;
-  flush([this, alive](bool) {
+  flush([this, alive](bool ok) {
     if (!*alive) return;
     if (stopping_) return maybeStopped();
+    // The outcomes were not recorded, so the rows are still pending: read
+    // again at once (after a full read) and they would be sent again and
+    // again, as fast as the destination takes them.
+    if (!ok) return backOff(timing_.backoff.after(flushFailures_++));
+    flushFailures_ = 0;
     readAgainOrIdle();
   });
 }
@@ -455,13 +461,18 @@ void DeliveryLoop::flushInBackground() {
   if (state_ != State::Working || (batch_.empty() && routed_.empty())) return;
   ++backgroundFlushes_;
   auto alive = alive_;
-  flush([this, alive](bool) {
+  flush([this, alive](bool ok) {
     if (!*alive) return;
+    if (!ok) backgroundFlushFailed_ = true;
     if (--backgroundFlushes_ > 0) return;
+    bool failed = std::exchange(backgroundFlushFailed_, false);
     if (state_ == State::Stopped) return maybeStopped();
     if (readAfterFlushes_) {
       readAfterFlushes_ = false;
       if (stopping_) return maybeStopped();
+      // As after a failed flush in next(): the rows are still pending.
+      if (failed) return backOff(timing_.backoff.after(flushFailures_++));
+      flushFailures_ = 0;
       read();
     }
   });

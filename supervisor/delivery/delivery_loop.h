@@ -175,6 +175,8 @@ class DeliveryLoop {
   std::vector<Item> items_;
   size_t pos_ = 0;
   int failures_ = 0;  // consecutive transient failures of the first message
+  int flushFailures_ = 0;               // consecutive flushes that recorded nothing
+  bool backgroundFlushFailed_ = false;  // one of the background flushes running failed
   std::vector<store::DeliveryOutcome> batch_;
   std::vector<store::RoutedItem> routed_;
   DeliveryCounters counters_;
