@@ -206,27 +206,35 @@ TEST(EngineEndToEnd, KillNineMidTrafficLosesNothingAcknowledgedAndKeepsOrder) {
   ASSERT_TRUE(engine.start());
 
   const int senders = 4, each = 300;
-  std::vector<std::vector<std::string>> acked(senders);
+  std::vector<std::vector<std::string>> acked(senders);  // each sender's own; read after join
+  std::atomic<size_t> total{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~Joiner() {
+      stop = true;
+      for (auto& th : threads)
+        if (th.joinable()) th.join();
+    }
+  } joiner{stop, threads};
   for (int t = 0; t < senders; ++t) {
     std::vector<std::pair<std::string, std::string>> msgs;
     for (int i = 0; i < each; ++i) {
       std::string id = "T" + std::to_string(t) + "-" + std::to_string(i);
       msgs.emplace_back(id, hl7(id, "MRN" + std::to_string(t)));
     }
-    threads.emplace_back([&, t, msgs] { sendAll(port, msgs, acked[t], stop); });
+    threads.emplace_back([&, t, msgs] { sendAll(port, msgs, acked[t], stop, &total); });
   }
-  auto total = [&] {
-    size_t n = 0;
-    for (auto& a : acked) n += a.size();
-    return n;
-  };
-  ASSERT_TRUE(waitFor([&] { return total() >= 300 && receiver.accepted().size() >= 100; }, 60s));
+  ASSERT_TRUE(waitFor([&] { return total >= 300 && receiver.accepted().size() >= 100; }, 60s));
   engine.kill9();
+  size_t atKill = total;
+  EXPECT_LT(atKill, static_cast<size_t>(senders * each))
+      << "every message was acknowledged before the kill; nothing was tested";
   ASSERT_TRUE(engine.start());
   for (auto& th : threads) th.join();
-  ASSERT_EQ(total(), static_cast<size_t>(senders * each));
+  ASSERT_EQ(total, static_cast<size_t>(senders * each));
 
   // Every acknowledged message reaches the receiver at least once.
   ASSERT_TRUE(waitFor(
@@ -260,19 +268,32 @@ TEST(EngineEndToEnd, ARouteStoresEachMessageOnceAcrossAKillNine) {
   });
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
-  std::vector<std::string> acked;
+  std::vector<std::string> acked;  // the sender's; read after join
+  std::atomic<size_t> total{0};
   std::atomic<bool> stop{false};
   std::vector<std::pair<std::string, std::string>> msgs;
   for (int i = 0; i < 400; ++i) msgs.emplace_back("R-" + std::to_string(i), hl7("R-" + std::to_string(i), "M"));
-  std::thread sender([&] { sendAll(port, msgs, acked, stop); });
+  std::vector<std::thread> threads;
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~Joiner() {
+      stop = true;
+      for (auto& th : threads)
+        if (th.joinable()) th.join();
+    }
+  } joiner{stop, threads};
+  threads.emplace_back([&] { sendAll(port, msgs, acked, stop, &total); });
   auto routed = [&] {
     return std::stoll("0" + db.value("SELECT count(*) FROM messages m JOIN interfaces i ON i.id = "
                                      "m.interface_id WHERE i.name = 'back'"));
   };
   ASSERT_TRUE(waitFor([&] { return routed() >= 50; }, 60s)) << engine.log();
   engine.kill9();
+  EXPECT_LT(total.load(), msgs.size())
+      << "every message was acknowledged before the kill; nothing was tested";
   ASSERT_TRUE(engine.start());
-  sender.join();
+  threads.front().join();
   // Messages acknowledged twice (no dedupe here) are two messages; what
   // must hold is one routed copy per front message.
   std::string fronts = db.value(

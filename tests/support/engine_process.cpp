@@ -63,9 +63,11 @@ bool EngineProcess::start(std::chrono::seconds timeout) {
   posix_spawn_file_actions_addopen(&fa, 1, logFile_.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   std::string project = project_.string();
-  const char* args[] = {ductusBinary(), "run", project.c_str(), "--database", url_.c_str(),
-                        nullptr};
-  int rc = posix_spawn(&pid_, args[0], &fa, nullptr, const_cast<char**>(args), environ);
+  std::vector<const char*> args = {ductusBinary(), "run", project.c_str(), "--database",
+                                   url_.c_str()};
+  for (auto& a : extraArgs_) args.push_back(a.c_str());
+  args.push_back(nullptr);
+  int rc = posix_spawn(&pid_, args[0], &fa, nullptr, const_cast<char**>(args.data()), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) {
     ADD_FAILURE() << "posix_spawn: " << rc;
@@ -97,6 +99,24 @@ void EngineProcess::kill9() {
   // Its workers notice the closed socket and exit; give them a moment so a
   // restart does not race them for nothing.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
+}
+
+void EngineProcess::signal(int sig) {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+int EngineProcess::wait(std::chrono::seconds timeout) {
+  if (pid_ <= 0) return -1;
+  auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    int st = -1;
+    if (waitpid(pid_, &st, WNOHANG) == pid_) {
+      pid_ = -1;
+      return st;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
 }
 
 int EngineProcess::terminate(std::chrono::seconds timeout) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace ductus::test {
 
@@ -34,6 +35,14 @@ class EngineProcess {
   void kill9();
   // SIGTERM and wait; the exit status.
   int terminate(std::chrono::seconds timeout = std::chrono::seconds(40));
+  // Options after `run PROJECT --database URL` from the next start on
+  // (e.g. {"--stop-timeout", "1s"}).
+  void setExtraArgs(std::vector<std::string> args) { extraArgs_ = std::move(args); }
+  // Sends sig without waiting.
+  void signal(int sig);
+  // Waits for the child to exit; its waitpid status, or -1 (still running,
+  // left running) when the time is up.
+  int wait(std::chrono::seconds timeout);
   std::string log() const;
   pid_t pid() const { return pid_; }
 
@@ -43,6 +52,7 @@ class EngineProcess {
   std::filesystem::path logFile_;
   pid_t pid_ = -1;
   int runs_ = 0;
+  std::vector<std::string> extraArgs_;
 };
 
 // Free TCP port on 127.0.0.1 (bind to 0, read it, close).

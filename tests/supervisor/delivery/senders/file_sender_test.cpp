@@ -4,6 +4,7 @@
 #include "supervisor/delivery/senders/file_sender.h"
 
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -223,8 +224,42 @@ TEST_F(FileSenderTest, ManyWritesAtOnceAllLandShareFolderFsyncsAndCloseWaitsForT
   EXPECT_LT(sender_->folderSyncs(), 40u);
 }
 
+// The names renamed into a folder, in the order the kernel saw them.
+class RenameWatch {
+ public:
+  explicit RenameWatch(const fs::path& dir) : fd_(inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    if (fd_ >= 0) inotify_add_watch(fd_, dir.c_str(), IN_MOVED_TO);
+  }
+  ~RenameWatch() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+  std::vector<std::string> names() {
+    alignas(inotify_event) char buf[64 * 1024];
+    for (;;) {
+      ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) break;
+      for (char* p = buf; p < buf + n;) {
+        auto* e = reinterpret_cast<inotify_event*>(p);
+        if (e->mask & IN_Q_OVERFLOW) names_.push_back("<overflow>");
+        else if (e->len) names_.emplace_back(e->name);
+        p += sizeof(inotify_event) + e->len;
+      }
+    }
+    return names_;
+  }
+
+ private:
+  int fd_;
+  std::vector<std::string> names_;
+};
+
 TEST_F(FileSenderTest, AStreamsFilesAppearInTheOrderTheyWereSentEvenWhenALaterWriteIsQuicker) {
   makeSender(root_.string(), "{id}.txt");
+  // What a reader of the folder sees is the order of the renames, not of
+  // the callbacks: watched as the kernel reports them.
+  RenameWatch renames(root_);
+  ASSERT_TRUE(renames.ok());
   std::vector<int64_t> order;
   for (int i = 0; i < 20; ++i) {
     // The first file is large: unordered, the small ones would land first.
@@ -238,6 +273,9 @@ TEST_F(FileSenderTest, AStreamsFilesAppearInTheOrderTheyWereSentEvenWhenALaterWr
   ASSERT_TRUE(test::runUntil(&loop_, [&] { return order.size() == 20; }));
   for (int i = 0; i < 20; ++i) EXPECT_EQ(order[i], i);
   EXPECT_EQ(listAll(root_).size(), 20u);
+  std::vector<std::string> expected;
+  for (int i = 0; i < 20; ++i) expected.push_back(std::to_string(i) + ".txt");
+  EXPECT_EQ(renames.names(), expected);
 }
 
 TEST_F(FileSenderTest, AfterAFailedWriteTheLaterFilesOfItsStreamFailAndLeaveNothingOthersLand) {
