@@ -155,7 +155,8 @@ class JsonPathReader : public nlohmann::json_sax<nlohmann::json> {
     if (v.is_boolean()) return b.boolean(v.get<bool>());
     if (v.is_number_integer() && !v.is_number_unsigned())
       return b.number_integer(v.get<nlohmann::json::number_integer_t>());
-    if (v.is_number_unsigned()) return b.number_unsigned(v.get<nlohmann::json::number_unsigned_t>());
+    if (v.is_number_unsigned())
+      return b.number_unsigned(v.get<nlohmann::json::number_unsigned_t>());
     if (v.is_number_float()) return b.number_float(v.get<double>(), "");
     auto s = v.get<std::string>();
     return b.string(s);
