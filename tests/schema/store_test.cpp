@@ -112,6 +112,48 @@ TEST_F(Messages, ARelaxedInsertTurnsSynchronousCommitOffForItsOwnTransactionOnly
   EXPECT_EQ(queue(destA_).size(), 3u);
 }
 
+TEST_F(Messages, EachInsertCommitsWithTheDurabilityItsInterfaceAsksForOnTheStoresOwnSessions) {
+  // What the inserting session itself had in force, recorded by a trigger
+  // as each row is written through the Store's own pool: strict must wait
+  // for the WAL flush (on), relaxed must not (off). Anything that made
+  // strict asynchronous (a session default, a statement) shows here on
+  // every run, where a crash test only sees it when the WAL writer is slow.
+  ASSERT_TRUE((*sql_)("CREATE TABLE commit_seen (payload text, sc text)").ok());
+  ASSERT_TRUE((*sql_)("CREATE FUNCTION note_commit() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                      "BEGIN INSERT INTO commit_seen VALUES (convert_from(NEW.payload, 'UTF8'), "
+                      "current_setting('synchronous_commit')); RETURN NEW; END $$")
+                  .ok());
+  ASSERT_TRUE((*sql_)("CREATE TRIGGER note_commit AFTER INSERT ON messages FOR EACH ROW "
+                      "EXECUTE FUNCTION note_commit()")
+                  .ok());
+  for (bool relaxed : {false, true}) {
+    auto m = message(relaxed ? "one relaxed" : "one strict", {destA_});
+    m.relaxed = relaxed;
+    ASSERT_TRUE(insert(m).ok());
+    NewBatch b;
+    b.interfaceId = iface_;
+    b.tier = Tier::Week3;
+    b.destinationIds = {destA_};
+    b.relaxed = relaxed;
+    b.items.push_back(BatchItem{relaxed ? "batch relaxed" : "batch strict", 0, std::nullopt});
+    ASSERT_TRUE(run<BatchStored>([&](auto cb) { store_->insertBatch(b, cb); }).ok());
+  }
+  // Several at once: the coalesced statement.
+  int done = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto m = message("many strict", {destA_});
+    store_->insert(m, [&](Result<StoredMessage> r) {
+      EXPECT_TRUE(r.ok());
+      ++done;
+    });
+  }
+  while (done < 6 && uv_run(&loop_, UV_RUN_ONCE)) {
+  }
+  EXPECT_EQ(text("SELECT string_agg(DISTINCT payload || '=' || sc, ', ' ORDER BY payload || '=' "
+                 "|| sc) FROM commit_seen"),
+            "batch relaxed=off, batch strict=on, many strict=on, one relaxed=off, one strict=on");
+}
+
 TEST_F(Messages, ABatchKeepsItsOrderTreatsARepeatedKeyAsDuplicateAndWritesSourceState) {
   NewBatch b;
   b.interfaceId = iface_;
