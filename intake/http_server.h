@@ -99,8 +99,9 @@ class HttpServer {
   // A socket already bound and listening (systemd, handover); owned from here.
   [[nodiscard]] Status adopt(int fd);
 
-  // Registers an exact path ("/adt"). maxBodyBytes 0 = the server's default.
-  // Refused if the path is taken.
+  // Registers an exact path ("/adt"), or "*" for every path no route has
+  // (`ductus sink`). maxBodyBytes 0 = the server's default. Refused if the
+  // path is taken.
   [[nodiscard]] Status addRoute(std::string path, Handler handler, size_t maxBodyBytes = 0);
   void removeRoute(const std::string& path);
 

@@ -13,6 +13,8 @@
 #include "supervisor/cli/migrate_command.h"
 #include "supervisor/cli/run_command.h"
 #include "supervisor/cli/secret_command.h"
+#include "supervisor/cli/send_command.h"
+#include "supervisor/cli/sink_command.h"
 #include "supervisor/cli/test_command.h"
 #include "supervisor/cli/try_command.h"
 #include "supervisor/cli/validate_command.h"
@@ -54,6 +56,8 @@ int main(int argc, char** argv) {
   addValidateCommand(program, exitCode);
   addTestCommand(program, exitCode);
   addTryCommand(program, exitCode);
+  addSendCommand(program, exitCode);
+  addSinkCommand(program, exitCode);
   addVersionCommand(program, std::string("ductus ") + ductus::kVersionLine, exitCode);
   addHelpCommand(program, exitCode);
   // Listed for completeness; `worker` never reaches this parser (above).

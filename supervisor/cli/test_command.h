@@ -2,7 +2,8 @@
 // confined worker with the SDK's mocks (mock.db, mock.fetch, mock.env,
 // mock.secret) in place of the engine's services. Needs no database. Exit
 // code 0 when every test passed, 1 when one failed (or a test file does not
-// load), 2 on a usage error.
+// load), 2 on a usage error. --junit FILE writes the results as JUnit XML
+// too, for CI servers.
 #pragma once
 
 namespace CLI {

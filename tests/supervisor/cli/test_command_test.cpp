@@ -128,5 +128,66 @@ TEST_F(TestCommand, InterfaceRunsOneInterfacesTests) {
   EXPECT_EQ(WEXITSTATUS(none.exitStatus), 2) << none.out;
 }
 
+TEST_F(TestCommand, JunitWritesASuitePerFileAndACasePerTestEscaped) {
+  write("interfaces/adt/transform.js", "export const transform = (m) => m;\n");
+  write("interfaces/adt/transform.test.js",
+        "import { test, assert } from 'ductus';\n"
+        "test('passes & <logs>', () => { console.log('seen \"here\"'); });\n"
+        "test('compares \"messages\"', () => {\n"
+        "  assert.equal('MSH|^~\\\\&|A\\rPID|1||<42>\\r', 'MSH|^~\\\\&|A\\rPID|1||43\\r');\n"
+        "});\n");
+  write("interfaces/broken/transform.js", "export const transform = (m) => m;\n");
+  write("interfaces/broken/transform.test.js", "import { test } from 'ductus';\nconst = 1;\n");
+  auto report = dir_ / "reports" / "junit.xml";
+  std::filesystem::create_directories(report.parent_path());
+  auto r = runChild({ductusBinary(), "test", "--junit", report.string(), dir_.string()});
+  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  // The console is as without --junit.
+  EXPECT_NE(r.out.find("1 passed, 2 failed"), std::string::npos) << r.out;
+
+  std::ifstream in(report);
+  std::string x((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(x.empty());
+  auto has = [&](const std::string& s) { return x.find(s) != std::string::npos; };
+  auto count = [&](const std::string& s) {
+    size_t n = 0;
+    for (size_t at = x.find(s); at != std::string::npos; at = x.find(s, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(x.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites ", 0), 0u) << x;
+  EXPECT_TRUE(has("<testsuites name=\"ductus test\" tests=\"3\" failures=\"1\" errors=\"1\"")) << x;
+  EXPECT_EQ(count("<testsuite "), 2u) << x;
+  EXPECT_EQ(count("</testsuite>"), 2u) << x;
+  EXPECT_EQ(count("<testcase "), 3u) << x;
+  EXPECT_TRUE(x.ends_with("</testsuites>\n")) << x;
+  EXPECT_TRUE(has("<testsuite name=\"interfaces/adt/transform.test.js\" tests=\"2\" failures=\"1\" "
+                  "errors=\"0\"")) << x;
+  EXPECT_TRUE(has("<testcase name=\"passes &amp; &lt;logs&gt;\" classname=\"adt\"/>")) << x;
+  EXPECT_TRUE(has("<testcase name=\"compares &quot;messages&quot;\" classname=\"adt\">\n"
+                  "      <failure message=\"")) << x;
+  // The failure's text: escaped, each HL7 segment on a line of its own.
+  EXPECT_TRUE(has("MSH|^~\\&amp;|A\nPID|1||&lt;42&gt;")) << x;
+  EXPECT_FALSE(has("\r")) << x;
+  EXPECT_TRUE(has("<system-out>seen \"here\"\n</system-out>")) << x;
+  // A file that does not load is one case with an error, naming file:line.
+  EXPECT_TRUE(has("<testsuite name=\"interfaces/broken/transform.test.js\" tests=\"1\" "
+                  "failures=\"0\" errors=\"1\"")) << x;
+  EXPECT_TRUE(has("<error message=\"")) << x;
+  EXPECT_TRUE(has("interfaces/broken/transform.test.js:2")) << x;
+  // Every element that opens is closed.
+  EXPECT_EQ(count("<failure "), count("</failure>")) << x;
+  EXPECT_EQ(count("<error "), count("</error>")) << x;
+  EXPECT_EQ(count("<testcase ") - count("\"/>\n"), count("</testcase>")) << x;
+}
+
+TEST_F(TestCommand, JunitThatCannotBeWrittenExitsWithOne) {
+  write("interfaces/a/transform.js", "export const transform = (m) => m;\n");
+  write("interfaces/a/transform.test.js", "import { test } from 'ductus';\ntest('a', () => {});\n");
+  auto r = runChild({ductusBinary(), "test", "--junit", (dir_ / "no/such/dir/j.xml").string(),
+                     dir_.string()});
+  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_NE(r.out.find("1 passed, 0 failed"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace ductus::test
