@@ -42,13 +42,13 @@ bool readable(config::Format format, const std::string& type) {
   return true;
 }
 
-HttpResponse plain(int status, std::string text) {
-  return HttpResponse{status, {{"Content-Type", "text/plain"}}, std::move(text) + "\n"};
+net::HttpResponse plain(int status, std::string text) {
+  return net::HttpResponse{status, {{"Content-Type", "text/plain"}}, std::move(text) + "\n"};
 }
 
 }  // namespace
 
-std::optional<HttpResponse> refuseBody(config::Format format, const HttpRequest& req) {
+std::optional<net::HttpResponse> refuseBody(config::Format format, const net::HttpRequest& req) {
   auto ct = req.header("content-type");
   std::string type = ct ? mediaType(*ct) : std::string();
   if (!readable(format, type))

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "common/config/model.h"
-#include "intake/http_server.h"
+#include "common/net/http_server.h"
 
 namespace ductus::intake {
 
@@ -18,6 +18,6 @@ namespace ductus::intake {
 constexpr size_t kMaxCheckedJsonBytes = size_t{1} << 20;
 
 // The refusal to send, or nullopt when the body may be stored.
-std::optional<HttpResponse> refuseBody(config::Format format, const HttpRequest& req);
+std::optional<net::HttpResponse> refuseBody(config::Format format, const net::HttpRequest& req);
 
 }  // namespace ductus::intake

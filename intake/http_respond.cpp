@@ -9,7 +9,7 @@
 
 namespace ductus::intake {
 
-std::string respondRequestJson(const HttpRequest& req) {
+std::string respondRequestJson(const net::HttpRequest& req) {
   nlohmann::json env;
   env["method"] = req.method;
   env["path"] = req.path;
@@ -25,17 +25,17 @@ namespace {
 
 // What a person reading the engine's log needs when a script's answer is
 // refused; the client only learns that the answer was bad.
-HttpResponse refused(const std::string& why) {
+net::HttpResponse refused(const std::string& why) {
   spdlog::warn("respond mode: the script's answer was refused: {}", why);
   return {500, {{"Content-Type", "text/plain"}}, "the interface's answer was not valid HTTP\n"};
 }
 
 }  // namespace
 
-HttpResponse respondResponseOf(std::string_view scriptOutput) try {
+net::HttpResponse respondResponseOf(std::string_view scriptOutput) try {
   auto j = nlohmann::json::parse(scriptOutput, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return {200, {}, std::string(scriptOutput)};
-  HttpResponse resp;
+  net::HttpResponse resp;
   // Everything below reads a value a script chose: each is checked for its
   // type first, since nlohmann throws on a wrong one.
   if (auto st = j.find("status"); st != j.end()) {
@@ -59,7 +59,7 @@ HttpResponse respondResponseOf(std::string_view scriptOutput) try {
   return refused(e.what());  // a value we did not foresee: still never the supervisor's end
 }
 
-HttpResponse respondWithoutOutput(std::string_view outcome) {
+net::HttpResponse respondWithoutOutput(std::string_view outcome) {
   int status = 503;
   if (outcome == "filtered") status = 204;
   if (outcome == "quarantine") status = 500;

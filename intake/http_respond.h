@@ -9,23 +9,23 @@
 #include <string>
 #include <string_view>
 
-#include "intake/http_server.h"
+#include "common/net/http_server.h"
 
 namespace ductus::intake {
 
 // The request as the script receives it. Header values, query and body are
 // read as text the way the SDK reads bytes everywhere: UTF-8 when valid,
 // ISO-8859-1 otherwise.
-std::string respondRequestJson(const HttpRequest& req);
+std::string respondRequestJson(const net::HttpRequest& req);
 
 // The response for what the script returned. An answer that is not valid
 // HTTP (a status that is not an integer 100-599, a header name or value
 // that could inject a line, a Content-Length or Transfer-Encoding of the
 // script's own) becomes a 500, and the log says why.
-HttpResponse respondResponseOf(std::string_view scriptOutput);
+net::HttpResponse respondResponseOf(std::string_view scriptOutput);
 
 // The response when the script returned nothing to send: `outcome` is the
 // outcome's name ("filtered", "quarantine", "transient", ...).
-HttpResponse respondWithoutOutput(std::string_view outcome);
+net::HttpResponse respondWithoutOutput(std::string_view outcome);
 
 }  // namespace ductus::intake

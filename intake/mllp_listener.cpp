@@ -42,16 +42,16 @@ std::string answerFor(std::string_view mshSegment, hl7::AckCode code, std::strin
 
 }  // namespace
 
-struct MllpAnswer::State : AnswerSlot {
+struct MllpAnswer::State : net::AnswerSlot {
   std::string msh;  // the message's MSH segment, to build the ACK from
   ~State();         // answers AE if nobody answered
 };
 
 // The MLLP framing of one accepted connection.
-class MllpConnection final : public StreamConnection {
+class MllpConnection final : public net::StreamConnection {
  public:
   explicit MllpConnection(MllpListener* listener)
-      : StreamConnection(kPendingLimit), listener_(listener), id_(listener->nextConnection_++) {}
+      : net::StreamConnection(kPendingLimit), listener_(listener), id_(listener->nextConnection_++) {}
 
   uint64_t id() const { return id_; }
 
@@ -211,7 +211,7 @@ class MllpConnection final : public StreamConnection {
   std::string frame_;
   bool oversized_ = false;
   bool garbageLogged_ = false;
-  LogThrottle refusals_;
+  net::LogThrottle refusals_;
 };
 
 MllpAnswer::State::~State() {
@@ -234,19 +234,19 @@ MllpListener::MllpListener(uv_loop_t* loop, MllpSettings settings, Handler handl
 
 MllpListener::~MllpListener() = default;
 
-TcpListen MllpListener::how() {
+net::TcpListen MllpListener::how() {
   return {settings_.name, "MLLP", this, &MllpListener::onConnection};
 }
 
 Status MllpListener::listen(const std::string& host, uint16_t port, int backlog) {
-  return listenTcp(loop_, server_, how(), host, port, backlog);
+  return net::listenTcp(loop_, server_, how(), host, port, backlog);
 }
 
-Status MllpListener::adopt(int fd) { return adoptTcp(loop_, server_, how(), fd); }
+Status MllpListener::adopt(int fd) { return net::adoptTcp(loop_, server_, how(), fd); }
 
-std::string MllpListener::address() const { return boundAddress(server_); }
+std::string MllpListener::address() const { return net::boundAddress(server_); }
 
-uint16_t MllpListener::port() const { return boundPort(server_); }
+uint16_t MllpListener::port() const { return net::boundPort(server_); }
 
 void MllpListener::onConnection(uv_stream_t* server, int status) {
   auto* self = static_cast<MllpListener*>(server->data);

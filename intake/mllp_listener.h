@@ -35,8 +35,8 @@
 #include "common/hl7/ack.h"
 #include "common/result.h"
 #include "common/uv_handle.h"
-#include "intake/stream_connection.h"
-#include "intake/tcp_listener.h"
+#include "common/net/stream_connection.h"
+#include "common/net/tcp_listener.h"
 
 namespace ductus::intake {
 
@@ -50,7 +50,7 @@ struct MllpSettings {
   size_t maxMessageBytes = size_t{64} << 20;
   // A name for logs, e.g. the interface's.
   std::string name = "mllp";
-  ConnectionLimits limits;
+  net::ConnectionLimits limits;
 };
 
 class MllpConnection;
@@ -103,13 +103,13 @@ class MllpListener {
  private:
   friend class MllpConnection;
   static void onConnection(uv_stream_t* server, int status);
-  TcpListen how();
+  net::TcpListen how();
 
   uv_loop_t* loop_;
   MllpSettings settings_;
   Handler handler_;
   UvHandle<uv_tcp_t> server_;
-  ConnectionSet connections_;
+  net::ConnectionSet connections_;
   uint64_t nextConnection_ = 1;
 };
 

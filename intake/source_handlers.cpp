@@ -18,9 +18,9 @@ MllpListener::Handler mllpIntoIntake(Intake& intake) {
   };
 }
 
-HttpServer::Handler httpQueueIntoIntake(Intake& intake, config::Format format) {
+net::HttpServer::Handler httpQueueIntoIntake(Intake& intake, config::Format format) {
   Intake* in = &intake;
-  return [in, format](const HttpRequest& req, HttpRespond respond) {
+  return [in, format](const net::HttpRequest& req, net::HttpRespond respond) {
     if (req.method != "POST" && req.method != "PUT")
       return respond({405, {{"Allow", "POST, PUT"}}, "use POST\n"});
     if (auto refused = refuseBody(format, req)) return respond(*refused);

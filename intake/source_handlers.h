@@ -5,7 +5,7 @@
 #pragma once
 
 #include "common/config/model.h"
-#include "intake/http_server.h"
+#include "common/net/http_server.h"
 #include "intake/mllp_listener.h"
 
 namespace ductus::intake {
@@ -13,6 +13,6 @@ namespace ductus::intake {
 class Intake;
 
 MllpListener::Handler mllpIntoIntake(Intake& intake);
-HttpServer::Handler httpQueueIntoIntake(Intake& intake, config::Format format);
+net::HttpServer::Handler httpQueueIntoIntake(Intake& intake, config::Format format);
 
 }  // namespace ductus::intake

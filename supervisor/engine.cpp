@@ -9,7 +9,7 @@
 #include "common/countdown.h"
 #include "intake/file_source.h"
 #include "intake/http_respond.h"
-#include "intake/http_server.h"
+#include "common/net/http_server.h"
 #include "intake/intake.h"
 #include "intake/mllp_listener.h"
 #include "intake/schedule_source.h"
@@ -57,8 +57,8 @@ store::Tier tierOf(config::Retention r) {
 bool queued(const InterfaceConfig& c) { return !c.respondMode(); }
 
 // ductus.yaml's limits: for every listener; the rest keep their defaults.
-intake::ConnectionLimits connectionLimits(const config::EngineConfig& e) {
-  intake::ConnectionLimits l;
+net::ConnectionLimits connectionLimits(const config::EngineConfig& e) {
+  net::ConnectionLimits l;
   l.maxConnections = e.limits.connectionsPerListener;
   l.idleTimeout = e.limits.idleTimeout;
   l.frameDeadline = e.limits.frameDeadline;
@@ -361,20 +361,20 @@ Status Engine::openSource(Iface& f) {
     std::string key = h->listen.toString();
     auto& server = http_[key];
     if (!server) {
-      intake::HttpSettings hs;
+      net::HttpSettings hs;
       hs.name = key;
       hs.limits = connectionLimits(project_.engine);
-      server = std::make_unique<intake::HttpServer>(loop_, hs);
+      server = std::make_unique<net::HttpServer>(loop_, hs);
       if (auto s = server->listen(h->listen.host, h->listen.port); !s)
         return Error{c.name + ": http " + key + ": " + s.error().message};
     }
-    intake::HttpServer::Handler handler;
+    net::HttpServer::Handler handler;
     if (h->mode == config::HttpMode::Queue) {
       handler = intake::httpQueueIntoIntake(*f.intake, c.format);
     } else {
       WorkerPool* pool = workers_.get();
       WorkerPool::FunctionId fn = f.functions.at(0);
-      handler = [pool, fn](const intake::HttpRequest& req, intake::HttpRespond respond) {
+      handler = [pool, fn](const net::HttpRequest& req, net::HttpRespond respond) {
         pool->invoke(fn, intake::respondRequestJson(req), CallMeta{}, [respond](Outcome o) {
           if (o.kind != Outcome::Kind::Output)
             return respond(intake::respondWithoutOutput(outcomeKindName(o.kind)));

@@ -30,10 +30,12 @@ class Store;
 namespace ductus::intake {
 class Intake;
 class MllpListener;
-class HttpServer;
 class ScheduleSource;
 class FileSource;
 }  // namespace ductus::intake
+namespace ductus::net {
+class HttpServer;
+}
 namespace ductus::senders {
 class Sender;
 class CurlMulti;
@@ -96,7 +98,7 @@ class Engine {
   std::vector<std::unique_ptr<Iface>> ifaces_;
   std::map<std::string, Iface*> byName_;
   std::vector<std::unique_ptr<intake::MllpListener>> mllp_;
-  std::map<std::string, std::unique_ptr<intake::HttpServer>> http_;  // by host:port
+  std::map<std::string, std::unique_ptr<net::HttpServer>> http_;  // by host:port
   std::vector<std::unique_ptr<intake::ScheduleSource>> schedules_;
   std::vector<std::unique_ptr<intake::FileSource>> files_;
   std::vector<std::string> listenerLines_;

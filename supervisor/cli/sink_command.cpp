@@ -21,7 +21,7 @@
 #include "common/log.h"
 #include "common/result.h"
 #include "common/text.h"
-#include "intake/http_server.h"
+#include "common/net/http_server.h"
 #include "intake/mllp_listener.h"
 #include "supervisor/cli/command_line.h"
 
@@ -97,12 +97,12 @@ class Sink {
       std::printf("ductus sink: MLLP on %s, answering %s; Ctrl-C stops\n", mllp_->address().c_str(),
                   args_.ack.c_str());
     } else {
-      intake::HttpSettings settings;
+      net::HttpSettings settings;
       settings.name = "ductus sink";  // its errors and log lines start with it
       settings.maxBodyBytes = maxBytes_;
-      http_ = std::make_unique<intake::HttpServer>(loop_, settings);
+      http_ = std::make_unique<net::HttpServer>(loop_, settings);
       auto routed =
-          http_->addRoute("*", [this](const intake::HttpRequest& req, intake::HttpRespond respond) {
+          http_->addRoute("*", [this](const net::HttpRequest& req, net::HttpRespond respond) {
             onRequest(req, respond);
           });
       if (!routed) return routed;
@@ -184,7 +184,7 @@ class Sink {
     answer(code, text);
   }
 
-  void onRequest(const intake::HttpRequest& req, const intake::HttpRespond& respond) {
+  void onRequest(const net::HttpRequest& req, const net::HttpRespond& respond) {
     ++received_;
     int status = args_.status;
     std::string type(req.header("content-type").value_or(""));
@@ -207,7 +207,7 @@ class Sink {
                 where.c_str(), status);
     if (args_.out.empty() && !req.body.empty()) std::printf("%s\n", forTerminal(req.body).c_str());
     std::fflush(stdout);
-    respond(intake::HttpResponse{status, {{"Content-Type", "text/plain"}}, body});
+    respond(net::HttpResponse{status, {{"Content-Type", "text/plain"}}, body});
   }
 
   uv_loop_t* loop_;
@@ -215,7 +215,7 @@ class Sink {
   size_t maxBytes_;
   hl7::AckCode code_;
   std::unique_ptr<intake::MllpListener> mllp_;
-  std::unique_ptr<intake::HttpServer> http_;
+  std::unique_ptr<net::HttpServer> http_;
   uint64_t received_ = 0;
   uint64_t next_ = 1;  // the next saved file's number
 };

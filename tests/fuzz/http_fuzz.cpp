@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "intake/http_server.h"
+#include "common/net/http_server.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/loop_client.h"
 
@@ -30,10 +30,10 @@ using fuzz::show;
 
 struct Server {
   uv_loop_t loop;
-  std::unique_ptr<intake::HttpServer> http;
+  std::unique_ptr<net::HttpServer> http;
   uint16_t port = 0;
 
-  static void look(const intake::HttpRequest& req) {
+  static void look(const net::HttpRequest& req) {
     // Everything a source handler reads.
     FUZZ_CHECK(!req.method.empty(), "a request without a method");
     FUZZ_CHECK(req.path.find('?') == std::string::npos, "the path holds the query: " + show(req.path));
@@ -46,26 +46,26 @@ struct Server {
 
   Server() {
     uv_loop_init(&loop);
-    intake::HttpSettings settings;
+    net::HttpSettings settings;
     settings.maxHeaderBytes = 4 * 1024;
     settings.maxBodyBytes = 64 * 1024;
     settings.name = "fuzz-http";
-    http = std::make_unique<intake::HttpServer>(&loop, settings);
-    auto answer = [](const intake::HttpRequest& req, intake::HttpRespond respond) {
+    http = std::make_unique<net::HttpServer>(&loop, settings);
+    auto answer = [](const net::HttpRequest& req, net::HttpRespond respond) {
       look(req);
       FUZZ_CHECK(req.path == "/fuzz" || req.path == "/small", "routed by another path: " + show(req.path));
       FUZZ_CHECK(req.path != "/small" || req.body.size() <= 16,
                  "/small got a body of " + std::to_string(req.body.size()) + " bytes");
-      respond(intake::HttpResponse{200, {{"Content-Type", "text/plain"}},
+      respond(net::HttpResponse{200, {{"Content-Type", "text/plain"}},
                                    std::to_string(req.body.size()) + "\n"});
       FUZZ_CHECK(respond.responded(), "responded() is false after the response");
-      respond(intake::HttpResponse{500, {}, "second response: must do nothing"});
+      respond(net::HttpResponse{500, {}, "second response: must do nothing"});
     };
     auto ok = http->addRoute("/fuzz", answer);
     FUZZ_CHECK(ok, "addRoute /fuzz");
     ok = http->addRoute("/small", answer, 16);
     FUZZ_CHECK(ok, "addRoute /small");
-    ok = http->addRoute("/drop", [](const intake::HttpRequest& req, intake::HttpRespond) { look(req); });
+    ok = http->addRoute("/drop", [](const net::HttpRequest& req, net::HttpRespond) { look(req); });
     FUZZ_CHECK(ok, "addRoute /drop");
     auto s = http->listen("127.0.0.1", 0);
     FUZZ_CHECK(s, s ? "" : s.error().message);

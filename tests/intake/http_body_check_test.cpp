@@ -9,8 +9,8 @@ namespace {
 
 using config::Format;
 
-HttpRequest post(std::string body, std::optional<std::string> contentType) {
-  HttpRequest r;
+net::HttpRequest post(std::string body, std::optional<std::string> contentType) {
+  net::HttpRequest r;
   r.method = "POST";
   r.path = "/in";
   r.body = std::move(body);

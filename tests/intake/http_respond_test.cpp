@@ -55,7 +55,7 @@ TEST(HttpRespond, AnOutcomeWithoutOutputMapsToItsStatus) {
 }
 
 TEST(HttpRespond, TheRequestReachesTheScriptAsJsonWithItsBytesAsText) {
-  HttpRequest req;
+  net::HttpRequest req;
   req.method = "POST";
   req.path = "/x";
   req.query = "a=1";

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "common/fd.h"
-#include "tests/intake/log_capture.h"
-#include "tests/intake/loop_thread.h"
+#include "tests/support/log_capture.h"
+#include "tests/support/loop_thread.h"
 #include "tests/support/mllp_client.h"
 
 namespace ductus::intake {

@@ -34,10 +34,10 @@
 
 #include "common/result.h"
 #include "common/uv_handle.h"
-#include "intake/stream_connection.h"
-#include "intake/tcp_listener.h"
+#include "common/net/stream_connection.h"
+#include "common/net/tcp_listener.h"
 
-namespace ductus::intake {
+namespace ductus::net {
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
@@ -133,4 +133,4 @@ class HttpServer {
 // "Not Found" for 404 etc.; "Unknown" for codes we never send.
 std::string_view httpReason(int status);
 
-}  // namespace ductus::intake
+}  // namespace ductus::net

@@ -1,4 +1,4 @@
-#include "intake/http_server.h"
+#include "common/net/http_server.h"
 
 #include <llhttp.h>
 #include <spdlog/spdlog.h>
@@ -8,7 +8,7 @@
 
 #include "common/config/duration.h"
 
-namespace ductus::intake {
+namespace ductus::net {
 namespace {
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -368,4 +368,4 @@ void HttpServer::close(std::function<void()> onClosed) {
   connections_.closeAll(std::move(onClosed));
 }
 
-}  // namespace ductus::intake
+}  // namespace ductus::net

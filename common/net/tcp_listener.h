@@ -13,7 +13,7 @@
 #include "common/result.h"
 #include "common/uv_handle.h"
 
-namespace ductus::intake {
+namespace ductus::net {
 
 // "127.0.0.1:2575", "[::1]:2575".
 std::string formatAddress(const sockaddr_storage& ss);
@@ -36,4 +36,4 @@ Status adoptTcp(uv_loop_t* loop, UvHandle<uv_tcp_t>& server, const TcpListen& ho
 std::string boundAddress(const UvHandle<uv_tcp_t>& server);
 uint16_t boundPort(const UvHandle<uv_tcp_t>& server);
 
-}  // namespace ductus::intake
+}  // namespace ductus::net

@@ -1,4 +1,4 @@
-#include "intake/stream_connection.h"
+#include "common/net/stream_connection.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "common/config/duration.h"
-#include "intake/tcp_listener.h"
+#include "common/net/tcp_listener.h"
 
-namespace ductus::intake {
+namespace ductus::net {
 namespace {
 
 constexpr size_t kReadBuffer = 64 * 1024;
@@ -547,4 +547,4 @@ void StreamConnection::sweep(uint64_t now) {
   }
 }
 
-}  // namespace ductus::intake
+}  // namespace ductus::net

@@ -37,7 +37,7 @@
 
 #include "common/uv_handle.h"
 
-namespace ductus::intake {
+namespace ductus::net {
 
 // What one listener lets its peers hold: descriptors, buffers, log lines.
 // Each has a default an engine can live with; `limits:` in ductus.yaml
@@ -330,4 +330,4 @@ class StreamConnection {
   std::weak_ptr<AnswerSlot> inflight_;
 };
 
-}  // namespace ductus::intake
+}  // namespace ductus::net

@@ -1,11 +1,11 @@
-#include "intake/tcp_listener.h"
+#include "common/net/tcp_listener.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-namespace ductus::intake {
+namespace ductus::net {
 namespace {
 
 Status startListening(UvHandle<uv_tcp_t>& server, const TcpListen& how, int backlog) {
@@ -94,4 +94,4 @@ uint16_t boundPort(const UvHandle<uv_tcp_t>& server) {
   return 0;
 }
 
-}  // namespace ductus::intake
+}  // namespace ductus::net
