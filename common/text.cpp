@@ -37,6 +37,10 @@ bool isUtf8(std::string_view s) {
 
 std::string asText(std::string_view bytes) {
   if (isUtf8(bytes)) return std::string(bytes);
+  return latin1AsUtf8(bytes);
+}
+
+std::string latin1AsUtf8(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size() * 2);
   for (unsigned char c : bytes) {

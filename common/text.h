@@ -16,6 +16,10 @@ bool isUtf8(std::string_view s);
 // UTF-8 as it is; anything else read as ISO-8859-1.
 std::string asText(std::string_view bytes);
 
+// Each byte one ISO-8859-1 character, written in UTF-8 (for text known to
+// be ISO-8859-1, whatever UTF-8 its bytes may also happen to spell).
+std::string latin1AsUtf8(std::string_view bytes);
+
 // ASCII letters lowered, other bytes as they are: HTTP header names and
 // media types, URL schemes, cron's month and day names.
 std::string asciiLower(std::string_view s);

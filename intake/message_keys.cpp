@@ -14,6 +14,12 @@
 namespace ductus::intake {
 namespace {
 
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
 // A JSON path ("a.b", "$.a.b", "ids[0]", "a.list[2].id") as its steps: an
 // object member by name or an array element by index. A path that can't
 // be read ("a[x]", "a[") has no steps and finds nothing.
@@ -221,11 +227,23 @@ class JsonPathReader : public nlohmann::json_sax<nlohmann::json> {
 // The values at `paths` in one message, read in one pass ("" for a path
 // that is absent or a message that can't be read).
 std::vector<std::string> valuesAt(config::Format format, std::string_view payload,
-                                  const std::vector<std::string_view>& paths) {
+                                  const std::vector<std::string_view>& paths,
+                                  config::Charset charset) {
   std::vector<std::string> values(paths.size());
   if (format == config::Format::Hl7v2) {
-    if (auto m = hl7::MessageView::parse(payload))
-      for (size_t i = 0; i < paths.size(); ++i) values[i] = std::string(m->get(paths[i]));
+    auto m = hl7::MessageView::parse(payload);
+    if (!m) return values;
+    bool latin1 = charset == config::Charset::Latin1;
+    if (charset == config::Charset::Auto) {
+      std::string_view declared = trimmed(m->get("MSH.18"));
+      latin1 = !declared.empty() && !namesUtf8(declared);
+    }
+    // Bytes that are not UTF-8 are read as ISO-8859-1 whatever is declared,
+    // as the SDK does (nothing replaced, the same bytes the same text).
+    for (size_t i = 0; i < paths.size(); ++i) {
+      std::string_view raw = m->get(paths[i]);
+      values[i] = latin1 ? latin1AsUtf8(raw) : asText(raw);
+    }
   } else if (format == config::Format::Json) {
     std::vector<std::vector<JsonStep>> steps;
     for (auto p : paths) steps.push_back(jsonPath(p));
@@ -233,10 +251,10 @@ std::vector<std::string> valuesAt(config::Format format, std::string_view payloa
     // ISO-8859-1 read as its characters, as the HTTP body check and the
     // SDK read it: nlohmann refuses it as it is, which lost the keys (a
     // duplicate stored, a patient's messages in two lanes).
-    if (isUtf8(payload)) {
+    if (charset != config::Charset::Latin1 && isUtf8(payload)) {
       nlohmann::json::sax_parse(payload.begin(), payload.end(), &reader);
     } else {
-      std::string text = asText(payload);
+      std::string text = latin1AsUtf8(payload);
       nlohmann::json::sax_parse(text.begin(), text.end(), &reader);
     }
     if (!reader.failed())
@@ -247,8 +265,14 @@ std::vector<std::string> valuesAt(config::Format format, std::string_view payloa
 
 }  // namespace
 
-std::string valueAt(config::Format format, std::string_view payload, std::string_view path) {
-  return valuesAt(format, payload, {path}).front();
+std::string valueAt(config::Format format, std::string_view payload, std::string_view path,
+                    config::Charset charset) {
+  return valuesAt(format, payload, {path}, charset).front();
+}
+
+bool namesUtf8(std::string_view msh18) {
+  std::string cs = asciiLower(trimmed(msh18));
+  return cs == "unicode utf-8" || cs == "unicode utf8" || cs == "utf-8" || cs == "utf8";
 }
 
 std::string storableKey(std::string_view raw) {
@@ -264,7 +288,7 @@ MessageKeys keysOf(const KeySpec& spec, std::string_view payload) {
   std::vector<std::string_view> paths;
   if (ordered) paths.push_back(*spec.orderingKey);
   if (spec.dedupeKey) paths.push_back(*spec.dedupeKey);
-  auto values = valuesAt(spec.format, payload, paths);
+  auto values = valuesAt(spec.format, payload, paths, spec.charset);
   if (ordered)
     k.lane = static_cast<int32_t>(partition_of(values.front(), spec.partitions));
   if (spec.dedupeKey && !values.back().empty()) k.dedupe = storableKey(values.back());

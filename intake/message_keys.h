@@ -18,6 +18,11 @@ namespace ductus::intake {
 
 struct KeySpec {
   config::Format format = config::Format::Hl7v2;
+  // How the payload's bytes become the keys' text, as the SDK reads them
+  // (sdk/ductus.js, "charsets"): forced by the interface, else MSH-18 for
+  // HL7 when set, else UTF-8 when the bytes are UTF-8 and ISO-8859-1 when
+  // not. So a patient's MRN is one key whichever charset a sender used.
+  config::Charset charset = config::Charset::Auto;
   std::optional<std::string> orderingKey;
   uint32_t partitions = 1;
   std::optional<std::string> dedupeKey;
@@ -39,8 +44,13 @@ MessageKeys keysOf(const KeySpec& spec, std::string_view payload);
 constexpr size_t kMaxStoredKeyBytes = 512;
 std::string storableKey(std::string_view raw);
 
-// The value at `path` in a message of `format` ("" when absent or the
-// message can't be read).
-std::string valueAt(config::Format format, std::string_view payload, std::string_view path);
+// The value at `path` in a message of `format`, as UTF-8 text read with the
+// charset rule above ("" when absent or the message can't be read).
+std::string valueAt(config::Format format, std::string_view payload, std::string_view path,
+                    config::Charset charset = config::Charset::Auto);
+
+// Whether an HL7 MSH-18 value names UTF-8 ("UNICODE UTF-8", "UTF-8", "UTF8";
+// anything else set names ISO-8859-1 or a charset read as it).
+bool namesUtf8(std::string_view msh18);
 
 }  // namespace ductus::intake

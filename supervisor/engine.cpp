@@ -263,6 +263,7 @@ Status Engine::buildDelivery() {
     is.destinationIds = f->destinationIds;
     is.relaxed = c.durability == config::Durability::Relaxed;
     is.keys.format = c.format;
+    is.keys.charset = c.charset;
     if (c.ordering) {
       is.keys.orderingKey = c.ordering->key;
       is.keys.partitions = c.ordering->partitions;

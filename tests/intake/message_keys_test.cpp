@@ -67,6 +67,59 @@ TEST(KeysOf, JsonInIsoLatin1StillHasItsKeys) {
   EXPECT_NE(latin1.lane, keysOf(spec, "{\"id\":\"x\"}").lane);  // not the empty key's lane
 }
 
+// A message with MSH-18 set to `charset` (empty: not set) and `mrn` in PID-3.
+std::string withCharset(const std::string& charset, const std::string& mrn) {
+  return "MSH|^~\\&|SEND|FAC|RECV|FAC|20260101120000||ADT^A01|C1|P|2.5||||||" + charset +
+         "\rPID|1||" + mrn + "^^^H||Doe^John\r";
+}
+
+KeySpec byMrn(config::Charset charset = config::Charset::Auto) {
+  KeySpec spec;
+  spec.dedupeKey = "PID.3.1";
+  spec.orderingKey = "PID.3.1";
+  spec.partitions = 64;
+  spec.charset = charset;
+  return spec;
+}
+
+TEST(KeysOf, HL7KeysAreReadInTheCharsetTheMessageDeclares) {
+  // "Müller" in UTF-8 (C3 BC) and in ISO-8859-1 (FC), declared or not: one
+  // patient, one key, one lane, as the SDK reads it.
+  const std::string utf8 = "M\xc3\xbcller", latin1 = "M\xfcller";
+  auto a = keysOf(byMrn(), withCharset("UNICODE UTF-8", utf8));
+  auto b = keysOf(byMrn(), withCharset("8859/1", latin1));
+  auto c = keysOf(byMrn(), withCharset("", utf8));
+  auto d = keysOf(byMrn(), withCharset("", latin1));
+  for (auto* k : {&a, &b, &c, &d}) {
+    ASSERT_TRUE(k->dedupe.has_value());
+    EXPECT_EQ(*k->dedupe, utf8);
+    EXPECT_EQ(k->lane, a.lane);
+  }
+  // Declared ISO-8859-1, the bytes C3 BC are two characters, "Ã¼", even
+  // though they would also spell ü in UTF-8.
+  auto e = keysOf(byMrn(), withCharset("ISO IR100", utf8));
+  ASSERT_TRUE(e.dedupe.has_value());
+  EXPECT_EQ(*e.dedupe, "M\xc3\x83\xc2\xbcller");
+  // The interface may force one over what the message says.
+  auto f = keysOf(byMrn(config::Charset::Latin1), withCharset("UNICODE UTF-8", utf8));
+  EXPECT_EQ(*f.dedupe, "M\xc3\x83\xc2\xbcller");
+  auto g = keysOf(byMrn(config::Charset::Utf8), withCharset("8859/1", utf8));
+  EXPECT_EQ(*g.dedupe, utf8);
+  // Bytes that are not UTF-8 are never read as UTF-8, whatever is declared.
+  auto h = keysOf(byMrn(config::Charset::Utf8), withCharset("UNICODE UTF-8", latin1));
+  EXPECT_EQ(*h.dedupe, utf8);
+}
+
+TEST(KeysOf, JsonForcedToIsoLatin1IsReadAsIt) {
+  KeySpec spec;
+  spec.format = config::Format::Json;
+  spec.dedupeKey = "id";
+  spec.charset = config::Charset::Latin1;
+  auto k = keysOf(spec, "{\"id\":\"A\xc3\xa9\"}");
+  ASSERT_TRUE(k.dedupe.has_value());
+  EXPECT_EQ(*k.dedupe, "A\xc3\x83\xc2\xa9");
+}
+
 TEST(KeysOf, AnEmptyControlIdMeansNoDedupeKey) {
   EXPECT_FALSE(keysOf(dedupeOnControlId(), adt("")).dedupe.has_value());
 }
