@@ -23,6 +23,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -142,6 +143,10 @@ class Store {
   void settleFinished(int64_t interfaceId, Callback<int64_t> cb);
   // Interfaces with a pending message or delivery (loose index scans).
   void withWaiting(Callback<std::vector<int64_t>> cb);
+  // Pending deliveries per destination id (destinations with none are left
+  // out): a count over the partial queue index, which holds only pending
+  // rows, so it costs what is waiting, not what was ever stored.
+  void waitingCounts(Callback<std::map<int64_t, int64_t>> cb);
   // Is a message of this interface still pending? (schedules skip a run)
   void hasPending(int64_t interfaceId, Callback<bool> cb);
 

@@ -442,6 +442,12 @@ ORDER BY m.id
 LIMIT $2
 )";
 
+// Pending deliveries per destination: the partial queue index holds only
+// pending rows (status = 0), so this reads what waits and nothing else.
+constexpr const char* kWaitingCounts = R"(
+SELECT destination_id, count(*) FROM deliveries WHERE status = 0 GROUP BY destination_id
+)";
+
 // Interfaces with something waiting: two loose index scans (one step per
 // distinct value) over the pending partial indexes.
 constexpr const char* kWithWaiting = R"(

@@ -308,7 +308,7 @@ Status Engine::buildDelivery() {
       }
       t.sender = sender.get();
       t.onlyDestination = c.destinations.size() == 1 && !t.route;
-      t.activity = &f->activity->addDestination(d.name, t.route != nullptr);
+      t.activity = &f->activity->addDestination(d.name, t.route != nullptr, t.destinationId);
       f->senders.push_back(std::move(sender));
       std::vector<std::unique_ptr<delivery::DeliveryLoop>> loops;
       for (uint32_t s = 0; s < f->slots; ++s) {
@@ -327,8 +327,13 @@ Status Engine::buildDelivery() {
     if (f->waiting)
       for (auto& perDest : f->loops)
         for (auto& l : perDest) l->wake();
-  activityReporter_ =
-      std::make_unique<delivery::ActivityReporter>(loop_, *activity_, std::chrono::minutes(1));
+  activityReporter_ = std::make_unique<delivery::ActivityReporter>(
+      loop_, *activity_, std::chrono::minutes(1), [this](auto answer) {
+        store_->waitingCounts([answer](Result<std::map<int64_t, int64_t>> r) {
+          if (!r) spdlog::warn("counting the waiting deliveries failed: {}", r.error().message);
+          answer(r ? std::optional(std::move(*r)) : std::nullopt);
+        });
+      });
   return {};
 }
 

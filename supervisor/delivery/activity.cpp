@@ -23,8 +23,10 @@ DestinationCounts minus(const DestinationCounts& now, const DestinationCounts* b
   return d;
 }
 
+// Something happened, or messages wait (moving or stuck: either is news).
 bool changed(const DestinationCounts& d) {
-  return d.sent || d.filtered || d.quarantined || d.routed || d.retries;
+  return d.sent || d.filtered || d.quarantined || d.routed || d.retries ||
+         (d.waiting && *d.waiting > 0);
 }
 
 // "3 sent, 1 filtered, 0 quarantined" (a route: "3 routed, ..."), and the
@@ -34,6 +36,7 @@ std::string outcomes(const DestinationCounts& d) {
                           : std::to_string(d.sent) + " sent, ";
   s += std::to_string(d.filtered) + " filtered, " + std::to_string(d.quarantined) + " quarantined";
   if (d.retries) s += ", " + std::to_string(d.retries) + " retried";
+  if (d.waiting) s += ", " + std::to_string(*d.waiting) + " waiting";
   return s;
 }
 
@@ -48,7 +51,7 @@ std::vector<InterfaceCounts> ActivityCounters::snapshot() const {
     for (const auto& d : i.destinations)
       c.destinations.push_back(DestinationCounts{d.name, d.route, load(d.sent), load(d.filtered),
                                                  load(d.quarantined), load(d.routed),
-                                                 load(d.retries)});
+                                                 load(d.retries), d.destinationId, std::nullopt});
     out.push_back(std::move(c));
   }
   return out;
@@ -89,8 +92,9 @@ std::vector<ActivityLine> summarize(const std::vector<InterfaceCounts>& before,
 }
 
 ActivityReporter::ActivityReporter(uv_loop_t* loop, const ActivityCounters& counters,
-                                   std::chrono::milliseconds every)
+                                   std::chrono::milliseconds every, WaitingCounts waiting)
     : counters_(counters),
+      waiting_(std::move(waiting)),
       period_(every == std::chrono::minutes(1) ? "minute" : config::formatDuration(every)),
       last_(counters.snapshot()),
       timer_(makeTimer(loop, this)) {
@@ -105,15 +109,36 @@ ActivityReporter::ActivityReporter(uv_loop_t* loop, const ActivityCounters& coun
 
 void ActivityReporter::report() {
   auto now = counters_.snapshot();
+  if (!waiting_) return log(std::move(now));
+  if (asking_) return;
+  asking_ = true;
+  auto alive = alive_;
+  waiting_([this, alive, now = std::move(now)](
+               std::optional<std::map<int64_t, int64_t>> counts) mutable {
+    if (!*alive) return;
+    asking_ = false;
+    if (counts)
+      for (auto& i : now)
+        for (auto& d : i.destinations) {
+          if (!d.destinationId) continue;
+          auto it = counts->find(d.destinationId);
+          d.waiting = it == counts->end() ? 0 : it->second;
+        }
+    log(std::move(now));
+  });
+}
+
+void ActivityReporter::log(std::vector<InterfaceCounts> now) {
   for (const auto& line : summarize(last_, now, period_)) {
     const InterfaceCounts& c = line.change;
-    int64_t sent = 0, filtered = 0, quarantined = 0, routed = 0, retries = 0;
+    int64_t sent = 0, filtered = 0, quarantined = 0, routed = 0, retries = 0, waiting = 0;
     for (const auto& d : c.destinations) {
       sent += d.sent;
       filtered += d.filtered;
       quarantined += d.quarantined;
       routed += d.routed;
       retries += d.retries;
+      waiting += d.waiting.value_or(0);
     }
     logWith(spdlog::level::info,
             LogFields{c.name, {}, 0,
@@ -123,7 +148,8 @@ void ActivityReporter::report() {
                        {"filtered", filtered},
                        {"quarantined", quarantined},
                        {"routed", routed},
-                       {"retries", retries}}},
+                       {"retries", retries},
+                       {"waiting", waiting}}},
             "{}", line.text);
   }
   last_ = std::move(now);

@@ -17,6 +17,10 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,9 +34,11 @@ inline void count(std::atomic<int64_t>& counter, int64_t n = 1) {
 }
 
 struct DestinationActivity {
-  DestinationActivity(std::string n, bool r) : name(std::move(n)), route(r) {}
+  DestinationActivity(std::string n, bool r, int64_t id = 0)
+      : name(std::move(n)), route(r), destinationId(id) {}
   const std::string name;
   const bool route;  // its outputs go into another interface's queue
+  const int64_t destinationId;  // in the store (0: none, as in some tests)
   std::atomic<int64_t> sent{0};
   std::atomic<int64_t> filtered{0};
   std::atomic<int64_t> quarantined{0};
@@ -49,8 +55,9 @@ struct InterfaceActivity {
   // loops hold its address).
   std::deque<DestinationActivity> destinations;
 
-  DestinationActivity& addDestination(std::string name, bool route = false) {
-    return destinations.emplace_back(std::move(name), route);
+  DestinationActivity& addDestination(std::string name, bool route = false,
+                                      int64_t destinationId = 0) {
+    return destinations.emplace_back(std::move(name), route, destinationId);
   }
 };
 
@@ -59,6 +66,8 @@ struct DestinationCounts {
   std::string name;
   bool route = false;
   int64_t sent = 0, filtered = 0, quarantined = 0, routed = 0, retries = 0;
+  int64_t destinationId = 0;
+  std::optional<int64_t> waiting;  // pending now, when the store was asked
 };
 struct InterfaceCounts {
   std::string name;
@@ -91,21 +100,38 @@ std::vector<ActivityLine> summarize(const std::vector<InterfaceCounts>& before,
                                     const std::vector<InterfaceCounts>& now,
                                     std::string_view period);
 
+// Pending deliveries per destination id, asked of the store each report
+// (Store::waitingCounts); answers on the loop, nullopt when it could not.
+using WaitingCounts = std::function<void(
+    std::function<void(std::optional<std::map<int64_t, int64_t>>)> answer)>;
+
 // Logs summarize()'s lines at info every `every`, on the loop's timer (a
 // snapshot is a few loads per destination: nothing that blocks the loop).
+// With `waiting`, each line also says how many wait per destination, and a
+// destination with messages waiting that sent nothing in the period is
+// said too: a queue that does not move is what an operator must hear of.
 class ActivityReporter {
  public:
   ActivityReporter(uv_loop_t* loop, const ActivityCounters& counters,
-                   std::chrono::milliseconds every);
+                   std::chrono::milliseconds every, WaitingCounts waiting = {});
 
-  // Logs what changed since the last report.
+  // Logs what changed since the last report (asks for the waiting counts
+  // first, when it can).
   void report();
 
  private:
+  void log(std::vector<InterfaceCounts> now);
+
   const ActivityCounters& counters_;
+  WaitingCounts waiting_;
+  bool asking_ = false;  // a count is in flight: the next tick does not ask again
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::string period_;
   std::vector<InterfaceCounts> last_;
   UvHandle<uv_timer_t> timer_;
+
+ public:
+  ~ActivityReporter() { *alive_ = false; }
 };
 
 }  // namespace ductus::delivery

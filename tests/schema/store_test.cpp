@@ -643,6 +643,17 @@ TEST_F(Messages, ReconcileWorksInPagesAndFinishesEveryPage) {
   EXPECT_EQ(again->deliveriesAdded + again->deliveriesFiltered + again->deliveriesFinished, 0);
 }
 
+TEST_F(Messages, WaitingCountsArePendingDeliveriesPerDestination) {
+  std::vector<StoredMessage> ms;
+  for (int i = 0; i < 4; ++i) ms.push_back(*insert(message("m", {destA_, destB_})));
+  Outcomes o;
+  for (int i = 0; i < 3; ++i) o.push_back(outcome(ms[i].ref, MessageStatus::Sent));
+  flush(destA_, o);
+  auto r = run<std::map<int64_t, int64_t>>([&](auto cb) { store_->waitingCounts(cb); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, (std::map<int64_t, int64_t>{{destA_, 1}, {destB_, 4}}));  // C: none, left out
+}
+
 TEST_F(Messages, SettleFinishedSettlesMessagesLeftPendingWithNothingPending) {
   std::vector<StoredMessage> ms;
   for (int i = 0; i < 5; ++i) ms.push_back(*insert(message("m", {destA_})));

@@ -7,7 +7,7 @@
 
 #include <chrono>
 
-#include "tests/intake/log_capture.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/run_until.h"
 
 namespace ductus::delivery {
@@ -113,6 +113,42 @@ TEST(Activity, TheReporterLogsOnItsTimerOnlyWhenSomethingChanged) {
     EXPECT_EQ(logs.count("0 received, 0 sent, 1 filtered"), 1u) << logs.all();
   }
   uv_run(&loop, UV_RUN_NOWAIT);  // the reporter's timer closes
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+}
+
+TEST(Activity, TheReporterSaysHowManyWaitAndAQueueThatDoesNotMoveIsSaidEveryTime) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  {
+    test::LogCapture logs(spdlog::level::info);
+    ActivityCounters counters;
+    auto& adt = counters.addInterface("adt");
+    adt.addDestination("lab", false, 41);
+    auto& quiet = counters.addInterface("quiet");
+    quiet.addDestination("nowhere", false, 42);
+    std::optional<std::map<int64_t, int64_t>> answer = std::map<int64_t, int64_t>{{41, 120}};
+    int asked = 0;
+    ActivityReporter reporter(&loop, counters, 5ms, [&](auto reply) {
+      ++asked;
+      reply(answer);
+    });
+    // Nothing sent, 120 waiting: said at every report.
+    ASSERT_TRUE(test::runUntil(&loop, [&] { return logs.count("adt in the last 5ms") >= 2; }));
+    EXPECT_GE(logs.count("adt in the last 5ms: 0 received, 0 sent, 0 filtered, 0 quarantined, "
+                         "120 waiting"),
+              2u)
+        << logs.all();
+    EXPECT_EQ(logs.count("quiet in the last"), 0u) << logs.all();  // nothing waits there
+    // The store could not say: no count, and a quiet queue is quiet again.
+    answer.reset();
+    int before = asked;
+    ASSERT_TRUE(test::runUntil(&loop, [&] { return asked >= before + 2; }));
+    size_t lines = logs.count("adt in the last");
+    test::runUntil(&loop, [] { return false; }, 30ms);
+    EXPECT_EQ(logs.count("adt in the last"), lines) << logs.all();
+    EXPECT_EQ(logs.count("waiting"), logs.count("120 waiting")) << logs.all();
+  }
+  uv_run(&loop, UV_RUN_NOWAIT);
   EXPECT_EQ(uv_loop_close(&loop), 0);
 }
 
