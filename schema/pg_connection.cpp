@@ -1,5 +1,7 @@
 #include "schema/pg_connection.h"
 
+#include <spdlog/spdlog.h>
+
 #include <charconv>
 #include <string_view>
 
@@ -95,6 +97,15 @@ void PgConnection::connect(const std::string& conninfo, ConnectCallback cb) {
   conn_.reset(PQconnectStart(hardened->c_str()));
   if (!conn_) return fail("out of memory starting a connection");
   if (PQstatus(conn_.get()) == CONNECTION_BAD) return fail(trimmed(PQerrorMessage(conn_.get())));
+  // The server's NOTICEs ("relation ... already exists, skipping") went to
+  // stderr as they came, in the middle of the engine's log: they are
+  // debug lines of that log now.
+  PQsetNoticeProcessor(
+      conn_.get(),
+      [](void*, const char* message) {
+        spdlog::debug("postgres: {}", trimmed(message ? message : ""));
+      },
+      nullptr);
   connectTimeoutSeconds_ = connectTimeoutOf(conn_.get());
   state_ = State::Connecting;
   // PQconnectStart's first poll state is "writing".
