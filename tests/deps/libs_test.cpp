@@ -60,6 +60,10 @@ TEST(Libraries, LibcurlTalksToALoopbackServer) {
   getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &alen);
   int port = ntohs(addr.sin_port);
 
+  // Before the server thread: an ASSERT after it would leave it unjoined,
+  // blocked in accept().
+  CURL* curl = curl_easy_init();
+  ASSERT_NE(curl, nullptr);
   std::string request;
   std::thread server([&] {
     Fd c(accept(listener.get(), nullptr, nullptr));
@@ -73,8 +77,6 @@ TEST(Libraries, LibcurlTalksToALoopbackServer) {
     (void)!write(c.get(), resp, sizeof resp - 1);
   });
 
-  CURL* curl = curl_easy_init();
-  ASSERT_NE(curl, nullptr);
   std::string body;
   std::string url = "http://127.0.0.1:" + std::to_string(port) + "/ping";
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());

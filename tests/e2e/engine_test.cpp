@@ -147,7 +147,9 @@ TEST(EngineEndToEnd, PerKeyOrderHoldsWhileOneKeysFirstMessageFailsThreeTimes) {
 TEST(EngineEndToEnd, ADestinationThatIsDownBlocksOnlyItself) {
   TestDatabase db;
   uint16_t port = freePort();
-  uint16_t nobody = freePort();  // nothing listens there
+  uint16_t nobody = 0;
+  Fd refusing = closedPort(&nobody);  // held, so nothing listens there
+  ASSERT_TRUE(refusing.valid());
   TempProject project({
       {"ductus.yaml", engineYaml()},
       {"interfaces/adt/interface.yaml",

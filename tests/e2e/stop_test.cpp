@@ -73,19 +73,24 @@ bool anInsertWaits(TestDatabase& db) {
 }
 
 // One sender streaming new messages on one connection until its first
-// answer that is not AA (or none: the connection closed): the stop's.
+// answer that is not AA (or none: the connection closed): the stop's. Or
+// until `stop`, when the test gives up early.
 struct Stream {
   std::vector<std::string> acked;
-  std::string ending;  // what ended it: "AE", "closed: ...", "finished"
+  std::string ending;  // what ended it: "AE", "closed: ...", "finished", "stopped"
 };
 
-void stream(uint16_t port, int sender, int count, Stream& out) {
+void stream(uint16_t port, int sender, int count, const std::atomic<bool>& stop, Stream& out) {
   auto c = MllpClient::connect("127.0.0.1", port);
   if (!c) {
     out.ending = "connect: " + c.error().message;
     return;
   }
   for (int i = 0; i < count; ++i) {
+    if (stop) {
+      out.ending = "stopped";
+      return;
+    }
     std::string id = "S" + std::to_string(sender) + "-" + std::to_string(i);
     auto ack = c->exchange(hl7(id, "MRN" + std::to_string(sender)), 30000ms);
     if (!ack) {
@@ -115,10 +120,22 @@ TEST(EngineStop, AStopWhileSendersStreamLosesNothingAcknowledged) {
   ASSERT_TRUE(engine.start());
 
   constexpr int kSenders = 4, kEach = 5000;
-  std::vector<Stream> streams(kSenders);
+  std::vector<Stream> streams(kSenders);  // each sender's own; read after join
+  std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
+  // Joined however the test ends (an ASSERT returns early); the engine,
+  // declared before, still answers them meanwhile.
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~Joiner() {
+      stop = true;
+      for (auto& th : threads)
+        if (th.joinable()) th.join();
+    }
+  } joiner{stop, threads};
   for (int t = 0; t < kSenders; ++t)
-    threads.emplace_back([&, t] { stream(port, t, kEach, streams[t]); });
+    threads.emplace_back([&, t] { stream(port, t, kEach, stop, streams[t]); });
   ASSERT_TRUE(waitFor(
       [&] { return std::stoll("0" + db.value("SELECT count(*) FROM messages")) >= 400; }, 60s))
       << engine.log();

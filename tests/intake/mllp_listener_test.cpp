@@ -340,12 +340,12 @@ TEST_F(MllpListenerTest, AnAnswerGivenLaterArrivesOnlyThen) {
   });
   auto c = connect();
   ASSERT_TRUE(c.send(adt("SLOW")));
-  EXPECT_FALSE(c.readFrame(milliseconds(100))) << "an ACK arrived before the answer";
   auto ack = c.readFrame(milliseconds(5000));
   ASSERT_TRUE(ack) << ack.error().message;
   // The flag, not the clock, proves the order: libuv's timer counts from the
-  // loop's cached time, which can be a little older than the send.
-  EXPECT_TRUE(answered.load());
+  // loop's cached time, which can be a little older than the send, and a
+  // test thread held up past the 200 ms would see an ACK in any window.
+  EXPECT_TRUE(answered.load()) << "an ACK arrived before the answer";
   EXPECT_EQ(readAck(*ack).code, "AA");
 }
 
@@ -539,7 +539,9 @@ TEST_F(MllpListenerTest, PastTheConnectionLimitANewConnectionIsClosedUnansweredA
   // One line at once; the other four are said together when the interval
   // is over.
   EXPECT_EQ(log.count("refused a connection from 127.0.0.1:"), 1u) << log.all();
-  EXPECT_TRUE(eventually([&] { return log.count("refused 4 more connection(s)") == 1; }))
+  // Said when the 1.5 s are over; waited for up to 10 s.
+  EXPECT_TRUE(eventually([&] { return log.count("refused 4 more connection(s)") == 1; },
+                         milliseconds(10000)))
       << log.all();
   EXPECT_EQ(log.count("refused"), 2u) << log.all();
   // The two admitted still work, and a place freed is taken again.
@@ -580,24 +582,25 @@ TEST_F(MllpListenerTest, AnIdleConnectionIsClosedAfterTheIdleTimeoutButNotWhileA
   ASSERT_TRUE(ack) << "closed while its message was in flight: " << ack.error().message;
   EXPECT_EQ(readAck(*ack).code, "AA");
 
-  // A message every 100 ms keeps a connection open past the timeout.
+  // A message every 50 ms keeps a connection open past the timeout (a
+  // sixth of it: a busy machine may hold the sender up a while).
   auto steady = connect();
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < 20; ++i) {
     auto a = steady.exchange(adt("S" + std::to_string(i)));
     ASSERT_TRUE(a) << i << ": " << a.error().message;
-    std::this_thread::sleep_for(milliseconds(100));
+    std::this_thread::sleep_for(milliseconds(50));
   }
 
-  // Bytes outside any frame do not: they are not a message.
+  // Bytes outside any frame do not: they are not a message. Counted as
+  // activity, a line every 100 ms would keep the connection open for the
+  // whole 5 s (no clock needed to tell).
   auto stray = connect();
-  t0 = steady_clock::now();
   bool closed = false;
-  for (int i = 0; i < 30 && !closed; ++i) {
+  for (int i = 0; i < 50 && !closed; ++i) {
     (void)stray.sendRaw("\r\n");
     closed = stray.closedByPeer(milliseconds(100));
   }
   EXPECT_TRUE(closed) << "stray bytes kept an idle connection open";
-  EXPECT_LT(steady_clock::now() - t0, milliseconds(2500));
 }
 
 TEST_F(MllpListenerTest, AFrameNotCompleteWithinTheDeadlineClosesItsConnectionWithALogLine) {
@@ -610,25 +613,26 @@ TEST_F(MllpListenerTest, AFrameNotCompleteWithinTheDeadlineClosesItsConnectionWi
   auto ok = connect();
   std::string framed = MllpClient::frame(adt("INTIME"));
   ASSERT_TRUE(ok.sendRaw(framed.substr(0, 20)));
-  std::this_thread::sleep_for(milliseconds(150));
+  std::this_thread::sleep_for(milliseconds(50));
   ASSERT_TRUE(ok.sendRaw(framed.substr(20)));
   auto ack = ok.readFrame();
   ASSERT_TRUE(ack) << ack.error().message;
   EXPECT_EQ(readAck(*ack).code, "AA");
 
   // Begun, then trickled a byte every 50 ms: closed at the deadline,
-  // however busy the trickle.
+  // however busy the trickle (the upper bound is ten deadlines: for a
+  // busy machine, not for the listener).
   auto slow = connect();
   ASSERT_TRUE(slow.sendRaw("\x0b" + adt("NEVER")));
   auto t0 = steady_clock::now();
   bool closed = false;
-  for (int i = 0; i < 60 && !closed; ++i) {
+  for (int i = 0; i < 100 && !closed; ++i) {
     (void)slow.sendRaw("x");
     closed = slow.closedByPeer(milliseconds(50));
   }
   EXPECT_TRUE(closed) << "a frame that never ends keeps its connection";
   EXPECT_GE(steady_clock::now() - t0, milliseconds(300));
-  EXPECT_LT(steady_clock::now() - t0, milliseconds(2500));
+  EXPECT_LT(steady_clock::now() - t0, milliseconds(4000));
   EXPECT_EQ(received().size(), 1u);
   EXPECT_EQ(log.count("is still not complete"), 1u) << log.all();
 }
@@ -660,14 +664,14 @@ TEST_F(MllpListenerTest, APeerSendingGarbageThatNeverReadsIsHeldBackThenClosedLo
                                 milliseconds(1000));
   EXPECT_TRUE(f.heldBack) << "still reading after " << f.sent << " bytes";
   EXPECT_LT(f.sent, size_t{16} << 20);
-  // Over the limit past the grace: closed.
+  // Over the limit past the 3 s grace: closed (waited for up to 20 s).
   EXPECT_TRUE(eventually(
       [&] {
         size_t n = 1;
         loop_.run([&] { n = listener_->connectionCount(); });
         return n == 0;
       },
-      milliseconds(8000)));
+      milliseconds(20000)));
   EXPECT_EQ(log.count("answers unread for"), 1u) << log.all();
   EXPECT_TRUE(received().empty());
   // Thousands of refusals, two lines: the first, and the count at the close.

@@ -159,8 +159,10 @@ TEST(ConnectTimeout, AServerThatNeverAnswersFailsTheConnectAfterConnectTimeout) 
                                       " within 2 s (connect_timeout)"),
             std::string::npos)
       << got->error().message;
+  // Ended by the timeout rather than waiting for ever: the bound leaves the
+  // 2 s ten times over for a busy machine.
   EXPECT_GE(took, 1900ms);
-  EXPECT_LT(took, 6s);
+  EXPECT_LT(took, 20s);
 }
 
 TEST(ConnectTimeout, AConnectionStringThatDoesNotParseFailsTheConnect) {
@@ -233,8 +235,10 @@ TEST_F(StatementTimeout, AnInsertBehindALockedTableFailsWithinTheTimeoutThenSucc
   EXPECT_NE(blocked.error().message.find("statement timeout"), std::string::npos)
       << blocked.error().message;
   // 500 ms, or twice that: a group that fails is tried again one by one.
+  // The upper bound is that ten times over (a lock waited on for ever is
+  // what it catches).
   EXPECT_GE(took, 450ms);
-  EXPECT_LT(took, 5s);
+  EXPECT_LT(took, 10s);
 
   PQclear(PQexec(holder, "ROLLBACK"));
   auto stored =

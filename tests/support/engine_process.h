@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/ports.h"  // freePort(), for the project's listen ports
+
 namespace ductus::test {
 
 // A temporary project folder: files given as path -> text.
@@ -54,8 +56,5 @@ class EngineProcess {
   int runs_ = 0;
   std::vector<std::string> extraArgs_;
 };
-
-// Free TCP port on 127.0.0.1 (bind to 0, read it, close).
-uint16_t freePort();
 
 }  // namespace ductus::test

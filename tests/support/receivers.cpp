@@ -53,12 +53,6 @@ Fd listenOn(uint16_t port, uint16_t* boundPort) {
   return fd;
 }
 
-uint16_t freePort() {
-  uint16_t port = 0;
-  Fd fd = listenOn(0, &port);
-  return port;
-}
-
 std::string mllpFrame(const std::string& message) { return "\x0b" + message + "\x1c\x0d"; }
 
 std::string hl7Ack(const std::string& code, const std::string& text) {
@@ -66,8 +60,16 @@ std::string hl7Ack(const std::string& code, const std::string& text) {
          "|MSG0001|" + text + "\r";
 }
 
-MllpReceiver::MllpReceiver(Handler handler, uint16_t port) : handler_(std::move(handler)) {
-  listener_ = listenOn(port, &port_);
+MllpReceiver::MllpReceiver(Handler handler, Fd bound) : handler_(std::move(handler)) {
+  if (!bound.valid()) {
+    listener_ = listenOn(0, &port_);
+  } else if (::listen(bound.get(), 128) == 0) {
+    sockaddr_in addr{};
+    socklen_t len = sizeof addr;
+    ::getsockname(bound.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    listener_ = std::move(bound);
+  }
   thread_ = std::thread([this] { run(); });
 }
 

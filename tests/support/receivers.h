@@ -16,15 +16,16 @@
 #include <vector>
 
 #include "common/fd.h"
+#include "tests/support/ports.h"
 #include "tests/support/run_until.h"
 
 namespace ductus::senders::test {
 
 // Binds 127.0.0.1:port (0 = any free port) and listens.
 Fd listenOn(uint16_t port, uint16_t* boundPort = nullptr);
-// A port nothing listens on right now (bound once, then closed).
-uint16_t freePort();
 
+// A port nothing listens on for as long as the socket is held.
+using ductus::test::closedPort;
 using ductus::test::runUntil;
 
 // What an MLLP receiver does with one message.
@@ -39,8 +40,9 @@ std::string hl7Ack(const std::string& code, const std::string& text = "");
 class MllpReceiver {
  public:
   using Handler = std::function<MllpReply(const std::string& message)>;
-  // port 0 = any free port.
-  MllpReceiver(Handler handler, uint16_t port = 0);
+  // Listens on `bound` (a closedPort(), opened now) or, without one, on a
+  // port of the kernel's.
+  explicit MllpReceiver(Handler handler, Fd bound = Fd());
   ~MllpReceiver();
 
   uint16_t port() const { return port_; }

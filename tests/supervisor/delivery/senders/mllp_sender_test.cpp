@@ -144,14 +144,18 @@ TEST_F(MllpSenderTest, QueuedMessagesGoOneAtATimeInOrder) {
 }
 
 TEST_F(MllpSenderTest, AReceiverThatIsDownIsTransientAndOnceUpTheNextSendSucceeds) {
-  uint16_t port = test::freePort();
+  // Bound, not listening: refused until the receiver listens on it.
+  uint16_t port = 0;
+  Fd bound = test::closedPort(&port);
+  ASSERT_TRUE(bound.valid());
   makeSender(port);
   SendOutcome down = sendOne();
   EXPECT_EQ(down.kind, SendOutcomeKind::Transient);
   EXPECT_NE(down.detail.find("connection refused"), std::string::npos) << down.detail;
   EXPECT_NE(down.detail.find(std::to_string(port)), std::string::npos) << down.detail;
 
-  MllpReceiver receiver(answering("AA"), port);
+  MllpReceiver receiver(answering("AA"), std::move(bound));
+  ASSERT_EQ(receiver.port(), port);
   SendOutcome up = sendOne();
   EXPECT_EQ(up.kind, SendOutcomeKind::Sent) << up.detail;
   EXPECT_EQ(receiver.messages().size(), 1u);
