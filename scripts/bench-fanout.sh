@@ -2,21 +2,39 @@
 # Fan-out: 6,000 HL7 messages over 16 MLLP connections,
 # strict durability, to 1, 5 and 25 file destinations. Prints ACKs/s, the
 # time until everything is delivered, and deliveries/s, next to pgbench's
-# durable single-row INSERT rate at 16 clients on the same cluster.
+# durable single-row INSERT rate at 16 clients and the disk's durable file
+# rate, both measured on the same cluster and disk.
 #
 #   scripts/bench-fanout.sh            (BUILD=build/release by default)
+#   ROUNDS=3                           rounds per shape (default 3)
+#   FANOUT_DESTS="25"                  one shape only
+#   TOTAL=6000                         messages per run (default 6,000)
+#   PGBENCH_SECONDS=5                  each pgbench run (default 5)
+#
+# This machine's speed drifts (2x within an hour): a limit measured once at
+# the start and compared with a shape run minutes later says as much about
+# the drift as about the engine. So each shape runs in rounds, and each
+# round measures its limits and then the engine, back to back, each on a
+# fresh database; a row shows the medians, the median of the rounds' own
+# ratios, and each round's ratio.
 source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 bench_start
-
-pg16=$(pgbench_rate 16)
-# The disk's own limit for file destinations, measured beside pgbench: the
-# file sender's write, fsync and rename, 16 at once (its pipeline depth).
-mkdir -p "$work/disk"
-disk16=$("$(dirname "$LOAD")/file_sync_rate" "$work/disk" 3000 16 | sed -n 's/rate=//p')
+rounds=${ROUNDS:-3}
+total=${TOTAL:-6000}
+PGBENCH_SECONDS=${PGBENCH_SECONDS:-5}
 port=$((20000 + RANDOM % 20000))
-total=6000
+mkdir -p "$work/disk"
+
+# ratios "AS" "BS": each round's a / b.
+ratios() {
+  local as=($1) bs=($2) i out=()
+  for i in "${!as[@]}"; do out+=("$(ratio "${as[$i]}" "${bs[$i]}")"); done
+  echo "${out[*]}"
+}
+med() { printf '%s\n' $1 | median "${2:-%.0f}"; }
+
 rows=()
-for dests in ${FANOUT_DESTS:-1 5 25}; do  # FANOUT_DESTS="25": one shape only
+for dests in ${FANOUT_DESTS:-1 5 25}; do
   dir="$work/fan-$dests"
   mkdir -p "$dir/interfaces/adt"
   printf 'api: { listen: off }\nisolates: { workers: 2, heap_mb: 256 }\n' > "$dir/ductus.yaml"
@@ -26,33 +44,48 @@ for dests in ${FANOUT_DESTS:-1 5 25}; do  # FANOUT_DESTS="25": one shape only
     for d in $(seq 1 "$dests"); do printf '  d%s:\n    file: { path: out/d%s/ }\n' "$d" "$d"; done
   } > "$dir/interfaces/adt/interface.yaml"
   echo 'export function transform(msg) { return msg; }' > "$dir/interfaces/adt/transform.js"
-  db="$(new_db "fan_$dests")"
-  engine_start "$dir" "$db"
-  t0=$(date +%s.%N)
-  ack=$("$LOAD" 127.0.0.1 "$port" 16 "$total" | rate_of)
+  acks="" pgs="" secs_all="" dps_all="" disks="" delivered=""
   want=$(( total * dests ))
-  # Done when no delivery is pending: every message is stored before its
-  # ACK, so all deliveries exist by now. One probe of the queue's partial
-  # index; counting the delivered rows every 0.1 s instead scanned the whole
-  # table each time (150,000 rows and their dead versions at 25
-  # destinations) and took CPU from the engine it was timing.
-  for _ in $(seq 1 1200); do
-    pending=$(psql "$db" -Atc "SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE status = 0 LIMIT 1) p")
-    [ "$pending" = 0 ] && break
-    sleep 0.1
+  for r in $(seq 1 "$rounds"); do
+    pg16=$(pgbench_rate 16)
+    # The disk's own limit for file destinations: the file sender's write,
+    # fsync and rename, 16 at once (its pipeline depth).
+    rm -rf "$work/disk"/*
+    disk16=$("$(dirname "$LOAD")/file_sync_rate" "$work/disk" 3000 16 | sed -n 's/rate=//p')
+    rm -rf "$dir/out"
+    db="$(new_db "fan_${dests}_$r")"
+    engine_start "$dir" "$db"
+    t0=$(date +%s.%N)
+    ack=$("$LOAD" 127.0.0.1 "$port" 16 "$total" | rate_of)
+    # Done when no delivery is pending: every message is stored before its
+    # ACK, so all deliveries exist by now. One probe of the queue's partial
+    # index; counting the delivered rows every 0.1 s instead scanned the whole
+    # table each time (150,000 rows and their dead versions at 25
+    # destinations) and took CPU from the engine it was timing.
+    for _ in $(seq 1 1200); do
+      pending=$(psql "$db" -Atc "SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE status = 0 LIMIT 1) p")
+      [ "$pending" = 0 ] && break
+      sleep 0.1
+    done
+    t1=$(date +%s.%N)
+    done_n=$(psql "$db" -Atc "SELECT count(*) FROM deliveries WHERE status = 1")
+    engine_stop
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    acks+=" $ack" pgs+=" $pg16" disks+=" $disk16" secs_all+=" $secs" delivered+=" $done_n"
+    dps_all+=" $(awk -v n="$done_n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')"
   done
-  t1=$(date +%s.%N)
-  done_n=$(psql "$db" -Atc "SELECT count(*) FROM deliveries WHERE status = 1")
-  engine_stop
-  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-  dps=$(awk -v n="$done_n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
-  rows+=("| $dests | $ack | $(ratio "$ack" "$pg16") | $secs | $done_n/$want | $dps | $(ratio "$dps" "$disk16") |")
+  ack_ratios=$(ratios "$acks" "$pgs")
+  dps_ratios=$(ratios "$dps_all" "$disks")
+  rows+=("| $dests | $(med "$acks") | $(med "$pgs") | $(med "$ack_ratios" %.2f) | $(med "$secs_all" %.1f) \
+| $(med "$delivered")/$want | $(med "$dps_all") | $(med "$disks") | $(med "$dps_ratios" %.2f) \
+| $ack_ratios | $dps_ratios |")
 done
 
 echo
-echo "pgbench durable single-row INSERT, 16 clients: $pg16/s"
-echo "durable files (write, fsync, rename), 16 writers: $disk16/s"
+echo "$rounds rounds a shape; each round measures pgbench (durable single-row INSERT, 16"
+echo "clients, fresh database) and durable files (write, fsync, rename; 16 writers), then"
+echo "the engine on a fresh database. Medians; ratios are the median of the rounds' own."
 echo
-echo "| destinations | ACKs/s | ACKs ÷ pgbench | seconds until all delivered | delivered | deliveries/s | deliveries ÷ durable files |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| destinations | ACKs/s | pgbench INSERT/s | ACKs ÷ pgbench | seconds until all delivered | delivered | deliveries/s | durable files/s | deliveries ÷ durable files | each round: ACKs ÷ pgbench | each round: deliveries ÷ files |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 printf '%s\n' "${rows[@]}"

@@ -1,5 +1,5 @@
-# Shared by scripts/bench-*.sh: a throwaway cluster, pgbench's durable
-# single-row INSERT rate on it (the limit every figure is a ratio to), and
+# Shared by scripts/bench-*.sh: a throwaway cluster, pgbench's single-row
+# INSERT rate on it (the limit every figure is a ratio to), and
 # running the engine on a generated project. Sourced, not run.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,7 +16,6 @@ bench_start() {
   work="$(mktemp -d /tmp/ductus-bench-work.XXXXXX)"
   trap 'bench_stop' EXIT
   url="$("$here/scripts/pg.sh" start "$pgdir")"
-  psql "$url" -qc "CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, payload text)"
   echo "INSERT INTO bench_rows (payload) VALUES ('x');" > "$work/insert.sql"
 }
 
@@ -26,9 +25,19 @@ bench_stop() {
   rm -rf "$work"
 }
 
-# pgbench_rate CLIENTS: durable single-row INSERTs per second.
+# pgbench_rate CLIENTS [relaxed]: single-row INSERTs per second, durable
+# (each commit waits for its WAL flush), or with `relaxed` as the engine's
+# relaxed durability commits: synchronous_commit off, no wait. Each call
+# starts from a fresh database and an empty table, as each engine run starts
+# from new_db: a table warmed and vacuumed by earlier rounds would give
+# pgbench an advantage the engine never has.
 pgbench_rate() {
-  "$PGBIN/pgbench" -n -c "$1" -j "$1" -T "${PGBENCH_SECONDS:-8}" -f "$work/insert.sql" "$url" 2>/dev/null \
+  local db opts=""
+  db="$(new_db bench_pgbench)"
+  psql "$db" -qc "CREATE TABLE bench_rows (id bigserial PRIMARY KEY, payload text)"
+  [ "${2:-}" = relaxed ] && opts="-c synchronous_commit=off"
+  PGOPTIONS="$opts" "$PGBIN/pgbench" -n -c "$1" -j "$1" -T "${PGBENCH_SECONDS:-8}" \
+      -f "$work/insert.sql" "$db" 2>/dev/null \
     | awk '/^tps = / { printf "%.0f", $3 }'
 }
 
@@ -88,6 +97,13 @@ engine_stop() {
   kill -TERM "$engine_pid" 2>/dev/null || true
   wait "$engine_pid" 2>/dev/null || true
   engine_pid=""
+}
+
+# median [FORMAT]: of the numbers on stdin (FORMAT %.0f unless given).
+median() {
+  sort -n | awk -v f="${1:-%.0f}" '{ a[NR] = $1 } END {
+    if (NR == 0) { print "n/a"; exit }
+    printf f "\n", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
 # rate_of: the rate=N that mllp_load prints.

@@ -2,9 +2,15 @@
 // script made (migrated here), prints "name value" lines the script puts in
 // its table next to pgbench's figures:
 //
-//   bench_store queue  CONNINFO   queue read time (ms, median of 200) with
-//                                 1,000 and 500,000 waiting, and 1,000
-//                                 waiting behind 1,000,000 delivered rows
+//   bench_store queue  CONNINFO [WAITING [AHEAD [DRAINED]]]
+//                                 queue read time (ms, median of 200) with
+//                                 1,000 and WAITING (500,000) waiting, and
+//                                 1,000 waiting behind AHEAD (1,000,000)
+//                                 delivered rows, all on a vacuumed table;
+//                                 then DRAINED (100,000) of the WAITING
+//                                 delivered and settled as a delivery loop
+//                                 does, timing its reads, and the read again
+//                                 right after, with no VACUUM in between
 //   bench_store insert CONNINFO N SECONDS
 //                                 durable single-message inserts (message +
 //                                 one delivery + dedupe key, one commit
@@ -112,43 +118,116 @@ SELECT id, $4::int8, tier, received_at, partition_key, $3::int2 FROM m)",
     sql("SET synchronous_commit = on");
   }
 
-  // Median milliseconds of 200 queue reads of dest (all lanes but one, as a
-  // worker with most slots would read), each returning 50 rows.
-  double readMs(int64_t dest) {
-    sql("VACUUM ANALYZE messages");
-    sql("VACUUM ANALYZE deliveries");
+  // The lanes a worker with most slots would read: all but one.
+  const std::vector<int32_t> lanes{0, 1, 2, 3, 4, 5, 6};
+
+  // One queue read of dest as a delivery loop reads it (from the start of
+  // its queue, message id 0); its rows, and its milliseconds in *ms.
+  std::vector<QueuedDelivery> read(int64_t dest, double* ms) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto rows = must(await<QueueRead>(&loop,
+                                      [&](auto cb) { store->readQueue(dest, lanes, 0, cb); }),
+                     "read")
+                    .rows;
+    *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return rows;
+  }
+
+  // Median milliseconds of 200 queue reads of dest, each returning 50 rows.
+  // vacuum: on a table just vacuumed (no dead index entries at all: the
+  // best case); without, as the table is (what the delivery loop left).
+  double readMs(int64_t dest, bool vacuum = true) {
+    if (vacuum) {
+      sql("VACUUM ANALYZE messages");
+      sql("VACUUM ANALYZE deliveries");
+    }
     std::vector<double> ms;
     for (int i = 0; i < 220; ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      auto rows = must(await<QueueRead>(&loop,
-                                        [&](auto cb) {
-                                          store->readQueue(dest, {0, 1, 2, 3, 4, 5, 6}, 0, cb);
-                                        }),
-                       "read")
-                      .rows;
-      auto t1 = std::chrono::steady_clock::now();
+      double t = 0;
+      auto rows = read(dest, &t);
       if (rows.size() != 50) die("a queue read returned " + std::to_string(rows.size()) + " rows");
-      if (i >= 20) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      if (i >= 20) ms.push_back(t);
     }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    return median(ms);
+  }
+
+  // Delivers and settles n of dest's waiting deliveries the way a delivery
+  // loop does (read 50 from the start of the queue, flush their statuses,
+  // settle their messages, read again), every delivery a success. Each
+  // flush leaves a dead entry in the queue index for every row it marked
+  // sent (status leaves the index's predicate, so the update is not HOT),
+  // and the next read starts at the queue's front, over those entries,
+  // until VACUUM (or autovacuum, after 20% of the table has changed) removes
+  // them. Answers the median milliseconds of those reads.
+  double drain(int64_t dest, int64_t n) {
+    std::vector<double> ms;
+    for (int64_t done = 0; done < n;) {
+      double t = 0;
+      auto rows = read(dest, &t);
+      if (rows.empty()) die("the queue ran dry after " + std::to_string(done) + " deliveries");
+      ms.push_back(t);
+      std::vector<DeliveryOutcome> outcomes;
+      std::vector<MessageRef> refs;
+      for (auto& row : rows) {
+        if (done + static_cast<int64_t>(outcomes.size()) == n) break;
+        DeliveryOutcome o;
+        o.message = row.message;
+        outcomes.push_back(o);
+        refs.push_back(row.message);
+      }
+      done += static_cast<int64_t>(outcomes.size());
+      // Separately: "waiting" is one of its interface's two destinations.
+      must(await<std::vector<int64_t>>(
+               &loop, [&](auto cb) { store->flushStatuses(dest, std::move(outcomes), cb); }),
+           "flush");
+      must(await<int64_t>(&loop, [&](auto cb) { store->settle(std::move(refs), cb); }), "settle");
+    }
+    return median(ms);
+  }
+
+  // What the statistics say about the deliveries table's dead rows, and
+  // whether autovacuum has cleaned it since our last VACUUM.
+  std::string deadRows() {
+    auto r = must(await<PgResult>(&loop,
+                                  [&](auto cb) {
+                                    admin->query(
+                                        "SELECT coalesce(sum(n_dead_tup), 0)::text, "
+                                        "count(*) FILTER (WHERE last_autovacuum > last_vacuum)::text "
+                                        "FROM pg_stat_user_tables WHERE relname LIKE 'deliveries%'",
+                                        {}, cb);
+                                  }),
+                  "pg_stat_user_tables");
+    return std::string(r.text(0, 0)) + " " + std::string(r.text(0, 1));
+  }
+
+  static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
   }
 };
 
-int queueBench(const std::string& conninfo) {
+int queueBench(const std::string& conninfo, int64_t waitingRows, int64_t ahead,
+               int64_t drained) {
+  if (waitingRows < 1000 + drained + 1000 || drained < 1)
+    die("WAITING must be at least 1,000 + DRAINED + 1,000 (a full read after the drain)");
   Bench b(conninfo, 2);
   int64_t waiting = b.destination("waiting");
   int64_t behind = b.destination("behind");
-  // 1,000,000 delivered rows of "behind" first (lower ids: ahead of its
+  // AHEAD delivered rows of "behind" first (lower ids: ahead of its
   // backlog), then the backlogs.
-  b.fill(behind, 1000000, 1);
+  b.fill(behind, ahead, 1);
   b.fill(behind, 1000, 0);
   b.fill(waiting, 1000, 0);
   std::printf("read_1k_ms %.3f\n", b.readMs(waiting));
   std::fflush(stdout);
-  b.fill(waiting, 499000, 0);
-  std::printf("read_500k_ms %.3f\n", b.readMs(waiting));
-  std::printf("read_1m_delivered_ms %.3f\n", b.readMs(behind));
+  b.fill(waiting, waitingRows - 1000, 0);
+  std::printf("read_backlog_ms %.3f\n", b.readMs(waiting));
+  std::printf("read_ahead_delivered_ms %.3f\n", b.readMs(behind));
+  std::fflush(stdout);
+  // The last readMs vacuumed: the dead entries from here on are the drain's.
+  std::printf("read_draining_ms %.3f\n", b.drain(waiting, drained));
+  std::printf("read_drained_ms %.3f\n", b.readMs(waiting, false));
+  std::printf("dead_deliveries_autovacuumed %s\n", b.deadRows().c_str());
   return 0;
 }
 
@@ -190,9 +269,12 @@ int insertBench(const std::string& conninfo, int conns, double seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 3 && std::string(argv[1]) == "queue") return queueBench(argv[2]);
+  if (argc >= 3 && std::string(argv[1]) == "queue")
+    return queueBench(argv[2], argc > 3 ? std::atoll(argv[3]) : 500000,
+                      argc > 4 ? std::atoll(argv[4]) : 1000000,
+                      argc > 5 ? std::atoll(argv[5]) : 100000);
   if (argc >= 5 && std::string(argv[1]) == "insert")
     return insertBench(argv[2], std::atoi(argv[3]), std::atof(argv[4]));
-  std::fprintf(stderr, "usage: bench_store queue CONNINFO | insert CONNINFO CONNS SECONDS\n");
+  std::fprintf(stderr, "usage: bench_store queue CONNINFO [WAITING [AHEAD [DRAINED]]] | insert CONNINFO CONNS SECONDS\n");
   return 2;
 }

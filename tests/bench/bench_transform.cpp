@@ -1,9 +1,17 @@
 // bench_transform: what the process boundary costs a transform. The same
 // ORU^R01 transform (parse, change three fields, re-encode) runs
-//   in-process: the worker's ScriptHost called directly, no IPC;
-//   worker:     through WorkerPool to one real, confined worker, pipelined;
-// and a no-op call's round trip both ways. Prints a table; the ratio is the
-// point (scripts/bench-transform.sh).
+//   in-process:  the worker's ScriptHost called directly, no IPC, one thread;
+//   worker, one at a time: through WorkerPool to one real, confined worker,
+//                each call sent when the previous one answered (like with
+//                like: one thread's work either way, nothing overlaps);
+//   worker, pipelined: the same with up to 512 calls waiting, as a delivery
+//                loop uses a worker (the worker and the supervisor's side of
+//                the pipe then run at once, on two cores);
+// and a no-op call's round trip both ways. CPU is counted on both sides of
+// the pipe: the worker's (its process clock) and the supervisor's (this
+// process's clock while only the worker path runs), so the IPC overhead
+// includes the encoding, the pipe and the event loop the supervisor pays.
+// Prints a table; the ratios are the point (scripts/bench-transform.sh).
 #include <uv.h>
 
 #include <chrono>
@@ -27,6 +35,8 @@
 #include "tests/support/run_until.h"
 
 namespace {
+
+constexpr int kPipelined = 512;
 
 using Clock = std::chrono::steady_clock;
 using namespace ductus;
@@ -90,14 +100,19 @@ class CountingOutput : public worker::HostOutput {
   std::string lastError;
 };
 
+// All threads of this process (V8's background threads included, as the
+// worker's own clock includes its own). Also the supervisor's side of the
+// worker rounds: WorkerPool runs on the loop thread alone, so this counts
+// all of it, and at worst a little of the in-process isolate's background
+// work left from the round before (an overcount, against the worker).
 double processCpuMicros() {
   timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-// utime + stime of another process, from /proc/<pid>/stat.
-double childCpuMicros(pid_t pid) {
+// utime + stime of another process, from /proc/<pid>/stat (clock ticks).
+double procStatCpuMicros(pid_t pid) {
   std::string path = "/proc/" + std::to_string(pid) + "/stat";
   FILE* f = std::fopen(path.c_str(), "r");
   if (!f) return 0;
@@ -120,13 +135,25 @@ double childCpuMicros(pid_t pid) {
   return (utime + stime) * 1e6 / sysconf(_SC_CLK_TCK);
 }
 
+// All threads of another process: its process CPU clock (nanoseconds, the
+// same clock processCpuMicros reads here); /proc's clock ticks (10 ms) where
+// the kernel won't give that clock.
+double childCpuMicros(pid_t pid) {
+  clockid_t id;
+  timespec ts;
+  if (clock_getcpuclockid(pid, &id) == 0 && clock_gettime(id, &ts) == 0)
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+  return procStatCpuMicros(pid);
+}
+
 // One measured stretch of calls.
 struct Round {
   double perSecond = 0;
-  // CPU time per transform: what the figures would be on an idle core
-  // (the machine running the bench is usually shared).
+  // CPU time per call: what the figures would be on an idle core (the
+  // machine running the bench is usually shared).
   double cpuMicros = 0;            // in-process: this process; worker: the worker
   double supervisorCpuMicros = 0;  // worker only: this (supervisor) process
+  double bothCpuMicros() const { return cpuMicros + supervisorCpuMicros; }
 };
 
 // The worker's ScriptHost called directly: no IPC.
@@ -159,20 +186,17 @@ class InProcess {
     round(2000);  // warm up
     return true;
   }
-  Round round(int n) {
+  // One call after the other on this thread: the only way in-process runs.
+  Round round(int n, uint32_t fn = 1) {
     Round r;
     auto t0 = Clock::now();
     double cpu0 = processCpuMicros();
-    for (int i = 0; i < n; ++i) host_->invoke(nextId_++, 1, msg_, {});
+    for (int i = 0; i < n; ++i) host_->invoke(nextId_++, fn, msg_, {});
     r.perSecond = n / std::chrono::duration<double>(Clock::now() - t0).count();
     r.cpuMicros = (processCpuMicros() - cpu0) / n;
     return r;
   }
-  double noopMicros(int n) {
-    auto t0 = Clock::now();
-    for (int i = 0; i < n; ++i) host_->invoke(nextId_++, 2, msg_, {});
-    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n;
-  }
+  Round noop(int n) { return round(n, 2); }
   void stop() {
     if (out_.failures) std::fprintf(stderr, "in-process failures: %s\n", out_.lastError.c_str());
     host_.reset();
@@ -238,45 +262,38 @@ class ThroughWorker {
     transform_ = (*ids)[0];
     noop_ = (*ids)[1];
     worker_ = pool_->workerPids("bench").at(0);
-    round(2000);  // warm up
+    round(2000, kPipelined);  // warm up
     return true;
   }
-  Round round(int n) {
+  // n calls of fn with at most `depth` waiting. Pipelined (kPipelined) as a
+  // delivery loop uses a worker: a bounded number waiting (twice the pool's
+  // window, so the worker never runs dry), each answer sending the next.
+  // Queuing all n calls up front would time the copying of n payloads into
+  // the backlog, which no engine does. Depth 1: each call sent from the
+  // previous one's answer, so the worker and this side never run at once.
+  Round round(int n, int depth, bool noop = false) {
     Round r;
     int done = 0, sent = 0;
+    auto fn = noop ? noop_ : transform_;
     double workerCpu0 = childCpuMicros(worker_), ownCpu0 = processCpuMicros();
     auto t0 = Clock::now();
-    // As a delivery loop uses a worker: a bounded number of calls waiting
-    // (twice the pool's window, so the worker never runs dry), each answer
-    // sending the next. Queuing all n calls up front would time the copying
-    // of n payloads into the backlog, which no engine does.
     std::function<void(supervisor::Outcome)> next = [&](supervisor::Outcome out) {
       ++done;
       if (out.kind != supervisor::Outcome::Kind::Output) ++failed_;
       if (sent < n) {
         ++sent;
-        pool_->invoke(transform_, msg_, {}, next);
+        pool_->invoke(fn, msg_, {}, next);
       }
     };
-    while (sent < std::min(n, 512)) {
+    while (sent < std::min(n, depth)) {
       ++sent;
-      pool_->invoke(transform_, msg_, {}, next);
+      pool_->invoke(fn, msg_, {}, next);
     }
     runUntil(&loop_, [&] { return done == n; });
     r.perSecond = n / std::chrono::duration<double>(Clock::now() - t0).count();
     r.cpuMicros = (childCpuMicros(worker_) - workerCpu0) / n;
     r.supervisorCpuMicros = (processCpuMicros() - ownCpu0) / n;
     return r;
-  }
-  // One call at a time.
-  double noopMicros(int n) {
-    auto t0 = Clock::now();
-    for (int i = 0; i < n; ++i) {
-      bool done = false;
-      pool_->invoke(noop_, msg_, {}, [&](supervisor::Outcome) { done = true; });
-      runUntil(&loop_, [&] { return done; });
-    }
-    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n;
   }
   int failed() const { return failed_; }
 
@@ -294,6 +311,37 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t m = v.size() / 2;
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// The rounds of one way of calling: rates as medians, CPU per call as the
+// mean over all rounds (a short round's CPU is too coarse on its own where
+// the kernel gives only /proc's clock ticks).
+struct Series {
+  std::vector<double> rate, ratio;
+  double cpu = 0, supervisorCpu = 0;
+  void add(const Round& r, double baseline) {
+    rate.push_back(r.perSecond);
+    ratio.push_back(r.perSecond / baseline);
+    cpu += r.cpuMicros;
+    supervisorCpu += r.supervisorCpuMicros;
+  }
+  void average(int rounds) { cpu /= rounds, supervisorCpu /= rounds; }
+  double both() const { return cpu + supervisorCpu; }
+};
+
+double perCore(double cpuMicros) { return cpuMicros > 0 ? 1e6 / cpuMicros : 0.0; }
+double over(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+void rowRate(const char* what, double in, double w, double ratio) {
+  std::printf("%-40s %14.0f %14.0f %7.2fx\n", what, in, w, ratio);
+}
+void rowMicros(const char* what, double in, double w, bool withRatio) {
+  if (in < 0)
+    std::printf("%-40s %14s %13.1fus\n", what, "-", w);
+  else if (withRatio)
+    std::printf("%-40s %13.1fus %13.1fus %7.2fx\n", what, in, w, over(w, in));
+  else
+    std::printf("%-40s %13.1fus %13.1fus\n", what, in, w);
 }
 
 }  // namespace
@@ -320,53 +368,75 @@ int main(int argc, char** argv) {
   if (!w.start(argv[1], project, msg)) return 1;
   InProcess p;
   if (!p.start(argv[0], msg)) return 1;
-  // The two take turns, round by round: this machine's speed drifts (other
-  // tenants), and a ratio of neighbouring rounds cancels most of the drift
-  // that two long runs one after the other would each see differently.
+  // The three take turns, round by round, in-process in the middle: this
+  // machine's speed drifts (other tenants), and a ratio of neighbouring
+  // stretches cancels most of the drift that long runs one after the other
+  // would each see differently.
   int perRound = std::max(1000, n / rounds);
-  std::vector<double> wRate, pRate, ratio, wCpu, pCpu, supCpu;
+  Series in, one, piped;
   for (int r = 0; r < rounds; ++r) {
-    Round wr = w.round(perRound);
+    Round wr1 = w.round(perRound, 1);
     Round pr = p.round(perRound);
-    wRate.push_back(wr.perSecond);
-    pRate.push_back(pr.perSecond);
-    ratio.push_back(wr.perSecond / pr.perSecond);
-    wCpu.push_back(wr.cpuMicros);
-    pCpu.push_back(pr.cpuMicros);
-    supCpu.push_back(wr.supervisorCpuMicros);
+    Round wrp = w.round(perRound, kPipelined);
+    in.add(pr, pr.perSecond);
+    one.add(wr1, pr.perSecond);
+    piped.add(wrp, pr.perSecond);
   }
-  double wNoop = w.noopMicros(std::max(1000, n / 20)), pNoop = p.noopMicros(std::max(1000, n / 20));
+  in.average(rounds), one.average(rounds), piped.average(rounds);
+  int noops = std::max(1000, n / 20);
+  Round wNoop = w.round(noops, 1, true), pNoop = p.noop(noops);
   p.stop();
   if (w.failed()) std::fprintf(stderr, "%d calls through the worker failed\n", w.failed());
 
-  double wr = median(wRate), pr = median(pRate), rr = median(ratio);
-  // CPU from /proc is counted in clock ticks: summed over all rounds.
-  double wc = 0, pc = 0, sc = 0;
-  for (int r = 0; r < rounds; ++r) wc += wCpu[r], pc += pCpu[r], sc += supCpu[r];
-  wc /= rounds, pc /= rounds, sc /= rounds;
-  std::printf("ORU^R01 of %zu bytes, %d rounds of %d calls each way, 1 worker (medians)\n\n",
-              msg.size(), rounds, perRound);
-  std::printf("%-34s %14s %14s %8s\n", "", "in-process", "worker (IPC)", "ratio");
-  std::printf("%-34s %14.0f %14.0f %7.2fx\n", "ORU transforms/s (parse, 3 sets)", pr, wr, rr);
-  std::printf("%-34s %13.1fus %13.1fus %7.2fx\n", "no-op call round trip", pNoop, wNoop,
-              pNoop > 0 ? wNoop / pNoop : 0.0);
-  std::printf("%-34s %13.1fus %13.1fus %7.2fx\n", "CPU per ORU transform (script side)", pc, wc,
-              pc > 0 ? wc / pc : 0.0);
-  std::printf("%-34s %14s %13.1fus\n", "CPU per ORU transform (supervisor)", "-", sc);
-  std::printf("%-34s %14.0f %14.0f %7.2fx\n", "ORU/s per busy core (1e6 / CPU)",
-              pc > 0 ? 1e6 / pc : 0.0, wc > 0 ? 1e6 / wc : 0.0, pc > 0 && wc > 0 ? pc / wc : 0.0);
-  std::printf("%-34s", "worker / in-process, each round");
-  for (double x : ratio) std::printf(" %.2f", x);
-  double overhead = (1.0 - rr) * 100.0;
-  double cpuOverhead = pc > 0 ? (wc / pc - 1.0) * 100.0 : 0.0;
+  double pr = median(in.rate);
+  double oneRate = median(one.rate), oneRatio = median(one.ratio);
+  double pipedRate = median(piped.rate), pipedRatio = median(piped.ratio);
+  std::printf("ORU^R01 of %zu bytes, 1 worker, %d rounds; each round runs %d calls one at a "
+              "time\nthrough the worker, %d in-process, %d pipelined through the worker, in "
+              "turn.\nRates: medians of the rounds; CPU: per call, mean of the rounds, the "
+              "worker's\nprocess and the supervisor's (this process) counted apart.\n\n",
+              msg.size(), rounds, perRound, perRound, perRound);
+
+  std::printf("ONE CALL AT A TIME: one in-process thread vs one worker, each call sent when\n"
+              "the previous one answered (like with like: nothing overlaps)\n");
+  std::printf("%-40s %14s %14s %8s\n", "", "in-process", "worker (IPC)", "ratio");
+  rowRate("ORU transforms/s, wall clock", pr, oneRate, oneRatio);
+  rowMicros("CPU per ORU, script side (worker)", in.cpu, one.cpu, true);
+  rowMicros("CPU per ORU, supervisor side", -1, one.supervisorCpu, false);
+  rowMicros("CPU per ORU, both sides", in.cpu, one.both(), true);
+  rowRate("ORU/s per busy core (1e6 / both)", perCore(in.cpu), perCore(one.both()),
+          over(perCore(one.both()), perCore(in.cpu)));
+  rowMicros("no-op call round trip, wall clock", 1e6 / pNoop.perSecond, 1e6 / wNoop.perSecond,
+            true);
+  rowMicros("no-op call, CPU both sides", pNoop.cpuMicros, wNoop.bothCpuMicros(), true);
+
+  std::printf("\nPIPELINED: up to %d calls waiting, as a delivery loop uses a worker (the\n"
+              "worker and the supervisor's side run at once, on two cores; in-process is\n"
+              "still one thread on one)\n",
+              kPipelined);
+  std::printf("%-40s %14s %14s %8s\n", "", "in-process", "worker (IPC)", "ratio");
+  rowRate("ORU transforms/s, wall clock", pr, pipedRate, pipedRatio);
+  rowMicros("CPU per ORU, script side (worker)", in.cpu, piped.cpu, true);
+  rowMicros("CPU per ORU, supervisor side", -1, piped.supervisorCpu, false);
+  rowMicros("CPU per ORU, both sides", in.cpu, piped.both(), true);
+  rowRate("ORU/s per busy core (1e6 / both)", perCore(in.cpu), perCore(piped.both()),
+          over(perCore(piped.both()), perCore(in.cpu)));
+
+  std::printf("\nworker / in-process, each round's wall-clock rates:\n%-40s", "  one call at a time");
+  for (double x : one.ratio) std::printf(" %.2f", x);
+  std::printf("\n%-40s", "  pipelined");
+  for (double x : piped.ratio) std::printf(" %.2f", x);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   double load[1] = {0};
   getloadavg(load, 1);
   std::printf(
-      "\n\nIPC overhead: %.1f%% on wall-clock throughput (median of the rounds' ratios), %.1f%% "
-      "on the worker's CPU per transform (target < 20%%)\nworker: %.0f ORU/s wall clock, %.0f "
-      "ORU/s per busy core (target >= 15000/s)\nmachine: %ld cores, load average %.1f while "
-      "measuring\n",
-      overhead, cpuOverhead, wr, wc > 0 ? 1e6 / wc : 0.0, cores, load[0]);
+      "\n\nIPC overhead, one call at a time: %.1f%% on wall-clock throughput (median of the "
+      "rounds' ratios),\n%.1f%% on CPU per transform, the worker's and the supervisor's together "
+      "(target < 20%%)\npipelined: %.0f ORU/s wall clock through one worker (%.2fx one "
+      "in-process thread), %.0f ORU/s\nper busy core counting both sides, %.1f%% more CPU per "
+      "transform than in-process (target >= 15000/s)\nmachine: %ld cores, load average %.1f "
+      "while measuring\n",
+      (1.0 - oneRatio) * 100.0, (over(one.both(), in.cpu) - 1.0) * 100.0, pipedRate, pipedRatio,
+      perCore(piped.both()), (over(piped.both(), in.cpu) - 1.0) * 100.0, cores, load[0]);
   return 0;
 }
