@@ -352,8 +352,11 @@ void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& ifac
   }
   if (YamlReader::has(root, "dedupe")) {
     YAML::Node dd = root["dedupe"];
-    if (r.map(dd, "dedupe", {"key"}, {{"window", "dedupe windows"}}))
+    if (r.map(dd, "dedupe", {"key", "window"})) {
       if (auto v = r.required(dd, "key", "dedupe")) iface.dedupeKey = *v;
+      if (auto v = r.duration(dd, "window", "dedupe", kMinDedupeWindow, kMaxDedupeWindow))
+        iface.dedupeWindow = *v;
+    }
   }
   if (auto v = r.choice<Durability>(root, "durability", "",
                                     {{"strict", Durability::Strict}, {"relaxed", Durability::Relaxed}}))

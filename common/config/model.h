@@ -51,6 +51,9 @@ constexpr uint64_t kMaxMessageBytesLimit = 64ull << 20;
 constexpr Duration kDefaultTimeout = std::chrono::seconds(5);
 constexpr Duration kMinTimeout = std::chrono::milliseconds(10);
 constexpr Duration kMaxTimeout = std::chrono::minutes(10);
+// dedupe.window: at least a minute (purges run hourly), at most a year.
+constexpr Duration kMinDedupeWindow = std::chrono::minutes(1);
+constexpr Duration kMaxDedupeWindow = std::chrono::hours(24 * 365);
 // With an ordering key and no partitions: 16 lanes.
 constexpr uint32_t kDefaultPartitions = 16;
 constexpr uint32_t kMaxPartitions = 4096;
@@ -238,6 +241,8 @@ struct InterfaceConfig {
   Charset charset = Charset::Auto;
   std::optional<Ordering> ordering;
   std::optional<std::string> dedupeKey;
+  // dedupe.window: how long a key is remembered; none: the retention's days.
+  std::optional<Duration> dedupeWindow;
   Durability durability = Durability::Strict;
   Duration timeout = kDefaultTimeout;
   Isolation isolation = Isolation::Shared;

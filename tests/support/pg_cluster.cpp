@@ -20,6 +20,8 @@ PgCluster::PgCluster() {
   else ADD_FAILURE() << "mkdtemp failed";
 }
 
+PgCluster::PgCluster(std::filesystem::path dir) : dir_(std::move(dir)) {}
+
 PgCluster::~PgCluster() {
   if (!dir_.empty()) pgsh({"stop", dir_.string()});  // stops and removes the folder
 }

@@ -15,6 +15,9 @@ namespace ductus::test {
 class PgCluster {
  public:
   PgCluster();  // a fresh folder in /tmp; nothing started yet
+  // The cluster in `dir` (not there yet, or empty), e.g. on a small tmpfs
+  // the test mounted; its path must be short (the Unix socket is in it).
+  explicit PgCluster(std::filesystem::path dir);
   ~PgCluster();
   PgCluster(const PgCluster&) = delete;
   PgCluster& operator=(const PgCluster&) = delete;

@@ -1,0 +1,631 @@
+#include "schema/retention.h"
+
+#include <cstdio>
+#include <map>
+
+namespace ductus::store {
+namespace {
+
+// pg_advisory_lock key of a retention run ("ductusRe").
+constexpr const char* kRunLockKey = "7310595005420971365";
+
+// Every time partition, attached or left behind by an interrupted drop. Names
+// are ductus_ensure_partitions' (migration 0001): <table>_t<tier>_<YYYYMMDD>,
+// the period's first day. Rows are the statistics' estimate (no scan).
+constexpr const char* kListPartitions = R"(
+SELECT relname, kind, tier, lo::text, hi::text, (hi + tier)::text,
+       hi + tier <= (now() AT TIME ZONE 'UTC')::date, attached, detaching, n_live, bytes
+FROM (
+  SELECT c.relname, split_part(c.relname, '_', 1) AS kind,
+         substring(c.relname FROM '_t([0-9]+)_')::int AS tier,
+         to_date(right(c.relname, 8), 'YYYYMMDD') AS lo,
+         to_date(right(c.relname, 8), 'YYYYMMDD')
+           + CASE WHEN c.relname ~ '_t7_' THEN 1 ELSE 7 END AS hi,
+         c.relispartition AS attached,
+         coalesce(i.inhdetachpending, false) AS detaching,
+         coalesce(s.n_live_tup, 0) AS n_live,
+         pg_total_relation_size(c.oid) AS bytes
+  FROM pg_class c
+  LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
+  LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+  WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
+    AND c.relname ~ '^(messages|deliveries)_t(7|21|49)_[0-9]{8}$'
+) p
+ORDER BY tier, lo, kind DESC
+)";
+
+constexpr const char* kReadTiers = R"(
+SELECT interface_id, tier, requested_tier, requested_at::text
+FROM interface_retention WHERE interface_id = ANY($1::int8[])
+)";
+
+constexpr const char* kWriteTiers = R"(
+INSERT INTO interface_retention AS r (interface_id, tier, requested_tier, requested_at)
+SELECT id, tier, requested, CASE WHEN requested IS NULL THEN NULL ELSE now() END
+FROM unnest($1::int8[], $2::int2[], $3::int2[]) AS u (id, tier, requested)
+ON CONFLICT (interface_id) DO UPDATE
+SET tier = EXCLUDED.tier,
+    requested_tier = EXCLUDED.requested_tier,
+    requested_at = CASE WHEN EXCLUDED.requested_tier IS NULL THEN NULL
+                        WHEN r.requested_tier = EXCLUDED.requested_tier THEN r.requested_at
+                        ELSE now() END,
+    updated_at = now()
+RETURNING interface_id, requested_at::text
+)";
+
+// Only ever shortens: a longer tier applies at a start without asking.
+constexpr const char* kConfirm = R"(
+INSERT INTO interface_retention AS r (interface_id, tier) VALUES ($1, $2)
+ON CONFLICT (interface_id) DO UPDATE
+SET tier = EXCLUDED.tier, requested_tier = NULL, requested_at = NULL, updated_at = now()
+WHERE r.tier > EXCLUDED.tier
+)";
+
+constexpr const char* kPurgeDedupe = R"(
+DELETE FROM dedupe_keys d
+USING (SELECT interface_id, key FROM dedupe_keys
+       WHERE interface_id = $1 AND seen_at < now() - $2::int8 * interval '1 second'
+       LIMIT $3) doomed
+WHERE d.interface_id = doomed.interface_id AND d.key = doomed.key
+)";
+
+constexpr const char* kPurgeDedupeOthers = R"(
+DELETE FROM dedupe_keys d
+USING (SELECT interface_id, key FROM dedupe_keys
+       WHERE interface_id <> ALL($1::int8[]) AND seen_at < now() - $2::int8 * interval '1 second'
+       LIMIT $3) doomed
+WHERE d.interface_id = doomed.interface_id AND d.key = doomed.key
+)";
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+std::string arrayText(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+  return out + "}";
+}
+
+std::optional<Tier> tierOf(long long days) {
+  switch (days) {
+    case 7: return Tier::Week1;
+    case 21: return Tier::Week3;
+    case 49: return Tier::Week7;
+  }
+  return std::nullopt;
+}
+
+// A lock not had within lock_timeout (55P03), or a statement cancelled while
+// it waited (57014): worth another try after a pause.
+bool lockWait(const Error& e) { return e.code == "55P03" || e.code == "57014"; }
+
+std::string quoted(const std::string& name) { return "\"" + name + "\""; }
+
+}  // namespace
+
+const char* tierName(Tier t) {
+  switch (t) {
+    case Tier::Week1: return "1w";
+    case Tier::Week3: return "3w";
+    case Tier::Week7: return "7w";
+  }
+  return "?";
+}
+
+std::string describeBytes(int64_t b) {
+  const char* units[] = {"bytes", "kB", "MB", "GB", "TB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[64];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(b));
+  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+// One table of a period as the catalog has it.
+struct Retention::Table {
+  std::string name;    // messages_t7_20250101
+  std::string parent;  // messages_t7
+  bool attached = false;
+  bool detaching = false;  // DETACH ... CONCURRENTLY interrupted
+  int64_t rows = 0;        // estimate
+  int64_t bytes = 0;
+};
+
+struct Retention::Period {
+  PeriodInfo info;
+  std::optional<Table> messages, deliveries;
+  // Deliveries first: a message is never gone while a delivery of it stays.
+  std::vector<Table*> tables() {
+    std::vector<Table*> out;
+    if (deliveries) out.push_back(&*deliveries);
+    if (messages) out.push_back(&*messages);
+    return out;
+  }
+  std::string label() const { return std::string(tierName(info.tier)) + " " + info.from; }
+};
+
+Retention::Retention(uv_loop_t* loop, RetentionOptions options)
+    : loop_(loop), options_(std::move(options)) {}
+
+Retention::~Retention() { *alive_ = false; }
+
+void Retention::withConnection(std::function<void(Result<PgConnection*>)> cb) {
+  if (conn_ && conn_->connected()) return cb(conn_.get());
+  conn_ = std::make_unique<PgConnection>(loop_);
+  auto alive = alive_;
+  conn_->connect(options_.conninfo, [this, alive, cb](Status s) {
+    if (!*alive) return;
+    if (!s) return cb(s.error());
+    // Session settings: every DDL of this connection gives up on a lock
+    // after lock_timeout rather than queue inserts behind it.
+    std::string set = "SET lock_timeout = '" + num(options_.lockTimeout.count()) +
+                      "ms'; SET statement_timeout = 0; SET application_name = 'ductus retention'";
+    conn_->script(set, [this, alive, cb](Result<PgResult> r) {
+      if (!*alive) return;
+      if (!r) return cb(r.error());
+      cb(conn_.get());
+    });
+  });
+}
+
+void Retention::after(std::chrono::milliseconds delay, std::function<void()> fn) {
+  if (!timer_) timer_ = makeTimer(loop_, this);
+  onTimer_ = std::move(fn);
+  uv_timer_start(
+      timer_.get(),
+      [](uv_timer_t* t) {
+        auto* self = static_cast<Retention*>(t->data);
+        if (!self) return;
+        auto fn = std::move(self->onTimer_);
+        self->onTimer_ = nullptr;
+        if (fn) fn();
+      },
+      static_cast<uint64_t>(delay.count()), 0);
+}
+
+// ---- Tiers --------------------------------------------------------------------
+
+void Retention::applyTiers(std::vector<InterfaceTier> interfaces,
+                           Callback<std::vector<TierState>> cb) {
+  judge(std::move(interfaces), true, std::move(cb));
+}
+
+void Retention::readTiers(std::vector<InterfaceTier> interfaces,
+                          Callback<std::vector<TierState>> cb) {
+  judge(std::move(interfaces), false, std::move(cb));
+}
+
+void Retention::judge(std::vector<InterfaceTier> interfaces, bool write,
+                      Callback<std::vector<TierState>> cb) {
+  auto alive = alive_;
+  withConnection([this, alive, interfaces, write, cb](Result<PgConnection*> c) {
+    if (!*alive) return;
+    if (!c) return cb(c.error());
+    std::vector<std::string> ids;
+    for (auto& i : interfaces) ids.push_back(num(i.interfaceId));
+    (*c)->query(kReadTiers, {arrayText(ids)}, [this, alive, interfaces, write,
+                                               cb](Result<PgResult> r) {
+      if (!*alive) return;
+      if (!r) return cb(r.error());
+      struct Stored {
+        Tier tier;
+        std::optional<Tier> requested;
+        std::optional<std::string> requestedAt;
+      };
+      std::map<int64_t, Stored> stored;
+      for (int row = 0; row < r->rows(); ++row) {
+        auto tier = tierOf(r->integer(row, 1));
+        if (!tier) continue;
+        Stored s{*tier, std::nullopt, r->optText(row, 3)};
+        if (!r->isNull(row, 2)) s.requested = tierOf(r->integer(row, 2));
+        stored[r->integer(row, 0)] = s;
+      }
+      auto states = std::make_shared<std::vector<TierState>>();
+      std::vector<std::string> wIds, wTiers, wRequested;
+      for (auto& i : interfaces) {
+        TierState t;
+        t.interfaceId = i.interfaceId;
+        t.name = i.name;
+        t.configured = i.configured;
+        auto it = stored.find(i.interfaceId);
+        bool changed = false;
+        if (it == stored.end()) {
+          t.applied = i.configured;
+          t.change = TierState::Change::New;
+          changed = true;
+        } else if (i.configured == it->second.tier) {
+          t.applied = i.configured;
+          changed = it->second.requested.has_value();  // the project went back
+        } else if (i.configured > it->second.tier) {
+          t.applied = i.configured;
+          t.change = TierState::Change::Lengthened;
+          changed = true;
+        } else {
+          t.applied = it->second.tier;
+          t.change = TierState::Change::Waiting;
+          changed = it->second.requested != i.configured;
+          if (!changed) t.requestedAt = it->second.requestedAt;
+        }
+        if (changed) {
+          wIds.push_back(num(t.interfaceId));
+          wTiers.push_back(num(static_cast<int16_t>(t.applied)));
+          wRequested.push_back(t.change == TierState::Change::Waiting
+                                   ? num(static_cast<int16_t>(t.configured))
+                                   : "NULL");
+        }
+        states->push_back(std::move(t));
+      }
+      if (!write || wIds.empty()) return cb(std::move(*states));
+      conn_->query(kWriteTiers, {arrayText(wIds), arrayText(wTiers), arrayText(wRequested)},
+                   [alive, states, cb](Result<PgResult> w) {
+                     if (!*alive) return;
+                     if (!w) return cb(w.error());
+                     std::map<int64_t, std::optional<std::string>> since;
+                     for (int row = 0; row < w->rows(); ++row)
+                       since[w->integer(row, 0)] = w->optText(row, 1);
+                     for (auto& t : *states)
+                       if (auto it = since.find(t.interfaceId); it != since.end())
+                         t.requestedAt = it->second;
+                     cb(std::move(*states));
+                   });
+    });
+  });
+}
+
+void Retention::confirm(int64_t interfaceId, Tier tier, Callback<bool> cb) {
+  auto alive = alive_;
+  withConnection([alive, interfaceId, tier, cb](Result<PgConnection*> c) {
+    if (!*alive) return;
+    if (!c) return cb(c.error());
+    (*c)->query(kConfirm, {num(interfaceId), num(static_cast<int16_t>(tier))},
+                [alive, cb](Result<PgResult> r) {
+                  if (!*alive) return;
+                  if (!r) return cb(r.error());
+                  cb(r->affected() > 0);
+                });
+  });
+}
+
+// ---- Periods ------------------------------------------------------------------
+
+void Retention::listPeriods(Callback<std::vector<std::shared_ptr<Period>>> cb) {
+  auto alive = alive_;
+  withConnection([alive, cb](Result<PgConnection*> c) {
+    if (!*alive) return;
+    if (!c) return cb(c.error());
+    (*c)->query(kListPartitions, {}, [alive, cb](Result<PgResult> r) {
+      if (!*alive) return;
+      if (!r) return cb(r.error());
+      std::vector<std::shared_ptr<Period>> out;
+      for (int row = 0; row < r->rows(); ++row) {
+        auto tier = tierOf(r->integer(row, 2));
+        if (!tier) continue;
+        std::string from(r->text(row, 3));
+        if (out.empty() || out.back()->info.tier != *tier || out.back()->info.from != from) {
+          auto p = std::make_shared<Period>();
+          p->info.tier = *tier;
+          p->info.from = from;
+          p->info.to = r->text(row, 4);
+          p->info.dropsOn = r->text(row, 5);
+          p->info.expired = r->text(row, 6) == "t";
+          out.push_back(p);
+        }
+        Period& p = *out.back();
+        Table t;
+        t.name = r->text(row, 0);
+        std::string kind(r->text(row, 1));
+        t.parent = kind + "_t" + num(r->integer(row, 2));
+        t.attached = r->text(row, 7) == "t";
+        t.detaching = r->text(row, 8) == "t";
+        t.rows = r->integer(row, 9);
+        t.bytes = r->integer(row, 10);
+        p.info.bytes += t.bytes;
+        if (!t.attached || t.detaching) p.info.detached = true;
+        if (kind == "messages") {
+          p.info.messages = t.rows;
+          p.messages = std::move(t);
+        } else {
+          p.info.deliveries = t.rows;
+          p.deliveries = std::move(t);
+        }
+      }
+      cb(std::move(out));
+    });
+  });
+}
+
+// Pending messages and deliveries of a period: the partial indexes
+// (messages_pending, deliveries_queue) hold only pending rows, so this
+// costs what is pending, not the period's size.
+void Retention::countPending(std::shared_ptr<Period> p, Callback<int64_t> cb) {
+  std::string sql = "SELECT 0::int8";
+  if (p->messages)
+    sql += " + (SELECT count(*) FROM " + quoted(p->messages->name) + " WHERE status = 0)";
+  if (p->deliveries)
+    sql += " + (SELECT count(*) FROM " + quoted(p->deliveries->name) + " WHERE status = 0)";
+  auto alive = alive_;
+  withConnection([alive, sql, cb](Result<PgConnection*> c) {
+    if (!*alive) return;
+    if (!c) return cb(c.error());
+    (*c)->query(sql, {}, [alive, cb](Result<PgResult> r) {
+      if (!*alive) return;
+      if (!r) return cb(r.error());
+      cb(static_cast<int64_t>(r->integer(0, 0)));
+    });
+  });
+}
+
+void Retention::plan(Callback<RetentionPlan> cb) {
+  auto alive = alive_;
+  listPeriods([this, alive, cb](Result<std::vector<std::shared_ptr<Period>>> r) {
+    if (!*alive) return;
+    if (!r) return cb(r.error());
+    auto periods = std::make_shared<std::vector<std::shared_ptr<Period>>>(std::move(*r));
+    auto next = std::make_shared<std::function<void(size_t)>>();
+    std::weak_ptr<std::function<void(size_t)>> weak = next;
+    *next = [this, alive, periods, weak, cb](size_t i) {
+      auto keep = weak.lock();
+      if (i == periods->size()) {
+        RetentionPlan plan;
+        for (auto& p : *periods) plan.periods.push_back(p->info);
+        return cb(std::move(plan));
+      }
+      auto p = (*periods)[i];
+      if (!p->info.expired) return (*keep)(i + 1);
+      countPending(p, [alive, p, keep, i, cb](Result<int64_t> n) {
+        if (!*alive) return;
+        if (!n) return cb(n.error());
+        p->info.pending = *n;
+        (*keep)(i + 1);
+      });
+    };
+    auto first = *next;
+    first(0);
+  });
+}
+
+void Retention::dropExpired(Callback<DropReport> cb) {
+  auto alive = alive_;
+  withConnection([this, alive, cb](Result<PgConnection*> c) {
+    if (!*alive) return;
+    if (!c) return cb(c.error());
+    (*c)->query("SELECT pg_try_advisory_lock($1::int8)", {std::string(kRunLockKey)},
+                [this, alive, cb](Result<PgResult> lock) {
+      if (!*alive) return;
+      if (!lock) return cb(lock.error());
+      if (lock->text(0, 0) != "t") {
+        DropReport busy;
+        busy.busy = true;
+        return cb(std::move(busy));
+      }
+      auto finish = [this, alive, cb](Result<DropReport> r) {
+        if (!*alive) return;
+        // Unlocked even after a failure; a broken connection has let go anyway.
+        if (!conn_ || !conn_->connected()) return cb(std::move(r));
+        conn_->query("SELECT pg_advisory_unlock($1::int8)", {std::string(kRunLockKey)},
+                     [alive, r = std::move(r), cb](Result<PgResult>) mutable {
+                       if (!*alive) return;
+                       cb(std::move(r));
+                     });
+      };
+      listPeriods([this, alive, finish](Result<std::vector<std::shared_ptr<Period>>> r) {
+        if (!*alive) return;
+        if (!r) return finish(r.error());
+        auto expired = std::make_shared<std::vector<std::shared_ptr<Period>>>();
+        for (auto& p : *r)
+          if (p->info.expired) expired->push_back(p);
+        auto report = std::make_shared<DropReport>();
+        dropEach(expired, 0, report, [report, finish](Status s) {
+          if (!s) return finish(s.error());
+          finish(std::move(*report));
+        });
+      });
+    });
+  });
+}
+
+void Retention::dropEach(std::shared_ptr<std::vector<std::shared_ptr<Period>>> periods, size_t i,
+                         std::shared_ptr<DropReport> report, Done done) {
+  if (i == periods->size()) return done({});
+  auto alive = alive_;
+  dropPeriod((*periods)[i], 0, report, [this, alive, periods, i, report, done](Status s) {
+    if (!*alive) return;
+    if (!s) return done(s);
+    dropEach(periods, i + 1, report, done);
+  });
+}
+
+// One period, tried again after a pause while a lock wasn't had in time;
+// anything else is reported and left for the next run. `done` fails only
+// when the connection is gone (nothing more can be done this run).
+void Retention::dropPeriod(std::shared_ptr<Period> p, int attempt,
+                           std::shared_ptr<DropReport> report, Done done) {
+  auto alive = alive_;
+  dropSteps(p, [this, alive, p, attempt, report, done](Status s) {
+    if (!*alive) return;
+    if (s) {
+      if (p->info.pending > 0) report->held.push_back(p->info);
+      else report->dropped.push_back(p->info);
+      return done({});
+    }
+    if (lockWait(s.error()) && attempt + 1 < options_.attempts) {
+      return after(options_.retryDelay, [this, p, attempt, report, done] {
+        // The catalog again: the last try may have detached a table.
+        refreshThenDrop(p, attempt + 1, report, done);
+      });
+    }
+    report->failed.push_back(p->label() + ": " + s.error().message);
+    if (!conn_ || !conn_->connected()) return done(s);
+    done({});
+  });
+}
+
+void Retention::refreshThenDrop(std::shared_ptr<Period> p, int attempt,
+                                std::shared_ptr<DropReport> report, Done done) {
+  auto alive = alive_;
+  listPeriods([this, alive, p, attempt, report, done](
+                  Result<std::vector<std::shared_ptr<Period>>> r) {
+    if (!*alive) return;
+    if (!r) {
+      report->failed.push_back(p->label() + ": " + r.error().message);
+      return done(r.error());
+    }
+    for (auto& fresh : *r)
+      if (fresh->info.tier == p->info.tier && fresh->info.from == p->info.from) {
+        p->messages = fresh->messages;
+        p->deliveries = fresh->deliveries;
+        return dropPeriod(p, attempt, report, done);
+      }
+    // Gone already (another run finished it).
+    done({});
+  });
+}
+
+void Retention::exec(std::string sql, Callback<PgResult> cb) {
+  auto alive = alive_;
+  withConnection([alive, sql = std::move(sql), cb](Result<PgConnection*> c) mutable {
+    if (!*alive) return;
+    if (!c) return cb(c.error());
+    (*c)->query(std::move(sql), {}, [alive, cb](Result<PgResult> r) {
+      if (!*alive) return;
+      cb(std::move(r));
+    });
+  });
+}
+
+// Pending? -> count what goes -> detach both -> pending again? (re-attach:
+// held) -> drop both. p->info.pending > 0 afterwards means held.
+void Retention::dropSteps(std::shared_ptr<Period> p, Done done) {
+  auto alive = alive_;
+  countPending(p, [this, alive, p, done](Result<int64_t> n) {
+    if (!*alive) return;
+    if (!n) return done(n.error());
+    p->info.pending = *n;
+    if (*n > 0) return done({});
+    // Exact rows for the log line; the tables are about to go, and reading
+    // them takes no lock that anything else waits for.
+    std::string count = "SELECT ";
+    count += p->messages ? "(SELECT count(*) FROM " + quoted(p->messages->name) + ")" : "0";
+    count += ", ";
+    count += p->deliveries ? "(SELECT count(*) FROM " + quoted(p->deliveries->name) + ")" : "0";
+    exec(count, [this, alive, p, done](Result<PgResult> c) {
+      if (!*alive) return;
+      if (!c) return done(c.error());
+      p->info.messages = c->integer(0, 0);
+      p->info.deliveries = c->integer(0, 1);
+      detachEach(p, 0, [this, alive, p, done](Status s) {
+        if (!*alive) return;
+        if (!s) return done(s);
+        // A resend may have made a row pending between the check and the
+        // detach: then the period goes back where it was.
+        countPending(p, [this, alive, p, done](Result<int64_t> n) {
+          if (!*alive) return;
+          if (!n) return done(n.error());
+          p->info.pending = *n;
+          if (*n > 0) return reattachEach(p, 0, done);
+          std::string drop = "DROP TABLE IF EXISTS ";
+          auto tables = p->tables();
+          for (size_t i = 0; i < tables.size(); ++i)
+            drop += (i ? ", " : "") + quoted(tables[i]->name);
+          if (tables.empty()) return done({});
+          exec(drop, [done](Result<PgResult> d) {
+            if (!d) return done(d.error());
+            done({});
+          });
+        });
+      });
+    });
+  });
+}
+
+void Retention::detachEach(std::shared_ptr<Period> p, size_t i, Done done) {
+  auto tables = p->tables();
+  if (i == tables.size()) return done({});
+  Table* t = tables[i];
+  if (!t->attached && !t->detaching) return detachEach(p, i + 1, done);
+  std::string sql = "ALTER TABLE " + quoted(t->parent) + " DETACH PARTITION " + quoted(t->name) +
+                    (t->detaching ? " FINALIZE" : " CONCURRENTLY");
+  auto alive = alive_;
+  exec(sql, [this, alive, p, i, done](Result<PgResult> r) {
+    if (!*alive) return;
+    if (!r) return done(r.error());
+    Table* t = p->tables()[i];
+    t->attached = false;
+    t->detaching = false;
+    detachEach(p, i + 1, done);
+  });
+}
+
+void Retention::reattachEach(std::shared_ptr<Period> p, size_t i, Done done) {
+  auto tables = p->tables();
+  if (i == tables.size()) return done({});
+  Table* t = tables[i];
+  if (t->attached) return reattachEach(p, i + 1, done);
+  std::string sql = "ALTER TABLE " + quoted(t->parent) + " ATTACH PARTITION " + quoted(t->name) +
+                    " FOR VALUES FROM ('" + p->info.from + " 00:00:00+00') TO ('" + p->info.to +
+                    " 00:00:00+00')";
+  auto alive = alive_;
+  exec(sql, [this, alive, p, i, done](Result<PgResult> r) {
+    if (!*alive) return;
+    if (!r) return done(r.error());
+    p->tables()[i]->attached = true;
+    reattachEach(p, i + 1, done);
+  });
+}
+
+// ---- Dedupe keys -------------------------------------------------------------
+
+void Retention::purgeDedupeKeys(std::vector<DedupeWindow> windows, int64_t othersSeconds,
+                                Callback<int64_t> cb) {
+  auto alive = alive_;
+  auto total = std::make_shared<int64_t>(0);
+  auto next = std::make_shared<std::function<void(size_t)>>();
+  std::weak_ptr<std::function<void(size_t)>> weak = next;
+  *next = [this, alive, windows, othersSeconds, total, weak, cb](size_t i) {
+    auto keep = weak.lock();
+    auto add = [alive, total, keep, i, cb](Result<int64_t> n) {
+      if (!*alive) return;
+      if (!n) return cb(n.error());
+      *total += *n;
+      (*keep)(i + 1);
+    };
+    if (i < windows.size())
+      return purgeBatches(kPurgeDedupe,
+                          {num(windows[i].interfaceId), num(windows[i].seconds),
+                           num(options_.dedupeBatch)},
+                          0, add);
+    if (i == windows.size()) {
+      std::vector<std::string> ids;
+      for (auto& w : windows) ids.push_back(num(w.interfaceId));
+      return purgeBatches(kPurgeDedupeOthers,
+                          {arrayText(ids), num(othersSeconds), num(options_.dedupeBatch)}, 0, add);
+    }
+    cb(*total);
+  };
+  auto first = *next;
+  first(0);
+}
+
+// One batch per statement (each its own short transaction, so a purge of
+// millions never holds a long one), until a batch comes back short.
+void Retention::purgeBatches(std::string sql, std::vector<Param> params, int64_t sofar,
+                             Callback<int64_t> cb) {
+  auto alive = alive_;
+  withConnection([this, alive, sql, params, sofar, cb](Result<PgConnection*> c) {
+    if (!*alive) return;
+    if (!c) return cb(c.error());
+    (*c)->query(sql, params, [this, alive, sql, params, sofar, cb](Result<PgResult> r) {
+      if (!*alive) return;
+      if (!r) return cb(r.error());
+      int64_t n = r->affected();
+      if (n < options_.dedupeBatch) return cb(sofar + n);
+      purgeBatches(sql, params, sofar + n, cb);
+    });
+  });
+}
+
+}  // namespace ductus::store

@@ -1,0 +1,169 @@
+// Retention, the SQL side: which time partitions have outlived their tier,
+// dropping them without holding up intake, each interface's applied tier
+// (interface_retention, migration 0004) and the dedupe keys past their
+// window. On one async libpq connection of its own on the caller's loop:
+// DETACH ... CONCURRENTLY can't run inside a transaction, and the session's
+// lock_timeout must not leak into the store's pool.
+//
+// Drops: a period (a day in the 1w tier, a week in 3w/7w) goes once its
+// whole period is older than its tier's days; its messages and deliveries
+// partitions go together. A period still holding a pending message or
+// delivery is held (reported, never dropped). Each table is detached with
+// DETACH PARTITION ... CONCURRENTLY (no lock that conflicts with inserts or
+// reads: it waits for the queries that started before it instead), checked
+// again for pending rows (re-attached if some appeared: a resend), then
+// dropped. Every DDL waits at most lock_timeout for its lock and is tried
+// again after a pause, so a long report delays a drop, never the inserts
+// queued behind it. An interrupted drop (a detach left pending, a detached
+// table not dropped) is finished by the next run. One run at a time per
+// database (a session advisory lock).
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/uv_handle.h"
+#include "schema/pg_connection.h"
+#include "schema/store_types.h"
+
+namespace ductus::store {
+
+struct RetentionOptions {
+  std::string conninfo;
+  // How long each DDL statement waits for a lock before it gives up.
+  std::chrono::milliseconds lockTimeout{200};
+  // Tries per period when a lock wasn't had in time, and the pause between.
+  int attempts = 10;
+  std::chrono::milliseconds retryDelay{1000};
+  // Dedupe keys deleted per statement.
+  int64_t dedupeBatch = 5000;
+};
+
+// One period of one tier: its messages and deliveries partitions.
+struct PeriodInfo {
+  Tier tier = Tier::Week7;
+  std::string from, to;   // YYYY-MM-DD (UTC midnights; `to` excluded)
+  std::string dropsOn;    // to + the tier's days: the first day it may go
+  bool expired = false;   // dropsOn has come
+  // Rows: statistics' estimates in a plan, counted exactly in a drop.
+  int64_t messages = 0, deliveries = 0;
+  int64_t bytes = 0;      // both tables with their indexes and TOAST
+  int64_t pending = 0;    // pending messages + deliveries (counted for expired periods)
+  bool detached = false;  // an interrupted drop left a table detached or detaching
+};
+
+struct RetentionPlan {
+  std::vector<PeriodInfo> periods;  // by tier, then period
+};
+
+struct DropReport {
+  bool busy = false;                // another run held the database's retention lock
+  std::vector<PeriodInfo> dropped;  // exact rows and bytes freed
+  std::vector<PeriodInfo> held;     // expired, but pending rows remain
+  std::vector<std::string> failed;  // "1w 2025-01-01: why" (tried again next run)
+};
+
+// An interface as the project has it, for the tier check.
+struct InterfaceTier {
+  int64_t interfaceId = 0;
+  std::string name;
+  Tier configured = Tier::Week7;
+};
+
+struct TierState {
+  enum class Change {
+    None,             // the project's tier is the applied one
+    New,              // first start of the interface
+    Lengthened,       // applied at once: nothing is dropped sooner
+    Waiting,          // shorter: waits for `ductus retention confirm`
+  };
+  int64_t interfaceId = 0;
+  std::string name;
+  Tier configured = Tier::Week7;
+  Tier applied = Tier::Week7;  // where the interface's new messages go
+  Change change = Change::None;
+  std::optional<std::string> requestedAt;  // Waiting: since when
+};
+
+struct DedupeWindow {
+  int64_t interfaceId = 0;
+  int64_t seconds = 0;
+};
+
+// "1w" / "3w" / "7w".
+const char* tierName(Tier t);
+// "12.3 MB".
+std::string describeBytes(int64_t bytes);
+
+class Retention {
+ public:
+  template <typename T>
+  using Callback = std::function<void(Result<T>)>;
+  using Done = std::function<void(Status)>;
+
+  Retention(uv_loop_t* loop, RetentionOptions options);
+  ~Retention();
+  Retention(const Retention&) = delete;
+  Retention& operator=(const Retention&) = delete;
+
+  // Judges each interface's project tier against the applied one and
+  // records the outcome: a new interface or a longer tier applies at once;
+  // a shorter one is recorded as requested and the applied tier stays, so
+  // nothing is deleted sooner than promised until someone confirms.
+  void applyTiers(std::vector<InterfaceTier> interfaces, Callback<std::vector<TierState>> cb);
+  // The same judgement, changing nothing (`ductus retention`).
+  void readTiers(std::vector<InterfaceTier> interfaces, Callback<std::vector<TierState>> cb);
+  // Applies a shorter tier (`ductus retention confirm`). Answers false when
+  // there was nothing to confirm (the tier isn't shorter than the applied one).
+  void confirm(int64_t interfaceId, Tier tier, Callback<bool> cb);
+
+  // Every period with its size, when it drops and, for expired ones, what
+  // still holds it.
+  void plan(Callback<RetentionPlan> cb);
+  // Drops every expired period that holds nothing pending.
+  void dropExpired(Callback<DropReport> cb);
+  // Deletes dedupe keys older than their interface's window, in batches;
+  // keys of interfaces not listed (removed from the project) after
+  // othersSeconds. Answers how many went.
+  void purgeDedupeKeys(std::vector<DedupeWindow> windows, int64_t othersSeconds,
+                       Callback<int64_t> cb);
+
+ private:
+  struct Table;
+  struct Period;
+  void withConnection(std::function<void(Result<PgConnection*>)> cb);
+  void judge(std::vector<InterfaceTier> interfaces, bool write,
+             Callback<std::vector<TierState>> cb);
+  void listPeriods(Callback<std::vector<std::shared_ptr<Period>>> cb);
+  void countPending(std::shared_ptr<Period> p, Callback<int64_t> cb);
+  void dropEach(std::shared_ptr<std::vector<std::shared_ptr<Period>>> periods, size_t i,
+                std::shared_ptr<DropReport> report, Done done);
+  void dropPeriod(std::shared_ptr<Period> p, int attempt, std::shared_ptr<DropReport> report,
+                  Done done);
+  void refreshThenDrop(std::shared_ptr<Period> p, int attempt, std::shared_ptr<DropReport> report,
+                       Done done);
+  void dropSteps(std::shared_ptr<Period> p, Done done);
+  void detachEach(std::shared_ptr<Period> p, size_t i, Done done);
+  void reattachEach(std::shared_ptr<Period> p, size_t i, Done done);
+  void exec(std::string sql, Callback<PgResult> cb);
+  void purgeBatches(std::string sql, std::vector<Param> params, int64_t sofar,
+                    Callback<int64_t> cb);
+  void after(std::chrono::milliseconds delay, std::function<void()> fn);
+
+  uv_loop_t* loop_;
+  RetentionOptions options_;
+  std::unique_ptr<PgConnection> conn_;
+  UvHandle<uv_timer_t> timer_;  // a drop's pause before trying again
+  std::function<void()> onTimer_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ductus::store

@@ -1,0 +1,156 @@
+#include "supervisor/retention_job.h"
+
+#include <spdlog/spdlog.h>
+
+namespace ductus::supervisor {
+namespace {
+
+// Dedupe keys of interfaces no longer in the project: kept as long as the
+// longest tier keeps messages.
+constexpr int64_t kOthersSeconds = 49ll * 24 * 3600;
+
+std::string period(const store::PeriodInfo& p) {
+  return std::string("the ") + store::tierName(p.tier) + " period " + p.from + " to " + p.to;
+}
+
+}  // namespace
+
+std::vector<RetentionLine> describeRun(const RetentionRun& run) {
+  std::vector<RetentionLine> out;
+  if (run.drops.busy)
+    out.push_back({false, "retention: another retention run is under way on this database; "
+                          "nothing dropped by this one"});
+  for (auto& p : run.drops.dropped)
+    out.push_back({false, "retention: dropped " + period(p) + ": " +
+                              std::to_string(p.messages) + " messages, " +
+                              std::to_string(p.deliveries) + " deliveries, " +
+                              store::describeBytes(p.bytes) + " freed"});
+  for (auto& p : run.drops.held)
+    out.push_back({true, "retention: holding " + period(p) + " past its drop date " + p.dropsOn +
+                             ": " + std::to_string(p.pending) +
+                             " messages or deliveries in it are still pending (it goes once "
+                             "they are delivered, filtered or quarantined)"});
+  for (auto& f : run.drops.failed)
+    out.push_back({true, "retention: could not drop " + f + "; tried again at the next run"});
+  if (run.dedupeKeysPurged > 0)
+    out.push_back({false, "retention: purged " + std::to_string(run.dedupeKeysPurged) +
+                              " dedupe keys past their window"});
+  return out;
+}
+
+RetentionJob::RetentionJob(uv_loop_t* loop, std::string conninfo,
+                           std::vector<RetentionInterface> interfaces,
+                           store::RetentionOptions options)
+    : loop_(loop),
+      interfaces_(std::move(interfaces)),
+      retention_(loop, [&] {
+        options.conninfo = std::move(conninfo);
+        return options;
+      }()) {}
+
+RetentionJob::~RetentionJob() { *alive_ = false; }
+
+void RetentionJob::applyTiers(std::function<void(Result<std::map<int64_t, store::Tier>>)> cb) {
+  std::vector<store::InterfaceTier> list;
+  for (auto& i : interfaces_) list.push_back({i.id, i.name, i.configured});
+  auto alive = alive_;
+  retention_.applyTiers(std::move(list), [this, alive, cb](Result<std::vector<store::TierState>> r) {
+    if (!*alive) return;
+    if (!r) return cb(r.error());
+    using Change = store::TierState::Change;
+    for (auto& t : *r) {
+      applied_[t.interfaceId] = t.applied;
+      if (t.change == Change::Lengthened)
+        spdlog::info("retention of {} is now {}: its new messages are kept {} days; those "
+                     "stored before keep the tier they were stored in",
+                     t.name, store::tierName(t.applied), static_cast<int>(t.applied));
+      else if (t.change == Change::Waiting)
+        spdlog::warn("retention of {} is {} in the project but {} applies until someone runs "
+                     "`ductus retention confirm {}` (shortening it deletes messages sooner); "
+                     "its messages keep going to the {} tier{}",
+                     t.name, store::tierName(t.configured), store::tierName(t.applied), t.name,
+                     store::tierName(t.applied),
+                     t.requestedAt ? " (asked since " + *t.requestedAt + ")" : "");
+    }
+    cb(applied_);
+  });
+}
+
+void RetentionJob::start(std::chrono::milliseconds first, std::chrono::milliseconds every) {
+  if (stopped_) return;
+  timer_ = makeTimer(loop_, this);
+  uv_timer_start(
+      timer_.get(),
+      [](uv_timer_t* t) {
+        if (auto* self = static_cast<RetentionJob*>(t->data)) self->scheduled();
+      },
+      static_cast<uint64_t>(first.count()), static_cast<uint64_t>(every.count()));
+}
+
+void RetentionJob::stop() {
+  stopped_ = true;
+  timer_.reset();
+}
+
+void RetentionJob::scheduled() {
+  if (running_ || stopped_) return;
+  runOnce([](Result<RetentionRun> r) {
+    if (!r) spdlog::warn("retention run failed: {}; tried again in an hour", r.error().message);
+  });
+}
+
+void RetentionJob::runOnce(std::function<void(Result<RetentionRun>)> cb, bool log) {
+  running_ = true;
+  auto alive = alive_;
+  auto done = [this, alive, cb, log](Result<RetentionRun> r) {
+    if (!*alive) return;
+    running_ = false;
+    if (r && log)
+      for (auto& l : describeRun(*r)) {
+        if (l.warning) spdlog::warn("{}", l.text);
+        else spdlog::info("{}", l.text);
+      }
+    cb(std::move(r));
+  };
+  retention_.dropExpired([this, alive, done](Result<store::DropReport> r) {
+    if (!*alive) return;
+    if (!r) return done(r.error());
+    auto run = std::make_shared<RetentionRun>();
+    run->drops = std::move(*r);
+    if (!applied_.empty() || interfaces_.empty()) return dedupe(run, done);
+    // Not started by the engine (`ductus retention run`): the applied
+    // tiers are read, not changed.
+    std::vector<store::InterfaceTier> list;
+    for (auto& i : interfaces_) list.push_back({i.id, i.name, i.configured});
+    retention_.readTiers(std::move(list),
+                         [this, alive, run, done](Result<std::vector<store::TierState>> t) {
+                           if (!*alive) return;
+                           if (!t) return done(t.error());
+                           for (auto& s : *t) applied_[s.interfaceId] = s.applied;
+                           dedupe(run, done);
+                         });
+  });
+}
+
+void RetentionJob::dedupe(std::shared_ptr<RetentionRun> run,
+                          std::function<void(Result<RetentionRun>)> cb) {
+  std::vector<store::DedupeWindow> windows;
+  for (auto& i : interfaces_) {
+    auto it = applied_.find(i.id);
+    store::Tier tier = it == applied_.end() ? i.configured : it->second;
+    int64_t seconds = i.dedupeWindow
+                          ? std::chrono::duration_cast<std::chrono::seconds>(*i.dedupeWindow).count()
+                          : static_cast<int64_t>(tier) * 24 * 3600;
+    windows.push_back({i.id, seconds});
+  }
+  auto alive = alive_;
+  retention_.purgeDedupeKeys(std::move(windows), kOthersSeconds,
+                             [alive, run, cb](Result<int64_t> n) {
+                               if (!*alive) return;
+                               if (!n) return cb(n.error());
+                               run->dedupeKeysPurged = *n;
+                               cb(std::move(*run));
+                             });
+}
+
+}  // namespace ductus::supervisor

@@ -1,0 +1,84 @@
+// RetentionJob: the engine's retention on its libuv loop. At start it
+// settles each interface's tier (schema/retention.h: a shorter one waits
+// for `ductus retention confirm`); then, 5 s after the start and every hour,
+// one run drops the expired periods and purges the dedupe keys past their
+// window. Everything is async libpq on one connection of its own; a run
+// never blocks the loop and never holds a lock intake waits for. `ductus
+// retention run` runs the same job once.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/uv_handle.h"
+#include "schema/retention.h"
+
+namespace ductus::supervisor {
+
+struct RetentionInterface {
+  int64_t id = 0;
+  std::string name;
+  store::Tier configured = store::Tier::Week7;
+  // dedupe.window; none: the applied tier's days.
+  std::optional<std::chrono::milliseconds> dedupeWindow;
+};
+
+struct RetentionRun {
+  store::DropReport drops;
+  int64_t dedupeKeysPurged = 0;
+};
+
+// What a run did, one line each: info (dropped, held, purged) or warning.
+struct RetentionLine {
+  bool warning = false;
+  std::string text;
+};
+std::vector<RetentionLine> describeRun(const RetentionRun& run);
+
+class RetentionJob {
+ public:
+  RetentionJob(uv_loop_t* loop, std::string conninfo, std::vector<RetentionInterface> interfaces,
+               store::RetentionOptions options = {});
+  ~RetentionJob();
+  RetentionJob(const RetentionJob&) = delete;
+  RetentionJob& operator=(const RetentionJob&) = delete;
+
+  // Records each interface's tier and answers the one its new messages go
+  // to (by interface id), logging every change and every shortening that
+  // waits for a confirmation.
+  void applyTiers(std::function<void(Result<std::map<int64_t, store::Tier>>)> cb);
+  // Runs after `first`, then every `every`; a run still going when the next
+  // is due makes that one wait for the following.
+  void start(std::chrono::milliseconds first = std::chrono::seconds(5),
+             std::chrono::milliseconds every = std::chrono::hours(1));
+  // One run now; its lines are logged unless `log` is false (the CLI
+  // prints them itself). Answers when it is over.
+  void runOnce(std::function<void(Result<RetentionRun>)> cb, bool log = true);
+  void stop();
+  bool running() const { return running_; }
+
+ private:
+  void scheduled();
+  void dedupe(std::shared_ptr<RetentionRun> run,
+              std::function<void(Result<RetentionRun>)> cb);
+
+  uv_loop_t* loop_;
+  std::vector<RetentionInterface> interfaces_;
+  store::Retention retention_;
+  std::map<int64_t, store::Tier> applied_;  // once known
+  UvHandle<uv_timer_t> timer_;
+  bool running_ = false;
+  bool stopped_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ductus::supervisor

@@ -1,0 +1,309 @@
+// Retention against a real cluster (schema/retention.h): periods older than
+// their tier go, messages and deliveries together, newer ones and ones with
+// pending rows stay; a drop never holds up inserts behind a long query and
+// an interrupted one is finished later; a shorter tier waits for a
+// confirmation; dedupe keys past their window go, and a repeat after that
+// is stored as new.
+#include <gtest/gtest.h>
+
+#include "schema/retention.h"
+#include "tests/schema/store_fixture.h"
+#include "tests/support/run_until.h"
+
+namespace ductus::store::test {
+namespace {
+
+class RetentionTest : public StoreTest {
+ protected:
+  void SetUp() override {
+    StoreTest::SetUp();
+    if (HasFatalFailure()) return;
+    RetentionOptions o;
+    o.conninfo = db_->conninfo();
+    o.lockTimeout = std::chrono::milliseconds(200);
+    o.attempts = 2;
+    o.retryDelay = std::chrono::milliseconds(100);
+    o.dedupeBatch = 3;  // several batches in the tests
+    retention_ = std::make_unique<Retention>(&loop_, o);
+  }
+  void TearDown() override {
+    retention_.reset();
+    StoreTest::TearDown();
+  }
+  std::string day(int days) {
+    return text("SELECT ((now() AT TIME ZONE 'UTC')::date + $1::int)::text",
+                {std::to_string(days)});
+  }
+  static std::string compact(const std::string& d) {
+    return d.substr(0, 4) + d.substr(5, 2) + d.substr(8, 2);
+  }
+  bool exists(const std::string& table) {
+    return text("SELECT to_regclass($1) IS NOT NULL", {table}) == "t";
+  }
+  // The engine's own partition function, from `daysBack` days ago on.
+  void partitionsFrom(int daysBack, int daysAhead) {
+    PartitionOptions o;
+    o.firstDay = day(-daysBack);
+    o.daysAhead = daysAhead;
+    auto r = run<PartitionReport>([&](auto cb) { store_->ensurePartitions(o, cb); });
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_TRUE(r->errors.empty());
+  }
+  // n finished (or pending) messages of tier `tier`, received `daysBack`
+  // days ago, each with a delivery to destA_ in the same status.
+  void storeOld(int tier, int daysBack, int n, int status) {
+    auto r = (*sql_)(
+        "WITH m AS (INSERT INTO messages (tier, received_at, interface_id, payload, status) "
+        "SELECT $1::int2, now() - $2::int * interval '1 day', $3, 'old', $5::int2 "
+        "FROM generate_series(1, $4::int) RETURNING id, tier, received_at) "
+        "INSERT INTO deliveries (message_id, destination_id, tier, received_at, status) "
+        "SELECT id, $6, tier, received_at, $5::int2 FROM m",
+        {std::to_string(tier), std::to_string(daysBack), std::to_string(iface_),
+         std::to_string(n), std::to_string(status), std::to_string(destA_)});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  }
+  Result<DropReport> drop() { return run<DropReport>([&](auto cb) { retention_->dropExpired(cb); }); }
+  bool runUntil(std::function<bool()> done, int timeoutMs) {
+    return ductus::test::runUntil(&loop_, done, std::chrono::milliseconds(timeoutMs));
+  }
+
+  std::unique_ptr<Retention> retention_;
+};
+
+TEST_F(RetentionTest, PeriodsOlderThanTheirTierGoNewerOnesAndPendingOnesStay) {
+  partitionsFrom(40, 3);  // 40 .. 37 days ago, every tier
+  storeOld(7, 40, 50, 1);  // sent, 1w: past 7 days
+  storeOld(7, 39, 5, 0);   // pending, 1w: held
+  storeOld(21, 40, 20, 2);  // filtered, 3w: the week 40 days back is past 21 days
+  storeOld(49, 40, 30, 1);  // 7w: 40 days is within 49
+  const std::string d40 = compact(day(-40)), d39 = compact(day(-39)), today = compact(day(0));
+  int64_t t49Before = scalar("SELECT count(*) FROM messages WHERE tier = 49");
+
+  // The plan says what the run will do before it does it.
+  auto plan = run<RetentionPlan>([&](auto cb) { retention_->plan(cb); });
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  int expiredFree = 0, held = 0;
+  for (auto& p : plan->periods) {
+    if (p.expired && p.pending == 0) ++expiredFree;
+    if (p.expired && p.pending > 0) ++held;
+    if (p.tier == Tier::Week7 && p.from == day(-40)) {
+      EXPECT_TRUE(p.expired);
+      EXPECT_EQ(p.dropsOn, day(-39 + 7));
+      EXPECT_GT(p.bytes, 0);
+    }
+    if (p.tier == Tier::Week7 && p.from == day(0)) {
+      EXPECT_FALSE(p.expired);
+    }
+    if (p.tier == Tier::Week7 && p.from == day(-39)) {
+      EXPECT_EQ(p.pending, 10);
+    }
+  }
+  EXPECT_EQ(held, 1);
+  EXPECT_GE(expiredFree, 4);  // 1w: 40, 38, 37 days back; 3w: 40 days back's week
+
+  auto r = drop();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->busy);
+  EXPECT_TRUE(r->failed.empty()) << r->failed.front();
+  EXPECT_EQ(static_cast<int>(r->dropped.size()), expiredFree);
+  ASSERT_EQ(r->held.size(), 1u);
+  EXPECT_EQ(r->held[0].from, day(-39));
+  EXPECT_EQ(r->held[0].pending, 10);  // 5 messages, 5 deliveries
+  int64_t messagesFreed = 0, deliveriesFreed = 0;
+  for (auto& p : r->dropped) {
+    messagesFreed += p.messages;
+    deliveriesFreed += p.deliveries;
+    EXPECT_GT(p.bytes, 0);
+  }
+  EXPECT_EQ(messagesFreed, 70);
+  EXPECT_EQ(deliveriesFreed, 70);
+
+  // Messages and deliveries went together; nothing else did.
+  EXPECT_FALSE(exists("messages_t7_" + d40));
+  EXPECT_FALSE(exists("deliveries_t7_" + d40));
+  EXPECT_TRUE(exists("messages_t7_" + d39));
+  EXPECT_TRUE(exists("deliveries_t7_" + d39));
+  EXPECT_TRUE(exists("messages_t7_" + today));
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE tier = 21"), 0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE tier = 49"), t49Before);
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE tier = 7"), 5);
+  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE tier = 7"), 5);
+  // Today's inserts still land.
+  ASSERT_TRUE(insert(message("today", {destA_})).ok());
+
+  // Once the held period's messages are delivered, the next run drops it.
+  ASSERT_TRUE((*sql_)("UPDATE deliveries SET status = 1 WHERE tier = 7 AND status = 0").ok());
+  ASSERT_TRUE((*sql_)("UPDATE messages SET status = 1 WHERE tier = 7 AND payload = 'old'").ok());
+  auto again = drop();
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  ASSERT_EQ(again->dropped.size(), 1u);
+  EXPECT_EQ(again->dropped[0].messages, 5);
+  EXPECT_TRUE(again->held.empty());
+  EXPECT_FALSE(exists("messages_t7_" + d39));
+}
+
+TEST_F(RetentionTest, ADropNeverHoldsUpInsertsBehindALongQueryAndTheNextRunFinishesIt) {
+  partitionsFrom(40, 0);
+  storeOld(7, 40, 10, 1);
+  const std::string d40 = compact(day(-40));
+  // A long report reads the 1w tier and keeps its transaction open: the
+  // detach has to wait for it, and gives up after its lock_timeout.
+  Sql report(db_->conninfo());
+  ASSERT_TRUE(report("BEGIN").ok());
+  ASSERT_TRUE(report("SELECT count(*) FROM messages WHERE tier = 7").ok());
+  std::optional<Result<DropReport>> dropped;
+  retention_->dropExpired([&](Result<DropReport> r) { dropped = std::move(r); });
+  // Inserts into the same tables go through meanwhile.
+  for (int i = 0; i < 20; ++i) {
+    std::optional<Result<StoredMessage>> stored;
+    store_->insert(message("during the drop", {destA_}),
+                   [&](Result<StoredMessage> r) { stored = std::move(r); });
+    ASSERT_TRUE(runUntil([&] { return stored.has_value(); }, 10000))
+        << "an insert waited behind the drop";
+    ASSERT_TRUE(stored->ok()) << stored->error().message;
+  }
+  ASSERT_TRUE(runUntil([&] { return dropped.has_value(); }, 20000));
+  ASSERT_TRUE(dropped->ok()) << dropped->error().message;
+  // Gave up on the 1w period (the report is still running); the 3w week,
+  // which the report didn't read, went.
+  ASSERT_EQ((*dropped)->failed.size(), 1u);
+  EXPECT_EQ((*dropped)->failed[0].rfind("1w " + day(-40), 0), 0u) << (*dropped)->failed[0];
+  for (auto& p : (*dropped)->dropped) EXPECT_NE(p.tier, Tier::Week1);
+  // The report still sees what it saw.
+  EXPECT_TRUE(report("SELECT count(*) FROM messages_t7_" + d40).ok());
+  ASSERT_TRUE(report("COMMIT").ok());
+
+  // The plan says an interrupted drop is there; the next run finishes it.
+  auto plan = run<RetentionPlan>([&](auto cb) { retention_->plan(cb); });
+  ASSERT_TRUE(plan.ok());
+  auto again = drop();
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_TRUE(again->failed.empty()) << again->failed.front();
+  ASSERT_EQ(again->dropped.size(), 1u);
+  EXPECT_EQ(again->dropped[0].messages, 10);
+  EXPECT_FALSE(exists("messages_t7_" + d40));
+  EXPECT_FALSE(exists("deliveries_t7_" + d40));
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE payload = 'during the drop'"), 20);
+}
+
+TEST_F(RetentionTest, OneRunAtATimePerDatabase) {
+  partitionsFrom(40, 0);
+  Sql other(db_->conninfo());
+  ASSERT_TRUE(other("SELECT pg_advisory_lock(7310595005420971365)").ok());
+  auto r = drop();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->busy);
+  EXPECT_TRUE(exists("messages_t7_" + compact(day(-40))));
+  ASSERT_TRUE(other("SELECT pg_advisory_unlock(7310595005420971365)").ok());
+  auto again = drop();
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->busy);
+  EXPECT_FALSE(exists("messages_t7_" + compact(day(-40))));
+}
+
+TEST_F(RetentionTest, AShorterTierWaitsForAConfirmationALongerOneAppliesAtOnce) {
+  using Change = TierState::Change;
+  auto apply = [&](Tier configured) {
+    return run<std::vector<TierState>>([&](auto cb) {
+      retention_->applyTiers({{iface_, "adt", configured}}, cb);
+    });
+  };
+  auto first = apply(Tier::Week7);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ((*first)[0].change, Change::New);
+  EXPECT_EQ((*first)[0].applied, Tier::Week7);
+  auto same = apply(Tier::Week7);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ((*same)[0].change, Change::None);
+
+  // Shorter: the old tier stays applied, the request is recorded.
+  auto shorter = apply(Tier::Week1);
+  ASSERT_TRUE(shorter.ok());
+  EXPECT_EQ((*shorter)[0].change, Change::Waiting);
+  EXPECT_EQ((*shorter)[0].applied, Tier::Week7);
+  ASSERT_TRUE((*shorter)[0].requestedAt.has_value());
+  EXPECT_EQ(text("SELECT tier || '/' || requested_tier FROM interface_retention "
+                 "WHERE interface_id = $1",
+                 {std::to_string(iface_)}),
+            "49/7");
+  // Started again without a confirmation: still waiting, since the same time.
+  auto still = apply(Tier::Week1);
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ((*still)[0].applied, Tier::Week7);
+  EXPECT_EQ((*still)[0].requestedAt, (*shorter)[0].requestedAt);
+  // Reading changes nothing.
+  auto read = run<std::vector<TierState>>(
+      [&](auto cb) { retention_->readTiers({{iface_, "adt", Tier::Week3}}, cb); });
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ((*read)[0].change, Change::Waiting);
+  EXPECT_EQ(text("SELECT requested_tier FROM interface_retention WHERE interface_id = $1",
+                 {std::to_string(iface_)}),
+            "7");
+
+  // Confirmed: applies; confirming a tier that isn't shorter does nothing.
+  auto longer = run<bool>([&](auto cb) { retention_->confirm(iface_, Tier::Week7, cb); });
+  ASSERT_TRUE(longer.ok());
+  EXPECT_FALSE(*longer);
+  auto ok = run<bool>([&](auto cb) { retention_->confirm(iface_, Tier::Week1, cb); });
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_TRUE(*ok);
+  auto after = apply(Tier::Week1);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)[0].change, Change::None);
+  EXPECT_EQ((*after)[0].applied, Tier::Week1);
+
+  // Longer again: at once, nothing to confirm.
+  auto lengthened = apply(Tier::Week3);
+  ASSERT_TRUE(lengthened.ok());
+  EXPECT_EQ((*lengthened)[0].change, Change::Lengthened);
+  EXPECT_EQ((*lengthened)[0].applied, Tier::Week3);
+  EXPECT_EQ(text("SELECT tier || '/' || coalesce(requested_tier::text, '-') FROM "
+                 "interface_retention WHERE interface_id = $1",
+                 {std::to_string(iface_)}),
+            "21/-");
+}
+
+TEST_F(RetentionTest, DedupeKeysPastTheWindowGoAndARepeatAfterThatIsStoredAsNew) {
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(insert(message("m", {destA_}, "K" + std::to_string(i))).ok());
+  // Another interface (removed from the project: not listed) with old keys.
+  auto other = run<int64_t>([&](auto cb) { store_->ensureInterface("removed", cb); });
+  ASSERT_TRUE(other.ok());
+  NewMessage m = message("x", {}, "R1");
+  m.interfaceId = *other;
+  ASSERT_TRUE(insert(m).ok());
+  // K0..K6 and R1 were first seen ten days ago; K7 just now.
+  ASSERT_TRUE((*sql_)("UPDATE dedupe_keys SET seen_at = now() - interval '10 days' "
+                      "WHERE key <> 'K7'")
+                  .ok());
+  auto dup = insert(message("m", {destA_}, "K1"));
+  ASSERT_TRUE(dup.ok());
+  EXPECT_EQ(dup->status, MessageStatus::Duplicate);
+
+  // A 7-day window for the interface, 49 days for interfaces not listed.
+  auto n = run<int64_t>([&](auto cb) {
+    retention_->purgeDedupeKeys({{iface_, 7 * 24 * 3600}}, 49 * 24 * 3600, cb);
+  });
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  EXPECT_EQ(*n, 7);  // in batches of 3
+  EXPECT_EQ(scalar("SELECT count(*) FROM dedupe_keys WHERE interface_id = $1",
+                   {std::to_string(iface_)}),
+            1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM dedupe_keys WHERE interface_id = $1",
+                   {std::to_string(*other)}),
+            1);
+  auto again = insert(message("m", {destA_}, "K1"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->status, MessageStatus::Pending);
+  auto recent = insert(message("m", {destA_}, "K7"));
+  ASSERT_TRUE(recent.ok());
+  EXPECT_EQ(recent->status, MessageStatus::Duplicate);
+
+  // Interfaces not listed go after their own, longer window.
+  auto others = run<int64_t>(
+      [&](auto cb) { retention_->purgeDedupeKeys({{iface_, 7 * 24 * 3600}}, 3600, cb); });
+  ASSERT_TRUE(others.ok());
+  EXPECT_EQ(*others, 1);
+}
+
+}  // namespace
+}  // namespace ductus::store::test
