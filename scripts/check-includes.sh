@@ -17,7 +17,7 @@ declare -A allowed=(
   [worker]="worker common proto"
   [intake]="intake common schema"
   [supervisor/delivery]="supervisor/delivery common schema intake"
-  [supervisor]="supervisor common proto schema worker intake"
+  [supervisor]="supervisor common proto schema worker intake api"
   [api]="api common schema"
 )
 ours="common|proto|schema|worker|intake|supervisor|api"

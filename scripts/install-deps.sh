@@ -23,6 +23,7 @@ packages=(
   libargon2-dev libssh2-1-dev libldap-dev
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
   postgresql-15 postgresql-client-15
+  nodejs  # tests/api: the OpenAPI document's validator (npm, below)
   # libnode108's runtime libraries (it is extracted, not installed)
   libicu72 libc-ares2 libnghttp2-14 libbrotli1 zlib1g
 )
@@ -53,6 +54,21 @@ if [ ! -e "$v8_root/usr/lib/x86_64-linux-gnu/libnode.so.108" ] || [ ! -e "$v8_ro
   rm -rf "$v8_root"
   mkdir -p "$v8_root"
   for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$v8_root"; done
+fi
+
+# Debian's nodejs comes without npm; a Node.js from elsewhere (NodeSource)
+# brings its own, and Debian's npm would conflict with it.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "install-deps: installing npm"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+# tests/api/openapi_test.cpp validates the API's document with an npm
+# package, pinned by its package-lock.json.
+if [ ! -d "$here/tests/api/node/node_modules/@seriousme/openapi-schema-validator" ] ||
+   [ "$here/tests/api/node/package-lock.json" -nt "$here/tests/api/node/node_modules" ]; then
+  echo "install-deps: npm ci in tests/api/node"
+  ( cd "$here/tests/api/node" && npm ci --no-audit --no-fund --loglevel=error >/dev/null )
 fi
 
 # The throwaway clusters run as the postgres OS user (initdb refuses root).

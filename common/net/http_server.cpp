@@ -335,12 +335,30 @@ Status HttpServer::addRoute(std::string path, Handler handler, size_t maxBodyByt
   return {};
 }
 
+Status HttpServer::addPrefixRoute(std::string prefix, Handler handler, size_t maxBodyBytes) {
+  if (prefix.empty() || prefix[0] != '/')
+    return Error{settings_.name + ": route prefix \"" + prefix + "\" must start with '/'"};
+  for (auto& [p, r] : prefixes_)
+    if (p == prefix)
+      return Error{settings_.name + ": paths under " + prefix + " are already served on " +
+                   address()};
+  auto at = std::find_if(prefixes_.begin(), prefixes_.end(),
+                         [&](const auto& e) { return e.first.size() < prefix.size(); });
+  prefixes_.insert(at, {std::move(prefix), Route{std::move(handler), maxBodyBytes}});
+  return {};
+}
+
 // Requests already past their head keep the handler they were routed to.
-void HttpServer::removeRoute(const std::string& path) { routes_.erase(path); }
+void HttpServer::removeRoute(const std::string& path) {
+  routes_.erase(path);
+  std::erase_if(prefixes_, [&](const auto& e) { return e.first == path; });
+}
 
 const HttpServer::Route* HttpServer::route(const std::string& path) const {
-  auto it = routes_.find(path);
-  if (it == routes_.end()) it = routes_.find("*");
+  if (auto it = routes_.find(path); it != routes_.end()) return &it->second;
+  for (auto& [prefix, r] : prefixes_)
+    if (path.compare(0, prefix.size(), prefix) == 0) return &r;
+  auto it = routes_.find("*");
   return it == routes_.end() ? nullptr : &it->second;
 }
 

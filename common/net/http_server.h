@@ -1,6 +1,7 @@
 // HttpServer: HTTP/1.1 on libuv TCP, parsed by llhttp, for the HTTP source
-// (queue and respond mode). Several interfaces share one port by path:
-// each registers its exact path with addRoute(); anything else is 404.
+// (queue and respond mode) and the REST API. Several interfaces share one
+// port by path: each registers its exact path with addRoute(); the API
+// takes every path under /api/ with addPrefixRoute(); anything else is 404.
 //
 // One request at a time per connection: after a request is complete the
 // connection stops reading until its response has been given, so pipelined
@@ -103,11 +104,26 @@ class HttpServer {
   // (`ductus sink`). maxBodyBytes 0 = the server's default. Refused if the
   // path is taken.
   [[nodiscard]] Status addRoute(std::string path, Handler handler, size_t maxBodyBytes = 0);
+  // Registers every path that starts with `prefix` ("/api/"), for a handler
+  // that routes them itself. An exact route wins over a prefix, a longer
+  // prefix over a shorter one, and any of them over "*". Refused if the
+  // prefix is taken.
+  [[nodiscard]] Status addPrefixRoute(std::string prefix, Handler handler,
+                                      size_t maxBodyBytes = 0);
+  // An exact path or "*"; a prefix as given to addPrefixRoute.
   void removeRoute(const std::string& path);
 
   std::string address() const;
   uint16_t port() const;
   size_t connectionCount() const { return connections_.size(); }
+  // The listening socket, -1 before listen (for systemd's fd store; still
+  // owned here).
+  int fd() const {
+    uv_os_fd_t fd = -1;
+    return server_ && uv_fileno(reinterpret_cast<const uv_handle_t*>(server_.get()), &fd) == 0
+               ? fd
+               : -1;
+  }
 
   // Stops accepting; idle connections close now, busy ones after their
   // response. onClosed runs once all are closed.
@@ -126,6 +142,7 @@ class HttpServer {
   uv_loop_t* loop_;
   HttpSettings settings_;
   std::unordered_map<std::string, Route> routes_;
+  std::vector<std::pair<std::string, Route>> prefixes_;  // longest first
   UvHandle<uv_tcp_t> server_;
   ConnectionSet connections_;
 };

@@ -458,6 +458,24 @@ std::vector<pid_t> WorkerPool::workerPids(const std::string& name) const {
   return out;
 }
 
+std::vector<WorkerPool::WorkerStatus> WorkerPool::workers() const {
+  std::vector<WorkerStatus> out;
+  for (auto& g : groups_)
+    for (auto& s : g->slots) {
+      WorkerStatus w;
+      w.group = g->name;
+      w.slot = s->index;
+      if (s->proc && !s->proc->exited()) {
+        w.pid = s->proc->pid();
+        w.state = s->proc->ready() ? "running" : "starting";
+      }
+      w.restarts = s->incarnation > 0 ? s->incarnation - 1 : 0;
+      w.callsInFlight = s->calls.size();
+      out.push_back(std::move(w));
+    }
+  return out;
+}
+
 // ---- frames from a worker -----------------------------------------------------
 
 void WorkerPool::onFrame(Slot& slot, proto::FromWorker::Reader msg) {

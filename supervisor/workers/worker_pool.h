@@ -174,6 +174,17 @@ class WorkerPool : public delivery::Transformer {
   std::vector<pid_t> workerPids(const std::string& interfaceName) const;
   size_t restarts() const { return restarts_; }
 
+  // Each worker of each group, shared group first (the API's GET /engine).
+  struct WorkerStatus {
+    std::string group;
+    int slot = 0;
+    pid_t pid = 0;                // 0: not running now
+    const char* state = "down";   // "starting" (until ready), "running", "down"
+    uint64_t restarts = 0;        // starts after the first
+    size_t callsInFlight = 0;
+  };
+  std::vector<WorkerStatus> workers() const;
+
  private:
   struct Group;
   struct Interface;

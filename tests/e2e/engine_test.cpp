@@ -654,5 +654,64 @@ TEST(EngineEndToEnd, AnUnsupportedKindIsRefusedBeforeTheDatabase) {
   EXPECT_EQ(r.out.find("migrat"), std::string::npos) << r.out;
 }
 
+// The REST API opens with the engine (--api-listen over ductus.yaml's
+// `off`), answers /health for anyone, refuses what needs a caller while no
+// sign-in exists, and says 503 on /health all through a stop held up by a
+// store in flight.
+TEST(EngineEndToEnd, TheApiAnswersHealthAndSays503WhileStopping) {
+  TestDatabase db;
+  uint16_t port = freePort(), api = freePort();
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/adt/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/adt/transform.js", kPassThrough},
+  });
+  EngineProcess engine(project.root(), db.url());
+  engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(api)});
+  ASSERT_TRUE(engine.start());
+  EXPECT_NE(engine.log().find("api 127.0.0.1:" + std::to_string(api)), std::string::npos)
+      << engine.log();
+  auto get = [&](const std::string& path) -> HttpReply {
+    auto c = HttpClient::connect(api);
+    if (!c) return {};
+    auto r = c->request("GET", path);
+    return r ? *r : HttpReply{};
+  };
+  auto health = get("/api/v1/health");
+  EXPECT_EQ(health.status, 200) << engine.log();
+  EXPECT_EQ(health.body, "{\"status\":\"serving\"}\n");
+  auto interfaces = get("/api/v1/interfaces");
+  EXPECT_EQ(interfaces.status, 401);
+  EXPECT_NE(interfaces.body.find("\"error\":\"unauthenticated\""), std::string::npos)
+      << interfaces.body;
+  EXPECT_NE(get("/api/v1/openapi.json").body.find("\"openapi\": \"3.1.0\""), std::string::npos);
+
+  // A store held by a lock keeps the stop waiting.
+  PGconn* locker = db.connect();
+  PQclear(PQexec(locker, "BEGIN"));
+  PGresult* r = PQexec(locker, "LOCK TABLE messages IN EXCLUSIVE MODE");
+  ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(locker);
+  PQclear(r);
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c->send(hl7("HELD-1", "M1")).ok());
+  EXPECT_FALSE(c->readFrame(500ms).ok());
+  engine.signal(SIGTERM);
+  EXPECT_TRUE(waitFor([&] { return get("/api/v1/health").status == 503; }, 10s))
+      << engine.log();
+  auto stopping = get("/api/v1/health");
+  EXPECT_NE(stopping.body.find("\"status\":\"stopping\""), std::string::npos) << stopping.body;
+
+  PQclear(PQexec(locker, "COMMIT"));
+  PQfinish(locker);
+  auto ack = c->readFrame(10000ms);
+  ASSERT_TRUE(ack.ok()) << ack.error().message;
+  EXPECT_EQ(readAck(*ack).code, "AA");
+  EXPECT_EQ(WEXITSTATUS(engine.wait(40s)), 0) << engine.log();
+  EXPECT_FALSE(HttpClient::connect(api, 500ms)) << "the API closes with the engine";
+}
+
 }  // namespace
 }  // namespace ductus::test

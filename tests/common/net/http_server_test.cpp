@@ -286,6 +286,32 @@ TEST_F(HttpServerTest, TwoRoutesShareOnePort) {
   EXPECT_NE(ra.head.find("x-route: a"), std::string::npos);
 }
 
+TEST_F(HttpServerTest, APrefixRouteTakesEveryPathUnderItAndExactRoutesWin) {
+  start();
+  route("/api/v1/exact", echo("exact"));
+  route("*", echo("any"));
+  loop_.run([&] {
+    EXPECT_TRUE(server_->addPrefixRoute("/api/", echo("api")));
+    EXPECT_TRUE(server_->addPrefixRoute("/api/v2/", echo("v2")));
+    EXPECT_FALSE(server_->addPrefixRoute("/api/", echo("again")));
+    EXPECT_FALSE(server_->addPrefixRoute("api/", echo("relative")));
+  });
+  RawClient c(port_);
+  auto tagOf = [&](std::string_view path) {
+    EXPECT_TRUE(c.send(post(path, "")));
+    Reply r = c.read();
+    size_t colon = r.body.find(':');
+    return colon == std::string::npos ? r.body : r.body.substr(0, colon);
+  };
+  EXPECT_EQ(tagOf("/api/v1/interfaces/adt"), "api");
+  EXPECT_EQ(tagOf("/api/v1/exact"), "exact");
+  EXPECT_EQ(tagOf("/api/v2/x"), "v2") << "the longer prefix wins";
+  EXPECT_EQ(tagOf("/api"), "any") << "the prefix is matched whole, slash included";
+  EXPECT_EQ(tagOf("/other"), "any");
+  loop_.run([&] { server_->removeRoute("/api/"); });
+  EXPECT_EQ(tagOf("/api/v1/interfaces/adt"), "any");
+}
+
 TEST_F(HttpServerTest, ConnectionCloseIsHonoured) {
   start();
   route("/adt", echo("adt"));

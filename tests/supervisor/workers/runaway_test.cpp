@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -226,6 +227,14 @@ TEST_F(PoolTest, AModuleThatBlowsTheHeapWhileLoadingIsALoadErrorAndStaysOutOfThe
   runUntil([] { return false; }, 1000ms);
   EXPECT_EQ(pool().workerPids("fat"), pids);
   EXPECT_EQ(pool().restarts(), 1u);
+  // As the API's GET /engine shows it.
+  auto all = pool().workers();
+  auto w = std::find_if(all.begin(), all.end(), [](auto& w) { return w.group == "fat"; });
+  ASSERT_NE(w, all.end());
+  EXPECT_EQ(w->pid, pids.at(0));
+  EXPECT_STREQ(w->state, "running");
+  EXPECT_EQ(w->restarts, 1u);
+  EXPECT_EQ(w->callsInFlight, 0u);
 }
 
 TEST_F(PoolTest, AWorkerThatStopsAnsweringIsKilledAfterTheGraceAndItsCallIsARunaway) {

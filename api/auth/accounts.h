@@ -1,0 +1,87 @@
+// Users and tokens, as the API's admin routes and the server's CLI
+// (`ductus user ...`, `ductus token ...`) change them: each change and its
+// audit row in one transaction on the caller's connection (a pool lease, or
+// the CLI's own connection), which must outlive the callback.
+//
+// Error codes: "exists" (the name is taken), "not_found", "invalid" (a
+// value the tables refuse).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/audit/audit_log.h"
+#include "api/route.h"
+#include "schema/pg_connection.h"
+
+namespace ductus::api {
+
+struct UserInfo {
+  int64_t id = 0;
+  std::string name;
+  Role role = Role::Viewer;
+  unsigned permissions = kNoPermission;
+  bool mustChangePassword = false;
+  bool disabled = false;
+  std::optional<std::string> lockedUntil;  // ISO 8601, UTC; set while locked
+  std::string createdAt;
+};
+
+struct TokenInfo {
+  int64_t id = 0;
+  std::string name;
+  Role role = Role::Viewer;
+  unsigned permissions = kNoPermission;
+  std::optional<std::string> user;  // the owner's name
+  std::string createdBy;
+  std::string createdAt;
+  std::optional<std::string> lastUsedAt;
+  std::optional<std::string> revokedAt;
+};
+
+struct NewUser {
+  std::string name;
+  Role role = Role::Viewer;
+  unsigned permissions = kNoPermission;
+  std::string passwordHash;  // argon2id, encoded
+  bool mustChangePassword = false;
+};
+
+struct NewToken {
+  std::string name;
+  Role role = Role::Viewer;
+  unsigned permissions = kNoPermission;
+  std::optional<std::string> user;  // acts as this user at most
+};
+
+struct CreatedToken {
+  TokenInfo info;
+  std::string token;  // dux_...: shown once, never stored
+};
+
+nlohmann::json toJson(const UserInfo& u);
+nlohmann::json toJson(const TokenInfo& t);
+
+// `who`: the actor fields of the audit row (action and target are set here).
+void createUser(store::PgConnection& conn, NewUser user, AuditEntry who, TimePoint now,
+                std::function<void(Result<UserInfo>)> done);
+void listUsers(store::PgConnection& conn, TimePoint now,
+               std::function<void(Result<std::vector<UserInfo>>)> done);
+// Disables the user and ends their sessions; their tokens stop working.
+void disableUser(store::PgConnection& conn, std::string name, AuditEntry who, TimePoint now,
+                 std::function<void(Result<UserInfo>)> done);
+
+void createToken(store::PgConnection& conn, NewToken token, AuditEntry who, TimePoint now,
+                 std::function<void(Result<CreatedToken>)> done);
+void listTokens(store::PgConnection& conn, bool includeRevoked,
+                std::function<void(Result<std::vector<TokenInfo>>)> done);
+// `idOrName`: a token's id (digits) or its live name.
+void revokeToken(store::PgConnection& conn, std::string idOrName, AuditEntry who, TimePoint now,
+                 std::function<void(Result<TokenInfo>)> done);
+
+}  // namespace ductus::api

@@ -1,0 +1,570 @@
+#include "api/auth/auth_routes.h"
+
+#include <openssl/crypto.h>
+
+#include <memory>
+
+#include "api/auth/accounts.h"
+#include "api/auth/handler_support.h"
+
+namespace ductus::api {
+namespace {
+
+using json = nlohmann::json;
+using store::PgResult;
+using LeasePtr = store::PgPool::LeasePtr;
+using Results = std::vector<PgResult>;
+
+std::string seconds(std::chrono::seconds s) { return std::to_string(s.count()) + " seconds"; }
+
+net::HttpResponse invalidCredentials() {
+  return jsonError(401, "invalid_credentials", "wrong name or password");
+}
+
+// The statement that counts a failed password for user `id`: at the
+// policy's limit the user is locked and the count starts again.
+SqlStatement countFailure(const AuthPolicy& p, int64_t id, const std::string& now) {
+  return {"UPDATE users SET "
+          "failed_attempts = CASE WHEN failed_attempts + 1 >= $2 THEN 0 "
+          "ELSE failed_attempts + 1 END, "
+          "locked_until = CASE WHEN failed_attempts + 1 >= $2 "
+          "THEN $3::timestamptz + $4::interval ELSE locked_until END "
+          "WHERE id = $1 RETURNING coalesce(locked_until > $3::timestamptz, false)",
+          {std::to_string(id), std::to_string(p.maxFailedSignIns), now, seconds(p.lockout)}};
+}
+
+// Counts a wrong password and audits it in one transaction; done(locked now?).
+void recordFailure(AuthDeps& d, int64_t userId, AuditEntry e,
+                   std::function<void(Result<bool>)> done) {
+  std::string now = pgTime(d.clock());
+  d.pool.acquire([&d, userId, e, now, done](Result<LeasePtr> lease) mutable {
+    if (!lease) return done(lease.error());
+    auto l = *lease;
+    std::vector<TxStep> steps;
+    steps.push_back(fixedStep(countFailure(d.policy, userId, now)));
+    steps.push_back([&d, e](const Results& r) -> Result<SqlStatement> {
+      auto entry = e;
+      entry.detail["locked"] = r[0].rows() > 0 && r[0].text(0, 0) == "t";
+      return d.audit.statement(entry);
+    });
+    runTransaction(l->conn(), std::move(steps), [l, done](Result<Results> r) {
+      if (!r) return done(r.error());
+      done(r->at(0).rows() > 0 && r->at(0).text(0, 0) == "t");
+    });
+  });
+}
+
+json callerJson(const Caller& c) {
+  return {{"name", c.name},
+          {"kind", c.userId != 0 ? "user" : "token"},
+          {"via", c.via == Via::Session ? "session" : "token"},
+          {"role", roleName(c.role)},
+          {"permissions", permissionNames(c.permissions)}};
+}
+
+// ---- POST /api/v1/sessions ------------------------------------------------
+
+struct SignIn {
+  AuthDeps& d;
+  ApiRespond respond;
+  std::string name, password, address;
+  int64_t userId = 0;
+  std::string hash;
+  Role role = Role::Viewer;
+  unsigned permissions = kNoPermission;
+  bool mustChange = false;
+
+  ~SignIn() { OPENSSL_cleanse(password.data(), password.size()); }
+
+  AuditEntry entry(std::string outcome, std::string reason) const {
+    AuditEntry e;
+    e.actor = name.substr(0, 64);
+    e.actorKind = ActorKind::User;
+    e.via = "session";
+    e.address = address;
+    e.action = "session.create";
+    e.targetKind = "session";
+    e.outcome = std::move(outcome);
+    if (!reason.empty()) e.detail["reason"] = std::move(reason);
+    return e;
+  }
+};
+
+// Unknown and disabled users cost a hash too, so the answer's timing does
+// not tell which names exist.
+void refuseAfterHashing(std::shared_ptr<SignIn> s, std::string reason) {
+  s->d.hasher.hash(s->password, [s, reason](Result<std::string> r) {
+    if (!r && r.error().code == PasswordHasher::kBusy) return s->respond(errorResponse(r.error()));
+    s->d.audit.write(s->entry("denied", reason), [s](Status) { s->respond(invalidCredentials()); });
+  });
+}
+
+void startSession(std::shared_ptr<SignIn> s) {
+  auto secret = newSessionSecret();
+  if (!secret) return s->respond(jsonError(500, "internal", secret.error().message));
+  auto& d = s->d;
+  TimePoint at = d.clock();
+  std::string now = pgTime(at);
+  withConnection(d.pool, s->respond, [s, now, secret = *secret](LeasePtr l) {
+    std::vector<TxStep> steps;
+    steps.push_back(fixedStep(
+        {"UPDATE users SET failed_attempts = 0, locked_until = NULL WHERE id = $1 "
+         "AND NOT disabled AND (locked_until IS NULL OR locked_until <= $2::timestamptz) "
+         "RETURNING id",
+         {std::to_string(s->userId), now}}));
+    steps.push_back([s, now, secret](const Results& r) -> Result<SqlStatement> {
+      if (r[0].rows() == 0) return Error{"locked or disabled meanwhile", "denied"};
+      return SqlStatement{
+          "INSERT INTO sessions (secret_hash, user_id, address, created_at, last_seen_at, "
+          "expires_at) VALUES ($1, $2, $3, $4, $4, $4::timestamptz + $5::interval) RETURNING id",
+          {secretHash(secret), std::to_string(s->userId), s->address, now,
+           seconds(s->d.policy.sessionLifetime)}};
+    });
+    steps.push_back([s](const Results& r) -> Result<SqlStatement> {
+      auto e = s->entry("ok", "");
+      e.targetId = std::string(r[1].text(0, 0));
+      return s->d.audit.statement(e);
+    });
+    runTransaction(l->conn(), std::move(steps), [s, l, secret](Result<Results> r) {
+      if (!r && r.error().code == "denied") return s->respond(invalidCredentials());
+      if (!r) return s->respond(errorResponse(r.error()));
+      auto resp = jsonOk(201, {{"user",
+                                {{"name", s->name},
+                                 {"role", roleName(s->role)},
+                                 {"permissions", permissionNames(s->permissions)},
+                                 {"mustChangePassword", s->mustChange}}}});
+      resp.headers.emplace_back("Set-Cookie",
+                                sessionCookieHeader(secret, s->d.secureCookies, s->d.policy));
+      s->respond(std::move(resp));
+    });
+  });
+}
+
+void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  auto body = bodyObject(req);
+  if (!body) return respond(errorResponse(body.error()));
+  auto name = stringField(*body, "name");
+  auto password = stringField(*body, "password");
+  if (!name || !password || name->empty())
+    return respond(jsonError(400, "invalid", "give {\"name\": ..., \"password\": ...}"));
+  if (password->size() > d.policy.maxPasswordLength)
+    return respond(jsonError(400, "invalid", "the password is too long"));
+  auto s = std::make_shared<SignIn>(SignIn{d, respond, *name, *password, req.http.peer, 0, {},
+                                           Role::Viewer, kNoPermission, false});
+  std::string now = pgTime(d.clock());
+  withConnection(d.pool, respond, [s, now](LeasePtr l) {
+    l->conn().query(
+        "SELECT id, password_hash, role, permissions, must_change_password, disabled, "
+        "coalesce(locked_until > $2::timestamptz, false), "
+        "ceil(extract(epoch FROM locked_until - $2::timestamptz))::bigint "
+        "FROM users WHERE name = $1",
+        {s->name, now}, [s, l](Result<PgResult> r) {
+          if (!r) return s->respond(errorResponse(r.error()));
+          if (r->rows() == 0) return refuseAfterHashing(s, "unknown user");
+          if (r->text(0, 5) == "t") return refuseAfterHashing(s, "user disabled");
+          s->userId = r->integer(0, 0);
+          s->hash = std::string(r->text(0, 1));
+          s->role = roleFromName(r->text(0, 2)).value_or(Role::Viewer);
+          auto bits = permissionsFromNames(parseTextArray(r->text(0, 3)));
+          s->permissions = bits ? *bits : kNoPermission;
+          s->mustChange = r->text(0, 4) == "t";
+          if (r->text(0, 6) == "t") {
+            std::string retry = std::to_string(std::max<long long>(1, r->integer(0, 7)));
+            auto e = s->entry("denied", "locked");
+            e.targetKind = "user";
+            e.targetId = std::to_string(s->userId);
+            e.targetName = s->name;
+            return s->d.audit.write(e, [s, retry](Status) {
+              auto resp = jsonError(429, "locked",
+                                    "too many failed sign-ins; try again in " + retry + " s");
+              resp.headers.emplace_back("Retry-After", retry);
+              s->respond(std::move(resp));
+            });
+          }
+          s->d.hasher.verify(s->hash, s->password, [s](Result<bool> ok) {
+            if (!ok) return s->respond(errorResponse(ok.error()));
+            if (*ok) return startSession(s);
+            auto e = s->entry("denied", "wrong password");
+            e.targetKind = "user";
+            e.targetId = std::to_string(s->userId);
+            e.targetName = s->name;
+            recordFailure(s->d, s->userId, e, [s](Result<bool> r) {
+              if (!r) return s->respond(errorResponse(r.error()));
+              s->respond(invalidCredentials());
+            });
+          });
+        });
+  });
+}
+
+// ---- DELETE /api/v1/sessions/current --------------------------------------
+
+void signOut(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  const Caller& c = *req.caller;
+  if (c.via != Via::Session)
+    return respond(jsonError(400, "not_a_session", "this call was made with a token"));
+  auto e = auditEntryFor(c, "session.delete");
+  e.targetKind = "session";
+  e.targetId = std::to_string(c.sessionId);
+  e.targetName = c.name;
+  withConnection(d.pool, respond, [&d, respond, e, id = c.sessionId](LeasePtr l) {
+    std::vector<TxStep> steps;
+    steps.push_back(fixedStep({"DELETE FROM sessions WHERE id = $1", {std::to_string(id)}}));
+    steps.push_back(fixedStep(d.audit.statement(e)));
+    runTransaction(l->conn(), std::move(steps), [&d, l, respond](Result<Results> r) {
+      if (!r) return respond(errorResponse(r.error()));
+      net::HttpResponse resp;
+      resp.status = 204;
+      resp.headers.emplace_back("Set-Cookie", clearSessionCookieHeader(d.secureCookies));
+      resp.headers.emplace_back("Cache-Control", "no-store");
+      respond(std::move(resp));
+    });
+  });
+}
+
+// ---- GET /api/v1/me, POST /api/v1/me/password -------------------------------
+
+void me(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  const Caller c = *req.caller;
+  if (c.userId == 0) return respond(jsonOk(200, callerJson(c)));
+  withConnection(d.pool, respond, [c, respond](LeasePtr l) {
+    l->conn().query(
+        "SELECT role, must_change_password FROM users WHERE id = $1", {std::to_string(c.userId)},
+        [l, c, respond](Result<PgResult> r) {
+          if (!r) return respond(errorResponse(r.error()));
+          auto j = callerJson(c);
+          if (r->rows() > 0) {
+            j["userRole"] = std::string(r->text(0, 0));
+            j["mustChangePassword"] = r->text(0, 1) == "t";
+          }
+          respond(jsonOk(200, j));
+        });
+  });
+}
+
+struct PasswordChange {
+  AuthDeps& d;
+  ApiRespond respond;
+  Caller caller;
+  std::string current, next, newHash;
+  ~PasswordChange() {
+    OPENSSL_cleanse(current.data(), current.size());
+    OPENSSL_cleanse(next.data(), next.size());
+  }
+};
+
+void storeNewPassword(std::shared_ptr<PasswordChange> p) {
+  withConnection(p->d.pool, p->respond, [p](LeasePtr l) {
+    auto& d = p->d;
+    std::string now = pgTime(d.clock());
+    std::vector<TxStep> steps;
+    steps.push_back(fixedStep(
+        {"UPDATE users SET password_hash = $2, must_change_password = false, "
+         "failed_attempts = 0, updated_at = $3 WHERE id = $1",
+         {std::to_string(p->caller.userId), p->newHash, now}}));
+    // Every other session of the user ends: whoever knew the old password
+    // is signed out.
+    steps.push_back(fixedStep({"DELETE FROM sessions WHERE user_id = $1 AND id <> $2",
+                               {std::to_string(p->caller.userId),
+                                std::to_string(p->caller.sessionId)}}));
+    steps.push_back([p](const Results& r) -> Result<SqlStatement> {
+      auto e = auditEntryFor(p->caller, "user.password");
+      e.targetKind = "user";
+      e.targetId = std::to_string(p->caller.userId);
+      e.targetName = p->caller.name;
+      e.detail["sessionsEnded"] = r[1].affected();
+      return p->d.audit.statement(e);
+    });
+    runTransaction(l->conn(), std::move(steps), [p, l](Result<Results> r) {
+      if (!r) return p->respond(errorResponse(r.error()));
+      net::HttpResponse resp;
+      resp.status = 204;
+      p->respond(std::move(resp));
+    });
+  });
+}
+
+void changePassword(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  const Caller& c = *req.caller;
+  if (c.userId == 0)
+    return respond(jsonError(400, "not_a_user", "a token of no user has no password"));
+  auto body = bodyObject(req);
+  if (!body) return respond(errorResponse(body.error()));
+  auto current = stringField(*body, "currentPassword");
+  auto next = stringField(*body, "newPassword");
+  if (!current || !next)
+    return respond(jsonError(400, "invalid",
+                             "give {\"currentPassword\": ..., \"newPassword\": ...}"));
+  if (next->size() < d.policy.minPasswordLength || next->size() > d.policy.maxPasswordLength)
+    return respond(jsonError(400, "weak_password",
+                             "the new password must have at least " +
+                                 std::to_string(d.policy.minPasswordLength) + " characters"));
+  auto p = std::make_shared<PasswordChange>(PasswordChange{d, respond, c, *current, *next, {}});
+  withConnection(d.pool, respond, [p](LeasePtr l) {
+    l->conn().query(
+        "SELECT password_hash FROM users WHERE id = $1", {std::to_string(p->caller.userId)},
+        [p, l](Result<PgResult> r) {
+          if (!r) return p->respond(errorResponse(r.error()));
+          if (r->rows() == 0) return p->respond(jsonError(404, "not_found", "no such user"));
+          p->d.hasher.verify(std::string(r->text(0, 0)), p->current, [p](Result<bool> ok) {
+            if (!ok) return p->respond(errorResponse(ok.error()));
+            if (!*ok) {
+              auto e = auditEntryFor(p->caller, "user.password");
+              e.targetKind = "user";
+              e.targetId = std::to_string(p->caller.userId);
+              e.targetName = p->caller.name;
+              e.outcome = "denied";
+              e.detail["reason"] = "wrong current password";
+              return recordFailure(p->d, p->caller.userId, e, [p](Result<bool> r) {
+                if (!r) return p->respond(errorResponse(r.error()));
+                p->respond(jsonError(403, "wrong_password", "the current password is wrong"));
+              });
+            }
+            p->d.hasher.hash(p->next, [p](Result<std::string> h) {
+              if (!h) return p->respond(errorResponse(h.error()));
+              p->newHash = std::move(*h);
+              storeNewPassword(p);
+            });
+          });
+        });
+  });
+}
+
+// ---- users and tokens (admin) -----------------------------------------------
+
+Result<unsigned> permissionsField(const json& body) {
+  auto it = body.find("permissions");
+  if (it == body.end() || it->is_null()) return kNoPermission;
+  if (!it->is_array()) return Error{"`permissions` must be a list", "invalid"};
+  std::vector<std::string> names;
+  for (auto& v : *it) {
+    if (!v.is_string()) return Error{"`permissions` must be a list of names", "invalid"};
+    names.push_back(v.get<std::string>());
+  }
+  auto bits = permissionsFromNames(names);
+  if (!bits) return Error{bits.error().message, "invalid"};
+  return bits;
+}
+
+Result<Role> roleField(const json& body) {
+  auto name = stringField(body, "role");
+  if (!name) return Error{"`role` is required: viewer, operator or admin", "invalid"};
+  auto role = roleFromName(*name);
+  if (!role) return Error{"unknown role '" + *name + "' (viewer, operator or admin)", "invalid"};
+  return *role;
+}
+
+void listUsersRoute(AuthDeps& d, const ApiRequest&, ApiRespond respond) {
+  withConnection(d.pool, respond, [&d, respond](LeasePtr l) {
+    listUsers(l->conn(), d.clock(), [l, respond](Result<std::vector<UserInfo>> r) {
+      if (!r) return respond(errorResponse(r.error()));
+      json items = json::array();
+      for (auto& u : *r) items.push_back(toJson(u));
+      respond(jsonOk(200, {{"items", items}}));
+    });
+  });
+}
+
+void createUserRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  auto body = bodyObject(req);
+  if (!body) return respond(errorResponse(body.error()));
+  auto name = stringField(*body, "name");
+  if (!name || !isValidName(*name))
+    return respond(jsonError(400, "invalid",
+                             "`name`: a letter or digit, then up to 63 letters, digits or ._@-"));
+  auto role = roleField(*body);
+  if (!role) return respond(errorResponse(role.error()));
+  auto perms = permissionsField(*body);
+  if (!perms) return respond(errorResponse(perms.error()));
+  auto password = stringField(*body, "password");
+  bool generated = !password;
+  if (generated) {
+    auto p = newPassword();
+    if (!p) return respond(jsonError(500, "internal", p.error().message));
+    password = *p;
+  } else if (password->size() < d.policy.minPasswordLength ||
+             password->size() > d.policy.maxPasswordLength) {
+    return respond(jsonError(400, "weak_password",
+                             "the password must have at least " +
+                                 std::to_string(d.policy.minPasswordLength) + " characters"));
+  }
+  NewUser u{*name, *role, *perms, {}, generated};
+  if (auto m = body->find("mustChangePassword"); m != body->end() && m->is_boolean())
+    u.mustChangePassword = m->get<bool>();
+  auto who = auditEntryFor(*req.caller, "");
+  d.hasher.hash(*password, [&d, respond, u, who, generated,
+                            password = *password](Result<std::string> h) mutable {
+    if (!h) return respond(errorResponse(h.error()));
+    u.passwordHash = std::move(*h);
+    withConnection(d.pool, respond, [&d, respond, u, who, generated, password](LeasePtr l) {
+      createUser(l->conn(), u, who, d.clock(),
+                 [l, respond, generated, password](Result<UserInfo> r) {
+                   if (!r) return respond(errorResponse(r.error()));
+                   json out = {{"user", toJson(*r)}};
+                   if (generated) out["password"] = password;  // shown this once
+                   respond(jsonOk(201, out));
+                 });
+    });
+  });
+}
+
+void disableUserRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  auto name = req.params.at("name");
+  auto who = auditEntryFor(*req.caller, "");
+  withConnection(d.pool, respond, [&d, respond, name, who](LeasePtr l) {
+    disableUser(l->conn(), name, who, d.clock(), [l, respond](Result<UserInfo> r) {
+      if (!r) return respond(errorResponse(r.error()));
+      respond(jsonOk(200, {{"user", toJson(*r)}}));
+    });
+  });
+}
+
+void listTokensRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  auto it = req.query.find("revoked");
+  bool includeRevoked = it != req.query.end() && (it->second == "true" || it->second == "1");
+  withConnection(d.pool, respond, [respond, includeRevoked](LeasePtr l) {
+    listTokens(l->conn(), includeRevoked, [l, respond](Result<std::vector<TokenInfo>> r) {
+      if (!r) return respond(errorResponse(r.error()));
+      json items = json::array();
+      for (auto& t : *r) items.push_back(toJson(t));
+      respond(jsonOk(200, {{"items", items}}));
+    });
+  });
+}
+
+void createTokenRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  auto body = bodyObject(req);
+  if (!body) return respond(errorResponse(body.error()));
+  auto name = stringField(*body, "name");
+  if (!name || !isValidName(*name))
+    return respond(jsonError(400, "invalid",
+                             "`name`: a letter or digit, then up to 63 letters, digits or ._@-"));
+  auto role = roleField(*body);
+  if (!role) return respond(errorResponse(role.error()));
+  auto perms = permissionsField(*body);
+  if (!perms) return respond(errorResponse(perms.error()));
+  NewToken t{*name, *role, *perms, stringField(*body, "user")};
+  auto who = auditEntryFor(*req.caller, "");
+  withConnection(d.pool, respond, [&d, respond, t, who](LeasePtr l) {
+    createToken(l->conn(), t, who, d.clock(), [l, respond](Result<CreatedToken> r) {
+      if (!r) return respond(errorResponse(r.error()));
+      json out = toJson(r->info);
+      out["token"] = r->token;  // shown this once
+      respond(jsonOk(201, out));
+    });
+  });
+}
+
+void revokeTokenRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  auto id = req.params.at("id");
+  auto who = auditEntryFor(*req.caller, "");
+  withConnection(d.pool, respond, [&d, respond, id, who](LeasePtr l) {
+    revokeToken(l->conn(), id, who, d.clock(), [l, respond](Result<TokenInfo> r) {
+      if (!r) return respond(errorResponse(r.error()));
+      respond(jsonOk(200, toJson(*r)));
+    });
+  });
+}
+
+// ---- schemas ------------------------------------------------------------------
+
+constexpr const char* kUserSchema = R"({"type":"object","properties":{
+"id":{"type":"integer"},"name":{"type":"string"},"role":{"enum":["viewer","operator","admin"]},
+"permissions":{"type":"array","items":{"enum":["payloads","audit"]}},
+"mustChangePassword":{"type":"boolean"},"disabled":{"type":"boolean"},
+"lockedUntil":{"type":["string","null"]},"createdAt":{"type":"string"}}})";
+
+constexpr const char* kTokenSchema = R"({"type":"object","properties":{
+"id":{"type":"integer"},"name":{"type":"string"},"role":{"enum":["viewer","operator","admin"]},
+"permissions":{"type":"array","items":{"enum":["payloads","audit"]}},
+"user":{"type":["string","null"]},"createdBy":{"type":"string"},"createdAt":{"type":"string"},
+"lastUsedAt":{"type":["string","null"]},"revokedAt":{"type":["string","null"]},
+"token":{"type":"string","description":"dux_...: in the answer to POST only, shown once"}}})";
+
+std::string listOf(const char* item) {
+  return std::string(R"({"type":"object","properties":{"items":{"type":"array","items":)") + item +
+         "}}}";
+}
+
+}  // namespace
+
+std::vector<Route> authRoutes(AuthDeps* d) {
+  // d is null for the document only (`ductus api-spec`): no handler runs.
+  auto bind = [d](void (*fn)(AuthDeps&, const ApiRequest&, ApiRespond)) -> ApiHandler {
+    return [d, fn](const ApiRequest& req, ApiRespond respond) {
+      // The document's routes served anyway (a test serving allRoutes({})):
+      // an answer, not a null dereference.
+      if (!d) return respond(jsonError(503, "unavailable", "no accounts store behind this API"));
+      fn(*d, req, std::move(respond));
+    };
+  };
+  auto route = [](std::string method, std::string path, std::string id, std::string summary,
+                  Requirement req, ApiHandler h, std::string in, std::string out,
+                  int status = 200, std::map<std::string, std::string> query = {}) {
+    Route r{std::move(method), std::move(path), std::move(id), std::move(summary), "auth",
+            req, std::move(h), std::move(in), std::move(out), std::move(query)};
+    r.successStatus = status;
+    return r;
+  };
+  const std::string userAnswer =
+      std::string(R"({"type":"object","properties":{"user":)") + kUserSchema + "}}";
+  std::vector<Route> routes;
+  routes.push_back(route("POST", "/api/v1/sessions", "createSession",
+                         "Sign in with a name and password; sets the ductus_session cookie",
+                         Requirement::anyone(), bind(signIn),
+                         R"({"type":"object","required":["name","password"],"properties":{
+"name":{"type":"string"},"password":{"type":"string"}}})",
+                         R"({"type":"object","properties":{"user":{"type":"object"}}})", 201));
+  routes.push_back(route("DELETE", "/api/v1/sessions/current", "deleteCurrentSession",
+                         "Sign out: end this browser session",
+                         Requirement::toChange(Role::Viewer), bind(signOut), {}, {}, 204));
+  routes.push_back(route("GET", "/api/v1/me", "getMe",
+                         "Who the caller is: name, role, permissions",
+                         Requirement::toRead(Role::Viewer), bind(me), {},
+                         R"({"type":"object","properties":{"name":{"type":"string"},
+"kind":{"enum":["user","token"]},"via":{"enum":["session","token"]},
+"role":{"type":"string"},"permissions":{"type":"array","items":{"type":"string"}},
+"mustChangePassword":{"type":"boolean"}}})"));
+  routes.push_back(route("POST", "/api/v1/me/password", "changeMyPassword",
+                         "Change the caller's password; ends the user's other sessions",
+                         Requirement::toChange(Role::Viewer), bind(changePassword),
+                         R"({"type":"object","required":["currentPassword","newPassword"],
+"properties":{"currentPassword":{"type":"string"},"newPassword":{"type":"string","minLength":12}}})",
+                         {}, 204));
+  routes.push_back(route("GET", "/api/v1/users", "listUsers", "List the local users",
+                         Requirement::toRead(Role::Admin), bind(listUsersRoute), {},
+                         listOf(kUserSchema)));
+  routes.push_back(route("POST", "/api/v1/users", "createUser",
+                         "Create a local user; without a password one is generated and shown once",
+                         Requirement::toChange(Role::Admin), bind(createUserRoute),
+                         R"({"type":"object","required":["name","role"],"properties":{
+"name":{"type":"string"},"role":{"enum":["viewer","operator","admin"]},
+"permissions":{"type":"array","items":{"enum":["payloads","audit"]}},
+"password":{"type":"string","minLength":12},"mustChangePassword":{"type":"boolean"}}})",
+                         std::string(R"({"type":"object","properties":{"user":)") + kUserSchema +
+                             R"(,"password":{"type":"string"}}})",
+                         201));
+  routes.push_back(route("POST", "/api/v1/users/{name}/disable", "disableUser",
+                         "Disable a user: their sessions end and their tokens stop working",
+                         Requirement::toChange(Role::Admin), bind(disableUserRoute), {},
+                         userAnswer));
+  routes.push_back(route("GET", "/api/v1/tokens", "listTokens", "List the API tokens",
+                         Requirement::toRead(Role::Admin), bind(listTokensRoute), {},
+                         listOf(kTokenSchema), 200,
+                         {{"revoked", "true: include revoked tokens"}}));
+  routes.push_back(route("POST", "/api/v1/tokens", "createToken",
+                         "Create an API token; the token is in this answer only",
+                         Requirement::toChange(Role::Admin), bind(createTokenRoute),
+                         R"({"type":"object","required":["name","role"],"properties":{
+"name":{"type":"string"},"role":{"enum":["viewer","operator","admin"]},
+"permissions":{"type":"array","items":{"enum":["payloads","audit"]}},
+"user":{"type":"string","description":"the token acts as this user at most"}}})",
+                         kTokenSchema, 201));
+  routes.push_back(route("DELETE", "/api/v1/tokens/{id}", "revokeToken",
+                         "Revoke a token (by id, or by name): its next call is refused",
+                         Requirement::toChange(Role::Admin), bind(revokeTokenRoute), {},
+                         kTokenSchema));
+  return routes;
+}
+
+}  // namespace ductus::api

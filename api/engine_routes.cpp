@@ -1,0 +1,225 @@
+#include "api/engine_routes.h"
+
+#include <time.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/version.h"
+
+namespace ductus::api {
+namespace {
+
+using nlohmann::json;
+
+// RFC 3339 in UTC with milliseconds: "2024-05-01T12:00:00.123Z".
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  time_t s = static_cast<time_t>(ms / 1000);
+  tm parts{};
+  gmtime_r(&s, &parts);
+  char buf[40];
+  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &parts);
+  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
+  return buf;
+}
+
+net::HttpResponse notRunning() {
+  return jsonError(503, "unavailable", "no engine is running");
+}
+
+constexpr const char* kHealthSchema = R"({
+  "type": "object",
+  "required": ["status"],
+  "properties": {
+    "status": {"type": "string", "enum": ["serving", "draining", "stopping"]}
+  }
+})";
+
+constexpr const char* kEngineSchema = R"({
+  "type": "object",
+  "required": ["version", "commit", "startedAt", "uptimeSeconds", "state", "workers"],
+  "properties": {
+    "version": {"type": "string"},
+    "commit": {"type": "string"},
+    "startedAt": {"type": "string", "format": "date-time"},
+    "uptimeSeconds": {"type": "integer"},
+    "state": {"type": "string", "enum": ["serving", "draining", "stopping"]},
+    "workers": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "required": ["group", "slot", "pid", "state", "restarts", "callsInFlight"],
+        "properties": {
+          "group": {"type": "string"},
+          "slot": {"type": "integer"},
+          "pid": {"type": ["integer", "null"], "description": "null while not running"},
+          "state": {"type": "string", "enum": ["starting", "running", "down"]},
+          "restarts": {"type": "integer"},
+          "callsInFlight": {"type": "integer"}
+        }
+      }
+    }
+  }
+})";
+
+constexpr const char* kInterfacesSchema = R"({
+  "type": "object",
+  "required": ["interfaces"],
+  "properties": {
+    "interfaces": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "required": ["name", "source", "state", "gate", "sinceStart", "destinations"],
+        "properties": {
+          "name": {"type": "string"},
+          "source": {"type": "string"},
+          "state": {"type": "string", "enum": ["running", "stopped"]},
+          "gate": {"type": ["string", "null"], "enum": ["open", "closed", null],
+                   "description": "null for a respond-mode HTTP interface, which has no queue"},
+          "sinceStart": {
+            "type": "object",
+            "required": ["received", "duplicates"],
+            "properties": {
+              "received": {"type": "integer"},
+              "duplicates": {"type": "integer"}
+            }
+          },
+          "destinations": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": ["name", "route", "sinceStart"],
+              "properties": {
+                "name": {"type": "string"},
+                "route": {"type": "boolean"},
+                "sinceStart": {
+                  "type": "object",
+                  "required": ["sent", "filtered", "quarantined", "routed", "retries"],
+                  "properties": {
+                    "sent": {"type": "integer"},
+                    "filtered": {"type": "integer"},
+                    "quarantined": {"type": "integer"},
+                    "routed": {"type": "integer"},
+                    "retries": {"type": "integer"}
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+})";
+
+json engineJson(const EngineInfo& e) {
+  json workers = json::array();
+  for (auto& w : e.workers)
+    workers.push_back({{"group", w.group},
+                       {"slot", w.slot},
+                       {"pid", w.pid > 0 ? json(w.pid) : json(nullptr)},
+                       {"state", w.state},
+                       {"restarts", w.restarts},
+                       {"callsInFlight", w.callsInFlight}});
+  auto up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() -
+                                                             e.startedAt);
+  return {{"version", kVersion},
+          {"commit", kGitCommit},
+          {"startedAt", rfc3339(e.startedAt)},
+          {"uptimeSeconds", std::max<int64_t>(0, up.count())},
+          {"state", engineStateName(e.state)},
+          {"workers", std::move(workers)}};
+}
+
+json interfacesJson(const std::vector<InterfaceInfo>& list) {
+  json out = json::array();
+  for (auto& f : list) {
+    json dests = json::array();
+    for (auto& d : f.destinations)
+      dests.push_back({{"name", d.name},
+                       {"route", d.route},
+                       {"sinceStart",
+                        {{"sent", d.sent},
+                         {"filtered", d.filtered},
+                         {"quarantined", d.quarantined},
+                         {"routed", d.routed},
+                         {"retries", d.retries}}}});
+    out.push_back({{"name", f.name},
+                   {"source", f.source},
+                   {"state", f.state},
+                   {"gate", f.gateOpen ? json(*f.gateOpen ? "open" : "closed") : json(nullptr)},
+                   {"sinceStart", {{"received", f.received}, {"duplicates", f.duplicates}}},
+                   {"destinations", std::move(dests)}});
+  }
+  return {{"interfaces", std::move(out)}};
+}
+
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::vector<Route> engineRoutes(EngineView* engine) {
+  std::vector<Route> routes;
+
+  Route health;
+  health.method = "GET";
+  health.path = "/api/v1/health";
+  health.operationId = "getHealth";
+  health.summary = "Whether the engine serves: 200 while it does, 503 while it drains or stops";
+  health.tag = "engine";
+  health.requirement = Requirement::anyone();
+  health.responseSchema = kHealthSchema;
+  health.handler = [engine](const ApiRequest&, ApiRespond respond) {
+    if (!engine) return respond(notRunning());
+    EngineState s = engine->state();
+    if (s == EngineState::Serving)
+      return respond(jsonResponse(200, dump(json{{"status", engineStateName(s)}})));
+    // An error as every other, with the status beside it.
+    std::string_view name = engineStateName(s);
+    json body = {{"status", name},
+                 {"error", name},
+                 {"message", "the engine is " + std::string(name) + "; it takes no new work"}};
+    auto r = jsonResponse(503, dump(body));
+    r.headers.emplace_back("Retry-After", "5");
+    respond(std::move(r));
+  };
+  routes.push_back(std::move(health));
+
+  Route info;
+  info.method = "GET";
+  info.path = "/api/v1/engine";
+  info.operationId = "getEngine";
+  info.summary = "The engine's version, start time, state and workers";
+  info.tag = "engine";
+  info.requirement = Requirement::toRead(Role::Viewer);
+  info.responseSchema = kEngineSchema;
+  info.handler = [engine](const ApiRequest&, ApiRespond respond) {
+    if (!engine) return respond(notRunning());
+    respond(jsonResponse(200, dump(engineJson(engine->engine()))));
+  };
+  routes.push_back(std::move(info));
+
+  Route list;
+  list.method = "GET";
+  list.path = "/api/v1/interfaces";
+  list.operationId = "listInterfaces";
+  list.summary = "Every interface: its state, its gate and what it did since the engine started";
+  list.tag = "engine";
+  list.requirement = Requirement::toRead(Role::Viewer);
+  list.responseSchema = kInterfacesSchema;
+  list.handler = [engine](const ApiRequest&, ApiRespond respond) {
+    if (!engine) return respond(notRunning());
+    engine->interfaces([respond](Result<std::vector<InterfaceInfo>> r) {
+      if (!r) return respond(jsonError(503, "unavailable", r.error().message));
+      respond(jsonResponse(200, dump(interfacesJson(*r))));
+    });
+  };
+  routes.push_back(std::move(list));
+
+  return routes;
+}
+
+}  // namespace ductus::api

@@ -1,0 +1,22 @@
+#include "api/routes.h"
+
+#include <memory>
+
+#include "api/audit/audit_routes.h"
+#include "api/engine_routes.h"
+#include "api/openapi.h"
+
+namespace ductus::api {
+
+std::vector<Route> allRoutes(const RouteDeps& deps) {
+  std::vector<Route> routes = engineRoutes(deps.engine);
+  for (auto& r : authRoutes(deps.auth)) routes.push_back(std::move(r));
+  for (auto& r : auditRoutes(deps.auth)) routes.push_back(std::move(r));
+  auto document = std::make_shared<std::string>();
+  routes.push_back(openApiRoute(document));
+  // Written after the list is complete, so it includes its own route.
+  *document = openApiDocument(routes);
+  return routes;
+}
+
+}  // namespace ductus::api

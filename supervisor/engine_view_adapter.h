@@ -1,0 +1,52 @@
+// EngineViewAdapter: the engine as the API sees it (api/engine_view.h),
+// read from the engine's workers, intakes' gates and activity counters on
+// the engine's loop. Nothing here blocks: every value is in memory.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "api/engine_view.h"
+
+namespace ductus::config {
+struct InterfaceConfig;
+}
+namespace ductus::intake {
+class Intake;
+}
+namespace ductus::delivery {
+struct InterfaceActivity;
+}
+
+namespace ductus::supervisor {
+
+class WorkerPool;
+
+class EngineViewAdapter : public api::EngineView {
+ public:
+  // One interface as the engine holds it; intake and activity are null
+  // for a respond-mode interface (it has no queue).
+  struct Viewed {
+    const config::InterfaceConfig* config = nullptr;
+    intake::Intake* intake = nullptr;
+    const delivery::InterfaceActivity* activity = nullptr;
+  };
+
+  // Everything given must outlive the adapter.
+  EngineViewAdapter(std::chrono::system_clock::time_point startedAt,
+                    std::function<api::EngineState()> state, const WorkerPool& workers,
+                    std::vector<Viewed> interfaces);
+
+  api::EngineState state() const override { return state_(); }
+  api::EngineInfo engine() const override;
+  void interfaces(std::function<void(Result<std::vector<api::InterfaceInfo>>)> done) override;
+
+ private:
+  std::chrono::system_clock::time_point startedAt_;
+  std::function<api::EngineState()> state_;
+  const WorkerPool& workers_;
+  std::vector<Viewed> interfaces_;
+};
+
+}  // namespace ductus::supervisor

@@ -1,0 +1,307 @@
+// Who calls, over real HTTP with the real authenticator, PostgreSQL and
+// argon2id: tokens (revoking is immediate), password sign-in and its
+// cookie, lockout, must_change_password, session expiry, and the audit
+// rows each of those writes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <thread>
+
+#include "api/auth/credentials.h"
+#include "tests/api/auth_fixture.h"
+
+namespace ductus::api::test {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using namespace std::chrono_literals;
+
+json bodyOf(const ductus::test::HttpReply& r) {
+  auto j = json::parse(r.body, nullptr, false);
+  return j.is_discarded() ? json() : j;
+}
+
+class AuthTest : public AuthFixture {
+ protected:
+  // The audit rows so far: "action outcome actor via", oldest first.
+  std::vector<std::string> auditRows() {
+    return db_.column(
+        "SELECT action || ' ' || outcome || ' ' || actor || ' ' || via FROM audit_log ORDER BY id");
+  }
+  // Waits until the session's last_seen_at is `at` or later (its touch is
+  // written after the answer, on a connection of its own).
+  void waitSeen(const std::string& sessionId) {
+    auto want = pgTime(clock_() - 5s);
+    for (int i = 0; i < 500; ++i) {
+      if (db_.value("SELECT last_seen_at >= $2::timestamptz FROM sessions WHERE id = $1",
+                    {sessionId, want}) == "t")
+        return;
+      std::this_thread::sleep_for(10ms);
+    }
+    ADD_FAILURE() << "session " << sessionId << " was not touched";
+  }
+};
+
+TEST_F(AuthTest, ATokenWorksUntilRevokedAndTheNextCallIsRefused) {
+  auto admin = makeToken("root", Role::Admin, kNoPermission);
+  auto me = call("GET", "/api/v1/me", bearer(admin.token));
+  ASSERT_EQ(me.status, 200) << me.body;
+  EXPECT_EQ(bodyOf(me)["name"], "root");
+  EXPECT_EQ(bodyOf(me)["role"], "admin");
+
+  auto created = call("POST", "/api/v1/tokens", bearer(admin.token),
+                      R"({"name": "ci", "role": "viewer"})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  std::string token = bodyOf(created)["token"];
+  EXPECT_TRUE(isTokenText(token)) << token;
+  std::string id = std::to_string(bodyOf(created)["id"].get<int64_t>());
+  // Only its hash is kept.
+  EXPECT_EQ(db_.value("SELECT count(*) FROM api_tokens WHERE token_hash = $1", {token}), "0");
+  EXPECT_EQ(db_.value("SELECT token_hash FROM api_tokens WHERE id = $1", {id}),
+            secretHash(token));
+
+  auto asCi = call("GET", "/api/v1/me", bearer(token));
+  ASSERT_EQ(asCi.status, 200) << asCi.body;
+  EXPECT_EQ(bodyOf(asCi)["role"], "viewer");
+  // A viewer may not manage tokens.
+  EXPECT_EQ(call("GET", "/api/v1/tokens", bearer(token)).status, 403);
+
+  auto revoked = call("DELETE", "/api/v1/tokens/" + id, bearer(admin.token));
+  ASSERT_EQ(revoked.status, 200) << revoked.body;
+  EXPECT_FALSE(bodyOf(revoked)["revokedAt"].is_null());
+  auto after = call("GET", "/api/v1/me", bearer(token));
+  EXPECT_EQ(after.status, 401) << after.body;
+  EXPECT_EQ(bodyOf(after)["error"], "unauthenticated");
+  // Revoking twice finds nothing live.
+  EXPECT_EQ(call("DELETE", "/api/v1/tokens/" + id, bearer(admin.token)).status, 404);
+  // A token that was never made, and one that is not a Ductus token.
+  EXPECT_EQ(call("GET", "/api/v1/me", bearer("dux_" + std::string(64, 'a'))).status, 401);
+  EXPECT_EQ(call("GET", "/api/v1/me", bearer("nope")).status, 401);
+
+  EXPECT_THAT(auditRows(), ::testing::ElementsAre("token.create ok tester cli",
+                                                  "token.create ok root token",
+                                                  "token.revoke ok root token"));
+  EXPECT_EQ(db_.value("SELECT target_name FROM audit_log WHERE action = 'token.revoke'"), "ci");
+}
+
+TEST_F(AuthTest, ATokenOfAUserActsAsThatUserAtMostAndStopsWhenTheUserIsDisabled) {
+  makeUser("vera", Role::Viewer, kPayloads, "vera's long password");
+  auto admin = makeToken("root", Role::Admin, kNoPermission);
+  auto t = makeToken("vera-script", Role::Admin, kPayloads | kAudit, "vera");
+  auto me = call("GET", "/api/v1/me", bearer(t.token));
+  ASSERT_EQ(me.status, 200) << me.body;
+  EXPECT_EQ(bodyOf(me)["name"], "vera");
+  EXPECT_EQ(bodyOf(me)["role"], "viewer");
+  EXPECT_EQ(bodyOf(me)["permissions"], json::array({"payloads"}));
+  EXPECT_EQ(call("GET", "/api/v1/users", bearer(t.token)).status, 403);
+  EXPECT_EQ(call("GET", "/api/v1/audit", bearer(t.token)).status, 403);
+
+  auto disabled = call("POST", "/api/v1/users/vera/disable", bearer(admin.token));
+  ASSERT_EQ(disabled.status, 200) << disabled.body;
+  EXPECT_EQ(call("GET", "/api/v1/me", bearer(t.token)).status, 401);
+  EXPECT_EQ(call("POST", "/api/v1/users/nobody/disable", bearer(admin.token)).status, 404);
+}
+
+TEST_F(AuthTest, PasswordSignInSetsTheSessionCookieAndSignOutEndsIt) {
+  makeUser("alice", Role::Operator, kNoPermission, "correct horse battery");
+  auto r = signIn("alice", "correct horse battery");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(bodyOf(r)["user"]["role"], "operator");
+  std::string cookieLine = r.header("set-cookie");
+  EXPECT_TRUE(std::regex_search(cookieLine, std::regex("^ductus_session=[0-9a-f]{64}; ")))
+      << cookieLine;
+  EXPECT_THAT(cookieLine, HasSubstr("; HttpOnly"));
+  EXPECT_THAT(cookieLine, HasSubstr("; SameSite=Strict"));
+  EXPECT_THAT(cookieLine, HasSubstr("; Path=/api"));
+  EXPECT_THAT(cookieLine, HasSubstr("; Max-Age=604800"));
+  // The server listens on loopback: no Secure (browsers would drop it on http).
+  EXPECT_THAT(cookieLine, Not(HasSubstr("Secure")));
+  EXPECT_THAT(sessionCookieHeader("x", true, AuthPolicy{}), HasSubstr("; Secure"));
+  std::string session = sessionOf(r);
+  EXPECT_EQ(db_.value("SELECT count(*) FROM sessions WHERE secret_hash = $1",
+                      {secretHash(session)}),
+            "1");
+
+  auto me = call("GET", "/api/v1/me", cookie(session));
+  ASSERT_EQ(me.status, 200) << me.body;
+  EXPECT_EQ(bodyOf(me)["name"], "alice");
+  EXPECT_EQ(bodyOf(me)["via"], "session");
+
+  // Without X-Ductus: 1 a session changes nothing (the router's rule).
+  EXPECT_EQ(call("DELETE", "/api/v1/sessions/current", cookie(session)).status, 403);
+  auto out = call("DELETE", "/api/v1/sessions/current", cookie(session, true));
+  ASSERT_EQ(out.status, 204) << out.body;
+  EXPECT_THAT(out.header("set-cookie"), HasSubstr("ductus_session=; "));
+  EXPECT_THAT(out.header("set-cookie"), HasSubstr("Max-Age=0"));
+  EXPECT_EQ(call("GET", "/api/v1/me", cookie(session)).status, 401);
+
+  // Wrong password, unknown user: the same answer.
+  auto wrong = signIn("alice", "not the password");
+  EXPECT_EQ(wrong.status, 401);
+  EXPECT_EQ(bodyOf(wrong)["error"], "invalid_credentials");
+  auto unknown = signIn("mallory", "whatever it is");
+  EXPECT_EQ(unknown.status, 401);
+  EXPECT_EQ(bodyOf(unknown)["error"], "invalid_credentials");
+
+  EXPECT_THAT(auditRows(), ::testing::ElementsAre(
+                               "user.create ok tester cli", "session.create ok alice session",
+                               "session.delete ok alice session",
+                               "session.create denied alice session",
+                               "session.create denied mallory session"));
+  EXPECT_EQ(db_.value("SELECT detail->>'reason' FROM audit_log WHERE actor = 'mallory'"),
+            "unknown user");
+  EXPECT_THAT(db_.value("SELECT address FROM audit_log WHERE actor = 'mallory'"),
+              HasSubstr("127.0.0.1:"));
+}
+
+TEST_F(AuthTest, FiveWrongPasswordsLockTheUserForFifteenMinutes) {
+  makeUser("bob", Role::Viewer, kNoPermission, "bob's real password");
+  auto t = makeToken("bob-script", Role::Viewer, kNoPermission, "bob");
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(signIn("bob", "a wrong password").status, 401) << i;
+  // Locked: even the right password is refused, and bob's token stops.
+  auto locked = signIn("bob", "bob's real password");
+  EXPECT_EQ(locked.status, 429) << locked.body;
+  EXPECT_EQ(bodyOf(locked)["error"], "locked");
+  EXPECT_FALSE(locked.header("retry-after").empty());
+  EXPECT_EQ(call("GET", "/api/v1/me", bearer(t.token)).status, 401);
+  EXPECT_EQ(db_.value("SELECT count(*) FROM audit_log WHERE action = 'session.create' AND "
+                      "outcome = 'denied' AND detail->>'reason' = 'wrong password'"),
+            "5");
+  EXPECT_EQ(db_.value("SELECT detail->>'locked' FROM audit_log WHERE "
+                      "detail->>'reason' = 'wrong password' ORDER BY id DESC LIMIT 1"),
+            "true");
+  EXPECT_EQ(db_.value("SELECT count(*) FROM audit_log WHERE detail->>'reason' = 'locked'"), "1");
+
+  advance(14min);
+  EXPECT_EQ(signIn("bob", "bob's real password").status, 429);
+  advance(2min);
+  auto in = signIn("bob", "bob's real password");
+  EXPECT_EQ(in.status, 201) << in.body;
+  EXPECT_EQ(call("GET", "/api/v1/me", bearer(t.token)).status, 200);
+  EXPECT_EQ(db_.value("SELECT failed_attempts FROM users WHERE name = 'bob'"), "0");
+}
+
+TEST_F(AuthTest, ASessionEndsAfterTwelveIdleHoursOrSevenDays) {
+  makeUser("carol", Role::Viewer, kNoPermission, "carol's long password");
+  auto r = signIn("carol", "carol's long password");
+  ASSERT_EQ(r.status, 201);
+  std::string session = sessionOf(r);
+  std::string id = db_.value("SELECT id FROM sessions");
+
+  // Used every 11 hours, it lives on...
+  for (int i = 0; i < 3; ++i) {
+    advance(11h);
+    ASSERT_EQ(call("GET", "/api/v1/me", cookie(session)).status, 200) << i;
+    waitSeen(id);
+  }
+  // ...until 12 idle hours pass.
+  advance(12h + 1min);
+  EXPECT_EQ(call("GET", "/api/v1/me", cookie(session)).status, 401);
+
+  // And never past 7 days, however busy.
+  auto again = signIn("carol", "carol's long password");
+  ASSERT_EQ(again.status, 201);
+  std::string second = sessionOf(again);
+  std::string secondId =
+      db_.value("SELECT id FROM sessions WHERE secret_hash = $1", {secretHash(second)});
+  for (int h = 10; h < 7 * 24; h += 10) {
+    advance(10h);
+    ASSERT_EQ(call("GET", "/api/v1/me", cookie(second)).status, 200) << h;
+    waitSeen(secondId);
+  }
+  advance(10h);  // 170 h
+  EXPECT_EQ(call("GET", "/api/v1/me", cookie(second)).status, 401);
+}
+
+TEST_F(AuthTest, AUserWhoMustChangeTheirPasswordMayDoNothingElseFirst) {
+  makeUser("dave", Role::Operator, kAudit, "dave's first password", true);
+  auto r = signIn("dave", "dave's first password");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(bodyOf(r)["user"]["mustChangePassword"], true);
+  std::string session = sessionOf(r);
+  auto me = call("GET", "/api/v1/me", cookie(session));
+  ASSERT_EQ(me.status, 200);
+  EXPECT_EQ(bodyOf(me)["mustChangePassword"], true);
+  EXPECT_NE(call("GET", "/api/v1/me/activity", cookie(session)).status, 200);
+
+  auto change = [&](const std::string& current, const std::string& next) {
+    return call("POST", "/api/v1/me/password", cookie(session, true),
+                json{{"currentPassword", current}, {"newPassword", next}}.dump());
+  };
+  EXPECT_EQ(change("dave's first password", "short").status, 400);
+  EXPECT_EQ(change("not dave's password", "dave's second password").status, 403);
+  ASSERT_EQ(change("dave's first password", "dave's second password").status, 204);
+  auto activity = call("GET", "/api/v1/me/activity", cookie(session));
+  ASSERT_EQ(activity.status, 200) << activity.body;
+  auto items = bodyOf(activity)["items"];
+  ASSERT_GE(items.size(), 3u);
+  EXPECT_EQ(items[0]["action"], "user.password");
+  EXPECT_EQ(items[0]["outcome"], "ok");
+  EXPECT_EQ(items[1]["outcome"], "denied");
+  EXPECT_EQ(signIn("dave", "dave's first password").status, 401);
+  EXPECT_EQ(signIn("dave", "dave's second password").status, 201);
+}
+
+TEST_F(AuthTest, AdminsCreateUsersWithAGeneratedPasswordShownOnce) {
+  auto admin = makeToken("root", Role::Admin, kNoPermission);
+  auto r = call("POST", "/api/v1/users", bearer(admin.token),
+                R"({"name": "erin", "role": "viewer", "permissions": ["payloads"]})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  std::string password = bodyOf(r)["password"];
+  EXPECT_EQ(password.size(), 24u);
+  EXPECT_EQ(bodyOf(r)["user"]["mustChangePassword"], true);
+  EXPECT_THAT(db_.value("SELECT password_hash FROM users WHERE name = 'erin'"),
+              HasSubstr("$argon2id$"));
+  EXPECT_EQ(call("POST", "/api/v1/users", bearer(admin.token),
+                 R"({"name": "erin", "role": "viewer"})").status,
+            409);
+  EXPECT_EQ(call("POST", "/api/v1/users", bearer(admin.token),
+                 R"({"name": "frank", "role": "king"})").status,
+            400);
+  EXPECT_EQ(call("POST", "/api/v1/users", bearer(admin.token),
+                 R"({"name": "frank", "role": "viewer", "permissions": ["all"]})").status,
+            400);
+  auto list = call("GET", "/api/v1/users", bearer(admin.token));
+  ASSERT_EQ(list.status, 200);
+  ASSERT_EQ(bodyOf(list)["items"].size(), 1u);
+  EXPECT_EQ(bodyOf(list)["items"][0]["permissions"], json::array({"payloads"}));
+  EXPECT_EQ(signIn("erin", password).status, 201);
+}
+
+TEST(PasswordHasherLimits, PastTheQueueARequestIsRefusedAsBusy) {
+  ductus::test::LoopThread loop;
+  std::unique_ptr<PasswordHasher> hasher;
+  std::atomic<int> ok{0}, busy{0}, answered{0};
+  loop.run([&] {
+    hasher = std::make_unique<PasswordHasher>(loop.loop(), HashLimits{1, 1});
+    for (int i = 0; i < 4; ++i)
+      hasher->hash("a password", [&](Result<std::string> r) {
+        if (r) ++ok;
+        else if (r.error().code == PasswordHasher::kBusy) ++busy;
+        ++answered;
+      });
+    // One runs, one waits, two are refused at once.
+    EXPECT_EQ(hasher->running(), 1u);
+    EXPECT_EQ(hasher->waiting(), 1u);
+  });
+  for (int i = 0; i < 1000 && answered < 4; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(ok, 2);
+  EXPECT_EQ(busy, 2);
+  loop.run([&] { hasher.reset(); });
+}
+
+TEST(PasswordHashing, Argon2idVerifiesTheRightPasswordOnly) {
+  auto h = hashPasswordNow("the password");
+  ASSERT_TRUE(h.ok()) << h.error().message;
+  EXPECT_THAT(*h, HasSubstr("$argon2id$v=19$m=19456,t=2,p=1$"));
+  EXPECT_TRUE(*verifyPasswordNow(*h, "the password"));
+  EXPECT_FALSE(*verifyPasswordNow(*h, "the Password"));
+  EXPECT_FALSE(verifyPasswordNow("plain", "plain").ok());
+  EXPECT_NE(*hashPasswordNow("the password"), *h);  // salted
+}
+
+}  // namespace
+}  // namespace ductus::api::test

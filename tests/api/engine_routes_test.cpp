@@ -1,0 +1,145 @@
+// The engine's routes over real HTTP, on a fake EngineView: /health for
+// anyone (503 while draining or stopping), /engine and /interfaces for a
+// viewer, their bodies as the document says.
+#include "api/engine_routes.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "api/routes.h"
+#include "common/version.h"
+#include "tests/api/api_harness.h"
+
+namespace ductus::api::test {
+namespace {
+
+using nlohmann::json;
+
+class FakeEngine : public EngineView {
+ public:
+  EngineState state() const override { return state_; }
+  EngineInfo engine() const override {
+    EngineInfo e;
+    e.startedAt = startedAt;
+    e.state = state_;
+    e.workers.push_back({"shared", 0, 4242, "running", 2, 3});
+    e.workers.push_back({"lab", 0, 0, "down", 5, 0});
+    return e;
+  }
+  void interfaces(std::function<void(Result<std::vector<InterfaceInfo>>)> done) override {
+    if (fail) return done(Error{"the store is unreachable"});
+    InterfaceInfo adt;
+    adt.name = "adt";
+    adt.source = "mllp";
+    adt.state = "running";
+    adt.gateOpen = true;
+    adt.received = 10;
+    adt.duplicates = 1;
+    DestinationInfo out;
+    out.name = "default";
+    out.sent = 7;
+    out.filtered = 1;
+    out.quarantined = 1;
+    out.retries = 4;
+    adt.destinations.push_back(out);
+    InterfaceInfo lookup;
+    lookup.name = "lookup";
+    lookup.source = "http";
+    lookup.state = "stopped";
+    done(std::vector<InterfaceInfo>{adt, lookup});
+  }
+
+  EngineState state_ = EngineState::Serving;  // set on the loop thread
+  bool fail = false;
+  std::chrono::system_clock::time_point startedAt =
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(1714564800123));
+};
+
+class EngineRoutesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = api_.start(allRoutes({.engine = &engine_}));
+    ASSERT_TRUE(s) << s.error().message;
+  }
+  void setState(EngineState s) {
+    api_.loop().run([&] { engine_.state_ = s; });
+  }
+  FakeEngine engine_;
+  ApiHarness api_;
+};
+
+TEST_F(EngineRoutesTest, HealthNeedsNoTokenAndIs200WhileServing) {
+  auto r = api_.get("/api/v1/health");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body), (json{{"status", "serving"}}));
+}
+
+TEST_F(EngineRoutesTest, HealthIs503WhileDrainingOrStopping) {
+  for (auto [state, name] : {std::pair{EngineState::Draining, "draining"},
+                             std::pair{EngineState::Stopping, "stopping"}}) {
+    setState(state);
+    auto r = api_.get("/api/v1/health");
+    EXPECT_EQ(r.status, 503) << name;
+    auto j = json::parse(r.body);
+    EXPECT_EQ(j["status"], name);
+    EXPECT_EQ(errorOf(r)["error"], name) << "an error body as every other";
+    EXPECT_FALSE(r.header("retry-after").empty());
+  }
+  setState(EngineState::Serving);
+  EXPECT_EQ(api_.get("/api/v1/health").status, 200);
+}
+
+TEST_F(EngineRoutesTest, EngineNeedsAViewerAndSaysVersionStartAndWorkers) {
+  EXPECT_EQ(api_.get("/api/v1/engine").status, 401);
+  auto r = api_.get("/api/v1/engine", bearer("viewer"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = json::parse(r.body);
+  EXPECT_EQ(j["version"], kVersion);
+  EXPECT_EQ(j["commit"], kGitCommit);
+  EXPECT_EQ(j["startedAt"], "2024-05-01T12:00:00.123Z");
+  EXPECT_GT(j["uptimeSeconds"].get<int64_t>(), 0);
+  EXPECT_EQ(j["state"], "serving");
+  ASSERT_EQ(j["workers"].size(), 2u);
+  EXPECT_EQ(j["workers"][0],
+            (json{{"group", "shared"}, {"slot", 0}, {"pid", 4242}, {"state", "running"},
+                  {"restarts", 2}, {"callsInFlight", 3}}));
+  EXPECT_TRUE(j["workers"][1]["pid"].is_null()) << "a worker not running has no pid";
+}
+
+TEST_F(EngineRoutesTest, InterfacesNeedAViewerAndGiveStateGateAndCountsSinceStart) {
+  auto refused = api_.get("/api/v1/interfaces");
+  EXPECT_EQ(refused.status, 401);
+  EXPECT_EQ(errorOf(refused)["error"], "unauthenticated");
+  auto r = api_.get("/api/v1/interfaces", bearer("viewer"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto list = json::parse(r.body)["interfaces"];
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["name"], "adt");
+  EXPECT_EQ(list[0]["source"], "mllp");
+  EXPECT_EQ(list[0]["state"], "running");
+  EXPECT_EQ(list[0]["gate"], "open");
+  EXPECT_EQ(list[0]["sinceStart"], (json{{"received", 10}, {"duplicates", 1}}));
+  EXPECT_EQ(list[0]["destinations"][0]["name"], "default");
+  EXPECT_EQ(list[0]["destinations"][0]["sinceStart"],
+            (json{{"sent", 7}, {"filtered", 1}, {"quarantined", 1}, {"routed", 0}, {"retries", 4}}));
+  EXPECT_EQ(list[1]["state"], "stopped");
+  EXPECT_TRUE(list[1]["gate"].is_null()) << "respond mode has no queue";
+}
+
+TEST_F(EngineRoutesTest, InterfacesTheEngineCantReadAre503) {
+  api_.loop().run([&] { engine_.fail = true; });
+  auto r = api_.get("/api/v1/interfaces", bearer("viewer"));
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(errorOf(r)["error"], "unavailable") << r.body;
+}
+
+TEST(EngineRoutesWithoutAnEngine, AnswerUnavailable) {
+  ApiHarness api;
+  auto s = api.start(engineRoutes(nullptr));
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(api.get("/api/v1/health").status, 503);
+  EXPECT_EQ(api.get("/api/v1/interfaces", bearer("viewer")).status, 503);
+}
+
+}  // namespace
+}  // namespace ductus::api::test
