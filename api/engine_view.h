@@ -51,11 +51,27 @@ struct EngineInfo {
   std::vector<WorkerInfo> workers;
 };
 
+// How long something took since the engine started, in buckets. `bounds`
+// are the buckets' upper bounds in seconds, ascending; `buckets` has one
+// more (+Inf) and is not cumulative.
+struct HistogramInfo {
+  std::vector<double> bounds;
+  std::vector<int64_t> buckets;
+  double sumSeconds = 0;
+  int64_t count = 0;
+};
+
 // Counts since the engine started (they start at zero with it).
 struct DestinationInfo {
   std::string name;
   bool route = false;  // its outputs go into another interface's queue
   int64_t sent = 0, filtered = 0, quarantined = 0, routed = 0, retries = 0;
+  // Set by interfacesWithPending() only: its deliveries pending now, from
+  // the store (nullopt: not asked, or a destination the store has no id for).
+  std::optional<int64_t> pending;
+  HistogramInfo latency;    // received -> finished here
+  HistogramInfo send;       // one send
+  HistogramInfo transform;  // one call of its function, a wait for a worker included
 };
 
 struct InterfaceInfo {
@@ -75,6 +91,13 @@ class EngineView {
   virtual EngineState state() const = 0;
   virtual EngineInfo engine() const = 0;
   virtual void interfaces(std::function<void(Result<std::vector<InterfaceInfo>>)> done) = 0;
+  // As interfaces(), with each destination's `pending` counted by the
+  // store now (a query: answers later, on the loop). The default leaves
+  // them unset.
+  virtual void interfacesWithPending(
+      std::function<void(Result<std::vector<InterfaceInfo>>)> done) {
+    interfaces(std::move(done));
+  }
 };
 
 }  // namespace ductus::api

@@ -4,12 +4,14 @@
 
 #include "api/audit/audit_routes.h"
 #include "api/engine_routes.h"
+#include "api/metrics.h"
 #include "api/openapi.h"
 
 namespace ductus::api {
 
 std::vector<Route> allRoutes(const RouteDeps& deps) {
   std::vector<Route> routes = engineRoutes(deps.engine);
+  for (auto& r : metricsRoutes(deps.engine)) routes.push_back(std::move(r));
   for (auto& r : authRoutes(deps.auth)) routes.push_back(std::move(r));
   for (auto& r : auditRoutes(deps.auth)) routes.push_back(std::move(r));
   auto document = std::make_shared<std::string>();

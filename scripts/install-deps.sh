@@ -24,6 +24,7 @@ packages=(
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
   postgresql-15 postgresql-client-15
   nodejs  # tests/api: the OpenAPI document's validator (npm, below)
+  prometheus  # tests/api: promtool checks GET /api/v1/metrics
   # libnode108's runtime libraries (it is extracted, not installed)
   libicu72 libc-ares2 libnghttp2-14 libbrotli1 zlib1g
 )

@@ -6,14 +6,30 @@
 #include "supervisor/workers/worker_pool.h"
 
 namespace ductus::supervisor {
+namespace {
+
+api::HistogramInfo histogramInfo(const delivery::Histogram& h) {
+  auto c = h.snapshot();
+  api::HistogramInfo i;
+  i.bounds.reserve(delivery::kHistogramBoundsUs.size());
+  for (int64_t us : delivery::kHistogramBoundsUs) i.bounds.push_back(static_cast<double>(us) / 1e6);
+  i.buckets = std::move(c.buckets);
+  i.sumSeconds = static_cast<double>(c.sumUs) / 1e6;
+  i.count = c.count;
+  return i;
+}
+
+}  // namespace
 
 EngineViewAdapter::EngineViewAdapter(std::chrono::system_clock::time_point startedAt,
                                      std::function<api::EngineState()> state,
-                                     const WorkerPool& workers, std::vector<Viewed> interfaces)
+                                     const WorkerPool& workers, std::vector<Viewed> interfaces,
+                                     delivery::WaitingCounts waiting)
     : startedAt_(startedAt),
       state_(std::move(state)),
       workers_(workers),
-      interfaces_(std::move(interfaces)) {}
+      interfaces_(std::move(interfaces)),
+      waiting_(std::move(waiting)) {}
 
 api::EngineInfo EngineViewAdapter::engine() const {
   api::EngineInfo e;
@@ -54,12 +70,46 @@ void EngineViewAdapter::interfaces(
         di.quarantined = d.quarantined.load(std::memory_order_relaxed);
         di.routed = d.routed.load(std::memory_order_relaxed);
         di.retries = d.retries.load(std::memory_order_relaxed);
+        di.latency = histogramInfo(d.latency);
+        di.send = histogramInfo(d.sendTime);
+        di.transform = histogramInfo(d.transform);
         f.destinations.push_back(std::move(di));
       }
     }
     out.push_back(std::move(f));
   }
   done(std::move(out));
+}
+
+void EngineViewAdapter::interfacesWithPending(
+    std::function<void(Result<std::vector<api::InterfaceInfo>>)> done) {
+  if (!waiting_) return interfaces(std::move(done));
+  // The destinations' ids, in the order interfaces() lists them.
+  std::vector<std::vector<int64_t>> ids;
+  for (auto& v : interfaces_) {
+    ids.emplace_back();
+    if (v.activity)
+      for (auto& d : v.activity->destinations) ids.back().push_back(d.destinationId);
+  }
+  auto alive = alive_;
+  waiting_([this, alive, ids = std::move(ids), done = std::move(done)](
+               std::optional<std::map<int64_t, int64_t>> counts) mutable {
+    if (!*alive) return done(Error{"the engine is stopping"});
+    interfaces([&](Result<std::vector<api::InterfaceInfo>> r) {
+      // The store could not count: the rest is still worth answering, so
+      // a scrape keeps its counters (the queue gauges go missing instead).
+      if (r && counts)
+        for (size_t i = 0; i < r->size() && i < ids.size(); ++i) {
+          auto& dests = (*r)[i].destinations;
+          for (size_t j = 0; j < dests.size() && j < ids[i].size(); ++j) {
+            if (!ids[i][j]) continue;
+            auto it = counts->find(ids[i][j]);
+            dests[j].pending = it == counts->end() ? 0 : it->second;
+          }
+        }
+      done(std::move(r));
+    });
+  });
 }
 
 }  // namespace ductus::supervisor

@@ -1,22 +1,22 @@
 // EngineViewAdapter: the engine as the API sees it (api/engine_view.h),
 // read from the engine's workers, intakes' gates and activity counters on
-// the engine's loop. Nothing here blocks: every value is in memory.
+// the engine's loop. Nothing here blocks: every value is in memory, but
+// the pending counts, which the store answers later.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "api/engine_view.h"
+#include "supervisor/delivery/activity.h"
 
 namespace ductus::config {
 struct InterfaceConfig;
 }
 namespace ductus::intake {
 class Intake;
-}
-namespace ductus::delivery {
-struct InterfaceActivity;
 }
 
 namespace ductus::supervisor {
@@ -33,20 +33,27 @@ class EngineViewAdapter : public api::EngineView {
     const delivery::InterfaceActivity* activity = nullptr;
   };
 
-  // Everything given must outlive the adapter.
+  // Everything given must outlive the adapter. `waiting` counts the
+  // pending deliveries per destination id (Store::waitingCounts), for
+  // interfacesWithPending(); without it they are left unset.
   EngineViewAdapter(std::chrono::system_clock::time_point startedAt,
                     std::function<api::EngineState()> state, const WorkerPool& workers,
-                    std::vector<Viewed> interfaces);
+                    std::vector<Viewed> interfaces, delivery::WaitingCounts waiting = {});
+  ~EngineViewAdapter() override { *alive_ = false; }
 
   api::EngineState state() const override { return state_(); }
   api::EngineInfo engine() const override;
   void interfaces(std::function<void(Result<std::vector<api::InterfaceInfo>>)> done) override;
+  void interfacesWithPending(
+      std::function<void(Result<std::vector<api::InterfaceInfo>>)> done) override;
 
  private:
   std::chrono::system_clock::time_point startedAt_;
   std::function<api::EngineState()> state_;
   const WorkerPool& workers_;
   std::vector<Viewed> interfaces_;
+  delivery::WaitingCounts waiting_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace ductus::supervisor

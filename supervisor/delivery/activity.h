@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/uv_handle.h"
+#include "supervisor/delivery/histogram.h"
 
 namespace ductus::delivery {
 
@@ -44,6 +45,9 @@ struct DestinationActivity {
   std::atomic<int64_t> quarantined{0};
   std::atomic<int64_t> routed{0};
   std::atomic<int64_t> retries{0};  // transient failures, each tried again later
+  Histogram latency;    // received -> finished here (sent, filtered, quarantined, routed)
+  Histogram sendTime;   // one send, from handing it to the sender to its answer
+  Histogram transform;  // one call of the destination's function
 };
 
 struct InterfaceActivity {

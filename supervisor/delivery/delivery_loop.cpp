@@ -151,9 +151,14 @@ void DeliveryLoop::onRows(std::vector<store::QueuedDelivery> rows) {
     meta.destination = target_.destinationName;
     meta.originId = row.originId.value_or(0);
     auto alive = alive_;
+    auto started = std::chrono::steady_clock::now();
     transformer_.invoke(target_.function, row.payload, meta,
-                    [this, alive, generation, i](Outcome o) {
-                      if (!*alive || generation_ != generation) return;
+                    [this, alive, generation, i, started](Outcome o) {
+                      if (!*alive) return;
+                      // From the call to its answer, a wait for a worker included.
+                      if (o.kind != Outcome::Kind::Stopped && target_.activity)
+                        target_.activity->transform.observe(since(started));
+                      if (generation_ != generation) return;
                       items_[i].outcome = std::move(o);
                       // Not only for pos_: a pipelined sender may start on it.
                       if (state_ == State::Working) next();
@@ -268,8 +273,11 @@ void DeliveryLoop::launch(size_t i) {
   ++sendsInFlight_;
   auto alive = alive_;
   auto generation = generation_;
-  target_.sender->send(std::move(req), [this, alive, generation, i](senders::SendOutcome out) {
+  auto started = std::chrono::steady_clock::now();
+  target_.sender->send(std::move(req), [this, alive, generation, i,
+                                        started](senders::SendOutcome out) {
     if (!*alive) return;
+    if (target_.activity) target_.activity->sendTime.observe(since(started));
     --sendsInFlight_;
     if (generation_ != generation) return;  // the read was abandoned
     items_[i].sending = false;
@@ -361,24 +369,27 @@ void DeliveryLoop::finished(MessageStatus status, std::optional<std::string> why
 void DeliveryLoop::report(const Item& item, std::string_view outcome,
                           const std::optional<std::string>& why) {
   const bool quarantined = outcome == "quarantined";
+  const auto& m = item.row.message;
+  int64_t received = receivedAtMs(m.receivedAt);
+  int64_t ms = received > 0 ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                      .count() -
+                                  received
+                            : 0;
   if (auto* a = target_.activity) {
     if (outcome == "sent") count(a->sent);
     else if (outcome == "filtered") count(a->filtered);
     else if (quarantined) count(a->quarantined);
     else count(a->routed);
+    if (received > 0) a->latency.observe(std::chrono::milliseconds(ms));
   }
   auto level = quarantined ? spdlog::level::warn : spdlog::level::debug;
   if (!spdlog::default_logger_raw()->should_log(level)) return;
-  const auto& m = item.row.message;
   int64_t attempts = item.row.attempts + 1;
   std::string took;
   LogFields f = fields(m.id);
   f.more = {{"outcome", outcome}, {"attempts", attempts}};
-  if (int64_t received = receivedAtMs(m.receivedAt); received > 0) {
-    int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count() -
-                 received;
+  if (received > 0) {
     took = ", " + std::to_string(ms) + " ms after it was received";
     f.more.push_back({"elapsed_ms", ms});
   }

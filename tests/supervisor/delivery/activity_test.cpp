@@ -152,5 +152,34 @@ TEST(Activity, TheReporterSaysHowManyWaitAndAQueueThatDoesNotMoveIsSaidEveryTime
   EXPECT_EQ(uv_loop_close(&loop), 0);
 }
 
+TEST(Histogram, CountsEachObservationInTheFirstBucketItFitsAndSumsMicroseconds) {
+  Histogram h;
+  h.observe(0us);            // <= 0.5 ms
+  h.observe(500us);          // on a bound: that bucket (le is "at most")
+  h.observe(501us);          // <= 1 ms
+  h.observe(3ms);            // <= 5 ms
+  h.observe(30min);          // <= 1 h
+  h.observe(3601s);          // +Inf
+  h.observe(-5ms);           // a clock that stepped back: the first bucket, nothing summed
+  auto c = h.snapshot();
+  ASSERT_EQ(c.buckets.size(), kHistogramBoundsUs.size() + 1);
+  EXPECT_EQ(c.buckets[0], 3);
+  EXPECT_EQ(c.buckets[1], 1);
+  EXPECT_EQ(c.buckets[3], 1);
+  EXPECT_EQ(c.buckets[16], 1);
+  EXPECT_EQ(c.buckets[17], 1);
+  EXPECT_EQ(c.count, 7);
+  EXPECT_EQ(c.sumUs, 500 + 501 + 3'000 + 1'800'000'000LL + 3'601'000'000LL);
+}
+
+TEST(Histogram, TheDestinationsTimingsStartEmpty) {
+  ActivityCounters counters;
+  auto& d = counters.addInterface("adt").addDestination("lab");
+  d.latency.observe(2ms);
+  EXPECT_EQ(d.latency.snapshot().count, 1);
+  EXPECT_EQ(d.sendTime.snapshot().count, 0);
+  EXPECT_EQ(d.transform.snapshot().sumUs, 0);
+}
+
 }  // namespace
 }  // namespace ductus::delivery

@@ -475,6 +475,11 @@ TEST_F(DeliveryLoopTest, EachFinishedMessageIsCountedAndSaidInALineWithItsFields
   EXPECT_EQ(counts.filtered.load(), 1);
   EXPECT_EQ(counts.quarantined.load(), 1);
   EXPECT_EQ(counts.retries.load(), 1);
+  // Timed as counted: each outcome's latency, each send (the retried one
+  // twice), each call of the function (the retried message's twice).
+  EXPECT_EQ(counts.latency.snapshot().count, 4);
+  EXPECT_EQ(counts.sendTime.snapshot().count, 4);
+  EXPECT_GE(counts.transform.snapshot().count, 5);
 
   // One line per message and outcome, with the message's own fields.
   auto about = [&](int64_t id, const std::string& outcome) -> nlohmann::json {

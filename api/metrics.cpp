@@ -1,0 +1,216 @@
+#include "api/metrics.h"
+
+#include <charconv>
+#include <cmath>
+#include <map>
+
+namespace ductus::api {
+
+void MetricsText::family(std::string_view name, std::string_view type, std::string_view help) {
+  out_ += "# HELP ";
+  out_ += name;
+  out_ += ' ';
+  out_ += escapeHelp(help);
+  out_ += "\n# TYPE ";
+  out_ += name;
+  out_ += ' ';
+  out_ += type;
+  out_ += '\n';
+}
+
+void MetricsText::labels(const Labels& labels, std::string_view le) {
+  if (labels.empty() && le.empty()) return;
+  out_ += '{';
+  bool first = true;
+  for (auto& [k, v] : labels) {
+    if (!first) out_ += ',';
+    first = false;
+    out_ += k;
+    out_ += "=\"";
+    out_ += escapeLabelValue(v);
+    out_ += '"';
+  }
+  if (!le.empty()) {
+    if (!first) out_ += ',';
+    out_ += "le=\"";
+    out_ += le;
+    out_ += '"';
+  }
+  out_ += '}';
+}
+
+void MetricsText::sample(std::string_view name, const Labels& l, double value) {
+  out_ += name;
+  labels(l);
+  out_ += ' ';
+  out_ += formatValue(value);
+  out_ += '\n';
+}
+
+void MetricsText::histogram(std::string_view name, const Labels& l, const HistogramInfo& h) {
+  std::string bucket = std::string(name) + "_bucket";
+  int64_t cumulative = 0;
+  for (size_t i = 0; i < h.bounds.size(); ++i) {
+    if (i < h.buckets.size()) cumulative += h.buckets[i];
+    out_ += bucket;
+    labels(l, formatValue(h.bounds[i]));
+    out_ += ' ' + std::to_string(cumulative) + '\n';
+  }
+  // +Inf is every observation: the count, so the two always agree.
+  out_ += bucket;
+  labels(l, "+Inf");
+  out_ += ' ' + std::to_string(h.count) + '\n';
+  sample(std::string(name) + "_sum", l, h.sumSeconds);
+  out_ += std::string(name) + "_count";
+  labels(l);
+  out_ += ' ' + std::to_string(h.count) + '\n';
+}
+
+std::string escapeLabelValue(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string escapeHelp(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string formatValue(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  // Fixed where it stays short ("0.0005" as Prometheus' own clients write
+  // a bound, not "5e-04"), the shortest form elsewhere.
+  double a = std::fabs(v);
+  auto format = a == 0 || (a >= 1e-6 && a < 1e21) ? std::chars_format::fixed
+                                                  : std::chars_format::general;
+  char buf[400];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, format);
+  if (ec != std::errc()) return "NaN";
+  return std::string(buf, end);
+}
+
+namespace {
+
+using Labels = MetricsText::Labels;
+
+// A histogram with no buckets (a fake engine's, or a respond-mode
+// interface's) would render as a lone +Inf: leave it out instead.
+bool hasBuckets(const HistogramInfo& h) { return !h.bounds.empty(); }
+
+void histogramFamily(MetricsText& m, const std::vector<InterfaceInfo>& interfaces,
+                     std::string_view name, std::string_view help,
+                     HistogramInfo DestinationInfo::*which) {
+  m.family(name, "histogram", help);
+  for (auto& f : interfaces)
+    for (auto& d : f.destinations)
+      if (hasBuckets(d.*which))
+        m.histogram(name, {{"interface", f.name}, {"destination", d.name}}, d.*which);
+}
+
+}  // namespace
+
+std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceInfo>& interfaces) {
+  MetricsText m;
+  m.family("ductus_messages_received_total", "counter",
+           "Messages stored by an interface's intake since the engine started, duplicates included.");
+  for (auto& f : interfaces)
+    m.sample("ductus_messages_received_total", {{"interface", f.name}},
+             static_cast<double>(f.received));
+
+  m.family("ductus_messages_duplicates_total", "counter",
+           "Messages an interface's intake took as duplicates since the engine started.");
+  for (auto& f : interfaces)
+    m.sample("ductus_messages_duplicates_total", {{"interface", f.name}},
+             static_cast<double>(f.duplicates));
+
+  m.family("ductus_deliveries_total", "counter",
+           "Deliveries finished since the engine started, by outcome (sent, filtered, "
+           "quarantined, or routed into another interface's queue).");
+  for (auto& f : interfaces)
+    for (auto& dest : f.destinations)
+      for (auto [outcome, n] : {std::pair{"sent", dest.sent}, std::pair{"filtered", dest.filtered},
+                                std::pair{"quarantined", dest.quarantined},
+                                std::pair{"routed", dest.routed}})
+        m.sample("ductus_deliveries_total",
+                 {{"interface", f.name}, {"destination", dest.name}, {"outcome", outcome}},
+                 static_cast<double>(n));
+
+  m.family("ductus_delivery_retries_total", "counter",
+           "Transient delivery failures since the engine started, each tried again later.");
+  for (auto& f : interfaces)
+    for (auto& dest : f.destinations)
+      m.sample("ductus_delivery_retries_total", {{"interface", f.name}, {"destination", dest.name}},
+               static_cast<double>(dest.retries));
+
+  m.family("ductus_queue_pending", "gauge",
+           "Deliveries pending now for a destination, as the store counts them.");
+  for (auto& f : interfaces)
+    for (auto& dest : f.destinations)
+      if (dest.pending)
+        m.sample("ductus_queue_pending", {{"interface", f.name}, {"destination", dest.name}},
+                 static_cast<double>(*dest.pending));
+
+  m.family("ductus_interface_stopped", "gauge",
+           "1 while an interface's code is stopped (runaways), its messages left pending.");
+  for (auto& f : interfaces)
+    m.sample("ductus_interface_stopped", {{"interface", f.name}}, f.state == "stopped" ? 1 : 0);
+
+  m.family("ductus_draining", "gauge", "1 while the engine drains: gates closed, queues emptying.");
+  m.sample("ductus_draining", {}, engine.state == EngineState::Draining ? 1 : 0);
+
+  // A group's slots summed: a group is what a person configured.
+  std::map<std::string, int64_t> restarts;
+  for (auto& w : engine.workers) restarts[w.group] += w.restarts;
+  m.family("ductus_worker_restarts_total", "counter",
+           "Worker processes started again since the engine started, by worker group.");
+  for (auto& [group, n] : restarts)
+    m.sample("ductus_worker_restarts_total", {{"group", group}}, static_cast<double>(n));
+
+  histogramFamily(m, interfaces, "ductus_delivery_latency_seconds",
+                  "From a message's receipt to its delivery's outcome at a destination.",
+                  &DestinationInfo::latency);
+  histogramFamily(m, interfaces, "ductus_send_seconds",
+                  "One send to a destination, from handing it to the sender to its answer.",
+                  &DestinationInfo::send);
+  histogramFamily(m, interfaces, "ductus_transform_seconds",
+                  "One call of a destination's function, the wait for a worker included.",
+                  &DestinationInfo::transform);
+  return m.take();
+}
+
+std::vector<Route> metricsRoutes(EngineView* engine) {
+  Route r;
+  r.method = "GET";
+  r.path = "/api/v1/metrics";
+  r.operationId = "getMetrics";
+  r.summary = "Counters, queue gauges and timings in Prometheus' text format (version 0.0.4)";
+  r.tag = "engine";
+  r.requirement = Requirement::toRead(Role::Viewer);
+  r.handler = [engine](const ApiRequest&, ApiRespond respond) {
+    if (!engine) return respond(jsonError(503, "unavailable", "no engine is running"));
+    engine->interfacesWithPending([engine, respond](Result<std::vector<InterfaceInfo>> list) {
+      if (!list) return respond(jsonError(503, "unavailable", list.error().message));
+      respond(net::HttpResponse{
+          200,
+          {{"Content-Type", kMetricsContentType}, {"Cache-Control", "no-store"}},
+          renderMetrics(engine->engine(), *list)});
+    });
+  };
+  return {std::move(r)};
+}
+
+}  // namespace ductus::api

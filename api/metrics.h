@@ -1,0 +1,53 @@
+// GET /api/v1/metrics: the engine's counters, gauges and histograms in
+// Prometheus' text format (version 0.0.4), for a viewer. Counters and
+// histograms count since the engine started; the queue gauges are asked
+// of the store at each scrape.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "api/engine_view.h"
+#include "api/route.h"
+
+namespace ductus::api {
+
+inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+// The text format, one family at a time: family() writes its HELP and TYPE
+// lines, then its samples follow (a family's samples must stay together).
+class MetricsText {
+ public:
+  using Labels = std::vector<std::pair<std::string_view, std::string_view>>;
+
+  // type: "counter", "gauge" or "histogram".
+  void family(std::string_view name, std::string_view type, std::string_view help);
+  // `name` is the family's, or one of a histogram's _bucket, _sum, _count.
+  void sample(std::string_view name, const Labels& labels, double value);
+  // name_bucket per bound (cumulative) and +Inf, name_sum, name_count.
+  void histogram(std::string_view name, const Labels& labels, const HistogramInfo& h);
+
+  const std::string& text() const { return out_; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  void labels(const Labels& labels, std::string_view le = {});
+  std::string out_;
+};
+
+// A label value as the format wants it: \ " and newline escaped.
+std::string escapeLabelValue(std::string_view v);
+// A HELP text: \ and newline escaped.
+std::string escapeHelp(std::string_view v);
+// The shortest text that reads back as the same double; +Inf, -Inf, NaN.
+std::string formatValue(double v);
+
+// Every metric, from what the engine shows of itself.
+std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceInfo>& interfaces);
+
+// `engine` null: for the document only; the handler answers 503.
+std::vector<Route> metricsRoutes(EngineView* engine);
+
+}  // namespace ductus::api
