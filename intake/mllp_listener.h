@@ -94,6 +94,14 @@ class MllpListener {
   std::string address() const;
   uint16_t port() const;
   size_t connectionCount() const { return connections_.size(); }
+  // The listening socket, -1 before listen (for systemd's fd store; still
+  // owned here).
+  int fd() const {
+    uv_os_fd_t fd = -1;
+    if (!server_ || uv_fileno(reinterpret_cast<const uv_handle_t*>(server_.get()), &fd) != 0)
+      return -1;
+    return fd;
+  }
 
   // Stops accepting, closes idle connections at once and the others right
   // after their answer has been written; onClosed runs when the listening

@@ -120,9 +120,9 @@ class HttpServer {
   // owned here).
   int fd() const {
     uv_os_fd_t fd = -1;
-    return server_ && uv_fileno(reinterpret_cast<const uv_handle_t*>(server_.get()), &fd) == 0
-               ? fd
-               : -1;
+    if (!server_ || uv_fileno(reinterpret_cast<const uv_handle_t*>(server_.get()), &fd) != 0)
+      return -1;
+    return fd;
   }
 
   // Stops accepting; idle connections close now, busy ones after their

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Builds the .deb and installs it on a fresh Debian 12, then checks the
+# installed engine from its installed paths and purges it.
+#
+#   scripts/test-package.sh [--host] [DEB]     default DEB: built by scripts/package.sh
+#
+# By default the fresh Debian 12 is a chroot: a minimal bookworm made once
+# with debootstrap (kept in $DUCTUS_PACKAGE_BASE, default
+# /var/tmp/ductus-package-base, ~2 minutes the first time), copied for each
+# run and removed after it. No container is needed, only root. --host
+# installs on this machine instead (the runtime libraries it pulls in stay);
+# that fails where Node.js comes from elsewhere than Debian (NodeSource's
+# nodejs does not satisfy libnode108's node-* dependencies).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+[ "$(id -u)" = 0 ] || { echo "test-package.sh: run as root (dpkg, chroot)" >&2; exit 2; }
+
+host=0
+if [ "${1:-}" = --host ]; then host=1; shift; fi
+deb="${1:-}"
+if [ -z "$deb" ]; then deb="$("$here/scripts/package.sh" | tail -n 1)"; fi
+deb="$(realpath "$deb")"
+echo "== $deb"
+dpkg-deb -I "$deb" | sed -n '/Package:/,$p'
+start=$(date +%s)
+
+# What is checked, run as root on the target (this machine or the chroot),
+# with the .deb at $1.
+checks=$(cat <<'CHECKS'
+set -euo pipefail
+fail() { echo "test-package.sh: FAILED: $*" >&2; exit 1; }
+export DEBIAN_FRONTEND=noninteractive
+echo "== installing"
+# dpkg -i stops at missing dependencies; apt-get installs them and finishes
+# configuring ductus.
+if ! dpkg -i "$1"; then apt-get install -f -y -q; fi
+[ "$(dpkg-query -W -f='${Status}' ductus)" = "install ok installed" ] || fail "ductus is not installed"
+
+echo "== checking"
+[ "$(command -v ductus)" = /usr/bin/ductus ] || fail "ductus is not /usr/bin/ductus"
+libnode=$(ldd /usr/bin/ductus | awk '$1 == "libnode.so.108" { print $3 }')
+[ -n "$libnode" ] && [ "$(dpkg -S "$(realpath "$libnode")" | cut -d: -f1)" = libnode108 ] ||
+  fail "ductus loads libnode.so.108 from '$libnode', not from the libnode108 package"
+if ldd /usr/bin/ductus /usr/bin/ductusctl | grep 'not found'; then fail "a library is missing"; fi
+ductus version
+ductusctl version
+getent passwd ductus >/dev/null || fail "no ductus user"
+[ "$(stat -c '%U:%G %a' /var/lib/ductus)" = "ductus:ductus 750" ] ||
+  fail "/var/lib/ductus is $(stat -c '%U:%G %a' /var/lib/ductus)"
+[ "$(stat -c '%U:%G %a' /etc/ductus)" = "root:ductus 750" ] ||
+  fail "/etc/ductus is $(stat -c '%U:%G %a' /etc/ductus)"
+[ -f /lib/systemd/system/ductus.service ] || fail "no unit"
+# validate loads the code in the confined worker, as the engine will: as
+# root from the installed examples, then as the service's user.
+ductus validate /usr/share/doc/ductus/examples/adt-feed
+project=$(mktemp -d /tmp/ductus-package.XXXXXX)
+cp -r /usr/share/doc/ductus/examples/adt-feed/. "$project"
+chown -R ductus:ductus "$project"
+runuser -u ductus -- /usr/bin/ductus validate "$project"
+rm -rf "$project"
+
+echo "== purging"
+dpkg -P ductus
+for f in /usr/bin/ductus /usr/bin/ductusctl /lib/systemd/system/ductus.service /etc/ductus/ductus.env; do
+  [ ! -e "$f" ] || fail "$f is still there after the purge"
+done
+CHECKS
+)
+
+# The installed binaries: no RUNPATH into a build tree (readelf is not in
+# a minimal Debian, so it runs here, on the package's files).
+unpacked=$(mktemp -d)
+dpkg-deb -x "$deb" "$unpacked"
+if readelf -d "$unpacked/usr/bin/ductus" "$unpacked/usr/bin/ductusctl" | grep -E 'R(UN)?PATH'; then
+  echo "test-package.sh: FAILED: an installed binary has an RPATH/RUNPATH" >&2
+  exit 1
+fi
+rm -rf "$unpacked"
+command -v systemd-analyze >/dev/null && systemd-analyze verify "$here/packaging/ductus.service" 2>&1 |
+  grep -v 'is not executable' || true
+
+if [ "$host" = 1 ]; then
+  bash -c "$checks" test-package "$deb"
+else
+  base="${DUCTUS_PACKAGE_BASE:-/var/tmp/ductus-package-base}"
+  if [ ! -x "$base/usr/bin/apt-get" ]; then
+    command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap
+    echo "== debootstrap bookworm into $base (once)"
+    rm -rf "$base"
+    debootstrap --variant=minbase bookworm "$base" http://deb.debian.org/debian >/dev/null
+  fi
+  root=$(mktemp -d /var/tmp/ductus-package-root.XXXXXX)
+  cleanup() {
+    umount "$root/proc" 2>/dev/null || true
+    rm -rf "$root"
+  }
+  trap cleanup EXIT
+  cp -a "$base/." "$root/"
+  mount -t proc proc "$root/proc"
+  cp /etc/resolv.conf "$root/etc/resolv.conf"
+  cp "$deb" "$root/tmp/"
+  echo "== apt-get update in the chroot"
+  chroot "$root" apt-get update -q >/dev/null
+  chroot "$root" /bin/bash -c "$checks" test-package "/tmp/$(basename "$deb")"
+fi
+echo "== package OK ($(( $(date +%s) - start )) s)"
