@@ -4,6 +4,7 @@
 
 #include "common/version.h"
 #include "supervisor/cli/command_line.h"
+#include "supervisor/cli/ctl_client.h"
 
 int main(int argc, char** argv) {
   using namespace ductus::supervisor;
@@ -14,10 +15,14 @@ int main(int argc, char** argv) {
   prepareProgram(program);
   int exitCode = 0;
   std::string versionLine = std::string("ductusctl ") + ductus::kVersionLine;
+  addCtlCommands(program, exitCode);
   addVersionCommand(program, versionLine, exitCode);
   addHelpCommand(program, exitCode);
   finishProgram(program, versionLine,
-                "The engine's control socket (status, drain, resume, pause, handover,\n"
-                "interfaces, messages, resend) is not built yet; see the operations issue.");
+                "The socket: --control PATH, else $RUNTIME_DIRECTORY/control (systemd), else\n"
+                "/run/ductus/control as root, else $XDG_RUNTIME_DIR/ductus/control (or\n"
+                "/tmp/ductus-UID/control); `ductus run` uses the same. Only the engine's own\n"
+                "user (and root) may connect. Exit codes: 0 answered, 1 the engine isn't\n"
+                "running, refused you or answered an error, 2 called wrong.");
   return runProgram(program, argc, argv, exitCode);
 }

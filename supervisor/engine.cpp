@@ -6,6 +6,13 @@
 #include <set>
 #include <thread>
 
+#include "api/api_server.h"
+#include "api/audit/audit_log.h"
+#include "api/auth/auth_routes.h"
+#include "api/auth/authenticator.h"
+#include "api/auth/credentials.h"
+#include "api/auth/password_hasher.h"
+#include "api/routes.h"
 #include "common/countdown.h"
 #include "intake/file_source.h"
 #include "intake/http_respond.h"
@@ -21,8 +28,12 @@
 #include "supervisor/delivery/activity.h"
 #include "supervisor/delivery/delivery_loop.h"
 #include "supervisor/delivery/sender_factory.h"
+#include "supervisor/control_socket.h"
 #include "supervisor/delivery/senders/curl_multi_uv.h"
+#include "supervisor/engine_view_adapter.h"
+#include "supervisor/retention_job.h"
 #include "supervisor/services/project_services.h"
+#include "supervisor/systemd.h"
 #include "supervisor/workers/worker_pool.h"
 
 namespace ductus::supervisor {
@@ -40,6 +51,7 @@ struct Engine::Iface {
   std::vector<std::vector<std::unique_ptr<delivery::DeliveryLoop>>> loops;
   uint32_t slots = 1;
   bool waiting = false;  // had something pending at start
+  store::Tier tier = store::Tier::Week7;  // where its messages go (the applied retention)
   delivery::InterfaceActivity* activity = nullptr;
 };
 
@@ -66,6 +78,19 @@ net::ConnectionLimits connectionLimits(const config::EngineConfig& e) {
   return l;
 }
 
+// Listens on the socket systemd kept under `name` when there is one (the
+// connections that queued while no engine ran are served), else binds;
+// then hands it to systemd to keep for the next start.
+template <typename Listener>
+Status listenOrAdopt(Listener& l, Systemd* systemd, std::string_view kind,
+                     const config::HostPort& at) {
+  std::string name = Systemd::socketName(kind, at.host, at.port);
+  int fd = systemd ? systemd->takeListener(name) : -1;
+  if (auto s = fd >= 0 ? l.adopt(fd) : l.listen(at.host, at.port); !s) return s;
+  if (systemd) systemd->storeListener(name, l.fd());
+  return {};
+}
+
 }  // namespace
 
 Engine::Engine(uv_loop_t* loop, config::Project project, EngineOptions options)
@@ -74,6 +99,7 @@ Engine::Engine(uv_loop_t* loop, config::Project project, EngineOptions options)
 Engine::~Engine() { *alive_ = false; }
 
 void Engine::start(std::function<void(Status)> done) {
+  startedAt_ = std::chrono::system_clock::now();
   auto alive = alive_;
   auto fail = [done](const std::string& step, const Error& e) {
     done(Error{step + ": " + e.message, e.code});
@@ -113,6 +139,8 @@ void Engine::start(std::function<void(Status)> done) {
               if (!s) return fail("starting workers", s.error());
               if (auto d = buildDelivery(); !d) return fail("starting delivery", d.error());
               if (auto o = openSources(); !o) return fail("opening sources", o.error());
+              if (auto a = openApi(); !a) return fail("opening the API", a.error());
+              if (auto c = openControl(); !c) return fail("opening the control socket", c.error());
               partitionTimer_ = makeTimer(loop_, this);
               uv_timer_start(
                   partitionTimer_.get(),
@@ -120,6 +148,7 @@ void Engine::start(std::function<void(Status)> done) {
                     if (auto* self = static_cast<Engine*>(t->data)) self->maintainPartitions();
                   },
                   3600 * 1000, 3600 * 1000);
+              retention_->start();
               done({});
             });
           });
@@ -148,7 +177,7 @@ void Engine::migrate(std::function<void(Status)> next) {
 
 void Engine::registerAll(size_t i, std::function<void(Status)> next) {
   while (i < ifaces_.size() && !queued(*ifaces_[i]->cfg)) ++i;
-  if (i == ifaces_.size()) return next({});
+  if (i == ifaces_.size()) return startRetention(next);
   auto alive = alive_;
   Iface& f = *ifaces_[i];
   store_->ensureInterface(f.cfg->name, [this, alive, &f, i, next](Result<int64_t> r) {
@@ -172,6 +201,22 @@ void Engine::registerDestinations(Iface& f, size_t j, std::function<void(Status)
                               f.destinationIds.push_back(*r);
                               registerDestinations(f, j + 1, next);
                             });
+}
+
+void Engine::startRetention(std::function<void(Status)> next) {
+  std::vector<RetentionInterface> list;
+  for (auto& f : ifaces_)
+    if (queued(*f->cfg))
+      list.push_back({f->id, f->cfg->name, tierOf(f->cfg->retention), f->cfg->dedupeWindow});
+  retention_ = std::make_unique<RetentionJob>(loop_, options_.databaseUrl, std::move(list));
+  auto alive = alive_;
+  retention_->applyTiers([this, alive, next](Result<std::map<int64_t, store::Tier>> r) {
+    if (!*alive) return;
+    if (!r) return next(Error{"retention: " + r.error().message, r.error().code});
+    for (auto& f : ifaces_)
+      if (auto it = r->find(f->id); it != r->end()) f->tier = it->second;
+    next({});
+  });
 }
 
 void Engine::reconcile(std::function<void(Status)> next) {
@@ -259,7 +304,7 @@ Status Engine::buildDelivery() {
     intake::IntakeSpec is;
     is.name = c.name;
     is.interfaceId = f->id;
-    is.tier = tierOf(c.retention);
+    is.tier = f->tier;
     is.destinationIds = f->destinationIds;
     is.relaxed = c.durability == config::Durability::Relaxed;
     is.keys.format = c.format;
@@ -346,6 +391,10 @@ void Engine::wake(Iface& f, int32_t lane) {
 Status Engine::openSources() {
   for (auto& f : ifaces_)
     if (auto s = openSource(*f); !s) return s;
+  // Sockets kept for listeners the project no longer has.
+  if (options_.systemd)
+    for (auto& name : options_.systemd->dropUntaken())
+      spdlog::info("systemd: the stored socket {} has no listener any more: closed", name);
   return {};
 }
 
@@ -357,7 +406,7 @@ Status Engine::openSource(Iface& f) {
     ms.name = c.name;
     ms.limits = connectionLimits(project_.engine);
     auto l = std::make_unique<intake::MllpListener>(loop_, ms, intake::mllpIntoIntake(*f.intake));
-    if (auto s = l->listen(m->listen.host, m->listen.port); !s)
+    if (auto s = listenOrAdopt(*l, options_.systemd, "mllp", m->listen); !s)
       return Error{c.name + ": mllp " + m->listen.toString() + ": " + s.error().message};
     listenerLines_.push_back("mllp " + c.name + " " + l->address());
     mllp_.push_back(std::move(l));
@@ -371,7 +420,7 @@ Status Engine::openSource(Iface& f) {
       hs.name = key;
       hs.limits = connectionLimits(project_.engine);
       server = std::make_unique<net::HttpServer>(loop_, hs);
-      if (auto s = server->listen(h->listen.host, h->listen.port); !s)
+      if (auto s = listenOrAdopt(*server, options_.systemd, "http", h->listen); !s)
         return Error{c.name + ": http " + key + ": " + s.error().message};
     }
     net::HttpServer::Handler handler;
@@ -411,6 +460,58 @@ Status Engine::openSource(Iface& f) {
                " sources are not supported by this engine yet"};
 }
 
+Status Engine::openApi() {
+  std::vector<EngineViewAdapter::Viewed> viewed;
+  for (auto& f : ifaces_) viewed.push_back({f->cfg, f->intake.get(), f->activity});
+  view_ = std::make_unique<EngineViewAdapter>(
+      startedAt_,
+      [this] { return stopping_ ? api::EngineState::Stopping : api::EngineState::Serving; },
+      *workers_, std::move(viewed), [this](auto answer) {
+        store_->waitingCounts([answer](Result<std::map<int64_t, int64_t>> r) {
+          if (!r) spdlog::warn("counting the waiting deliveries failed: {}", r.error().message);
+          answer(r ? std::optional(std::move(*r)) : std::nullopt);
+        });
+      });
+  if (!project_.engine.apiEnabled) return {};  // the view stays: the control socket reads it
+  // Who calls: tokens and sessions looked up in the store on every call,
+  // passwords hashed off the loop; every change audited.
+  hasher_ = std::make_unique<api::PasswordHasher>(loop_);
+  audit_ = std::make_unique<api::AuditLog>(store_->pool());
+  storeAuthenticator_ = std::make_unique<api::StoreAuthenticator>(store_->pool());
+  authDeps_ = std::make_unique<api::AuthDeps>(api::AuthDeps{
+      store_->pool(), *hasher_, *audit_, api::systemClock(), {},
+      !api::isLoopbackHost(project_.engine.apiListen.host)});
+  api::Authenticator* auth =
+      options_.authenticator ? options_.authenticator : storeAuthenticator_.get();
+  api::ApiServerOptions ao;
+  ao.host = project_.engine.apiListen.host;
+  ao.port = project_.engine.apiListen.port;
+  ao.limits = connectionLimits(project_.engine);
+  auto server = api::ApiServer::start(
+      loop_, ao, api::allRoutes({.engine = view_.get(), .auth = authDeps_.get()}), auth);
+  if (!server)
+    return Error{server.error().message + " (ductus.yaml api.listen, or --api-listen; off "
+                 "turns the API off)"};
+  api_ = std::move(*server);
+  listenerLines_.push_back("api " + api_->address());
+  return {};
+}
+
+Status Engine::openControl() {
+  if (options_.controlPath.empty()) return {};
+  auto control = std::make_unique<ControlSocket>(loop_, *view_);
+  if (auto s = control->listen(options_.controlPath); !s) {
+    if (options_.controlRequired) return s;
+    spdlog::warn("control socket: {}; running without one", s.error().message);
+    return {};
+  }
+  control_ = std::move(control);
+  listenerLines_.push_back("control " + options_.controlPath);
+  return {};
+}
+
+std::string Engine::apiAddress() const { return api_ ? api_->address() : std::string(); }
+
 void Engine::maintainPartitions() {
   if (!store_ || stopping_) return;
   store_->ensurePartitions({}, [](Result<store::PartitionReport> r) {
@@ -423,7 +524,11 @@ void Engine::maintainPartitions() {
 void Engine::stop(std::function<void()> done) {
   if (stopping_) return;
   stopping_ = true;
+  if (options_.systemd)
+    options_.systemd->tell("STOPPING=1\nSTATUS=draining: listeners closed, answering the "
+                           "messages in flight");
   partitionTimer_.reset();
+  if (retention_) retention_->stop();
   activityReporter_.reset();
   schedules_.clear();
   files_.clear();
@@ -433,7 +538,12 @@ void Engine::stop(std::function<void()> done) {
     if (!*alive) return;
     workers_->shutdown([this, alive, done] {
       if (!*alive) return;
-      auto senders = Countdown::make(done);
+      // The API closes last: /health says 503 all through the stop.
+      auto senders = Countdown::make([this, alive, done] {
+        if (!*alive) return;
+        if (!api_) return done();
+        api_->close(done);
+      });
       for (auto& f : ifaces_)
         for (auto& s : f->senders)
           if (s) s->close(senders->add());
@@ -443,6 +553,8 @@ void Engine::stop(std::function<void()> done) {
   // 2. Delivery loops finish the message in hand and flush.
   auto stopLoops = [this, alive, stopWorkersAndSenders] {
     if (!*alive) return;
+    if (options_.systemd)
+      options_.systemd->tell("STATUS=stopping: delivery loops flushing, then the workers");
     auto loops = Countdown::make(stopWorkersAndSenders);
     for (auto& f : ifaces_)
       for (auto& perDest : f->loops)

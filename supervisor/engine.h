@@ -6,9 +6,10 @@
 // migrate -> connect the store -> partitions -> register interfaces and
 // destinations -> reconcile what is waiting -> workers load the code ->
 // intakes and delivery loops -> listeners last, so nothing is acknowledged
-// before the engine can deliver it. Stop: close every gate and listener,
-// wait for the stores in flight to be answered, stop the delivery loops
-// (each flushes what it finished), stop the workers, close the store.
+// before the engine can deliver it; the REST API after them. Stop: close
+// every gate and listener, wait for the stores in flight to be answered,
+// stop the delivery loops (each flushes what it finished), stop the
+// workers, close the store; the API answers (/health: 503) until the end.
 #pragma once
 
 #include <uv.h>
@@ -27,6 +28,14 @@
 namespace ductus::store {
 class Store;
 }
+namespace ductus::api {
+class ApiServer;
+class PasswordHasher;
+class AuditLog;
+class StoreAuthenticator;
+struct AuthDeps;
+class Authenticator;
+}  // namespace ductus::api
 namespace ductus::intake {
 class Intake;
 class MllpListener;
@@ -49,12 +58,27 @@ class ActivityReporter;
 namespace ductus::supervisor {
 
 class WorkerPool;
+class Systemd;
 class ProjectServices;
+class EngineViewAdapter;
+class RetentionJob;
+class ControlSocket;
 
 struct EngineOptions {
   std::string databaseUrl;
   std::string binary = "/proc/self/exe";  // the ductus binary, for workers
   size_t poolSize = 8;
+  // Who calls the REST API; must outlive the engine. Null: nobody can sign
+  // in, so everything but the anonymous operations answers 401.
+  api::Authenticator* authenticator = nullptr;
+  // systemd's sockets and notifications (supervisor/systemd.h); must
+  // outlive the engine. Null: listeners bind, nothing is told.
+  Systemd* systemd = nullptr;
+  // The control socket for ductusctl (supervisor/control_socket.h); "": none.
+  // Required: a failure to open it fails the start (--control given), else
+  // it is logged and the engine runs without.
+  std::string controlPath;
+  bool controlRequired = false;
 };
 
 class Engine {
@@ -69,6 +93,8 @@ class Engine {
 
   // "mllp adt-feed 127.0.0.1:2575" for each open listener.
   const std::vector<std::string>& listeners() const { return listenerLines_; }
+  // "127.0.0.1:7700" once started; "" when ductus.yaml says api: { listen: off }.
+  std::string apiAddress() const;
 
  private:
   struct Iface;
@@ -82,8 +108,13 @@ class Engine {
   Status buildDelivery();
   Status openSources();
   Status openSource(Iface& f);
+  Status openApi();
+  Status openControl();
   void wake(Iface& f, int32_t lane);
   void maintainPartitions();
+  // Settles each interface's retention tier (a shorter one waits for a
+  // confirmation) and creates the retention job (supervisor/retention_job.h).
+  void startRetention(std::function<void(Status)> next);
 
   uv_loop_t* loop_;
   config::Project project_;
@@ -103,7 +134,17 @@ class Engine {
   std::vector<std::unique_ptr<intake::FileSource>> files_;
   std::vector<std::string> listenerLines_;
   UvHandle<uv_timer_t> partitionTimer_;
+  std::unique_ptr<RetentionJob> retention_;  // drops and dedupe purges: 5 s after start, hourly
   std::unique_ptr<delivery::ActivityReporter> activityReporter_;  // a summary a minute
+  std::chrono::system_clock::time_point startedAt_;
+  // The API's auth, declared before api_ so the server goes first.
+  std::unique_ptr<api::PasswordHasher> hasher_;
+  std::unique_ptr<api::AuditLog> audit_;
+  std::unique_ptr<api::StoreAuthenticator> storeAuthenticator_;
+  std::unique_ptr<api::AuthDeps> authDeps_;
+  std::unique_ptr<EngineViewAdapter> view_;
+  std::unique_ptr<api::ApiServer> api_;
+  std::unique_ptr<ControlSocket> control_;
   bool stopping_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -8,15 +8,19 @@
 #include <string_view>
 
 #include "common/version.h"
+#include "supervisor/cli/api_spec_command.h"
 #include "supervisor/cli/check_command.h"
 #include "supervisor/cli/command_line.h"
 #include "supervisor/cli/migrate_command.h"
+#include "supervisor/cli/retention_command.h"
 #include "supervisor/cli/run_command.h"
 #include "supervisor/cli/secret_command.h"
 #include "supervisor/cli/send_command.h"
 #include "supervisor/cli/sink_command.h"
 #include "supervisor/cli/test_command.h"
+#include "supervisor/cli/token_command.h"
 #include "supervisor/cli/try_command.h"
+#include "supervisor/cli/user_command.h"
 #include "supervisor/cli/validate_command.h"
 #include "worker/worker_main.h"
 
@@ -52,12 +56,16 @@ int main(int argc, char** argv) {
   addRunCommands(program, exitCode);
   addCheckCommand(program, exitCode);
   addMigrateCommands(program, exitCode);
+  addRetentionCommand(program, exitCode);
   addSecretCommand(program, exitCode);
+  addUserCommand(program, exitCode);
+  addTokenCommand(program, exitCode);
   addValidateCommand(program, exitCode);
   addTestCommand(program, exitCode);
   addTryCommand(program, exitCode);
   addSendCommand(program, exitCode);
   addSinkCommand(program, exitCode);
+  addApiSpecCommand(program, exitCode);
   addVersionCommand(program, std::string("ductus ") + ductus::kVersionLine, exitCode);
   addHelpCommand(program, exitCode);
   // Listed for completeness; `worker` never reaches this parser (above).

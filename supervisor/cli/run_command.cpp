@@ -14,14 +14,17 @@
 #include <string>
 #include <string_view>
 
+#include "common/config/address.h"
 #include "common/config/duration.h"
 #include "common/config/loader.h"
 #include "common/log.h"
 #include "common/partition.h"
 #include "supervisor/cli/command_line.h"
+#include "supervisor/cli/ctl_protocol.h"
 #include "supervisor/cli/dev_postgres.h"
 #include "supervisor/cli/start_checks.h"
 #include "supervisor/engine.h"
+#include "supervisor/systemd.h"
 
 namespace ductus::supervisor {
 namespace fs = std::filesystem;
@@ -60,6 +63,8 @@ struct RunArgs {
   std::string environment;
   bool fresh = false;
   std::string dataDir;
+  std::string apiListen;  // --api-listen: "" = ductus.yaml's, "off", or HOST:PORT
+  std::string control;    // --control: "" = defaultControlPath(), best effort
 };
 
 // The options run and dev both take. Each command has its own RunArgs:
@@ -111,6 +116,28 @@ void addEngineOptions(CLI::App& command, RunArgs& args) {
           },
           ""));
   addEnvironmentOption(command, args.environment);
+  command
+      .add_option("--control", args.control,
+                  "the socket ductusctl talks to (default: see ductusctl --help)")
+      ->type_name("PATH");
+  command
+      .add_option("--api-listen", args.apiListen,
+                  "where the REST API listens, or off; overrides ductus.yaml's api.listen")
+      ->type_name("HOST:PORT|off")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return text == "off" || config::parseHostPort(text)
+                       ? ""
+                       : "expected HOST:PORT (127.0.0.1:7700) or off, got `" + text + "`";
+          },
+          ""));
+}
+
+// --api-listen over ductus.yaml's api.listen.
+void applyApiListen(const RunArgs& args, config::Project& project) {
+  if (args.apiListen.empty()) return;
+  project.engine.apiEnabled = args.apiListen != "off";
+  if (auto hp = config::parseHostPort(args.apiListen)) project.engine.apiListen = *hp;
 }
 
 // Signals only record; the loop acts (nginx's ngx_signal_handler).
@@ -161,6 +188,10 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
   // first uv_queue_work: libuv reads it once. An operator's value wins.
   setenv("UV_THREADPOOL_SIZE", "16", 0);
   raiseOpenFileLimit();
+  // Before the first worker starts: they must not inherit systemd's sockets.
+  // Outlives the engine, which holds it.
+  std::unique_ptr<Systemd> systemd = Systemd::fromEnvironment();
+  systemd->tell("STATUS=starting: loading the project's code");
   Runner r;
   r.stopTimeout = args.stopTimeout;
   uv_loop_init(&r.loop);
@@ -174,11 +205,15 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
 
   EngineOptions eo;
   eo.databaseUrl = database;
+  eo.systemd = systemd.get();
+  eo.controlPath = args.control.empty() ? defaultControlPath() : args.control;
+  eo.controlRequired = !args.control.empty();
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n > 0) eo.binary = std::string(self, n);
   auto t0 = std::chrono::steady_clock::now();
   size_t interfaces = project.interfaces.size();
+  applyApiListen(args, project);
   r.engine = std::make_unique<Engine>(&r.loop, std::move(project), eo);
   r.engine->start([&](Status s) {
     if (!s && s.error().code == "code") {
@@ -190,12 +225,14 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
         lines = nl == lines.npos ? std::string_view() : lines.substr(nl + 1);
       }
       spdlog::error("interface code does not load; nothing was started (no listener opened)");
+      systemd->removeStored();
       r.exitCode = 1;
       uv_stop(&r.loop);
       return;
     }
     if (!s) {
       spdlog::error("start failed: {}", s.error().message);
+      systemd->removeStored();
       r.exitCode = 1;
       uv_stop(&r.loop);
       return;
@@ -208,10 +245,17 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
     for (auto& l : r.engine->listeners()) list += (list.empty() ? "" : ", ") + l;
     spdlog::info("started: {} interface(s) in {} ms; listening: {}", interfaces, ms,
                  list.empty() ? "nothing" : list);
+    systemd->tell("READY=1\nSTATUS=started: " + std::to_string(interfaces) +
+                  " interface(s); listening: " + (list.empty() ? "nothing" : list));
     if (dev) {
       std::printf("\nductus dev is running.\n");
-      for (auto& l : r.engine->listeners()) std::printf("  %s\n", l.c_str());
-      std::printf("  api: not built yet\n  database: %s\nCtrl-C stops it.\n\n",
+      for (auto& l : r.engine->listeners())
+        if (l.rfind("api ", 0) != 0) std::printf("  %s\n", l.c_str());
+      std::string api = r.engine->apiAddress();
+      std::printf("  api: %s\n  database: %s\nCtrl-C stops it.\n\n",
+                  api.empty() ? "off (ductus.yaml api.listen)"
+                              : ("http://" + api + "/api/v1/ (GET /api/v1/openapi.json describes it)")
+                                    .c_str(),
                   database.c_str());
       std::fflush(stdout);
     }
@@ -267,10 +311,17 @@ std::optional<config::Project> load(const RunArgs& args) {
   return std::move(*p.project);
 }
 
+// A start refused before the engine exists: the sockets systemd kept would
+// queue connections for an engine that isn't coming; refused is clearer.
+int refuseStart(int exitCode) {
+  Systemd::fromEnvironment()->removeStored();
+  return exitCode;
+}
+
 int run(const RunArgs& args) {
   setupLogging(args.logFormat, args.logLevel);
   auto project = load(args);
-  if (!project) return 1;
+  if (!project) return refuseStart(1);
   std::string db = args.database;
   if (db.empty()) db = project->engine.database;
   if (db.empty())
@@ -278,7 +329,7 @@ int run(const RunArgs& args) {
   if (db.empty()) {
     spdlog::error("no database: give --database URL, set database: in ductus.yaml, or set "
                   "DUCTUS_DATABASE_URL");
-    return kUsageError;
+    return refuseStart(kUsageError);
   }
   return runEngine(args, std::move(*project), db, false);
 }

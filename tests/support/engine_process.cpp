@@ -7,8 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "tests/support/test_env.h"
@@ -49,12 +52,62 @@ std::string EngineProcess::log() const {
   return ss.str();
 }
 
-bool EngineProcess::start(std::chrono::seconds timeout) {
+namespace {
+
+// The environment with `env` laid over it and systemd's socket variables
+// left out (the caller adds its own).
+std::vector<std::string> childEnvironment(const std::map<std::string, std::string>& env) {
+  std::vector<std::string> out;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv = *e;
+    std::string key(kv.substr(0, kv.find('=')));
+    if (env.count(key) || key.rfind("LISTEN_", 0) == 0) continue;
+    out.emplace_back(kv);
+  }
+  for (auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+// fork + exec, as systemd starts a service with sockets: they become fds 3,
+// 4, ... and LISTEN_PID names the child, which only the child knows; so
+// its text is written after the fork, with async-signal-safe code only.
+pid_t forkWithListenFds(const char* binary, const std::vector<const char*>& args,
+                        std::vector<std::string> env, const std::vector<int>& fds,
+                        const std::string& names, const char* logFile) {
+  env.push_back("LISTEN_FDS=" + std::to_string(fds.size()));
+  env.push_back("LISTEN_FDNAMES=" + names);
+  env.push_back("LISTEN_PID=" + std::string(24, '\0'));
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char* pidText = env.back().data() + std::strlen("LISTEN_PID=");
+  int top = 3 + static_cast<int>(fds.size()) + 16;
+  std::vector<int> high(fds.size());  // allocated before: the child may not
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  int log = ::open(logFile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (log < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0) _exit(127);
+  // Out of the way first, so moving one into place can't overwrite another.
+  for (size_t i = 0; i < fds.size(); ++i)
+    if ((high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, top)) < 0) _exit(127);
+  for (size_t i = 0; i < fds.size(); ++i)
+    if (dup2(high[i], 3 + static_cast<int>(i)) < 0) _exit(127);  // dup2 clears CLOEXEC
+  char digits[24];
+  int n = 0;
+  for (pid_t p = getpid(); p > 0; p /= 10) digits[n++] = static_cast<char>('0' + p % 10);
+  for (int i = 0; i < n; ++i) pidText[i] = digits[n - 1 - i];
+  execve(binary, const_cast<char**>(args.data()), envp.data());
+  _exit(127);
+}
+
+}  // namespace
+
+bool EngineProcess::spawn() {
   ++runs_;
   {
     std::ofstream(logFile_, std::ios::app) << "==== run " << runs_ << "\n";
   }
-  size_t before = log().size();
+  logBefore_ = log().size();
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, logFile_.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
@@ -64,12 +117,30 @@ bool EngineProcess::start(std::chrono::seconds timeout) {
                                    url_.c_str()};
   for (auto& a : extraArgs_) args.push_back(a.c_str());
   args.push_back(nullptr);
-  int rc = posix_spawn(&pid_, args[0], &fa, nullptr, const_cast<char**>(args.data()), environ);
+  std::vector<std::string> env = childEnvironment(env_);
+  if (!listenFds_.empty()) {
+    posix_spawn_file_actions_destroy(&fa);
+    pid_ = forkWithListenFds(args[0], args, std::move(env), listenFds_, listenFdNames_,
+                             logFile_.c_str());
+    if (pid_ < 0) ADD_FAILURE() << "fork: " << std::strerror(errno);
+    return pid_ > 0;
+  }
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int rc = posix_spawn(&pid_, args[0], &fa, nullptr, const_cast<char**>(args.data()), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) {
+    pid_ = -1;
     ADD_FAILURE() << "posix_spawn: " << rc;
     return false;
   }
+  return true;
+}
+
+bool EngineProcess::start(std::chrono::seconds timeout) {
+  if (!spawn()) return false;
+  size_t before = logBefore_;
   auto until = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < until) {
     std::string l = log().substr(before);

@@ -34,12 +34,25 @@ class EngineProcess {
   // Starts `ductus run` and waits for its "started:" line; false (with the
   // log in the failure) if it exits or takes longer than the timeout.
   bool start(std::chrono::seconds timeout = std::chrono::seconds(60));
+  // Only starts the child (for a start that is meant to fail); false if it
+  // could not be started.
+  bool spawn();
   void kill9();
   // SIGTERM and wait; the exit status.
   int terminate(std::chrono::seconds timeout = std::chrono::seconds(40));
   // Options after `run PROJECT --database URL` from the next start on
   // (e.g. {"--stop-timeout", "1s"}).
   void setExtraArgs(std::vector<std::string> args) { extraArgs_ = std::move(args); }
+  // Variables added to (or replacing those of) the child's environment from
+  // the next start on (NOTIFY_SOCKET).
+  void setEnvironment(std::map<std::string, std::string> env) { env_ = std::move(env); }
+  // Hands these sockets to the next start as systemd does: as fds 3, 4, ...
+  // with LISTEN_FDS, LISTEN_FDNAMES (names joined by ':') and LISTEN_PID the
+  // child's pid. The test keeps its own descriptors.
+  void setListenFds(std::vector<int> fds, std::string names) {
+    listenFds_ = std::move(fds);
+    listenFdNames_ = std::move(names);
+  }
   // Sends sig without waiting.
   void signal(int sig);
   // Waits for the child to exit; its waitpid status, or -1 (still running,
@@ -55,6 +68,10 @@ class EngineProcess {
   pid_t pid_ = -1;
   int runs_ = 0;
   std::vector<std::string> extraArgs_;
+  std::map<std::string, std::string> env_;
+  std::vector<int> listenFds_;
+  std::string listenFdNames_;
+  size_t logBefore_ = 0;
 };
 
 }  // namespace ductus::test

@@ -340,9 +340,9 @@ TEST(CommandLine, DuctusctlHasTheSameHelpAndErrors) {
   EXPECT_THAT(help.out, AllOf(HasSubstr("version"), HasSubstr("control socket")));
   EXPECT_EQ(runBoth({ductusctlBinary(), "help", "version"}).out,
             runBoth({ductusctlBinary(), "version", "--help"}).out);
-  auto unknown = runBoth({ductusctlBinary(), "status"});
+  auto unknown = runBoth({ductusctlBinary(), "frobnicate"});
   EXPECT_EQ(exitCode(unknown), 2);
-  EXPECT_THAT(unknown.out, StartsWith("ductusctl: unknown command 'status'"));
+  EXPECT_THAT(unknown.out, StartsWith("ductusctl: unknown command 'frobnicate'"));
 }
 
 // `worker` is parsed by worker_main alone, as the engine starts it: its

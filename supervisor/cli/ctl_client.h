@@ -1,0 +1,27 @@
+// ductusctl's commands over the engine's control socket
+// (supervisor/control_socket.h): one request, one answer, printed as a
+// table for people or as the engine's JSON (--json) for scripts.
+//
+// Exit codes: 0 answered, 1 the engine isn't running, refused the caller
+// or answered an error, 2 called wrong (command_line.h).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/result.h"
+
+namespace ductus::supervisor {
+
+// Sends `request` as one line to the socket at `path` and reads one answer
+// line. Errors are said for the operator: "the engine isn't running (no
+// control socket at PATH)", "permission denied: the engine runs as uid N".
+// An answer with "ok": false is returned as it came.
+Result<nlohmann::json> controlRequest(const std::string& path, const nlohmann::json& request);
+
+// status, interfaces.
+void addCtlCommands(CLI::App& program, int& exitCode);
+
+}  // namespace ductus::supervisor

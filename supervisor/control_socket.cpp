@@ -1,0 +1,360 @@
+#include "supervisor/control_socket.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "api/engine_view.h"
+#include "common/fd.h"
+#include "common/version.h"
+#include "supervisor/cli/ctl_protocol.h"
+
+namespace ductus::supervisor {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct ControlSocket::Connection {
+  ControlSocket* owner = nullptr;
+  UvHandle<uv_pipe_t> pipe;
+  std::vector<char> readBuffer = std::vector<char>(16 * 1024);
+  std::string partial;            // bytes after the last newline
+  std::deque<std::string> lines;  // requests waiting for the one in hand
+  bool busy = false;              // a request is being answered
+  bool eof = false;               // the peer wrote its last request
+  bool closing = false;           // answered its last; close after the write
+};
+
+namespace {
+
+std::string isoTime(std::chrono::system_clock::time_point t) {
+  std::time_t s = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  char out[32];
+  std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return out;
+}
+
+json error(const std::string& message, const std::string& code) {
+  return {{"ok", false}, {"error", message}, {"code", code}};
+}
+
+Result<sockaddr_un> addressOf(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof a.sun_path)
+    return Error{"control socket path must be 1 to " + std::to_string(sizeof a.sun_path - 1) +
+                 " bytes long: " + path};
+  std::memcpy(a.sun_path, path.data(), path.size());
+  return a;
+}
+
+}  // namespace
+
+ControlSocket::ControlSocket(uv_loop_t* loop, api::EngineView& view) : loop_(loop), view_(view) {}
+
+ControlSocket::~ControlSocket() {
+  *alive_ = false;
+  connections_.clear();
+  server_.reset();
+  struct stat st {};
+  if (!path_.empty() && ino_ && lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ &&
+      st.st_ino == ino_)
+    unlink(path_.c_str());
+}
+
+Status ControlSocket::listen(const std::string& path) {
+  auto address = addressOf(path);
+  if (!address) return address.error();
+  fs::path dir = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !fs::exists(dir, ec)) {
+    // Only the owner goes through a folder made for the socket.
+    if (fs::create_directories(dir, ec); ec)
+      return Error{"creating " + dir.string() + ": " + ec.message()};
+    fs::permissions(dir, fs::perms::owner_all, ec);
+  }
+  // A folder someone else owns (/tmp/ductus-UID made first by another
+  // user) would let them put their socket in the engine's place.
+  if (struct stat d{};
+      !dir.empty() && stat(dir.c_str(), &d) == 0 && d.st_uid != geteuid() && d.st_uid != 0)
+    return Error{"the control socket's folder " + dir.string() + " belongs to uid " +
+                 std::to_string(d.st_uid) + ", not this engine's"};
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return Error{path + " exists and is not a socket"};
+    // Left by an engine that died? Nobody accepts on a stale one. A
+    // non-blocking connect: a full backlog (EAGAIN) means alive too.
+    Fd probe(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!probe.valid()) return Error{std::string("socket: ") + std::strerror(errno)};
+    int r = connect(probe.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof *address);
+    if (r == 0 || errno == EAGAIN)
+      return Error{"another engine answers on the control socket " + path +
+                   " (--control PATH to use another)"};
+    if (errno != ECONNREFUSED)
+      return Error{"checking the control socket " + path + ": " + std::strerror(errno)};
+    if (unlink(path.c_str()) != 0 && errno != ENOENT)
+      return Error{"removing the stale control socket " + path + ": " + std::strerror(errno)};
+    spdlog::info("control socket: replaced a stale {} (its engine is gone)", path);
+  }
+  Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return Error{std::string("socket: ") + std::strerror(errno)};
+  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0)
+    return Error{"binding " + path + ": " + std::strerror(errno)};
+  // Before listen(): until then a connect is refused, whatever the mode
+  // the umask gave the file.
+  if (chmod(path.c_str(), 0600) != 0 || lstat(path.c_str(), &st) != 0) {
+    int e = errno;
+    unlink(path.c_str());
+    return Error{"making " + path + " 0600: " + std::strerror(e)};
+  }
+  path_ = path;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  if (::listen(fd.get(), static_cast<int>(kControlMaxConnections)) != 0)
+    return Error{"listening on " + path + ": " + std::strerror(errno)};
+  server_ = UvHandle<uv_pipe_t>::make();
+  if (int r = uv_pipe_init(loop_, server_.get(), 0); r != 0)
+    return Error{std::string("uv_pipe_init: ") + uv_strerror(r)};
+  server_.markInitialized();
+  server_->data = this;
+  if (int r = uv_pipe_open(server_.get(), fd.get()); r != 0)
+    return Error{std::string("uv_pipe_open: ") + uv_strerror(r)};
+  fd.release();  // the handle closes it
+  if (int r = uv_listen(reinterpret_cast<uv_stream_t*>(server_.get()),
+                        static_cast<int>(kControlMaxConnections), &ControlSocket::onConnection);
+      r != 0)
+    return Error{"listening on " + path + ": " + uv_strerror(r)};
+  return {};
+}
+
+void ControlSocket::onConnection(uv_stream_t* server, int status) {
+  auto* self = static_cast<ControlSocket*>(server->data);
+  if (!self) return;
+  if (status < 0) return spdlog::warn("control socket: accept: {}", uv_strerror(status));
+  self->accept();
+}
+
+namespace {
+
+void send(const std::shared_ptr<ControlSocket::Connection>& c, const json& answer,
+          std::function<void()> written);
+
+}  // namespace
+
+void ControlSocket::accept() {
+  auto c = std::make_shared<Connection>();
+  c->owner = this;
+  c->pipe = UvHandle<uv_pipe_t>::make();
+  if (uv_pipe_init(loop_, c->pipe.get(), 0) != 0) return;
+  c->pipe.markInitialized();
+  c->pipe->data = c.get();
+  if (uv_accept(reinterpret_cast<uv_stream_t*>(server_.get()),
+                reinterpret_cast<uv_stream_t*>(c->pipe.get())) != 0)
+    return;
+  bool full = connections_.size() >= kControlMaxConnections;
+  connections_[c.get()] = c;
+
+  uv_os_fd_t fd = -1;
+  uv_fileno(reinterpret_cast<uv_handle_t*>(c->pipe.get()), &fd);
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  bool known = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0;
+  uid_t mine = geteuid();
+  if (!known || (peer.uid != mine && peer.uid != 0)) {
+    if (known)
+      spdlog::warn("control socket: refused uid {} (pid {}): the engine runs as uid {}", peer.uid,
+                   peer.pid, mine);
+    c->closing = true;
+    return send(
+        c, error("permission denied: the engine runs as uid " + std::to_string(mine), "forbidden"),
+        [this, p = c.get()] { drop(p); });
+  }
+  if (full) {
+    c->closing = true;
+    return send(c,
+                error("too many control connections (" + std::to_string(kControlMaxConnections) +
+                          "); try again",
+                      "busy"),
+                [this, p = c.get()] { drop(p); });
+  }
+  uv_read_start(
+      reinterpret_cast<uv_stream_t*>(c->pipe.get()),
+      [](uv_handle_t* h, size_t, uv_buf_t* buf) {
+        auto* conn = static_cast<Connection*>(h->data);
+        *buf = uv_buf_init(conn->readBuffer.data(), static_cast<unsigned>(conn->readBuffer.size()));
+      },
+      [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+        auto* conn = static_cast<Connection*>(s->data);
+        if (!conn || conn->closing) return;
+        ControlSocket* self = conn->owner;
+        auto it = self->connections_.find(conn);
+        if (it == self->connections_.end()) return;
+        std::shared_ptr<Connection> c = it->second;
+        if (n < 0) {
+          uv_read_stop(s);
+          if (n != UV_EOF) return self->drop(conn);
+          c->eof = true;
+          if (!c->busy && c->lines.empty()) self->drop(conn);
+          return;
+        }
+        c->partial.append(buf->base, static_cast<size_t>(n));
+        bool tooLong = false;
+        for (size_t nl; (nl = c->partial.find('\n')) != std::string::npos;) {
+          std::string line = c->partial.substr(0, nl);
+          c->partial.erase(0, nl + 1);
+          if (!line.empty() && line.back() == '\r') line.pop_back();
+          tooLong = tooLong || line.size() > kControlMaxLine;
+          c->lines.push_back(std::move(line));
+        }
+        if (tooLong || c->partial.size() > kControlMaxLine) {
+          // Said once and closed: what follows can't be told from the rest.
+          uv_read_stop(s);
+          c->closing = true;
+          c->lines.clear();
+          return send(
+              c,
+              error("a request line is at most " + std::to_string(kControlMaxLine) + " bytes",
+                    "too_long"),
+              [self, conn] { self->drop(conn); });
+        }
+        if (!c->busy) self->resume(c);
+      });
+}
+
+namespace {
+
+void send(const std::shared_ptr<ControlSocket::Connection>& c, const json& answer,
+          std::function<void()> written) {
+  struct Write {
+    uv_write_t req{};
+    std::string data;
+    std::shared_ptr<ControlSocket::Connection> c;  // its handle lives until the callback
+    std::function<void()> written;
+  };
+  auto w = std::make_unique<Write>();
+  w->data = answer.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  w->c = c;
+  w->written = std::move(written);
+  uv_buf_t buf = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
+  w->req.data = w.get();
+  int r = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(c->pipe.get()), &buf, 1,
+                   [](uv_write_t* req, int) {
+                     std::unique_ptr<Write> w(static_cast<Write*>(req->data));
+                     if (w->written) w->written();
+                   });
+  if (r != 0) {
+    auto done = std::move(w->written);
+    if (done) done();
+    return;
+  }
+  w.release();  // freed in the callback
+}
+
+}  // namespace
+
+void ControlSocket::drop(Connection* c) { connections_.erase(c); }
+
+// The next request waiting on `c`, once the one in hand is answered.
+void ControlSocket::resume(const std::shared_ptr<Connection>& c) {
+  c->busy = false;
+  if (!connections_.count(c.get())) return;
+  while (!c->busy && !c->lines.empty()) {
+    std::string line = std::move(c->lines.front());
+    c->lines.pop_front();
+    if (!line.empty()) handleLine(c, line);
+  }
+  if (!c->busy && c->lines.empty() && c->eof) drop(c.get());
+}
+
+void ControlSocket::handleLine(const std::shared_ptr<Connection>& c, const std::string& line) {
+  json request = json::parse(line, nullptr, false);
+  auto next = [this, c] { resume(c); };
+  c->busy = true;
+  if (request.is_discarded() || !request.is_object() || !request.contains("request") ||
+      !request["request"].is_string())
+    return send(
+        c, error("a request is one JSON object a line, as {\"request\":\"status\"}", "bad_request"),
+        next);
+  std::string what = request["request"].get<std::string>();
+  if (what == "status") return answerStatus(c, true);
+  if (what == "interfaces") return answerStatus(c, false);
+  send(c,
+       error("unknown request '" + what + "'; this engine answers: status, interfaces",
+             "unknown_request"),
+       next);
+}
+
+void ControlSocket::answerStatus(const std::shared_ptr<Connection>& c, bool withEngine) {
+  std::weak_ptr<bool> alive = alive_;
+  auto finish = [this, alive, c](json answer) {
+    if (alive.expired() || !connections_.count(c.get())) return;
+    send(c, answer, [this, alive, c] {
+      if (!alive.expired()) resume(c);
+    });
+  };
+  view_.interfacesWithPending(
+      [this, alive, withEngine, finish](Result<std::vector<api::InterfaceInfo>> list) {
+        if (alive.expired()) return;
+        if (!list)
+          return finish(error("reading the interfaces: " + list.error().message, "engine"));
+        json out = {{"ok", true}};
+        json interfaces = json::array();
+        for (auto& f : *list) {
+          json destinations = json::array();
+          for (auto& d : f.destinations)
+            destinations.push_back({{"name", d.name},
+                                    {"route", d.route},
+                                    {"pending", d.pending ? json(*d.pending) : json(nullptr)},
+                                    {"sent", d.sent},
+                                    {"filtered", d.filtered},
+                                    {"quarantined", d.quarantined},
+                                    {"routed", d.routed},
+                                    {"retries", d.retries}});
+          json intake = nullptr;
+          if (f.gateOpen) intake = *f.gateOpen ? "open" : "closed";
+          interfaces.push_back({{"name", f.name},
+                                {"source", f.source},
+                                {"state", f.state},
+                                {"intake", intake},
+                                {"received", f.received},
+                                {"duplicates", f.duplicates},
+                                {"destinations", std::move(destinations)}});
+        }
+        if (withEngine) {
+          api::EngineInfo e = view_.engine();
+          auto uptime = std::chrono::duration_cast<std::chrono::seconds>(
+              std::chrono::system_clock::now() - e.startedAt);
+          out["engine"] = {{"version", kVersion},
+                           {"versionLine", kVersionLine},
+                           {"pid", static_cast<int64_t>(getpid())},
+                           {"uid", static_cast<int64_t>(geteuid())},
+                           {"startedAt", isoTime(e.startedAt)},
+                           {"uptimeSeconds", uptime.count()},
+                           {"state", std::string(api::engineStateName(e.state))}};
+          json workers = json::array();
+          for (auto& w : e.workers)
+            workers.push_back({{"group", w.group},
+                               {"slot", w.slot},
+                               {"pid", static_cast<int64_t>(w.pid)},
+                               {"state", w.state},
+                               {"restarts", w.restarts},
+                               {"callsInFlight", w.callsInFlight}});
+          out["workers"] = std::move(workers);
+        }
+        out["interfaces"] = std::move(interfaces);
+        finish(std::move(out));
+      });
+}
+
+}  // namespace ductus::supervisor

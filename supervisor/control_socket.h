@@ -1,0 +1,67 @@
+// ControlSocket: the engine's Unix socket for ductusctl (issue #21), one
+// JSON object a line each way (supervisor/cli/ctl_protocol.h).
+//
+// Who may talk: the socket file is mode 0600 (the owner alone can
+// connect) and each peer's uid, from SO_PEERCRED, must be the engine's or
+// root's; anyone else hears one error line and is closed. Everything runs
+// on the engine's loop and never blocks it: a line longer than
+// kControlMaxLine or a connection past kControlMaxConnections is answered
+// with an error and closed. A connection's requests are answered in order.
+//
+// Requests: `status` (the engine, its interfaces with pending counts per
+// destination, its workers) and `interfaces`. The engine's state comes
+// from the EngineView the REST API reads (api/engine_view.h), pending
+// counts included (interfacesWithPending: a query to the store).
+#pragma once
+
+#include <sys/types.h>
+#include <uv.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "common/uv_handle.h"
+
+namespace ductus::api {
+class EngineView;
+}
+
+namespace ductus::supervisor {
+
+class ControlSocket {
+ public:
+  // `view` must outlive the socket.
+  ControlSocket(uv_loop_t* loop, api::EngineView& view);
+  ~ControlSocket();  // closes every connection; removes the file if still ours
+  ControlSocket(const ControlSocket&) = delete;
+  ControlSocket& operator=(const ControlSocket&) = delete;
+
+  // Creates the folder (0700) if missing, replaces a stale socket (one no
+  // engine answers on), binds, makes the file 0600 before anyone can
+  // connect, listens. An error when another engine answers at `path`.
+  Status listen(const std::string& path);
+  const std::string& path() const { return path_; }
+
+  struct Connection;  // one peer (control_socket.cpp)
+
+ private:
+  static void onConnection(uv_stream_t* server, int status);
+  void accept();
+  void handleLine(const std::shared_ptr<Connection>& c, const std::string& line);
+  void answerStatus(const std::shared_ptr<Connection>& c, bool withEngine);
+  void resume(const std::shared_ptr<Connection>& c);
+  void drop(Connection* c);
+
+  uv_loop_t* loop_;
+  api::EngineView& view_;
+  std::string path_;
+  dev_t dev_ = 0;  // the socket file's identity, to remove it only if still ours
+  ino_t ino_ = 0;
+  UvHandle<uv_pipe_t> server_;
+  std::map<Connection*, std::shared_ptr<Connection>> connections_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ductus::supervisor
