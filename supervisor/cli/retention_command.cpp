@@ -194,6 +194,19 @@ int show(const Args& args) {
   return 0;
 }
 
+}  // namespace
+
+int showRetention(const std::string& project, const std::string& database,
+                  const std::string& environment) {
+  Args args;
+  args.project = project;
+  args.database = database;
+  args.environment = environment;
+  return show(args);
+}
+
+namespace {
+
 int runNow(const Args& args) {
   auto o = open(args);
   if (!o) return fail(" run", o.error().message);

@@ -7,6 +7,8 @@
 // --database, else ductus.yaml's database:, else DUCTUS_DATABASE_URL.
 #pragma once
 
+#include <string>
+
 namespace CLI {
 class App;
 }
@@ -14,5 +16,10 @@ class App;
 namespace ductus::supervisor {
 
 void addRetentionCommand(CLI::App& ductus, int& exitCode);
+
+// What `ductus retention PROJECT` prints, for `ductus validate --database`.
+// Exit code: 0, or 1 with the reason on stderr.
+int showRetention(const std::string& project, const std::string& database,
+                  const std::string& environment);
 
 }  // namespace ductus::supervisor

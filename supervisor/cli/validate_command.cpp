@@ -10,6 +10,7 @@
 #include "common/config/duration.h"
 #include "common/config/loader.h"
 #include "supervisor/cli/command_line.h"
+#include "supervisor/cli/retention_command.h"
 #include "supervisor/cli/start_checks.h"
 
 namespace ductus::supervisor {
@@ -54,6 +55,7 @@ struct ValidateArgs {
   std::string project = ".";
   LoadOptions options;
   bool json = false;
+  std::string database;  // --database: also list the retention
 };
 
 // After the files: what would still keep the project from starting (see
@@ -121,6 +123,10 @@ void addValidateCommand(CLI::App& ductus, int& exitCode) {
   addProjectArgument(*cmd, args->project);
   addEnvironmentOption(*cmd, args->options.environment);
   cmd->add_flag("--json", args->json, "print the result as a JSON object, for editors and CI");
+  cmd->add_option("--database", args->database,
+                  "also list each interface's retention tier and partitions from this "
+                  "database (as `ductus retention` does)")
+      ->type_name("URL");
   cmd->footer(
       "Loads ductus.yaml, resources.yaml and interfaces/*/interface.yaml with\n"
       "${env:NAME} and ${secret:NAME} substituted (secrets/ENV.json, opened with\n"
@@ -129,8 +135,16 @@ void addValidateCommand(CLI::App& ductus, int& exitCode) {
       "confined worker, checks that it exports each function interface.yaml names,\n"
       "and refuses kinds this engine can't run yet: valid means the engine will\n"
       "start. Prints one line per interface and exits 0, or every error as\n"
-      "file:line:column: key: message and exits 1. Needs no database.");
-  cmd->callback([args, &exitCode] { exitCode = validate(*args); });
+      "file:line:column: key: message and exits 1. Needs no database; with\n"
+      "--database, a valid project's retention (tiers, partitions, the next drop)\n"
+      "is listed too.");
+  cmd->callback([args, &exitCode] {
+    exitCode = validate(*args);
+    if (exitCode == 0 && !args->database.empty() && !args->json) {
+      std::printf("\n");
+      exitCode = showRetention(args->project, args->database, args->options.environment);
+    }
+  });
 }
 
 }  // namespace ductus::supervisor

@@ -103,6 +103,13 @@ TEST(EngineRetention, TheJobDropsOldPeriodsAndAShorterTierWaitsForAConfirmation)
   EXPECT_NE(listed.out.find("the project says 1w: waiting for `ductus retention confirm adt`"),
             std::string::npos)
       << listed.out;
+  // validate --database says the same after its own verdict.
+  auto validated = ductus({"validate", project.root().string()}, db.url());
+  EXPECT_EQ(WEXITSTATUS(validated.exitStatus), 0) << validated.out;
+  EXPECT_NE(validated.out.find("valid"), std::string::npos) << validated.out;
+  EXPECT_NE(validated.out.find("the project says 1w: waiting for `ductus retention confirm adt`"),
+            std::string::npos)
+      << validated.out;
   auto ran = ductus({"retention", "run", project.root().string()}, db.url());
   EXPECT_EQ(WEXITSTATUS(ran.exitStatus), 0) << ran.out;
   EXPECT_NE(ran.out.find("nothing has expired"), std::string::npos) << ran.out;
