@@ -29,25 +29,9 @@ std::string joinPermissions(unsigned bits) {
 }
 
 int createToken(const TokenArgs& a) {
-  if (!api::isValidName(a.name)) {
-    std::fprintf(stderr, "ductus token create: `%s` is not a valid name (a letter or digit, then "
-                         "up to 63 letters, digits or ._@-)\n", a.name.c_str());
-    return kUsageError;
-  }
-  auto role = api::roleFromName(a.role);
-  if (!role) {
-    std::fprintf(stderr, "ductus token create: unknown role `%s` (viewer, operator or admin)\n",
-                 a.role.c_str());
-    return kUsageError;
-  }
-  std::string list;
-  for (auto& p : a.permissions) list += p + ",";
-  auto perms = api::permissionsFromList(list);
-  if (!perms) {
-    std::fprintf(stderr, "ductus token create: %s\n", perms.error().message.c_str());
-    return kUsageError;
-  }
-  api::NewToken t{a.name, *role, *perms,
+  auto grant = checkedGrant("ductus token create", a.name, a.role, a.permissions);
+  if (!grant) return kUsageError;
+  api::NewToken t{a.name, grant->role, grant->permissions,
                   a.user.empty() ? std::nullopt : std::optional<std::string>(a.user)};
   return withAccountsDatabase("ductus token", a.db, [&](store::PgConnection& conn, auto finish) {
     api::createToken(conn, t, cliActor(), std::chrono::system_clock::now(),

@@ -80,24 +80,8 @@ struct CreateArgs {
 };
 
 int createUser(const CreateArgs& a) {
-  if (!api::isValidName(a.name)) {
-    std::fprintf(stderr, "ductus user create: `%s` is not a valid name (a letter or digit, then "
-                         "up to 63 letters, digits or ._@-)\n", a.name.c_str());
-    return kUsageError;
-  }
-  auto role = api::roleFromName(a.role);
-  if (!role) {
-    std::fprintf(stderr, "ductus user create: unknown role `%s` (viewer, operator or admin)\n",
-                 a.role.c_str());
-    return kUsageError;
-  }
-  std::string list;
-  for (auto& p : a.permissions) list += p + ",";
-  auto perms = api::permissionsFromList(list);
-  if (!perms) {
-    std::fprintf(stderr, "ductus user create: %s\n", perms.error().message.c_str());
-    return kUsageError;
-  }
+  auto grant = checkedGrant("ductus user create", a.name, a.role, a.permissions);
+  if (!grant) return kUsageError;
   auto given = readPassword();
   if (!given) {
     std::fprintf(stderr, "ductus user create: %s\n", given.error().message.c_str());
@@ -127,7 +111,7 @@ int createUser(const CreateArgs& a) {
     std::fprintf(stderr, "ductus user create: %s\n", hash.error().message.c_str());
     return 1;
   }
-  api::NewUser u{a.name, *role, *perms, *hash, generated};
+  api::NewUser u{a.name, grant->role, grant->permissions, *hash, generated};
   int rc = withAccountsDatabase("ductus user", a.db, [&](store::PgConnection& conn, auto finish) {
     api::createUser(conn, u, cliActor(), std::chrono::system_clock::now(),
                     [&, finish](Result<api::UserInfo> r) {
@@ -253,6 +237,32 @@ int withAccountsDatabase(const char* command, const AccountsArgs& args,
     return 1;
   }
   return *rc;
+}
+
+std::optional<AccountGrant> checkedGrant(const char* command, const std::string& name,
+                                         const std::string& role,
+                                         const std::vector<std::string>& permissions) {
+  if (!api::isValidName(name)) {
+    std::fprintf(stderr,
+                 "%s: `%s` is not a valid name (a letter or digit, then up to 63 letters, "
+                 "digits or ._@-)\n",
+                 command, name.c_str());
+    return std::nullopt;
+  }
+  auto r = api::roleFromName(role);
+  if (!r) {
+    std::fprintf(stderr, "%s: unknown role `%s` (viewer, operator or admin)\n", command,
+                 role.c_str());
+    return std::nullopt;
+  }
+  std::string list;
+  for (auto& p : permissions) list += p + ",";
+  auto perms = api::permissionsFromList(list);
+  if (!perms) {
+    std::fprintf(stderr, "%s: %s\n", command, perms.error().message.c_str());
+    return std::nullopt;
+  }
+  return AccountGrant{*r, *perms};
 }
 
 api::AuditEntry cliActor() {

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "api/audit/audit_log.h"
 #include "schema/pg_connection.h"
@@ -35,5 +37,15 @@ int withAccountsDatabase(const char* command, const AccountsArgs& args,
                          std::function<void(store::PgConnection&, std::function<void(int)>)> op);
 // The audit row's actor: the OS user running the command, via cli.
 api::AuditEntry cliActor();
+// A new account's name, role and --permission values, checked: its role and
+// permission bits, or nullopt after saying what is wrong as `command: ...`
+// ("ductus token create") on stderr (a usage error).
+struct AccountGrant {
+  api::Role role;
+  unsigned permissions;
+};
+std::optional<AccountGrant> checkedGrant(const char* command, const std::string& name,
+                                         const std::string& role,
+                                         const std::vector<std::string>& permissions);
 
 }  // namespace ductus::supervisor

@@ -11,39 +11,6 @@ constexpr std::chrono::milliseconds kGrace{2000};
 // A worker asked to stop that has not within this is killed.
 constexpr std::chrono::milliseconds kShutdownWait{5000};
 
-ServiceCall serviceCallOf(proto::ServiceRequest::Reader s) {
-  ServiceCall call{};
-  switch (s.which()) {
-    case proto::ServiceRequest::DB_QUERY:
-    case proto::ServiceRequest::DB_EXECUTE: {
-      bool q = s.isDbQuery();
-      auto d = q ? s.getDbQuery() : s.getDbExecute();
-      call.kind = q ? ServiceCall::Kind::DbQuery : ServiceCall::Kind::DbExecute;
-      call.resource = d.getResource();
-      call.sql = d.getSql();
-      call.paramsJson = d.getParamsJson();
-      break;
-    }
-    case proto::ServiceRequest::FETCH: {
-      auto f = s.getFetch();
-      call.kind = ServiceCall::Kind::Fetch;
-      call.url = f.getUrl();
-      call.api = f.getApi();
-      call.initJson = f.getInitJson();
-      break;
-    }
-    case proto::ServiceRequest::ENV:
-      call.kind = ServiceCall::Kind::Env;
-      call.name = s.getEnv();
-      break;
-    case proto::ServiceRequest::SECRET:
-      call.kind = ServiceCall::Kind::Secret;
-      call.name = s.getSecret();
-      break;
-  }
-  return call;
-}
-
 Outcome::Kind kindOf(proto::OutcomeKind k) {
   switch (k) {
     case proto::OutcomeKind::OUTPUT: return Outcome::Kind::Output;

@@ -75,6 +75,40 @@ proto::ToWorker::Builder toWorker(capnp::MessageBuilder& b) {
 
 }  // namespace
 
+ServiceCall serviceCallOf(proto::ServiceRequest::Reader s) {
+  ServiceCall call{};
+  switch (s.which()) {
+    case proto::ServiceRequest::DB_QUERY:
+    case proto::ServiceRequest::DB_EXECUTE: {
+      bool q = s.isDbQuery();
+      auto d = q ? s.getDbQuery() : s.getDbExecute();
+      call.kind = q ? ServiceCall::Kind::DbQuery : ServiceCall::Kind::DbExecute;
+      call.resource = d.getResource();
+      call.sql = d.getSql();
+      call.paramsJson = d.getParamsJson();
+      break;
+    }
+    case proto::ServiceRequest::FETCH: {
+      auto f = s.getFetch();
+      call.kind = ServiceCall::Kind::Fetch;
+      call.url = f.getUrl();
+      call.api = f.getApi();
+      call.initJson = f.getInitJson();
+      break;
+    }
+    case proto::ServiceRequest::ENV:
+      call.kind = ServiceCall::Kind::Env;
+      call.name = s.getEnv();
+      break;
+    case proto::ServiceRequest::SECRET:
+      call.kind = ServiceCall::Kind::Secret;
+      call.name = s.getSecret();
+      break;
+  }
+  if (s.getTimeLeftMs() > 0) call.timeLeft = std::chrono::milliseconds(s.getTimeLeftMs());
+  return call;
+}
+
 Result<ModuleSet> readInterfaceModules(const InterfaceSpec& spec, bool includeTests) {
   ModuleSet set;
   std::string prefix = "interfaces/" + spec.name + "/";
@@ -563,38 +597,9 @@ void WorkerPool::onFrame(Slot& slot, proto::FromWorker::Reader msg) {
     }
     case proto::FromWorker::SERVICE: {
       auto s = msg.getService();
-      ServiceCall call{};
+      ServiceCall call = serviceCallOf(s);
       auto it = slot.calls.find(s.getCallId());
       if (it != slot.calls.end()) call.interfaceName = it->second.iface->spec.name;
-      switch (s.which()) {
-        case proto::ServiceRequest::DB_QUERY:
-        case proto::ServiceRequest::DB_EXECUTE: {
-          bool q = s.isDbQuery();
-          auto d = q ? s.getDbQuery() : s.getDbExecute();
-          call.kind = q ? ServiceCall::Kind::DbQuery : ServiceCall::Kind::DbExecute;
-          call.resource = d.getResource();
-          call.sql = d.getSql();
-          call.paramsJson = d.getParamsJson();
-          break;
-        }
-        case proto::ServiceRequest::FETCH: {
-          auto f = s.getFetch();
-          call.kind = ServiceCall::Kind::Fetch;
-          call.url = f.getUrl();
-          call.api = f.getApi();
-          call.initJson = f.getInitJson();
-          break;
-        }
-        case proto::ServiceRequest::ENV:
-          call.kind = ServiceCall::Kind::Env;
-          call.name = s.getEnv();
-          break;
-        case proto::ServiceRequest::SECRET:
-          call.kind = ServiceCall::Kind::Secret;
-          call.name = s.getSecret();
-          break;
-      }
-      if (s.getTimeLeftMs() > 0) call.timeLeft = std::chrono::milliseconds(s.getTimeLeftMs());
       uint64_t requestId = s.getRequestId();
       std::weak_ptr<WorkerPool*> alive = alive_;
       Slot* target = &slot;

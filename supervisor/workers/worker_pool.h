@@ -114,6 +114,10 @@ struct ServiceCall {
   std::optional<std::chrono::milliseconds> timeLeft;
 };
 
+// A worker's SERVICE frame as the call it asks for (interfaceName left for
+// the caller, which knows the worker's calls).
+ServiceCall serviceCallOf(proto::ServiceRequest::Reader request);
+
 class ServiceHandler {
  public:
   virtual ~ServiceHandler() = default;
