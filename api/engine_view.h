@@ -98,6 +98,11 @@ class EngineView {
       std::function<void(Result<std::vector<InterfaceInfo>>)> done) {
     interfaces(std::move(done));
   }
+  // Wakes every delivery loop of the interface, so rows an API call made
+  // pending (a resend) are read now rather than at the loop's next wake.
+  // An interface this engine doesn't run: nothing. The default does
+  // nothing (a view without loops).
+  virtual void wake(const std::string& interface) { (void)interface; }
 };
 
 }  // namespace ductus::api

@@ -4,6 +4,7 @@
 
 #include "api/audit/audit_routes.h"
 #include "api/engine_routes.h"
+#include "api/message_routes.h"
 #include "api/metrics.h"
 #include "api/openapi.h"
 
@@ -14,6 +15,7 @@ std::vector<Route> allRoutes(const RouteDeps& deps) {
   for (auto& r : metricsRoutes(deps.engine)) routes.push_back(std::move(r));
   for (auto& r : authRoutes(deps.auth)) routes.push_back(std::move(r));
   for (auto& r : auditRoutes(deps.auth)) routes.push_back(std::move(r));
+  for (auto& r : messageRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
   auto document = std::make_shared<std::string>();
   routes.push_back(openApiRoute(document));
   // Written after the list is complete, so it includes its own route.

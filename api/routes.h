@@ -2,7 +2,7 @@
 // `ductus api-spec` both take this list, so the document and the server
 // can't disagree. Each module gives its routes as a function (engine
 // routes here; authRoutes() and auditRoutes() from api/auth/ and
-// api/audit/ join them here).
+// api/audit/ join them here, messageRoutes() from api/message_routes.h).
 #pragma once
 
 #include <vector>
@@ -17,7 +17,10 @@ namespace ductus::api {
 // only (`ductus api-spec`); their handlers are never called.
 struct RouteDeps {
   EngineView* engine = nullptr;
-  AuthDeps* auth = nullptr;  // sign-in, /me, users, tokens, the audit log
+  // Sign-in, /me, users, tokens, the audit log; the quarantine and message
+  // actions (api/message_routes.h) use its pool and audit log, and
+  // `engine` to wake the delivery loops after a resend.
+  AuthDeps* auth = nullptr;
 };
 
 // Every route, GET /api/v1/openapi.json last, serving the document of

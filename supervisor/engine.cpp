@@ -471,6 +471,11 @@ Status Engine::openApi() {
           if (!r) spdlog::warn("counting the waiting deliveries failed: {}", r.error().message);
           answer(r ? std::optional(std::move(*r)) : std::nullopt);
         });
+      },
+      [this](const std::string& name) {  // lanes 0..slots-1 reach every loop
+        if (auto it = byName_.find(name); it != byName_.end())
+          for (uint32_t lane = 0; lane < it->second->slots; ++lane)
+            wake(*it->second, static_cast<int32_t>(lane));
       });
   if (!project_.engine.apiEnabled) return {};  // the view stays: the control socket reads it
   // Who calls: tokens and sessions looked up in the store on every call,

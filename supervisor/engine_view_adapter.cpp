@@ -24,12 +24,14 @@ api::HistogramInfo histogramInfo(const delivery::Histogram& h) {
 EngineViewAdapter::EngineViewAdapter(std::chrono::system_clock::time_point startedAt,
                                      std::function<api::EngineState()> state,
                                      const WorkerPool& workers, std::vector<Viewed> interfaces,
-                                     delivery::WaitingCounts waiting)
+                                     delivery::WaitingCounts waiting,
+                                     std::function<void(const std::string&)> wake)
     : startedAt_(startedAt),
       state_(std::move(state)),
       workers_(workers),
       interfaces_(std::move(interfaces)),
-      waiting_(std::move(waiting)) {}
+      waiting_(std::move(waiting)),
+      wake_(std::move(wake)) {}
 
 api::EngineInfo EngineViewAdapter::engine() const {
   api::EngineInfo e;

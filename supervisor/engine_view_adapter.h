@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "api/engine_view.h"
@@ -35,10 +36,13 @@ class EngineViewAdapter : public api::EngineView {
 
   // Everything given must outlive the adapter. `waiting` counts the
   // pending deliveries per destination id (Store::waitingCounts), for
-  // interfacesWithPending(); without it they are left unset.
+  // interfacesWithPending(); without it they are left unset. `wake` wakes
+  // an interface's delivery loops by name (Engine::wake for each of its
+  // lanes); without it wake() does nothing.
   EngineViewAdapter(std::chrono::system_clock::time_point startedAt,
                     std::function<api::EngineState()> state, const WorkerPool& workers,
-                    std::vector<Viewed> interfaces, delivery::WaitingCounts waiting = {});
+                    std::vector<Viewed> interfaces, delivery::WaitingCounts waiting = {},
+                    std::function<void(const std::string&)> wake = {});
   ~EngineViewAdapter() override { *alive_ = false; }
 
   api::EngineState state() const override { return state_(); }
@@ -46,6 +50,9 @@ class EngineViewAdapter : public api::EngineView {
   void interfaces(std::function<void(Result<std::vector<api::InterfaceInfo>>)> done) override;
   void interfacesWithPending(
       std::function<void(Result<std::vector<api::InterfaceInfo>>)> done) override;
+  void wake(const std::string& interface) override {
+    if (wake_) wake_(interface);
+  }
 
  private:
   std::chrono::system_clock::time_point startedAt_;
@@ -53,6 +60,7 @@ class EngineViewAdapter : public api::EngineView {
   const WorkerPool& workers_;
   std::vector<Viewed> interfaces_;
   delivery::WaitingCounts waiting_;
+  std::function<void(const std::string&)> wake_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

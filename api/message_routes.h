@@ -1,0 +1,41 @@
+// The operator's tools for messages that ended badly, so a quarantine can be
+// found and fixed without SQL:
+// - GET /api/v1/quarantine (viewer): quarantined deliveries across
+//   interfaces, newest message first, paged by message id;
+// - POST /api/v1/messages/{id}/resend and POST /api/v1/messages/resend (up to
+//   500 ids): deliveries back to pending in place, then the interface's
+//   delivery loops woken;
+// - POST /api/v1/messages/{id}/dismiss: quarantined deliveries filtered, with
+//   who dismissed them and why.
+// Each change and its audit row go in one transaction: without its row, no
+// change (503).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/auth/auth_routes.h"
+#include "api/engine_view.h"
+#include "api/route.h"
+
+namespace ductus::api {
+
+// Ids a batch resend takes at most, in one transaction.
+inline constexpr size_t kMaxResendIds = 500;
+
+// GET /api/v1/quarantine's statement (public for the test that EXPLAINs
+// it): columns message id, interface, destination, received_at, attempts,
+// last_error, updated_at; `limit` messages with all their quarantined
+// deliveries, newest first.
+SqlStatement quarantineSelect(std::optional<int64_t> before, int64_t limit,
+                              const std::optional<std::string>& interface);
+
+// deps (its pool and audit log) must outlive the routes; null: the routes
+// for the OpenAPI document only, whose handlers answer 503. `engine` wakes
+// an interface's delivery loops after a resend; null: nothing is woken
+// (the rows wait for the loops' next read).
+std::vector<Route> messageRoutes(AuthDeps* deps, EngineView* engine);
+
+}  // namespace ductus::api
