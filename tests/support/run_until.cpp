@@ -8,6 +8,10 @@ bool runUntil(uv_loop_t* loop, const std::function<bool()>& pred,
   // predicate on a receiver thread's state is seen while the loop idles.
   uv_timer_t guard;
   uv_timer_init(loop, &guard);
+  // The loop's cached time may be from before the test blocked (creating a
+  // database under load took over 5 s once): counted from it, the limit
+  // was already past and the wait ended at the first tick.
+  uv_update_time(loop);
   struct Deadline {
     uint64_t at;
     bool expired = false;
