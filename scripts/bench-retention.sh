@@ -80,13 +80,15 @@ cat "$work/drop.out"
 # at some moment between the drop's start and end. "Before": answered before
 # the drop started.
 stats() {  # stats LABEL FILTER
-  local waits
-  waits=$(awk -v d0="$d0" -v d1="$d1" "$2 { print \$2 }" "$work/acks.txt" | sort -n)
+  # Through a file, and awk without an early exit: a pipe closed early by
+  # `tail` or `exit` kills the writer with SIGPIPE, which pipefail turns
+  # into the script's end (hundreds of thousands of ACKs fill the pipe).
+  awk -v d0="$d0" -v d1="$d1" "$2 { print \$2 }" "$work/acks.txt" | sort -n > "$work/waits.txt"
   local n max p99 p50
-  n=$(printf '%s\n' "$waits" | grep -c . || true)
-  max=$(printf '%s\n' "$waits" | tail -1)
-  p99=$(printf '%s\n' "$waits" | awk -v n="$n" 'NR == int(n * 0.99) + 1 { print; exit }')
-  p50=$(printf '%s\n' "$waits" | awk -v n="$n" 'NR == int(n * 0.50) + 1 { print; exit }')
+  n=$(wc -l < "$work/waits.txt")
+  max=$(awk '{ v = $0 } END { print v }' "$work/waits.txt")
+  p99=$(awk -v n="$n" 'NR == int(n * 0.99) + 1 { v = $0 } END { print v }' "$work/waits.txt")
+  p50=$(awk -v n="$n" 'NR == int(n * 0.50) + 1 { v = $0 } END { print v }' "$work/waits.txt")
   printf '| %s | %s | %s | %s | %s |\n' "$1" "$n" \
     "$(awk -v v="${p50:-0}" 'BEGIN { printf "%.1f", v / 1000 }')" \
     "$(awk -v v="${p99:-0}" 'BEGIN { printf "%.1f", v / 1000 }')" \
