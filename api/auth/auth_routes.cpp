@@ -354,6 +354,24 @@ Result<Role> roleField(const json& body) {
   return *role;
 }
 
+// A new user's or token's name, role and permissions from a request body
+// (an "invalid" Error, answered 400, otherwise).
+struct Grant {
+  std::string name;
+  Role role;
+  unsigned permissions;
+};
+Result<Grant> grantFields(const json& body) {
+  auto name = stringField(body, "name");
+  if (!name || !isValidName(*name))
+    return Error{"`name`: a letter or digit, then up to 63 letters, digits or ._@-", "invalid"};
+  auto role = roleField(body);
+  if (!role) return role.error();
+  auto perms = permissionsField(body);
+  if (!perms) return perms.error();
+  return Grant{*name, *role, *perms};
+}
+
 void listUsersRoute(AuthDeps& d, const ApiRequest&, ApiRespond respond) {
   withConnection(d.pool, respond, [&d, respond](LeasePtr l) {
     listUsers(l->conn(), d.clock(), [l, respond](Result<std::vector<UserInfo>> r) {
@@ -368,14 +386,8 @@ void listUsersRoute(AuthDeps& d, const ApiRequest&, ApiRespond respond) {
 void createUserRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   auto body = bodyObject(req);
   if (!body) return respond(errorResponse(body.error()));
-  auto name = stringField(*body, "name");
-  if (!name || !isValidName(*name))
-    return respond(jsonError(400, "invalid",
-                             "`name`: a letter or digit, then up to 63 letters, digits or ._@-"));
-  auto role = roleField(*body);
-  if (!role) return respond(errorResponse(role.error()));
-  auto perms = permissionsField(*body);
-  if (!perms) return respond(errorResponse(perms.error()));
+  auto grant = grantFields(*body);
+  if (!grant) return respond(errorResponse(grant.error()));
   auto password = stringField(*body, "password");
   bool generated = !password;
   if (generated) {
@@ -388,7 +400,7 @@ void createUserRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
                              "the password must have at least " +
                                  std::to_string(d.policy.minPasswordLength) + " characters"));
   }
-  NewUser u{*name, *role, *perms, {}, generated};
+  NewUser u{grant->name, grant->role, grant->permissions, {}, generated};
   if (auto m = body->find("mustChangePassword"); m != body->end() && m->is_boolean())
     u.mustChangePassword = m->get<bool>();
   auto who = auditEntryFor(*req.caller, "");
@@ -435,15 +447,9 @@ void listTokensRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
 void createTokenRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   auto body = bodyObject(req);
   if (!body) return respond(errorResponse(body.error()));
-  auto name = stringField(*body, "name");
-  if (!name || !isValidName(*name))
-    return respond(jsonError(400, "invalid",
-                             "`name`: a letter or digit, then up to 63 letters, digits or ._@-"));
-  auto role = roleField(*body);
-  if (!role) return respond(errorResponse(role.error()));
-  auto perms = permissionsField(*body);
-  if (!perms) return respond(errorResponse(perms.error()));
-  NewToken t{*name, *role, *perms, stringField(*body, "user")};
+  auto grant = grantFields(*body);
+  if (!grant) return respond(errorResponse(grant.error()));
+  NewToken t{grant->name, grant->role, grant->permissions, stringField(*body, "user")};
   auto who = auditEntryFor(*req.caller, "");
   withConnection(d.pool, respond, [&d, respond, t, who](LeasePtr l) {
     createToken(l->conn(), t, who, d.clock(), [l, respond](Result<CreatedToken> r) {
