@@ -23,32 +23,12 @@
 #include <thread>
 #include <vector>
 
+#include "tests/bench/raw_socket.h"
+
+using ductus::bench::connectTo;
+using ductus::bench::writeAll;
+
 namespace {
-
-int connectTo(const char* host, int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  inet_pton(AF_INET, host, &a.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    perror("connect");
-    std::exit(1);
-  }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
-}
-
-bool writeAll(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = write(fd, s.data() + off, s.size() - off);
-    if (n <= 0) return false;
-    off += n;
-  }
-  return true;
-}
 
 // One thread a connection: answer each frame as soon as its end arrives.
 [[noreturn]] void echoServer(int port) {
