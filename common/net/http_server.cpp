@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <optional>
 
 #include "common/config/duration.h"
 
@@ -57,6 +59,17 @@ std::optional<std::string_view> HttpRequest::header(std::string_view name) const
 
 struct HttpRespond::State : AnswerSlot {
   ~State();  // answers 500 if nobody did
+  // Set for an answer that goes to a function, not a connection
+  // (HttpRespond::to); emptied by the answer.
+  std::function<void(HttpResponse)> to;
+};
+
+// What every copy of an HttpStream shares; the connection holds it weakly,
+// so the last copy dropped ends the stream.
+struct HttpStream::State : AnswerSlot {
+  ~State();
+  size_t maxUnread = 0;
+  std::function<void()> onEnded;
 };
 
 // The HTTP of one accepted connection, parsed by llhttp.
@@ -70,11 +83,49 @@ class HttpConnection final : public StreamConnection {
   }
 
   void respond(HttpResponse r) {
+    if (Histogram* times = settings().answerTimes; times && dispatched_)
+      times->observe(since(*std::exchange(dispatched_, std::nullopt)));
     bool keepAlive = keepAlive_ && !draining();
     // The parser was held at the end of this request; the next one may go.
     llhttp_resume(&parser_);
     endRequest(serialize(std::move(r), keepAlive, method_ == "HEAD"), keepAlive);
   }
+
+  // ---- a streamed answer (HttpStream) ----
+  // The parser stays held at the end of the request: none follows.
+  HttpStream startStream(HttpResponse head, HttpStreamOptions options) {
+    std::string bytes = streamHead(head);
+    if (method_ == "HEAD" || draining()) {
+      endRequest(std::move(bytes), false);
+      return HttpStream();
+    }
+    auto state = std::make_shared<HttpStream::State>();
+    state->maxUnread = options.maxUnread;
+    state->onEnded = std::move(options.onEnded);
+    beginStream(state);
+    if (state->answered()) return HttpStream();
+    stream_ = state;
+    write(std::move(bytes));
+    return HttpStream(std::move(state));
+  }
+  bool streamWrite(std::string bytes, size_t maxUnread) {
+    if (!writable()) return false;
+    write(std::move(bytes));
+    if (!writable()) return false;
+    // What the kernel took is gone from here; the rest waits in this
+    // process for a client that may never read it.
+    if (size_t behind = unread(); behind > maxUnread) {
+      spdlog::warn(
+          "{}: closing the stream to {}: {} bytes written and not taken, over its bound of {}",
+          name(), peer(), behind, maxUnread);
+      closeNow();
+      return false;
+    }
+    return true;
+  }
+  void endStream() { shutdownAndClose(false); }
+  bool streamOpen() const { return writable(); }
+  uv_loop_t* streamLoop() const { return loop(); }
 
  private:
   static const llhttp_settings_t& parserSettings() {
@@ -194,6 +245,12 @@ class HttpConnection final : public StreamConnection {
       spdlog::warn("{}: connection from {} failed: {}", name(), peer(), uv_strerror(status));
   }
 
+  void ended() override {
+    auto s = stream_.lock();
+    if (!s) return;
+    if (auto done = std::exchange(s->onEnded, nullptr)) done();
+  }
+
   // The request begun `age` ago is still not complete: 408, as RFC 9110
   // says for a server that will not wait any longer.
   void frameExpired(std::chrono::milliseconds age) override {
@@ -244,6 +301,7 @@ class HttpConnection final : public StreamConnection {
     }
     auto state = std::make_shared<HttpRespond::State>();
     beginRequest(state);
+    if (settings().answerTimes) dispatched_ = std::chrono::steady_clock::now();
     HttpRequest req = std::move(req_);
     req_ = HttpRequest{};
     auto handler = std::move(handler_);
@@ -280,6 +338,21 @@ class HttpConnection final : public StreamConnection {
     return out;
   }
 
+  // A stream's head: its body ends when the connection does.
+  static std::string streamHead(const HttpResponse& r) {
+    std::string out = "HTTP/1.1 " + std::to_string(r.status) + " ";
+    out += httpReason(r.status);
+    out += "\r\n";
+    for (const auto& [k, v] : r.headers) {
+      if (iequals(k, "content-length") || iequals(k, "connection") ||
+          iequals(k, "transfer-encoding"))
+        continue;
+      out += k + ": " + v + "\r\n";
+    }
+    out += "Connection: close\r\n\r\n";
+    return out;
+  }
+
   HttpServer* server_;  // valid while attached()
   llhttp_t parser_{};
   HttpRequest req_;
@@ -293,19 +366,69 @@ class HttpConnection final : public StreamConnection {
   bool lastWasValue_ = false;
   bool complete_ = false;
   bool keepAlive_ = true;
+  // When the request in hand went to its handler (settings().answerTimes
+  // only); a streamed answer is not timed.
+  std::optional<std::chrono::steady_clock::time_point> dispatched_;
+  std::weak_ptr<HttpStream::State> stream_;  // set once the answer is a stream
 };
 
 HttpRespond::State::~State() {
-  if (auto* c = take<HttpConnection>())
-    c->respond(HttpResponse{500, {{"Content-Type", "text/plain"}}, "no response\n"});
+  HttpResponse none{500, {{"Content-Type", "text/plain"}}, "no response\n"};
+  if (auto f = std::exchange(to, nullptr))
+    f(std::move(none));
+  else if (auto* c = take<HttpConnection>())
+    c->respond(std::move(none));
+}
+
+HttpRespond HttpRespond::to(std::function<void(HttpResponse)> answer) {
+  auto state = std::make_shared<State>();
+  state->to = std::move(answer);
+  return HttpRespond(std::move(state));
 }
 
 void HttpRespond::operator()(HttpResponse response) const {
   if (!state_) return;
+  if (auto f = std::exchange(state_->to, nullptr)) return f(std::move(response));
   if (auto* c = state_->take<HttpConnection>()) c->respond(std::move(response));
 }
 
-bool HttpRespond::responded() const { return !state_ || state_->answered(); }
+bool HttpRespond::responded() const {
+  return !state_ || (!state_->to && state_->answered());
+}
+
+HttpStream HttpRespond::stream(HttpResponse head, HttpStreamOptions options) const {
+  if (!state_) return HttpStream();
+  // No connection to stream on: the head is the whole answer.
+  if (auto f = std::exchange(state_->to, nullptr)) {
+    f(std::move(head));
+    return HttpStream();
+  }
+  auto* c = state_->take<HttpConnection>();
+  if (!c) return HttpStream();
+  return c->startStream(std::move(head), std::move(options));
+}
+
+HttpStream::State::~State() {
+  if (auto* c = connection<HttpConnection>()) c->endStream();
+}
+
+bool HttpStream::write(std::string bytes) const {
+  auto* c = state_ ? state_->connection<HttpConnection>() : nullptr;
+  return c && c->streamWrite(std::move(bytes), state_->maxUnread);
+}
+
+void HttpStream::end() const {
+  if (auto* c = state_ ? state_->connection<HttpConnection>() : nullptr) c->endStream();
+}
+
+bool HttpStream::open() const {
+  auto* c = state_ ? state_->connection<HttpConnection>() : nullptr;
+  return c && c->streamOpen();
+}
+
+uv_loop_t* HttpStream::loop() const {
+  return open() ? state_->connection<HttpConnection>()->streamLoop() : nullptr;
+}
 
 namespace {
 

@@ -19,6 +19,10 @@
 // and body are not complete within frameDeadline of its first byte is
 // answered 408 and closed; a client that pipelines requests without reading
 // the responses is no longer read from past unreadAnswers unread.
+//
+// A handler may answer with a stream instead (HttpRespond::stream, for
+// Server-Sent Events): a head without Content-Length, then a body written
+// over time until either side ends it; see HttpStream.
 #pragma once
 
 #include <uv.h>
@@ -33,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/histogram.h"
 #include "common/result.h"
 #include "common/uv_handle.h"
 #include "common/net/stream_connection.h"
@@ -62,6 +67,55 @@ struct HttpResponse {
 
 class HttpConnection;
 
+// A response whose body is written over time (Server-Sent Events), from
+// HttpRespond::stream(). Copyable; every copy writes to the same stream.
+// Its head goes out with "Connection: close" and without Content-Length:
+// the body is everything written until the connection closes, and no
+// request follows it on that connection. The connection's idle timeout
+// does not apply to it. What the client sends meanwhile is read and
+// dropped, so its leaving is seen at once.
+//
+// The stream ends when the handler calls end() or drops every copy (what
+// is queued is written first); when the client closes its side or resets;
+// when the client leaves more than maxUnread bytes unsent (it does not
+// read: the connection is closed at once, logged), or leaves
+// limits.unreadAnswers unsent for limits.unreadGrace; when the server
+// closes (close(): a shutdown after what is queued, or at once if the
+// client is behind).
+class HttpStream {
+ public:
+  HttpStream() = default;  // not open
+
+  // Queues bytes; false when the stream is not open (then nothing is
+  // queued), or these bytes took it over maxUnread.
+  bool write(std::string bytes) const;
+  // Ends the stream once what is queued is written.
+  void end() const;
+  bool open() const;
+  // The loop the connection runs on, null when not open: for the timers
+  // that feed the stream.
+  uv_loop_t* loop() const;
+
+ private:
+  friend class HttpConnection;
+  friend class HttpRespond;
+  struct State;
+  explicit HttpStream(std::shared_ptr<State> s) : state_(std::move(s)) {}
+  std::shared_ptr<State> state_;
+};
+
+struct HttpStreamOptions {
+  // Bytes written and not yet taken by the client's kernel past which the
+  // client is dropped. A stream sends when it has something to say, not
+  // when it is asked: this is what keeps a client that never reads from
+  // holding the engine's memory.
+  size_t maxUnread = size_t{1} << 20;
+  // Runs once, on the loop, after the connection has closed, whichever way
+  // the stream ended; never from inside stream(), write() or end(). It
+  // lives in the stream's copies: once every copy is dropped, it won't run.
+  std::function<void()> onEnded;
+};
+
 // Sends the response for one request. Copyable; the first call wins, later
 // ones do nothing, as does a call after the connection has gone. If every
 // copy is dropped unanswered, the client gets 500 so the connection does not
@@ -70,6 +124,16 @@ class HttpRespond {
  public:
   void operator()(HttpResponse response) const;
   bool responded() const;
+  // Answers with a stream: `head`'s status and headers now (Content-Length,
+  // Transfer-Encoding and Connection are left out), the body through the
+  // stream. Like a response, the first answer wins: after one (or once the
+  // connection has gone) the stream is not open and onEnded never runs. So
+  // does a HEAD request or a closing server, which get the head alone.
+  HttpStream stream(HttpResponse head, HttpStreamOptions options = {}) const;
+  // An answer that goes to `answer` instead of a connection, for requests
+  // made inside the engine (ductusctl's, through the control socket); a
+  // stream's head is its whole answer. Dropped unanswered: a 500.
+  static HttpRespond to(std::function<void(HttpResponse)> answer);
 
  private:
   friend class HttpConnection;
@@ -84,6 +148,9 @@ struct HttpSettings {
   size_t maxBodyBytes = size_t{64} << 20;
   std::string name = "http";  // for logs
   ConnectionLimits limits;
+  // Observes each answer's time, from its request's dispatch to the answer
+  // handed to the connection; null: not timed. Must outlive the server.
+  Histogram* answerTimes = nullptr;
 };
 
 class HttpServer {
@@ -126,7 +193,8 @@ class HttpServer {
   }
 
   // Stops accepting; idle connections close now, busy ones after their
-  // response. onClosed runs once all are closed.
+  // response, streams at once (HttpStream). onClosed runs once all are
+  // closed.
   void close(std::function<void()> onClosed);
 
  private:

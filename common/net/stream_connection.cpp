@@ -245,6 +245,9 @@ void StreamConnection::setKeepAlive() {
 void StreamConnection::closeWhenIdle() {
   if (!busy_) return closeNow();
   draining_ = true;
+  // A stream has no end of its own to wait for. A peer behind on it would
+  // hold the listener's close until the idle timeout: it is cut instead.
+  if (streaming_) return unread() > 0 ? closeNow() : shutdownAndClose(false);
   stopReading();
 }
 
@@ -272,6 +275,8 @@ void StreamConnection::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   if (n > 0) return self->consume(buf->base, static_cast<size_t>(n));
   // Lingering after an error answer: the peer has closed (or reset); done.
   if (self->shutdown_) return self->closeNow();
+  // A stream's peer has nothing more to send: its end is its leaving.
+  if (self->streaming_) return self->closeNow();
   if (n != UV_EOF) {
     self->failed(IoStep::Read, static_cast<int>(n));
     return self->closeNow();
@@ -334,11 +339,7 @@ void StreamConnection::stopReading() {
 }
 
 void StreamConnection::consume(const char* p, size_t n) {
-  if (shutdown_) {
-    lingered_ += n;
-    if (lingered_ > kLingerBytes) closeNow();
-    return;
-  }
+  if (shutdown_ || streaming_) return drop(n);
   if (busy_ || held_ || paced_) {
     pending_.append(p, n);
     if (pendingBytes() >= pendingLimit_) stopReading();
@@ -346,8 +347,18 @@ void StreamConnection::consume(const char* p, size_t n) {
   }
   size_t used = feedAll(p, n);
   if (closing_ || shutdown_) return;
+  // The handler answered with a stream at once: what followed the request
+  // is no request.
+  if (streaming_) return drop(n - used);
   if (used < n) pending_.append(p + used, n - used);
   if ((busy_ || paced_) && pendingBytes() >= pendingLimit_) stopReading();
+}
+
+// Read after a shutdown (lingering) or during a stream: what the peer still
+// sends goes nowhere, up to a bound.
+void StreamConnection::drop(size_t n) {
+  lingered_ += n;
+  if (lingered_ > kLingerBytes) closeNow();
 }
 
 size_t StreamConnection::feedAll(const char* p, size_t n) {
@@ -398,6 +409,21 @@ void StreamConnection::beginRequest(const std::shared_ptr<AnswerSlot>& slot) {
   slot->conn_ = this;
   inflight_ = slot;
   busy_ = true;
+}
+
+void StreamConnection::beginStream(const std::shared_ptr<AnswerSlot>& slot) {
+  if (closing_) return;
+  slot->conn_ = this;
+  inflight_ = slot;
+  busy_ = true;
+  streaming_ = true;
+  // Read behind the request: no request follows a stream.
+  pending_ = std::string();
+  pendingAt_ = 0;
+  if (eofSeen_) return closeNow();
+  // Reading stopped behind the request; from here it goes on, to see the
+  // peer leave.
+  if (!shutdown_) startReading();
 }
 
 void StreamConnection::endRequest(std::string answer, bool keepOpen) {
@@ -481,6 +507,7 @@ void StreamConnection::holdBack() {
 
 void StreamConnection::release() {
   held_ = false;
+  if (streaming_) return startReading();
   // With a request in flight, reading goes on as consume() would have left it.
   if (busy_) {
     if (!eofSeen_ && pendingBytes() < pendingLimit_) startReading();

@@ -121,6 +121,12 @@ class AnswerSlot {
   }
   // Whether an answer has been given (or the connection is gone).
   bool answered() const { return conn_ == nullptr; }
+  // The connection without taking it: a stream's state (beginStream) keeps
+  // it until the connection closes.
+  template <class Connection>
+  Connection* connection() const {
+    return static_cast<Connection*>(conn_);
+  }
 
  private:
   friend class StreamConnection;
@@ -231,6 +237,7 @@ class StreamConnection {
   const ConnectionLimits& limits() const { return limits_; }
   // The loop's clock, in milliseconds.
   uint64_t now() const;
+  uv_loop_t* loop() const { return tcp_.loop; }
 
   // The first byte of a request has been read: from here it must be
   // complete within limits().frameDeadline. Bytes outside any request (an
@@ -242,6 +249,20 @@ class StreamConnection {
   void frameEnded();
   // A complete request goes to the handler, whose answer holds `slot`.
   void beginRequest(const std::shared_ptr<AnswerSlot>& slot);
+  // The request in flight is answered by a stream (HTTP's Server-Sent
+  // Events): write() adds to its answer over time, and `slot` holds the
+  // connection until it closes. The request stays in flight, so the idle
+  // timeout does not apply; no request follows it. What the peer sends
+  // from here is read and dropped, so that its leaving is seen at once: an
+  // end of input closes the connection (a peer that half-closes cannot be
+  // told from one that left). A closing listener ends the stream: a
+  // shutdown once everything is written, or at once if the peer is behind.
+  void beginStream(const std::shared_ptr<AnswerSlot>& slot);
+  // Whether write() still sends: not closing, not shut down.
+  bool writable() const { return !closing_ && !shutdown_; }
+  // Bytes of answers not yet taken by the peer's kernel: libuv's write
+  // queue and the outbox.
+  size_t unread() const;
   // Writes the answer (to the request in flight, or one the protocol gives
   // itself from inside feed()) and goes on with what the peer sent next;
   // shuts down instead when !keepOpen or draining().
@@ -276,9 +297,6 @@ class StreamConnection {
   static void onShutdown(uv_shutdown_t* req, int status);
 
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
-  // Bytes of answers not yet taken by the peer's kernel: libuv's write
-  // queue and the outbox.
-  size_t unread() const;
   std::string_view listenerName() const;
   size_t pendingBytes() const { return pending_.size() - pendingAt_; }
   void start();
@@ -287,6 +305,7 @@ class StreamConnection {
   void startReading();
   void stopReading();
   void consume(const char* p, size_t n);
+  void drop(size_t n);
   size_t feedAll(const char* p, size_t n);
   void drainPending();
   void goOn();
@@ -320,6 +339,7 @@ class StreamConnection {
   bool held_ = false;        // over limits_.unreadAnswers: not reading, not parsing
   bool paced_ = false;       // answered from inside feed(): parsing waits for the write
   bool busy_ = false;     // a request is with the handler
+  bool streaming_ = false;  // its answer is a stream (beginStream): busy_ for good
   bool feeding_ = false;  // feed() is on the stack
   bool reading_ = false;
   bool eofSeen_ = false;  // the peer closed; close after answering what it sent

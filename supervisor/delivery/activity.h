@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "common/uv_handle.h"
-#include "supervisor/delivery/histogram.h"
+#include "common/histogram.h"
 
 namespace ductus::delivery {
 

@@ -81,6 +81,15 @@ class RawClient {
       if (!fill(deadline)) return r;
     }
   }
+  // Reads until what was read holds `needle`; false on timeout or EOF.
+  bool readUntil(std::string_view needle, milliseconds timeout = milliseconds(5000)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (buf_.find(needle) == std::string::npos)
+      if (!fill(deadline)) return false;
+    return true;
+  }
+  // Everything read and not yet taken by read().
+  std::string take() { return std::exchange(buf_, {}); }
   bool closedByPeer(milliseconds timeout = milliseconds(3000)) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
@@ -142,8 +151,39 @@ class HttpServerTest : public ::testing::Test {
       respond(HttpResponse{202, {{"X-Route", tag}}, tag + ":" + r.method + ":" + r.body});
     };
   }
+  // A route whose every request is answered with a stream, kept in
+  // streams_; ended_ counts the streams' onEnded.
+  void streamRoute(const std::string& path, size_t maxUnread = size_t{1} << 20) {
+    route(path, [this, maxUnread](const HttpRequest&, HttpRespond respond) {
+      HttpStreamOptions o;
+      o.maxUnread = maxUnread;
+      o.onEnded = [this] { ++ended_; };
+      streams_.push_back(respond.stream(
+          HttpResponse{200, {{"Content-Type", "text/event-stream"}, {"Content-Length", "7"}}, ""},
+          std::move(o)));
+    });
+  }
+  size_t streamCount() {
+    size_t n = 0;
+    loop_.run([&] { n = streams_.size(); });
+    return n;
+  }
+  // Writes to the latest stream on the loop; what write() said.
+  bool streamWrite(const std::string& bytes) {
+    bool ok = false;
+    loop_.run([&] { ok = streams_.back().write(bytes); });
+    return ok;
+  }
+  bool streamOpen() {
+    bool open = false;
+    loop_.run([&] { open = streams_.back().open(); });
+    return open;
+  }
   void TearDown() override {
-    loop_.run([&] { server_.reset(); });
+    loop_.run([&] {
+      server_.reset();
+      streams_.clear();
+    });
   }
 
   LoopThread loop_;
@@ -151,6 +191,8 @@ class HttpServerTest : public ::testing::Test {
   uint16_t port_ = 0;
   std::mutex mu_;
   std::vector<HttpRequest> requests_;
+  std::vector<HttpStream> streams_;  // on the loop thread
+  std::atomic<int> ended_{0};
 };
 
 TEST_F(HttpServerTest, ThreeRequestsShareOneKeepAliveConnection) {
@@ -607,6 +649,196 @@ TEST_F(HttpServerTest, AClientThatPipelinesAndNeverReadsIsHeldBackThenClosed) {
       },
       milliseconds(20000)));
   EXPECT_EQ(log.count("answers unread for"), 1u) << log.all();
+}
+
+}  // namespace
+}  // namespace ductus::net
+
+namespace ductus::net {
+namespace {
+
+// ---- streamed answers (HttpStream) ----
+
+const std::string kGetEvents = "GET /events HTTP/1.1\r\nHost: x\r\n\r\n";
+
+TEST_F(HttpServerTest, AStreamSendsItsHeadAtOnceThenEachWriteAsItComes) {
+  start();
+  streamRoute("/events");
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(kGetEvents));
+  ASSERT_TRUE(c.readUntil("\r\n\r\n"));
+  std::string head = c.take();
+  EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << head;
+  EXPECT_NE(head.find("Content-Type: text/event-stream\r\n"), std::string::npos) << head;
+  EXPECT_NE(head.find("Connection: close\r\n"), std::string::npos) << head;
+  // The body ends with the connection: no length, not even the handler's.
+  EXPECT_EQ(head.find("Content-Length"), std::string::npos) << head;
+  EXPECT_TRUE(streamWrite("data: one\n\n"));
+  ASSERT_TRUE(c.readUntil("data: one\n\n"));
+  EXPECT_EQ(c.take(), "data: one\n\n");
+  EXPECT_FALSE(c.readUntil("x", milliseconds(100))) << "bytes nobody wrote";
+  EXPECT_TRUE(streamWrite("data: two\n\n"));
+  ASSERT_TRUE(c.readUntil("data: two\n\n"));
+  EXPECT_EQ(ended_.load(), 0);
+  loop_.run([&] { streams_.back().end(); });
+  EXPECT_TRUE(c.closedByPeer());
+  EXPECT_TRUE(eventually([&] { return ended_.load() == 1; }));
+  EXPECT_FALSE(streamOpen());
+  EXPECT_FALSE(streamWrite("data: late\n\n"));
+  loop_.run([&] { EXPECT_EQ(server_->connectionCount(), 0u); });
+}
+
+TEST_F(HttpServerTest, TheIdleTimeoutDoesNotEndAStream) {
+  HttpSettings s;
+  s.limits.idleTimeout = milliseconds(200);
+  start(s);
+  streamRoute("/events");
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(kGetEvents));
+  ASSERT_TRUE(c.readUntil("\r\n\r\n"));
+  // Four idle timeouts without a byte either way.
+  EXPECT_FALSE(c.closedByPeer(milliseconds(800))) << "the idle timeout ended a stream";
+  EXPECT_TRUE(streamOpen());
+  EXPECT_TRUE(streamWrite("data: still here\n\n"));
+  EXPECT_TRUE(c.readUntil("data: still here\n\n"));
+  EXPECT_EQ(ended_.load(), 0);
+}
+
+TEST_F(HttpServerTest, AClientThatLeavesEndsItsStreamAtOnce) {
+  start();
+  streamRoute("/events");
+  {
+    RawClient c(port_);
+    ASSERT_TRUE(c.send(kGetEvents));
+    ASSERT_TRUE(c.readUntil("\r\n\r\n"));
+    c.take();
+    // What it sends after the request is no request: dropped.
+    ASSERT_TRUE(c.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n"));
+    EXPECT_TRUE(streamWrite("data: one\n\n"));
+    ASSERT_TRUE(c.readUntil("data: one\n\n"));
+    EXPECT_EQ(c.take().find("HTTP/1.1"), std::string::npos);
+  }
+  // Seen by its end of input, without a write to fail first.
+  EXPECT_TRUE(eventually([&] { return ended_.load() == 1; }));
+  EXPECT_EQ(streamCount(), 1u);
+  EXPECT_FALSE(streamOpen());
+  EXPECT_FALSE(streamWrite("data: nobody\n\n"));
+}
+
+TEST_F(HttpServerTest, DroppingEveryCopyOfAStreamEndsIt) {
+  start();
+  streamRoute("/events");
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(kGetEvents));
+  ASSERT_TRUE(c.readUntil("\r\n\r\n"));
+  ASSERT_TRUE(streamWrite("data: last\n\n"));
+  loop_.run([&] { streams_.clear(); });
+  EXPECT_TRUE(c.readUntil("data: last\n\n"));
+  EXPECT_TRUE(c.closedByPeer());
+  // Its onEnded went with the copies: nobody is told.
+  EXPECT_EQ(ended_.load(), 0);
+}
+
+TEST_F(HttpServerTest, AHeadRequestForAStreamGetsTheHeadAloneAndALaterAnswerIsIgnored) {
+  start();
+  streamRoute("/events");
+  RawClient c(port_);
+  ASSERT_TRUE(c.send("HEAD /events HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(c.readUntil("\r\n\r\n"));
+  EXPECT_EQ(c.take().rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  EXPECT_TRUE(c.closedByPeer());
+  EXPECT_FALSE(streamOpen());
+
+  // A stream after the response: not open, and the response stands.
+  route("/answered", [this](const HttpRequest&, HttpRespond respond) {
+    respond(HttpResponse{202, {}, "done"});
+    streams_.push_back(respond.stream(HttpResponse{200, {}, ""}));
+  });
+  RawClient d(port_);
+  ASSERT_TRUE(d.send("GET /answered HTTP/1.1\r\nHost: x\r\n\r\n"));
+  Reply r = d.read();
+  EXPECT_EQ(r.status, 202);
+  EXPECT_EQ(r.body, "done");
+  EXPECT_FALSE(streamOpen());
+  ASSERT_TRUE(d.send("GET /answered HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(d.read().status, 202) << "the connection stays usable";
+}
+
+TEST_F(HttpServerTest, CloseEndsStreamsAfterWhatIsQueued) {
+  start();
+  streamRoute("/events");
+  RawClient a(port_), b(port_);
+  ASSERT_TRUE(a.send(kGetEvents));
+  ASSERT_TRUE(b.send(kGetEvents));
+  ASSERT_TRUE(eventually([&] { return streamCount() == 2; }));
+  std::atomic<bool> closed{false};
+  loop_.run([&] {
+    for (auto& s : streams_) s.write("data: bye\n\n");
+    server_->close([&] { closed = true; });
+  });
+  for (RawClient* c : {&a, &b}) {
+    EXPECT_TRUE(c->readUntil("data: bye\n\n"));
+    EXPECT_TRUE(c->closedByPeer());
+  }
+  EXPECT_TRUE(eventually([&] { return closed.load(); }));
+  EXPECT_EQ(ended_.load(), 2);
+}
+
+// A stream writes when it has something to say: a client that never reads
+// would otherwise have the engine hold everything said since.
+TEST_F(HttpServerTest, AStreamWhoseClientNeverReadsIsDroppedPastItsBound) {
+  LogCapture log(spdlog::level::info);
+  start();
+  streamRoute("/events", 64 * 1024);
+  RawClient c(port_, 4096);
+  ASSERT_TRUE(c.send(kGetEvents));
+  ASSERT_TRUE(eventually([&] { return streamCount() == 1; }));
+  const std::string event = "data: " + std::string(16 * 1024, 'x') + "\n\n";
+  size_t written = 0;
+  bool dropped = false;
+  // The kernel's buffers take a few MB first.
+  while (written < (size_t{64} << 20) && !dropped) {
+    loop_.run([&] {
+      for (int i = 0; i < 64 && !dropped; ++i) {
+        if (streams_.back().write(event))
+          written += event.size();
+        else
+          dropped = true;
+      }
+    });
+  }
+  EXPECT_TRUE(dropped) << "still writing after " << written << " bytes";
+  EXPECT_LT(written, size_t{32} << 20);
+  EXPECT_TRUE(eventually([&] { return ended_.load() == 1; }));
+  EXPECT_EQ(log.count("closing the stream to 127.0.0.1:"), 1u) << log.all();
+  loop_.run([&] { EXPECT_EQ(server_->connectionCount(), 0u); });
+}
+
+}  // namespace
+}  // namespace ductus::net
+
+namespace ductus::net {
+namespace {
+
+// ductusctl's requests reach the API's handlers without a connection: the
+// answer goes to a function, once, and an answer never given is a 500.
+TEST(HttpRespondTo, TheFirstAnswerGoesToTheFunctionOnceAndNoneIsA500) {
+  std::vector<int> got;
+  {
+    auto respond = HttpRespond::to([&](HttpResponse r) { got.push_back(r.status); });
+    EXPECT_FALSE(respond.responded());
+    HttpRespond copy = respond;
+    copy(HttpResponse{204, {}, ""});
+    EXPECT_TRUE(respond.responded());
+    respond(HttpResponse{200, {}, "late"});
+    EXPECT_FALSE(respond.stream(HttpResponse{200, {}, ""}).open());
+  }
+  EXPECT_EQ(got, std::vector<int>{204});
+  { auto dropped = HttpRespond::to([&](HttpResponse r) { got.push_back(r.status); }); }
+  EXPECT_EQ(got, (std::vector<int>{204, 500}));
+  auto streamed = HttpRespond::to([&](HttpResponse r) { got.push_back(r.status); });
+  EXPECT_FALSE(streamed.stream(HttpResponse{200, {}, ""}).open()) << "no connection to stream on";
+  EXPECT_EQ(got, (std::vector<int>{204, 500, 200}));
 }
 
 }  // namespace

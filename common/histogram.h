@@ -1,6 +1,7 @@
 // Histogram: how long something took, counted into fixed buckets as it
-// happens, for GET /api/v1/metrics (Prometheus histograms). Lock-free as
-// the activity counters beside it: recorded on the engine's loop, read
+// happens, for GET /api/v1/metrics (Prometheus histograms): the delivery
+// loops' timings and the API's own requests. Lock-free as the activity
+// counters that hold most of them: recorded on the engine's loop, read
 // whole per counter (relaxed) by a scrape, not all from one instant. The
 // sum is kept in integer microseconds, so it is one atomic add too.
 #pragma once
@@ -11,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace ductus::delivery {
+namespace ductus {
 
 // 1, 2.5, 5 per decade from 0.5 ms to 10 s, then 1 min, 5 min, 1 h; in
 // microseconds. An observation above the last lands in +Inf.
@@ -61,4 +62,4 @@ inline std::chrono::microseconds since(std::chrono::steady_clock::time_point sta
                                                                start);
 }
 
-}  // namespace ductus::delivery
+}  // namespace ductus
