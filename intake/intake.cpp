@@ -18,6 +18,7 @@ void Intake::accept(std::string payload,
   m.payload = std::move(payload);
   m.partitionKey = keys.lane;
   m.dedupeKey = std::move(keys.dedupe);
+  m.columns = std::move(keys.columns);
   m.destinationIds = spec_.destinationIds;
   m.relaxed = spec_.relaxed;
   int32_t lane = keys.lane;
@@ -49,7 +50,8 @@ void Intake::acceptBatch(std::vector<std::string> payloads,
   for (auto& p : payloads) {
     MessageKeys keys = intake::keysOf(spec_.keys, p);
     lanes->insert(keys.lane);
-    b.items.push_back(store::BatchItem{std::move(p), keys.lane, std::move(keys.dedupe)});
+    b.items.push_back(
+        store::BatchItem{std::move(p), keys.lane, std::move(keys.dedupe), std::move(keys.columns)});
   }
   auto held = std::make_shared<Gate::Pass>(std::move(*pass));
   store_.insertBatch(std::move(b), [this, lanes, held, cb = std::move(cb)](
@@ -71,6 +73,10 @@ void Intake::acceptRouted(int64_t sourceDestinationId, std::vector<store::Routed
   b.targetInterfaceId = spec_.interfaceId;
   b.targetTier = spec_.tier;
   b.targetDestinationIds = spec_.destinationIds;
+  // The browser's columns, read with this interface's keys (the route's
+  // loop read the lane and dedupe key with them already).
+  b.columns.reserve(items.size());
+  for (auto& it : items) b.columns.push_back(intake::keysOf(spec_.keys, it.payload).columns);
   b.items = std::move(items);
   store_.finishRouted(std::move(b), [onStored = spec_.onStored, held, cb = std::move(cb)](
                                         Result<std::vector<store::RoutedMessage>> r) {

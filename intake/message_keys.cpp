@@ -8,7 +8,6 @@
 
 #include "common/hl7/message.h"
 #include "common/partition.h"
-#include "common/sha256.h"
 #include "common/text.h"
 
 namespace ductus::intake {
@@ -224,13 +223,22 @@ class JsonPathReader : public nlohmann::json_sax<nlohmann::json> {
   bool failed_ = false;
 };
 
+// What an HL7 message's header says, for the browser's columns.
+struct Hl7Header {
+  std::string type;       // MSH-9, components joined by '^'
+  std::string controlId;  // MSH-10
+  bool latin1 = false;    // read as ISO-8859-1 (forced, or MSH-18)
+};
+
 // The values at `paths` in one message, read in one pass ("" for a path
-// that is absent or a message that can't be read).
+// that is absent or a message that can't be read); with `header`, an HL7
+// message's MSH-9, MSH-10 and charset too.
 std::vector<std::string> valuesAt(config::Format format, std::string_view payload,
                                   const std::vector<std::string_view>& paths,
-                                  config::Charset charset) {
+                                  config::Charset charset, Hl7Header* header = nullptr) {
   std::vector<std::string> values(paths.size());
   if (format == config::Format::Hl7v2) {
+    if (header) header->latin1 = charset == config::Charset::Latin1;
     auto m = hl7::MessageView::parse(payload);
     if (!m) return values;
     bool latin1 = charset == config::Charset::Latin1;
@@ -240,9 +248,19 @@ std::vector<std::string> valuesAt(config::Format format, std::string_view payloa
     }
     // Bytes that are not UTF-8 are read as ISO-8859-1 whatever is declared,
     // as the SDK does (nothing replaced, the same bytes the same text).
-    for (size_t i = 0; i < paths.size(); ++i) {
-      std::string_view raw = m->get(paths[i]);
-      values[i] = latin1 ? latin1AsUtf8(raw) : asText(raw);
+    auto text = [latin1](std::string_view raw) { return latin1 ? latin1AsUtf8(raw) : asText(raw); };
+    for (size_t i = 0; i < paths.size(); ++i) values[i] = text(m->get(paths[i]));
+    if (header) {
+      // One spelling of the type whatever the sender's delimiters, so a
+      // search for ADT^A01 finds a "MSH#@!*&" sender's ADT@A01 too.
+      std::string type(m->get("MSH.9"));
+      char component = m->delimiters().component;
+      if (component != '^')
+        for (char& c : type)
+          if (c == component) c = '^';
+      header->type = text(type);
+      header->controlId = text(m->get("MSH.10"));
+      header->latin1 = latin1;
     }
   } else if (format == config::Format::Json) {
     std::vector<std::vector<JsonStep>> steps;
@@ -275,23 +293,34 @@ bool namesUtf8(std::string_view msh18) {
   return cs == "unicode utf-8" || cs == "unicode utf8" || cs == "utf-8" || cs == "utf8";
 }
 
-std::string storableKey(std::string_view raw) {
-  std::string text = asDatabaseText(raw);
-  if (text.size() > kMaxStoredKeyBytes) return "sha256:" + sha256Hex(text);
-  return text;
-}
+std::string storableKey(std::string_view raw) { return store::searchableText(raw); }
 
 MessageKeys keysOf(const KeySpec& spec, std::string_view payload) {
   MessageKeys k;
-  bool ordered = spec.orderingKey && spec.partitions > 1;
-  if (!ordered && !spec.dedupeKey) return k;
+  bool hl7 = spec.format == config::Format::Hl7v2;
+  if (spec.charset == config::Charset::Latin1) k.columns.charset = "iso-8859-1";
+  // Without keys only HL7 has something to read (its header); other
+  // formats read nothing at all, as before the browser's columns.
+  if (!spec.orderingKey && !spec.dedupeKey && !hl7) return k;
   std::vector<std::string_view> paths;
-  if (ordered) paths.push_back(*spec.orderingKey);
+  if (spec.orderingKey) paths.push_back(*spec.orderingKey);
   if (spec.dedupeKey) paths.push_back(*spec.dedupeKey);
-  auto values = valuesAt(spec.format, payload, paths, spec.charset);
-  if (ordered)
-    k.lane = static_cast<int32_t>(partition_of(values.front(), spec.partitions));
+  Hl7Header header;
+  auto values = valuesAt(spec.format, payload, paths, spec.charset, hl7 ? &header : nullptr);
+  auto column = [](const std::string& v) {
+    return v.empty() ? std::nullopt : std::optional<std::string>(store::searchableText(v));
+  };
+  if (spec.orderingKey) {
+    if (spec.partitions > 1)
+      k.lane = static_cast<int32_t>(partition_of(values.front(), spec.partitions));
+    k.columns.keyValue = column(values.front());
+  }
   if (spec.dedupeKey && !values.back().empty()) k.dedupe = storableKey(values.back());
+  if (hl7) {
+    k.columns.type = column(header.type);
+    k.columns.controlId = column(header.controlId);
+    if (header.latin1) k.columns.charset = "iso-8859-1";
+  }
   return k;
 }
 

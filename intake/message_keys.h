@@ -5,6 +5,10 @@
 // holds only the path walked so far and stops once every key is found
 // (intake runs on the supervisor's loop; a body may be 64 MB).
 // Other formats have no keys: one lane, no dedupe.
+//
+// The same pass reads what the API's message browser searches by
+// (store::MessageColumns): for HL7 MSH-9 and MSH-10, and for every format the
+// ordering key's value and the charset its text was read in.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +17,7 @@
 #include <string_view>
 
 #include "common/config/model.h"
+#include "schema/store_types.h"
 
 namespace ductus::intake {
 
@@ -31,6 +36,10 @@ struct KeySpec {
 struct MessageKeys {
   int32_t lane = 0;
   std::optional<std::string> dedupe;  // nullopt: no key, or empty in the message
+  // Each nullopt when empty in the message. keyValue is read whenever an
+  // ordering key is configured (one lane too): the browser finds a
+  // patient's messages by it.
+  store::MessageColumns columns;
 };
 
 MessageKeys keysOf(const KeySpec& spec, std::string_view payload);
@@ -41,7 +50,8 @@ MessageKeys keysOf(const KeySpec& spec, std::string_view payload);
 // than kMaxStoredKeyBytes becomes "sha256:<hex>" (the index's rows have a
 // size limit). Keys that differ only in how they spell a character
 // (ISO-8859-1 or UTF-8, NUL or \X00\) become equal; others stay apart.
-constexpr size_t kMaxStoredKeyBytes = 512;
+// store::searchableText, which the browser's columns and searches use too.
+constexpr size_t kMaxStoredKeyBytes = store::kMaxSearchableBytes;
 std::string storableKey(std::string_view raw);
 
 // The value at `path` in a message of `format`, as UTF-8 text read with the

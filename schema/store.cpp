@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/sha256.h"
 #include "common/text.h"
 #include "schema/pg_binary.h"
 #include "schema/store_sql.h"
@@ -93,6 +94,12 @@ std::vector<StoredMessage> storedRows(const PgResult& r) {
 }
 
 }  // namespace
+
+std::string searchableText(std::string_view raw) {
+  std::string text = asDatabaseText(raw);
+  if (text.size() > kMaxSearchableBytes) return "sha256:" + sha256Hex(text);
+  return text;
+}
 
 Store::Store(uv_loop_t* loop, StoreOptions options)
     : loop_(loop),
@@ -229,6 +236,15 @@ struct InsertColumns {
   std::vector<int32_t> lanes;
   std::vector<std::optional<std::string>> keys;
   std::vector<int64_t> origins;
+  // MessageColumns, a column each.
+  std::vector<std::optional<std::string>> types, controlIds, keyValues, charsets;
+
+  void addColumns(MessageColumns c) {
+    types.push_back(std::move(c.type));
+    controlIds.push_back(std::move(c.controlId));
+    keyValues.push_back(std::move(c.keyValue));
+    charsets.push_back(std::move(c.charset));
+  }
 };
 
 bool anyDedupeKey(const InsertColumns& c) {
@@ -252,11 +268,16 @@ std::vector<Param> insertParams(int64_t interfaceId, Tier tier,
           keyed ? Param(pb::bytesArray(pb::kText, c.keys)) : Param(),
           pb::int8Array(c.origins),
           std::move(stateKey),
-          std::move(stateJson)};
+          std::move(stateJson),
+          pb::bytesArray(pb::kText, c.types),
+          pb::bytesArray(pb::kText, c.controlIds),
+          pb::bytesArray(pb::kText, c.keyValues),
+          pb::bytesArray(pb::kText, c.charsets)};
 }
 
-const std::vector<int> kInsertFormats{kText,   kText,   kBinary, kText, kBinary,
-                                      kBinary, kBinary, kBinary, kText, kText};
+const std::vector<int> kInsertFormats{kText,   kText,   kBinary, kText,   kBinary,
+                                      kBinary, kBinary, kBinary, kText,   kText,
+                                      kBinary, kBinary, kBinary, kBinary};
 const char* const kInsertName = "ductus_insert_messages";
 const char* const kInsertBatchName = "ductus_insert_batch";
 const char* const kInsertPlainName = "ductus_insert_plain_messages";
@@ -264,7 +285,8 @@ const char* const kInsertPlainBatchName = "ductus_insert_plain_batch";
 
 // kInsertOneMessage, for a message with no dedupe key.
 const char* const kInsertOneName = "ductus_insert_one_message";
-const std::vector<int> kInsertOneFormats{kText, kText, kBinary, kText, kText, kText, kBinary};
+const std::vector<int> kInsertOneFormats{kText, kText, kBinary, kText, kText, kText,
+                                         kBinary, kText, kText, kText, kText};
 
 std::vector<Param> insertOneParams(const NewMessage& m) {
   return {num(m.interfaceId),
@@ -273,7 +295,11 @@ std::vector<Param> insertOneParams(const NewMessage& m) {
           std::string(m.relaxed ? "t" : "f"),
           num(m.partitionKey),
           num(m.originId.value_or(0)),
-          m.payload};
+          m.payload,
+          m.columns.type,
+          m.columns.controlId,
+          m.columns.keyValue,
+          m.columns.charset};
 }
 
 // Inserts one statement can carry together.
@@ -371,6 +397,7 @@ void Store::insertGroup(LeasePtr lease, std::string groupKey) {
     c.lanes.push_back(q.m.partitionKey);
     c.keys.push_back(q.m.dedupeKey);
     c.origins.push_back(q.m.originId.value_or(0));
+    c.addColumns(q.m.columns);
   }
   bool plain = !anyDedupeKey(c);
   auto params = insertParams(first.interfaceId, first.tier, first.destinationIds, first.relaxed, c,
@@ -411,6 +438,7 @@ void Store::insertOne(QueuedInsert q) {
   c.lanes.push_back(q.m.partitionKey);
   c.keys.push_back(std::move(q.m.dedupeKey));
   c.origins.push_back(q.m.originId.value_or(0));
+  c.addColumns(std::move(q.m.columns));
   static const Statement stmt{kInsertName, sql::kInsertMessages};
   run(stmt,
       insertParams(q.m.interfaceId, q.m.tier, q.m.destinationIds, q.m.relaxed, c,
@@ -420,16 +448,15 @@ void Store::insertOne(QueuedInsert q) {
 
 void Store::insertBatch(NewBatch b, Callback<BatchStored> cb) {
   if (b.items.empty() && !b.state) return cb(BatchStored{});
-  std::vector<std::string> payloads;
-  std::vector<int32_t> lanes;
-  std::vector<std::optional<std::string>> keys;
-  payloads.reserve(b.items.size());
+  InsertColumns c;
+  c.payloads.reserve(b.items.size());
   for (auto& it : b.items) {
-    payloads.push_back(std::move(it.payload));
-    lanes.push_back(it.partitionKey);
-    keys.push_back(std::move(it.dedupeKey));
+    c.payloads.push_back(std::move(it.payload));
+    c.lanes.push_back(it.partitionKey);
+    c.keys.push_back(std::move(it.dedupeKey));
+    c.addColumns(std::move(it.columns));
   }
-  std::vector<int64_t> origins(b.items.size(), 0);
+  c.origins.assign(b.items.size(), 0);
   Param stateKey, stateJson;
   if (b.state) {
     stateKey = b.state->key;
@@ -437,7 +464,6 @@ void Store::insertBatch(NewBatch b, Callback<BatchStored> cb) {
   }
   static const Statement keyed{kInsertBatchName, sql::kInsertBatch};
   static const Statement plain{kInsertPlainBatchName, sql::kInsertPlainBatch};
-  InsertColumns c{std::move(payloads), std::move(lanes), std::move(keys), std::move(origins)};
   bool hasKeys = anyDedupeKey(c);
   const Statement& stmt = hasKeys ? keyed : plain;
   auto params = insertParams(b.interfaceId, b.tier, b.destinationIds, b.relaxed, c, hasKeys,
@@ -620,11 +646,14 @@ void Store::finishRouted(RoutedBatch b, Callback<std::vector<RoutedMessage>> cb)
   std::vector<std::string> payloads;
   std::vector<int32_t> lanes;
   std::vector<std::optional<std::string>> keys;
-  for (auto& it : b.items) {
+  InsertColumns c;
+  for (size_t i = 0; i < b.items.size(); ++i) {
+    auto& it = b.items[i];
     refs.push_back(it.source);
     payloads.push_back(std::move(it.payload));
     lanes.push_back(it.partitionKey);
     keys.push_back(std::move(it.dedupeKey));
+    c.addColumns(i < b.columns.size() ? std::move(b.columns[i]) : MessageColumns{});
   }
   auto a = refArrays(refs);
   static const Statement stmt{"ductus_finish_routed", sql::kFinishRouted};
@@ -639,9 +668,14 @@ void Store::finishRouted(RoutedBatch b, Callback<std::vector<RoutedMessage>> cb)
                             num(static_cast<int16_t>(b.targetTier)),
                             pb::int8Array(b.targetDestinationIds),
                             a.from,
-                            a.to};
-  std::vector<int> formats{kBinary, kBinary, kBinary, kText,  kBinary, kBinary,
-                           kBinary, kText,   kText,   kBinary, kText,  kText};
+                            a.to,
+                            pb::bytesArray(pb::kText, c.types),
+                            pb::bytesArray(pb::kText, c.controlIds),
+                            pb::bytesArray(pb::kText, c.keyValues),
+                            pb::bytesArray(pb::kText, c.charsets)};
+  std::vector<int> formats{kBinary, kBinary, kBinary, kText,   kBinary, kBinary,
+                           kBinary, kText,   kText,   kBinary, kText,   kText,
+                           kBinary, kBinary, kBinary, kBinary};
   run(stmt, std::move(params), std::move(formats), true, [cb](Result<PgResult> r) {
     if (!r) return cb(r.error());
     auto stored = storedRows(*r);

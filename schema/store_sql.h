@@ -23,7 +23,9 @@ consteval std::array<char, (N + ...) - sizeof...(N) + 1> concat(const char (&...
 // The message insert, for one message or a batch of one interface.
 // $1 interface, $2 tier, $3 destination ids, $4 relaxed, $5 payloads,
 // $6 partition keys, $7 dedupe keys (NULL elements: none), $8 origin ids
-// (0: none), $9 source_state key (NULL: none), $10 its JSON.
+// (0: none), $9 source_state key (NULL: none), $10 its JSON, $11..$14 the
+// browser's columns (MessageColumns: types, control ids, key values,
+// charsets; NULL elements: none).
 // - cfg: synchronous_commit off for this transaction only when relaxed
 //   (set_config(..., true) lasts until the commit, which reads it);
 // - sel: ids drawn in the batch's order (volatile expressions are evaluated
@@ -38,10 +40,12 @@ WITH cfg AS MATERIALIZED (
   SELECT set_config('synchronous_commit',
            CASE WHEN $4::bool THEN 'off' ELSE current_setting('synchronous_commit') END, true) AS sc
 ), input AS (
-  SELECT * FROM unnest($5::bytea[], $6::int4[], $7::text[], $8::int8[])
-    WITH ORDINALITY AS t(payload, pkey, dkey, origin, n)
+  SELECT * FROM unnest($5::bytea[], $6::int4[], $7::text[], $8::int8[], $11::text[],
+                       $12::text[], $13::text[], $14::text[])
+    WITH ORDINALITY AS t(payload, pkey, dkey, origin, mtype, ctl, kval, cs, n)
 ), sel AS (
-  SELECT n, payload, pkey, dkey, nullif(origin, 0) AS origin, nextval('messages_id_seq') AS id
+  SELECT n, payload, pkey, dkey, nullif(origin, 0) AS origin, mtype, ctl, kval, cs,
+         nextval('messages_id_seq') AS id
   FROM input CROSS JOIN cfg ORDER BY n
 ), claim AS (
   INSERT INTO dedupe_keys (interface_id, key, message_id)
@@ -50,11 +54,11 @@ WITH cfg AS MATERIALIZED (
   RETURNING message_id
 ), m AS (
   INSERT INTO messages (id, tier, interface_id, partition_key, dedupe_key, status, last_error,
-                        origin_id, payload)
+                        origin_id, payload, message_type, control_id, key_value, charset)
   SELECT id, $2::int2, $1::int8, pkey, dkey, s.status,
          CASE s.status WHEN 4 THEN 'duplicate: dedupe key seen before'
                        WHEN 2 THEN 'no destination' END,
-         origin, payload
+         origin, payload, mtype, ctl, kval, cs
   FROM (SELECT sel.*,
                CASE WHEN dkey IS NOT NULL AND id NOT IN (SELECT message_id FROM claim) THEN 4
                     WHEN cardinality($3::int8[]) = 0 THEN 2
@@ -87,17 +91,19 @@ WITH cfg AS MATERIALIZED (
            CASE WHEN $4::bool THEN 'off' ELSE current_setting('synchronous_commit') END, true) AS sc,
          $7::text[] AS unread
 ), sel AS (
-  SELECT n, payload, pkey, nullif(origin, 0) AS origin, nextval('messages_id_seq') AS id
-  FROM unnest($5::bytea[], $6::int4[], $8::int8[]) WITH ORDINALITY AS t(payload, pkey, origin, n)
+  SELECT n, payload, pkey, nullif(origin, 0) AS origin, mtype, ctl, kval, cs,
+         nextval('messages_id_seq') AS id
+  FROM unnest($5::bytea[], $6::int4[], $8::int8[], $11::text[], $12::text[], $13::text[],
+              $14::text[]) WITH ORDINALITY AS t(payload, pkey, origin, mtype, ctl, kval, cs, n)
     CROSS JOIN cfg
   ORDER BY n
 ), m AS (
   INSERT INTO messages (id, tier, interface_id, partition_key, status, last_error, origin_id,
-                        payload)
+                        payload, message_type, control_id, key_value, charset)
   SELECT id, $2::int2, $1::int8, pkey,
          CASE WHEN cardinality($3::int8[]) = 0 THEN 2 ELSE 0 END,
          CASE WHEN cardinality($3::int8[]) = 0 THEN 'no destination' END,
-         origin, payload
+         origin, payload, mtype, ctl, kval, cs
   FROM sel
   ORDER BY n
   RETURNING id, tier, received_at, partition_key, status
@@ -129,15 +135,15 @@ constexpr const char* kInsertPlainBatch = kInsertPlainBatchText.data();
 // source state, as a plain statement: the unnest/ordinality/claim machinery
 // cost about a sixth of the insert's time at one connection. $1 interface,
 // $2 tier, $3 destination ids, $4 relaxed, $5 partition key, $6 origin id
-// (0: none), $7 payload.
+// (0: none), $7 payload, $8..$11 type, control id, key value, charset.
 constexpr const char* kInsertOneMessage = R"(
 WITH m AS (
   INSERT INTO messages (id, tier, interface_id, partition_key, status, last_error, origin_id,
-                        payload)
+                        payload, message_type, control_id, key_value, charset)
   SELECT nextval('messages_id_seq'), $2::int2, $1::int8, $5::int4,
          CASE WHEN cardinality($3::int8[]) = 0 THEN 2 ELSE 0 END,
          CASE WHEN cardinality($3::int8[]) = 0 THEN 'no destination' END,
-         nullif($6::int8, 0), $7::bytea
+         nullif($6::int8, 0), $7::bytea, $8::text, $9::text, $10::text, $11::text
   FROM (SELECT set_config('synchronous_commit',
                  CASE WHEN $4::bool THEN 'off' ELSE current_setting('synchronous_commit') END,
                  true)) AS cfg
@@ -319,7 +325,8 @@ WHERE m.id = s.id AND m.tier = s.tier AND m.received_at = s.received_at
 
 // A route's flush ($1..$3 the source messages' keys, $4 the route
 // destination, $5..$7 the target payloads, lanes and dedupe keys, $8 target
-// interface, $9 its tier, $10 its destinations). Target messages are stored
+// interface, $9 its tier, $10 its destinations, $11..$12 the source span,
+// $13..$16 the targets' MessageColumns). Target messages are stored
 // for exactly the deliveries this statement finished (done); a retry after
 // the commit finds them done and stores nothing.
 constexpr const char* kFinishRouted = R"(
@@ -335,10 +342,11 @@ WITH cfg AS MATERIALIZED (
     AND d.received_at BETWEEN $11::timestamptz AND $12::timestamptz
   RETURNING d.message_id
 ), input AS (
-  SELECT * FROM unnest($1::int8[], $5::bytea[], $6::int4[], $7::text[])
-    WITH ORDINALITY AS t(origin, payload, pkey, dkey, n)
+  SELECT * FROM unnest($1::int8[], $5::bytea[], $6::int4[], $7::text[], $13::text[], $14::text[],
+                       $15::text[], $16::text[])
+    WITH ORDINALITY AS t(origin, payload, pkey, dkey, mtype, ctl, kval, cs, n)
 ), sel AS (
-  SELECT n, payload, pkey, dkey, origin, nextval('messages_id_seq') AS id
+  SELECT n, payload, pkey, dkey, origin, mtype, ctl, kval, cs, nextval('messages_id_seq') AS id
   FROM input WHERE origin IN (SELECT message_id FROM done) ORDER BY n
 ), claim AS (
   INSERT INTO dedupe_keys (interface_id, key, message_id)
@@ -347,11 +355,11 @@ WITH cfg AS MATERIALIZED (
   RETURNING message_id
 ), m AS (
   INSERT INTO messages (id, tier, interface_id, partition_key, dedupe_key, status, last_error,
-                        origin_id, payload)
+                        origin_id, payload, message_type, control_id, key_value, charset)
   SELECT id, $9::int2, $8::int8, pkey, dkey, s.status,
          CASE s.status WHEN 4 THEN 'duplicate: dedupe key seen before'
                        WHEN 2 THEN 'no destination' END,
-         origin, payload
+         origin, payload, mtype, ctl, kval, cs
   FROM (SELECT sel.*,
                CASE WHEN dkey IS NOT NULL AND id NOT IN (SELECT message_id FROM claim) THEN 4
                     WHEN cardinality($10::int8[]) = 0 THEN 2

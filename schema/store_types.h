@@ -3,9 +3,11 @@
 // these, so the store does not depend on the config code.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ductus::store {
@@ -33,6 +35,28 @@ struct MessageRef {
   std::string receivedAt;
 };
 
+// A value read from a message as a text column under a btree index keeps
+// it (dedupe keys, the browser's columns): ISO-8859-1 bytes already read
+// as UTF-8, each NUL written as \X00\ (text refuses NUL), and a value longer
+// than kMaxSearchableBytes as "sha256:<hex>" of that text (an index row has
+// a size limit). A search applies the same to what it looks for.
+// (Defined in store.cpp.)
+constexpr size_t kMaxSearchableBytes = 512;
+std::string searchableText(std::string_view raw);
+
+// What the API's message browser searches by, read at intake with the keys
+// (intake/message_keys.h) and stored in their own columns (migration 0006);
+// nullopt: NULL. Text as searchableText() makes it.
+struct MessageColumns {
+  std::optional<std::string> type;       // HL7 MSH-9, components joined by '^'
+  std::optional<std::string> controlId;  // HL7 MSH-10
+  std::optional<std::string> keyValue;   // the ordering key's value (its lane's input)
+  // "iso-8859-1" when the interface or MSH-18 said so; nullopt: UTF-8 where
+  // the bytes are UTF-8, else ISO-8859-1 (how the SDK reads them).
+  std::optional<std::string> charset;
+  bool any() const { return type || controlId || keyValue || charset; }
+};
+
 struct NewMessage {
   int64_t interfaceId = 0;
   Tier tier = Tier::Week7;
@@ -42,6 +66,7 @@ struct NewMessage {
   std::vector<int64_t> destinationIds;  // one delivery each; none: stored filtered
   bool relaxed = false;  // durability: relaxed (synchronous_commit off, this commit only)
   std::optional<int64_t> originId;  // the source message of a routed one
+  MessageColumns columns;
 };
 
 struct StoredMessage {
@@ -59,6 +84,7 @@ struct BatchItem {
   std::string payload;
   int32_t partitionKey = 0;
   std::optional<std::string> dedupeKey;
+  MessageColumns columns;
 };
 
 // source_state(interface, key) = value, written with the batch it accounts for.
@@ -117,6 +143,9 @@ struct RoutedBatch {
   Tier targetTier = Tier::Week7;
   std::vector<int64_t> targetDestinationIds;
   std::vector<RoutedItem> items;
+  // The browser's columns of each item, in the items' order (Intake reads
+  // them with the target's keys); empty: none stored.
+  std::vector<MessageColumns> columns;
 };
 
 struct RoutedMessage {

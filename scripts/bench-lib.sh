@@ -54,10 +54,15 @@ pgbench_statement_rate() {
                         FROM destinations d ORDER BY d.id LIMIT 1")
   IFS='|' read -r iface dest tier <<< "$ids"
   { echo '\set pk random(0, 15)'
+    # The browser's columns (migration 0006) as intake fills them for HL7:
+    # a type, a control id of its own, a patient's key; no charset.
+    echo '\set ctl random(1, 1000000000)'
+    echo '\set kv random(1, 100000)'
     awk '/constexpr const char\* kInsertOneMessage = R"\(/ { f = 1; next } f && /^\)";/ { f = 0 } f' \
         "$here/schema/store_sql.h" \
       | sed -e 's/\$1::/:iface::/g; s/\$2::/:tier::/g; s/\$3::/:dests::/g; s/\$4::/:relaxed::/g' \
             -e 's/\$5::/:pk::/g; s/\$6::/:origin::/g; s/\$7::/:payload::/g' \
+            -e 's/\$8::/:mtype::/g; s/\$9::/:ctl::/g; s/\$10::/:kv::/g; s/\$11::/NULL::/g' \
       | tr '\n' ' '
     echo ';'; } > "$script"
   grep -q "INSERT INTO deliveries" "$script" \
@@ -68,7 +73,7 @@ pgbench_statement_rate() {
   tps=$(PGOPTIONS="-c plan_cache_mode=force_generic_plan" \
     "$PGBIN/pgbench" -n -M prepared -c "$1" -j "$1" -T "${PGBENCH_SECONDS:-8}" \
       -D iface="$iface" -D tier="$tier" -D dests="{$dest}" -D relaxed=f -D origin=0 \
-      -D payload="$payload" -f "$script" "$2" 2>"$work/pgbench-statement.err" \
+      -D payload="$payload" -D mtype='ADT^A01' -f "$script" "$2" 2>"$work/pgbench-statement.err" \
     | awk '/^tps = / { printf "%.0f", $3 }')
   [ -n "$tps" ] || { echo "bench: pgbench on the engine's insert failed:" >&2; tail -3 "$work/pgbench-statement.err" >&2; }
   echo "$tps"
@@ -80,11 +85,12 @@ new_db() {
   echo "$url dbname=$1"
 }
 
-# engine_start PROJECT DBURL: runs the engine until engine_stop.
+# engine_start PROJECT DBURL: runs the engine until engine_stop; waits
+# ENGINE_START_SECONDS (20) for its started line.
 engine_start() {
   "$build/ductus" run "$1" --database "$2" >"$work/engine.log" 2>&1 &
   engine_pid=$!
-  for _ in $(seq 1 200); do
+  for _ in $(seq 1 $(( ${ENGINE_START_SECONDS:-20} * 10 ))); do
     grep -q "started:" "$work/engine.log" && return 0
     kill -0 "$engine_pid" 2>/dev/null || { cat "$work/engine.log" >&2; return 1; }
     sleep 0.1

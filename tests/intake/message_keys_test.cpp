@@ -191,5 +191,67 @@ TEST(JsonKeys, DeepNestingIsRefusedNotRecursedInto) {
   EXPECT_EQ(jsonValue(objects, "a.a"), "");
 }
 
+// The browser's columns (migration 0006): what the API searches by.
+TEST(KeysOf, Hl7GivesTypeAndControlIdWhateverItsDelimiters) {
+  KeySpec spec;  // no keys at all: the header is still read
+  auto k = keysOf(spec, adt("CTL-1"));
+  EXPECT_EQ(k.columns.type, "ADT^A01");
+  EXPECT_EQ(k.columns.controlId, "CTL-1");
+  EXPECT_FALSE(k.columns.keyValue.has_value());
+  EXPECT_FALSE(k.columns.charset.has_value());
+
+  // A sender whose component separator is '@': one spelling of the type.
+  spec.orderingKey = "PID.3.1";
+  spec.partitions = 8;
+  auto custom = keysOf(spec,
+                       "MSH#@!*&#SEND#FAC#RECV#FAC#20260101120000##ADT@A01@ADT_A01#C-9#P#2.5\r"
+                       "PID#1##M7@@@H##Doe@Jane\r");
+  EXPECT_EQ(custom.columns.type, "ADT^A01^ADT_A01");
+  EXPECT_EQ(custom.columns.controlId, "C-9");
+  EXPECT_EQ(custom.columns.keyValue, "M7");
+  // The key value is the lane's input.
+  KeySpec plain = spec;
+  EXPECT_EQ(custom.lane, keysOf(plain, "MSH|^~\\&|A|B|C|D|1||ADT^A01|X|P|2.5\rPID|1||M7\r").lane);
+}
+
+TEST(KeysOf, TheKeyValueIsKeptWithOneLaneToo) {
+  KeySpec spec;
+  spec.orderingKey = "PID.3.1";
+  spec.partitions = 1;
+  auto k = keysOf(spec, adt("C"));
+  EXPECT_EQ(k.lane, 0);
+  EXPECT_EQ(k.columns.keyValue, "M1");
+}
+
+TEST(KeysOf, TheCharsetIsRecordedWhenSomethingSaidIso8859_1) {
+  KeySpec spec;
+  std::string declared =
+      "MSH|^~\\&|A|B|C|D|20260101||ADT^A08|C\xe9|P|2.5||||||8859/1\rPID|1||M\xfc\r";
+  auto k = keysOf(spec, declared);
+  EXPECT_EQ(k.columns.charset, "iso-8859-1");
+  EXPECT_EQ(k.columns.controlId, "C\xc3\xa9");
+  // Undeclared: nothing recorded (UTF-8 where the bytes are, else ISO-8859-1).
+  EXPECT_FALSE(keysOf(spec, adt("C\xe9")).columns.charset.has_value());
+  spec.charset = config::Charset::Latin1;
+  EXPECT_EQ(keysOf(spec, adt("C")).columns.charset, "iso-8859-1");
+  KeySpec json;
+  json.format = config::Format::Json;
+  json.charset = config::Charset::Latin1;
+  EXPECT_EQ(keysOf(json, "{}").columns.charset, "iso-8859-1");
+}
+
+TEST(KeysOf, JsonHasItsKeyValueAndNothingElse) {
+  KeySpec spec;
+  spec.format = config::Format::Json;
+  EXPECT_FALSE(keysOf(spec, R"({"mrn":"M1"})").columns.any());
+  spec.orderingKey = "patient.mrn";
+  spec.partitions = 4;
+  auto k = keysOf(spec, R"({"type":"x","patient":{"mrn":"M\u00fc1"}})");
+  EXPECT_EQ(k.columns.keyValue, "M\xc3\xbc" "1");
+  EXPECT_FALSE(k.columns.type.has_value());
+  EXPECT_FALSE(k.columns.controlId.has_value());
+  EXPECT_FALSE(keysOf(spec, R"({"patient":{}})").columns.keyValue.has_value());
+}
+
 }  // namespace
 }  // namespace ductus::intake

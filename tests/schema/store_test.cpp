@@ -94,7 +94,8 @@ TEST_F(Messages, ARelaxedInsertTurnsSynchronousCommitOffForItsOwnTransactionOnly
   for (bool relaxed : {true, false}) {
     ASSERT_TRUE(s("BEGIN").ok());
     auto r = s(sql::kInsertOneMessage, {std::to_string(iface_), "49", "{" + std::to_string(destA_) + "}",
-                                   relaxed ? "t" : "f", "0", "0", "relaxed?"});
+                                   relaxed ? "t" : "f", "0", "0", "relaxed?", std::nullopt,
+                                   std::nullopt, std::nullopt, std::nullopt});
     ASSERT_TRUE(r.ok()) << r.error().message;
     auto inside = s("SHOW synchronous_commit");
     ASSERT_TRUE(inside.ok());
@@ -135,7 +136,7 @@ TEST_F(Messages, EachInsertCommitsWithTheDurabilityItsInterfaceAsksForOnTheStore
     b.tier = Tier::Week3;
     b.destinationIds = {destA_};
     b.relaxed = relaxed;
-    b.items.push_back(BatchItem{relaxed ? "batch relaxed" : "batch strict", 0, std::nullopt});
+    b.items.push_back(BatchItem{relaxed ? "batch relaxed" : "batch strict", 0, std::nullopt, {}});
     ASSERT_TRUE(run<BatchStored>([&](auto cb) { store_->insertBatch(b, cb); }).ok());
   }
   // Several at once: the coalesced statement.
@@ -162,7 +163,8 @@ TEST_F(Messages, ABatchKeepsItsOrderTreatsARepeatedKeyAsDuplicateAndWritesSource
   for (int i = 0; i < 30; ++i)
     b.items.push_back(BatchItem{"rec" + std::to_string(i), i % 4,
                                 i == 7 ? std::optional<std::string>("K3")
-                                       : std::optional<std::string>("K" + std::to_string(i))});
+                                       : std::optional<std::string>("K" + std::to_string(i)),
+                                {}});
   b.state = SourceStateWrite{"file:lab.csv", R"({"offset": 30})"};
   auto r = run<BatchStored>([&](auto cb) { store_->insertBatch(b, cb); });
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -189,7 +191,7 @@ TEST_F(Messages, AFailedBatchWritesNeitherMessagesNorItsSourceState) {
   b.interfaceId = iface_;
   b.tier = Tier::Week1;
   b.destinationIds = {destA_};
-  b.items.push_back(BatchItem{"ok", 0, std::nullopt});
+  b.items.push_back(BatchItem{"ok", 0, std::nullopt, {}});
   b.state = SourceStateWrite{"file:x", "not json"};
   auto r = run<BatchStored>([&](auto cb) { store_->insertBatch(b, cb); });
   ASSERT_FALSE(r.ok());
@@ -202,7 +204,7 @@ TEST_F(Messages, TheQueueReadsFiftyInMessageOrderForTheGivenLanes) {
   b.interfaceId = iface_;
   b.tier = Tier::Week1;
   b.destinationIds = {destA_};
-  for (int i = 0; i < 120; ++i) b.items.push_back(BatchItem{"m" + std::to_string(i), i % 3, {}});
+  for (int i = 0; i < 120; ++i) b.items.push_back(BatchItem{"m" + std::to_string(i), i % 3, {}, {}});
   ASSERT_TRUE(run<BatchStored>([&](auto cb) { store_->insertBatch(b, cb); }).ok());
   auto all = queue(destA_);
   ASSERT_EQ(all.size(), 50u);

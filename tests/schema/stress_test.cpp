@@ -57,7 +57,7 @@ TEST_F(Stress, EverythingAtOnceWithoutLockErrors) {
     b.destinationIds = dests;
     for (int k = 0; k < kBatchSize; ++k)
       b.items.push_back(BatchItem{"batch " + std::to_string(n) + "/" + std::to_string(k), k % 4,
-                                  "key" + std::to_string((n * 37 + k * 11) % (kKeys * 2))});
+                                  "key" + std::to_string((n * 37 + k * 11) % (kKeys * 2)), {}});
     b.state = SourceStateWrite{"file:batch", "{\"batch\": " + std::to_string(n) + "}"};
     store_->insertBatch(b, [&, n](Result<BatchStored> r) {
       --writesLeft;

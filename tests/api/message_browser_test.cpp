@@ -1,0 +1,580 @@
+// The message browser over real HTTP and a real PostgreSQL: an interface's
+// messages paged and filtered, a search by control id or key value finding
+// its message, one message with its deliveries, the payload read (its
+// audit row written first, and no payload without it), and the edited copy
+// (exactly the rows it says, its audit row in the same transaction, refused
+// while the original is pending); who may call each; and the browser's
+// three lookups reading their indexes on a table of some size.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <mutex>
+#include <utility>
+
+#include "api/message_browser.h"
+#include "intake/message_keys.h"
+#include "tests/api/api_harness.h"
+#include "tests/api/auth_fixture.h"
+
+namespace ductus::api::test {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+json bodyOf(const ductus::test::HttpReply& r) {
+  auto j = json::parse(r.body, nullptr, false);
+  return j.is_discarded() ? json() : j;
+}
+
+// The engine as the edit needs it: "adt" is run here (its keys: the lane
+// from PID-3.1 over 4 lanes, dedupe on MSH-10), "lab" is not.
+class FakeEngine : public EngineView {
+ public:
+  EngineState state() const override { return EngineState::Serving; }
+  EngineInfo engine() const override { return {}; }
+  void interfaces(std::function<void(Result<std::vector<InterfaceInfo>>)> done) override {
+    done(std::vector<InterfaceInfo>{});
+  }
+  void wake(const std::string& interface) override {
+    std::lock_guard lock(mutex_);
+    woken_.push_back(interface);
+  }
+  Result<MessageKeysView> readKeys(const std::string& interface,
+                                   std::string_view payload) override {
+    if (interface != "adt") return Error{interface + " is not run here", kNotRunHere};
+    intake::KeySpec spec;
+    spec.orderingKey = "PID.3.1";
+    spec.partitions = 4;
+    spec.dedupeKey = "MSH.10";
+    auto k = intake::keysOf(spec, payload);
+    MessageKeysView v;
+    v.interfaceId = adtId;
+    v.tier = 7;
+    v.destinationIds = adtDestinations;
+    v.lane = k.lane;
+    v.dedupeKey = k.dedupe;
+    v.columns = k.columns;
+    return v;
+  }
+  std::vector<std::string> take() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(woken_, {});
+  }
+
+  int64_t adtId = 0;
+  std::vector<int64_t> adtDestinations;
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> woken_;
+};
+
+struct Delivery {
+  std::string destination;
+  int status;  // 0 pending, 1 sent, 2 filtered, 3 quarantined
+  int attempts = 0;
+  std::string lastError = {};
+  std::string output = {};  // saved when not empty
+};
+
+struct Message {
+  std::string iface = "adt";
+  std::string payload = "MSH|^~\\&|A|B|C|D|1||ADT^A01|C1|P|2.5\rPID|1||M1\r";
+  std::string type = "ADT^A01^ADT_A01";
+  std::string control = "";
+  std::string key = "";
+  std::string charset = "";
+  std::vector<Delivery> deliveries = {};
+  int status = -1;  // -1: as settle leaves it after the deliveries
+};
+
+std::string hex(std::string_view bytes) {
+  static const char* d = "0123456789abcdef";
+  std::string out = "\\x";
+  for (char c : bytes) {
+    out += d[static_cast<unsigned char>(c) >> 4];
+    out += d[static_cast<unsigned char>(c) & 15];
+  }
+  return out;
+}
+
+class MessageBrowserTest : public AuthFixture {
+ protected:
+  void SetUp() override {
+    AuthFixture::SetUp();
+    if (HasFatalFailure()) return;
+    loop_.run([&] { server_->close([] {}); });
+    Status started;
+    loop_.run([&] {
+      server_.reset();
+      auto routes = authRoutes(deps_.get());
+      for (auto& r : messageBrowserRoutes(deps_.get(), &engine_)) routes.push_back(std::move(r));
+      ApiServerOptions o;
+      o.port = 0;
+      auto s = ApiServer::start(loop_.loop(), o, std::move(routes), authenticator_.get());
+      if (!s) {
+        started = s.error();
+        return;
+      }
+      server_ = std::move(*s);
+      port_ = server_->port();
+    });
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    // From yesterday: the time filter's test moves messages an hour back.
+    for (const char* table : {"messages", "deliveries"})
+      db_.value(std::string("SELECT created FROM ductus_ensure_partitions('") + table +
+                "', 7::int2, (now() AT TIME ZONE 'UTC')::date - 1, 2, 5000)");
+    db_.value("INSERT INTO interfaces (name) VALUES ('adt'), ('lab')");
+    db_.value(
+        "INSERT INTO destinations (interface_id, name) SELECT i.id, d FROM interfaces i, "
+        "unnest(ARRAY['ehr', 'billing']) d WHERE i.name = 'adt' "
+        "UNION ALL SELECT id, 'lis' FROM interfaces WHERE name = 'lab'");
+    engine_.adtId = std::stoll(db_.value("SELECT id FROM interfaces WHERE name = 'adt'"));
+    for (auto& id : db_.column("SELECT d.id FROM destinations d JOIN interfaces i ON i.id = "
+                               "d.interface_id WHERE i.name = 'adt' ORDER BY d.name"))
+      engine_.adtDestinations.push_back(std::stoll(id));
+    ops_ = makeToken("ops", Role::Operator, kNoPermission).token;
+    viewer_ = makeToken("watcher", Role::Viewer, kNoPermission).token;
+    reader_ = makeToken("reader", Role::Viewer, kPayloads).token;
+  }
+
+  int64_t message(const Message& m) {
+    int status = m.status;
+    if (status < 0) {
+      bool pending = false, quarantined = false, sent = false;
+      for (auto& d : m.deliveries) {
+        pending |= d.status == 0;
+        quarantined |= d.status == 3;
+        sent |= d.status == 1;
+      }
+      status = pending ? 0 : quarantined ? 3 : sent ? 1 : 2;
+    }
+    std::string id = db_.value(
+        "INSERT INTO messages (tier, interface_id, status, payload, message_type, control_id, "
+        "key_value, charset) SELECT 7, id, $2::int2, $3::bytea, nullif($4, ''), nullif($5, ''), "
+        "nullif($6, ''), nullif($7, '') FROM interfaces WHERE name = $1 RETURNING id",
+        {m.iface, std::to_string(status), hex(m.payload), m.type, m.control, m.key, m.charset});
+    for (auto& d : m.deliveries)
+      db_.value(
+          "INSERT INTO deliveries (message_id, destination_id, tier, received_at, status, "
+          "attempts, last_error, output, updated_at) "
+          "SELECT m.id, dst.id, m.tier, m.received_at, $3::int2, $4::int4, nullif($5::text, ''), "
+          "CASE WHEN $6 = '\\x' THEN NULL ELSE $6::bytea END, now() "
+          "FROM messages m JOIN destinations dst ON dst.interface_id = m.interface_id "
+          "WHERE m.id = $1::int8 AND dst.name = $2",
+          {id, d.destination, std::to_string(d.status), std::to_string(d.attempts), d.lastError,
+           hex(d.output)});
+    return std::stoll(id);
+  }
+
+  std::vector<std::string> deliveries(int64_t id) {
+    return db_.column(
+        "SELECT dst.name || ':' || d.status || ':' || d.attempts || ':' || "
+        "coalesce(d.last_error, '') FROM deliveries d JOIN destinations dst ON dst.id = "
+        "d.destination_id WHERE d.message_id = $1 ORDER BY dst.name",
+        {std::to_string(id)});
+  }
+  std::vector<std::string> everything() {
+    auto rows = db_.column(
+        "SELECT message_id || '/' || destination_id || ':' || status || ':' || attempts || "
+        "':' || coalesce(last_error, '') FROM deliveries ORDER BY 1");
+    for (auto& m : db_.column("SELECT id || ':' || status FROM messages ORDER BY id"))
+      rows.push_back(m);
+    return rows;
+  }
+  std::string auditCount(const std::string& action) {
+    return db_.value("SELECT count(*) FROM audit_log WHERE action = $1", {action});
+  }
+  void refuseAudit() {
+    db_.value(
+        "CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        "BEGIN RAISE EXCEPTION 'audit refused by the test'; END $$");
+    db_.value(
+        "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log FOR EACH ROW "
+        "EXECUTE FUNCTION refuse_audit()");
+  }
+
+  ductus::test::HttpReply get(const std::string& path, const std::string& token) {
+    return call("GET", path, bearer(token));
+  }
+  ductus::test::HttpReply post(const std::string& path, const json& body,
+                               const std::string& token) {
+    return call("POST", path, bearer(token), body.is_null() ? std::string() : body.dump());
+  }
+  // The ids of a page, newest first.
+  std::vector<int64_t> ids(const std::string& query) {
+    auto r = get("/api/v1/interfaces/adt/messages" + query, viewer_);
+    EXPECT_EQ(r.status, 200) << query << ": " << r.body;
+    std::vector<int64_t> out;
+    auto page = bodyOf(r);
+    for (auto& i : page["items"]) out.push_back(i["id"].get<int64_t>());
+    return out;
+  }
+
+  FakeEngine engine_;
+  std::string ops_, viewer_, reader_;
+};
+
+TEST_F(MessageBrowserTest, EveryRouteRefusesACallerWithoutItsRoleOrPermission) {
+  auto m = message({.deliveries = {{"ehr", 3, 1}}});
+  auto one = "/api/v1/messages/" + std::to_string(m);
+  json edit{{"payload", "MSH|^~\\&|A|B|C|D|1||ADT^A01|C2|P|2.5\r"}};
+  for (auto path : {std::string("/api/v1/interfaces/adt/messages"), one, one + "/payload"}) {
+    auto r = call("GET", path);
+    EXPECT_EQ(r.status, 401) << path;
+    EXPECT_FALSE(errorOf(r)["error"].is_null()) << r.body;
+  }
+  EXPECT_EQ(call("POST", one + "/edit", {}, edit.dump()).status, 401);
+  // A viewer reads metadata, not payloads, and changes nothing.
+  EXPECT_EQ(get(one, viewer_).status, 200);
+  auto r = get(one + "/payload", viewer_);
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_EQ(get(one + "/payload", ops_).status, 403);  // operators need `payloads` too
+  r = post(one + "/edit", edit, viewer_);
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_EQ(errorOf(r)["error"], "forbidden");
+  r = post(one + "/edit", edit, reader_);
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_EQ(auditCount("message.payload"), "0");
+  EXPECT_EQ(auditCount("message.edit"), "0");
+}
+
+TEST_F(MessageBrowserTest, PagesNewestFirstByIdAndFiltersEachWay) {
+  auto a1 = message({.control = "C-1", .key = "MRN-1", .deliveries = {{"ehr", 1, 1}}});
+  auto a2 = message({.type = "ADT^A08", .control = "C-2", .key = "MRN-2",
+                     .deliveries = {{"ehr", 3, 5, "refused"}, {"billing", 1, 1}}});
+  auto a3 = message({.type = "ADT^A011", .control = "C-3", .key = "MRN-1",
+                     .deliveries = {{"ehr", 0}}});
+  auto a4 = message({.type = "ORU^R01", .control = "C-4", .deliveries = {{"ehr", 2, 1}}});
+  auto a5 = message({.type = "ADT^A01", .control = "C-5", .key = "MRN-1", .status = 4});
+  auto other = message({.iface = "lab", .control = "C-1", .key = "MRN-1"});
+  (void)other;
+
+  EXPECT_THAT(ids(""), ElementsAre(a5, a4, a3, a2, a1));
+  auto r = get("/api/v1/interfaces/adt/messages?limit=2", viewer_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto page = bodyOf(r);
+  ASSERT_EQ(page["items"].size(), 2u);
+  ASSERT_EQ(page["next"], a4);
+  EXPECT_THAT(ids("?limit=2&before=" + std::to_string(a4)), ElementsAre(a3, a2));
+  r = get("/api/v1/interfaces/adt/messages?limit=5", viewer_);
+  EXPECT_TRUE(bodyOf(r)["next"].is_null()) << "no next page after the last message";
+
+  // An item: what it is and where it went.
+  r = get("/api/v1/interfaces/adt/messages?control_id=C-2", viewer_);
+  auto item = bodyOf(r)["items"][0];
+  EXPECT_EQ(item["id"], a2);
+  EXPECT_EQ(item["status"], "quarantined");
+  EXPECT_EQ(item["type"], "ADT^A08");
+  EXPECT_EQ(item["controlId"], "C-2");
+  EXPECT_EQ(item["key"], "MRN-2");
+  EXPECT_THAT(item["receivedAt"].get<std::string>(), ::testing::EndsWith("Z"));
+  EXPECT_EQ(item["deliveries"],
+            json::parse(R"([{"destination":"billing","status":"sent","attempts":1},
+                            {"destination":"ehr","status":"quarantined","attempts":5}])"));
+
+  EXPECT_THAT(ids("?status=quarantined"), ElementsAre(a2));
+  EXPECT_THAT(ids("?status=duplicate"), ElementsAre(a5));
+  EXPECT_THAT(ids("?status=pending"), ElementsAre(a3));
+  // The type: equal, or its first components; never part of one.
+  EXPECT_THAT(ids("?type=ADT%5EA01"), ElementsAre(a5, a1));
+  EXPECT_THAT(ids("?type=ADT"), ElementsAre(a5, a3, a2, a1));
+  EXPECT_THAT(ids("?type=ADT%5EA0"), ElementsAre());
+  EXPECT_THAT(ids("?type=ADT%5EA01%5EADT_A01"), ElementsAre(a1));
+  // Search by control id and by key value finds the message (this
+  // interface's only).
+  EXPECT_THAT(ids("?control_id=C-1"), ElementsAre(a1));
+  EXPECT_THAT(ids("?key=MRN-1"), ElementsAre(a5, a3, a1));
+  EXPECT_THAT(ids("?key=MRN-1&limit=1&before=" + std::to_string(a5)), ElementsAre(a3));
+  EXPECT_THAT(ids("?key=MRN-1&type=ADT%5EA01&status=sent"), ElementsAre(a1));
+
+  // Time: from inclusive, to exclusive.
+  db_.value("UPDATE messages SET received_at = received_at - interval '1 hour' WHERE id <= $1",
+            {std::to_string(a2)});
+  std::string cut = db_.value(
+      "SELECT to_char(received_at AT TIME ZONE 'UTC' + interval '1 minute', "
+      "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM messages WHERE id = $1",
+      {std::to_string(a2)});
+  EXPECT_THAT(ids("?to=" + cut), ElementsAre(a2, a1));
+  EXPECT_THAT(ids("?from=" + cut), ElementsAre(a5, a4, a3));
+  EXPECT_THAT(ids("?from=2000-01-01T00:00:00%2B02:00&to=" + cut + "&status=sent"),
+              ElementsAre(a1));
+
+  // A wrong parameter is named.
+  for (auto [query, name] : std::vector<std::pair<std::string, std::string>>{
+           {"limit=0", "limit"},
+           {"limit=501", "limit"},
+           {"before=x", "before"},
+           {"status=lost", "status"},
+           {"from=yesterday", "from"},
+           {"to=2026-13-01T00:00:00Z", "to"},
+           {"from=2026-02-30T00:00:00Z", "from"},
+           {"control_id=", "control_id"}}) {
+    r = get("/api/v1/interfaces/adt/messages?" + query, viewer_);
+    EXPECT_EQ(r.status, 400) << query;
+    EXPECT_THAT(errorOf(r)["message"].get<std::string>(), HasSubstr("`" + name + "`")) << query;
+  }
+  EXPECT_EQ(get("/api/v1/interfaces/adt/messages?sort=asc", viewer_).status, 400);
+  r = get("/api/v1/interfaces/nosuch/messages", viewer_);
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_EQ(errorOf(r)["error"], "not_found");
+}
+
+TEST_F(MessageBrowserTest, AKeyTooLongForTheIndexIsFoundByItsHash) {
+  std::string longKey(600, 'k');
+  auto m = message({.key = store::searchableText(longKey)});
+  EXPECT_THAT(ids("?key=" + longKey), ElementsAre(m));
+}
+
+TEST_F(MessageBrowserTest, TheBrowsersLookupsAreIndexScans) {
+  // A day of traffic: 30,000 messages, a few hundred patients.
+  db_.value(
+      "INSERT INTO messages (tier, interface_id, status, payload, message_type, control_id, "
+      "key_value) SELECT 7, (SELECT id FROM interfaces WHERE name = 'adt'), 1, 'MSH|', "
+      "'ADT^A01', 'CTL-' || g, 'MRN-' || (g % 300) FROM generate_series(1, 30000) g");
+  db_.value(
+      "INSERT INTO messages (tier, interface_id, status, payload) SELECT 7, (SELECT id FROM "
+      "interfaces WHERE name = 'lab'), 1, '{}' FROM generate_series(1, 30000) g");
+  db_.value("ANALYZE messages");
+  int64_t adt = engine_.adtId;
+  std::string part = db_.value(
+      "SELECT tableoid::regclass FROM messages WHERE interface_id = $1 LIMIT 1",
+      {std::to_string(adt)});
+  ASSERT_FALSE(part.empty());
+  std::string dpart = "deliveries" + part.substr(std::string("messages").size());
+  struct Case {
+    BrowseQuery q;
+    std::string index;
+  };
+  auto query = [adt](std::function<void(BrowseQuery&)> set) {
+    BrowseQuery q;
+    q.interfaceId = adt;
+    set(q);
+    return q;
+  };
+  std::vector<Case> cases{
+      {query([](auto&) {}), "interface_id_id_idx"},
+      {query([](auto& q) { q.before = 20000; }), "interface_id_id_idx"},
+      // Through the deliveries' partial index, then each message by id.
+      {query([](auto& q) { q.status = 3; }), "message_id_destination_id_idx"},
+      {query([](auto& q) { q.controlId = "CTL-777"; }), "interface_id_control_id_idx"},
+      {query([](auto& q) { q.key = "MRN-42"; }), "interface_id_key_value_id_idx"},
+      {query([](auto& q) {
+         q.before = 20000;
+         q.key = "MRN-42";
+       }),
+       "interface_id_key_value_id_idx"},
+  };
+  // The store's connections plan generically (see Store); the test checks
+  // both plans.
+  for (const char* mode : {"auto", "force_generic_plan"}) {
+    db_.value(std::string("SELECT set_config('plan_cache_mode', '") + mode + "', false)");
+    for (auto& c : cases) {
+      auto s = browseSelect(c.q);
+      std::vector<std::string> params;
+      for (auto& p : s.params) params.push_back(*p);
+      std::string plan;
+      for (auto& line : db_.column("EXPLAIN " + s.sql, params)) plan += line + "\n";
+      SCOPED_TRACE(std::string(mode) + "\n" + plan);
+      EXPECT_THAT(plan, HasSubstr("Index Scan"));
+      bool viaDeliveries = c.index.starts_with("message_id");
+      EXPECT_THAT(plan, HasSubstr((viaDeliveries ? dpart : part) + "_" + c.index));
+      EXPECT_THAT(plan, ::testing::Not(HasSubstr("Seq Scan on " + part)));
+      EXPECT_THAT(plan, ::testing::Not(HasSubstr("Bitmap Heap Scan on " + part)));
+    }
+  }
+  db_.value("SELECT set_config('plan_cache_mode', 'auto', false)");
+  EXPECT_EQ(ids("?control_id=CTL-777").size(), 1u);
+  EXPECT_EQ(ids("?key=MRN-42&limit=500").size(), 100u);
+}
+
+TEST_F(MessageBrowserTest, OneMessageWithItsDeliveries) {
+  auto m = message({.control = "C-9", .key = "MRN-9",
+                    .deliveries = {{"ehr", 3, 5, "AE: unknown patient"},
+                                   {"billing", 1, 1, "", "OUT"}}});
+  auto r = get("/api/v1/messages/" + std::to_string(m), viewer_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto b = bodyOf(r);
+  EXPECT_EQ(b["id"], m);
+  EXPECT_EQ(b["interface"], "adt");
+  EXPECT_EQ(b["status"], "quarantined");
+  EXPECT_EQ(b["controlId"], "C-9");
+  EXPECT_EQ(b["key"], "MRN-9");
+  EXPECT_TRUE(b["originId"].is_null());
+  EXPECT_EQ(b["bytes"], Message{}.payload.size());
+  ASSERT_EQ(b["deliveries"].size(), 2u);
+  auto billing = b["deliveries"][0], ehr = b["deliveries"][1];
+  EXPECT_EQ(billing["destination"], "billing");
+  EXPECT_EQ(billing["outputSaved"], true);
+  EXPECT_EQ(ehr["status"], "quarantined");
+  EXPECT_EQ(ehr["attempts"], 5);
+  EXPECT_EQ(ehr["lastError"], "AE: unknown patient");
+  EXPECT_EQ(ehr["outputSaved"], false);
+  EXPECT_THAT(ehr["updatedAt"].get<std::string>(), ::testing::EndsWith("Z"));
+  EXPECT_FALSE(r.body.find("PID") != std::string::npos) << "metadata only";
+
+  EXPECT_EQ(get("/api/v1/messages/99999999", viewer_).status, 404);
+  EXPECT_EQ(get("/api/v1/messages/x", viewer_).status, 400);
+}
+
+TEST_F(MessageBrowserTest, APayloadReadIsAuditedFirstAndGivenAsTheTextItWasReadAs) {
+  auto utf8 = message({.payload = "MSH|^~\\&|A|B|C|D|1||ADT^A01|C1|P|2.5\rPID|1||M\xc3\xbc\r",
+                       .deliveries = {{"ehr", 1, 1, "", "OUT\xc3\xa9"}, {"billing", 1, 1}}});
+  auto latin1 = message(
+      {.payload = "MSH|^~\\&|A|B|C|D|1||ADT^A01|C1|P|2.5||||||8859/1\rPID|1||M\xfc\r",
+       .charset = "iso-8859-1"});
+  auto undeclared = message({.payload = "PID|1||M\xfc\r"});
+  auto binary = message({.payload = std::string("A\0B", 3)});
+
+  auto r = get("/api/v1/messages/" + std::to_string(utf8) + "/payload", reader_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto b = bodyOf(r);
+  EXPECT_EQ(b["encoding"], "text");
+  EXPECT_EQ(b["charset"], "utf-8");
+  EXPECT_EQ(b["payload"], "MSH|^~\\&|A|B|C|D|1||ADT^A01|C1|P|2.5\rPID|1||M\xc3\xbc\r");
+  ASSERT_EQ(b["outputs"].size(), 1u);
+  EXPECT_EQ(b["outputs"][0]["destination"], "ehr");
+  EXPECT_EQ(b["outputs"][0]["output"], "OUT\xc3\xa9");
+  EXPECT_EQ(db_.value("SELECT actor || ' ' || target_kind || ' ' || target_id FROM audit_log "
+                      "WHERE action = 'message.payload'"),
+            "reader message " + std::to_string(utf8));
+
+  b = bodyOf(get("/api/v1/messages/" + std::to_string(latin1) + "/payload", reader_));
+  EXPECT_EQ(b["charset"], "iso-8859-1");
+  EXPECT_THAT(b["payload"].get<std::string>(), ::testing::EndsWith("PID|1||M\xc3\xbc\r"));
+  b = bodyOf(get("/api/v1/messages/" + std::to_string(undeclared) + "/payload", reader_));
+  EXPECT_EQ(b["charset"], "iso-8859-1");  // not UTF-8: read as the SDK reads it
+  EXPECT_EQ(b["payload"], "PID|1||M\xc3\xbc\r");
+  b = bodyOf(get("/api/v1/messages/" + std::to_string(binary) + "/payload", reader_));
+  EXPECT_EQ(b["encoding"], "base64");
+  EXPECT_EQ(b["payload"], "QQBC");
+  EXPECT_EQ(auditCount("message.payload"), "4");
+  EXPECT_EQ(get("/api/v1/messages/99999999/payload", reader_).status, 404);
+
+  // No audit row, no payload.
+  refuseAudit();
+  r = get("/api/v1/messages/" + std::to_string(utf8) + "/payload", reader_);
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(errorOf(r)["error"], "unavailable");
+  EXPECT_EQ(r.body.find("PID"), std::string::npos) << r.body;
+  EXPECT_EQ(r.header("retry-after"), "1");
+}
+
+TEST_F(MessageBrowserTest, EditStoresACorrectedCopyAndReplacesTheQuarantinedDeliveries) {
+  auto original = message({.control = "C-1", .key = "M1",
+                           .deliveries = {{"ehr", 3, 5, "AE: unknown patient"},
+                                          {"billing", 1, 1}}});
+  auto bystander = message({.deliveries = {{"ehr", 3, 2, "refused"}}});
+  auto before = deliveries(bystander);
+  std::string fixed = "MSH|^~\\&|A|B|C|D|1||ADT^A08|C-1|P|2.5\rPID|1||MRN-77^^^H\r";
+
+  auto r = post("/api/v1/messages/" + std::to_string(original) + "/edit",
+                {{"payload", fixed}, {"reason", "wrong MRN"}}, ops_);
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto b = bodyOf(r);
+  int64_t copy = b["messageId"].get<int64_t>();
+  EXPECT_GT(copy, bystander);
+  EXPECT_EQ(b["originId"], original);
+  EXPECT_EQ(b["status"], "pending");
+  EXPECT_EQ(b["replaced"], json::array({"ehr"}));
+  EXPECT_EQ(b["originalStatus"], "sent");
+
+  // The copy: this interface, its keys read from the new payload, a
+  // delivery pending to each destination; its dedupe key not claimed.
+  intake::KeySpec spec;
+  spec.orderingKey = "PID.3.1";
+  spec.partitions = 4;
+  EXPECT_EQ(db_.value("SELECT concat_ws('|', i.name, m.origin_id, m.status, m.partition_key, "
+                      "m.dedupe_key, m.message_type, m.control_id, m.key_value, m.tier, "
+                      "convert_from(m.payload, 'UTF8')) FROM messages m JOIN interfaces i ON "
+                      "i.id = m.interface_id WHERE m.id = $1",
+                      {std::to_string(copy)}),
+            "adt|" + std::to_string(original) + "|0|" +
+                std::to_string(intake::keysOf(spec, fixed).lane) + "|C-1|ADT^A08|C-1|MRN-77|7|" +
+                fixed);
+  EXPECT_THAT(deliveries(copy), ElementsAre("billing:0:0:", "ehr:0:0:"));
+  EXPECT_EQ(db_.value("SELECT count(*) FROM dedupe_keys"), "0");
+  // The original: the quarantined delivery replaced, the sent one as it was.
+  EXPECT_THAT(deliveries(original),
+              ElementsAre("billing:1:1:", "ehr:2:5:replaced by edited copy " +
+                                              std::to_string(copy)));
+  EXPECT_EQ(db_.value("SELECT status FROM messages WHERE id = $1", {std::to_string(original)}),
+            "1");
+  EXPECT_EQ(deliveries(bystander), before);
+  EXPECT_EQ(db_.value("SELECT count(*) FROM messages"), "3");
+  EXPECT_THAT(engine_.take(), ElementsAre("adt"));
+  EXPECT_EQ(db_.value("SELECT concat_ws('|', actor, target_id, target_name, detail->>'copyId', "
+                      "detail->>'reason', detail->'replaced'->>0) FROM audit_log "
+                      "WHERE action = 'message.edit'"),
+            "ops|" + std::to_string(original) + "|adt|" + std::to_string(copy) +
+                "|wrong MRN|ehr");
+
+  // The copy is browsable by its new key, and names its origin.
+  EXPECT_THAT(ids("?key=MRN-77"), ElementsAre(copy));
+  EXPECT_EQ(bodyOf(get("/api/v1/messages/" + std::to_string(copy), viewer_))["originId"],
+            original);
+}
+
+TEST_F(MessageBrowserTest, EditKeepsTheCharsetTheOriginalWasReadIn) {
+  auto original = message({.charset = "iso-8859-1", .deliveries = {{"ehr", 3, 1}}});
+  auto r = post("/api/v1/messages/" + std::to_string(original) + "/edit",
+                {{"payload", "MSH|^~\\&|A|B|C|D|1||ADT^A01|C1|P|2.5\rPID|1||M\xc3\xbc\r"}},
+                ops_);
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto copy = std::to_string(bodyOf(r)["messageId"].get<int64_t>());
+  EXPECT_EQ(db_.value("SELECT encode(payload, 'escape') FROM messages WHERE id = $1", {copy}),
+            "MSH|^~\\\\&|A|B|C|D|1||ADT^A01|C1|P|2.5\rPID|1||M\\374\r");
+  // Read back as the text that was sent.
+  EXPECT_EQ(db_.value("SELECT key_value FROM messages WHERE id = $1", {copy}), "M\xc3\xbc");
+
+  r = post("/api/v1/messages/" + std::to_string(original) + "/edit",
+           {{"payload", "PID|1||\xe2\x82\xac"}, {"charset", "iso-8859-1"}}, ops_);
+  EXPECT_EQ(r.status, 400) << r.body;  // no euro sign in ISO-8859-1
+  r = post("/api/v1/messages/" + std::to_string(original) + "/edit",
+           {{"payload", "x"}, {"charset", "ebcdic"}}, ops_);
+  EXPECT_EQ(r.status, 400) << r.body;
+}
+
+TEST_F(MessageBrowserTest, EditIsRefusedWhilePendingAndChangesNothingWithoutItsAuditRow) {
+  auto pending = message({.deliveries = {{"ehr", 3, 5}, {"billing", 0, 1}}});
+  auto quarantined = message({.deliveries = {{"ehr", 3, 5}, {"billing", 3, 5}}});
+  auto lab = message({.iface = "lab", .deliveries = {{"lis", 3, 1}}});
+  json edit{{"payload", "MSH|^~\\&|A|B|C|D|1||ADT^A01|C2|P|2.5\rPID|1||M2\r"}};
+  auto path = [](int64_t id) { return "/api/v1/messages/" + std::to_string(id) + "/edit"; };
+  auto snapshot = everything();
+
+  auto r = post(path(pending), edit, ops_);
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_EQ(errorOf(r)["error"], "still_pending");
+  EXPECT_THAT(errorOf(r)["message"].get<std::string>(), HasSubstr("billing"));
+  r = post(path(lab), edit, ops_);
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_EQ(errorOf(r)["error"], "not_run_here");
+  EXPECT_EQ(post(path(99999999), edit, ops_).status, 404);
+  EXPECT_EQ(post(path(quarantined), json::object(), ops_).status, 400);
+  EXPECT_EQ(post(path(quarantined), {{"payload", ""}}, ops_).status, 400);
+  EXPECT_EQ(post(path(quarantined), {{"payload", "x"}, {"reason", std::string(1001, 'r')}}, ops_)
+                .status,
+            400);
+  EXPECT_EQ(everything(), snapshot);
+
+  refuseAudit();
+  r = post(path(quarantined), edit, ops_);
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(everything(), snapshot);
+  EXPECT_TRUE(engine_.take().empty());
+  EXPECT_EQ(auditCount("message.edit"), "0");
+
+  db_.value("DROP TRIGGER refuse_audit ON audit_log");
+  r = post(path(quarantined), edit, ops_);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(bodyOf(r)["replaced"], json::array({"billing", "ehr"}));
+  EXPECT_EQ(bodyOf(r)["originalStatus"], "filtered");
+  EXPECT_EQ(auditCount("message.edit"), "1");
+}
+
+}  // namespace
+}  // namespace ductus::api::test
