@@ -91,7 +91,20 @@ void FileSource::schedule(uint64_t ms) {
       ms, 0);
 }
 
+void FileSource::pause() { paused_ = true; }
+
+void FileSource::resume() {
+  paused_ = false;
+  if (!idle_) return;  // a round or its timer is under way: it carries on
+  idle_ = false;
+  schedule(0);
+}
+
 void FileSource::poll() {
+  if (paused_) {
+    idle_ = true;
+    return;
+  }
   auto alive = alive_;
   poller_.poll([this, alive](Result<std::vector<PolledFile>> r) {
     if (!*alive) return;
@@ -113,6 +126,7 @@ void FileSource::roundDone() {
 void FileSource::nextFile() {
   if (next_ >= ready_.size()) return roundDone();
   if (!intake_.gate().open()) return roundDone();  // stopping: files wait
+  if (paused_) return roundDone();
   const PolledFile f = ready_[next_];
   auto alive = alive_;
   intake_.sourceState(stateKey(f.name),

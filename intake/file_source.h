@@ -48,6 +48,13 @@ class FileSource {
              uint64_t maxMessageBytes = kMaxUnsplitBytes);
   ~FileSource();
 
+  // Takes no new file until resume(): the engine lost its ownership lock,
+  // and another engine may be reading this folder soon. A file being read
+  // is finished (its records are stored, its move or delete done).
+  void pause();
+  void resume();
+  bool paused() const { return paused_; }
+
  private:
   struct Job;
   void schedule(uint64_t ms);
@@ -78,6 +85,8 @@ class FileSource {
   size_t next_ = 0;
   std::unique_ptr<Job> job_;
   uint64_t jobSeq_ = 0;
+  bool paused_ = false;
+  bool idle_ = false;  // paused with no poll planned: resume() plans one
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -84,8 +84,21 @@ void ScheduleSource::arm() {
       static_cast<uint64_t>(ms), 0);
 }
 
+void ScheduleSource::pause() { paused_ = true; }
+
+void ScheduleSource::resume() {
+  paused_ = false;
+  if (!idle_) return;  // its timer still runs, or a run is under way
+  idle_ = false;
+  tick();
+}
+
 void ScheduleSource::tick() {
   if (busy_) return;
+  if (paused_) {
+    idle_ = true;  // the timer stops here; resume() ticks
+    return;
+  }
   if (Clock::now() < due_) return arm();
   fire(due_);
 }

@@ -32,6 +32,12 @@ class ScheduleSource {
                                                       const config::ScheduleSource& cfg);
   ~ScheduleSource();
 
+  // No run fires until resume() (the engine lost its ownership lock); a
+  // run that fell due meanwhile fires at resume(), as one.
+  void pause();
+  void resume();
+  bool paused() const { return paused_; }
+
  private:
   ScheduleSource(uv_loop_t* loop, Intake& intake)
       : loop_(loop), intake_(intake) {}
@@ -48,6 +54,8 @@ class ScheduleSource {
   std::optional<Clock::time_point> previous_;
   Clock::time_point due_;
   bool busy_ = false;
+  bool paused_ = false;
+  bool idle_ = false;  // paused when its timer went off
   UvHandle<uv_timer_t> timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

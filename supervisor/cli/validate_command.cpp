@@ -1,5 +1,7 @@
 #include "supervisor/cli/validate_command.h"
 
+#include <uv.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -9,6 +11,8 @@
 
 #include "common/config/duration.h"
 #include "common/config/loader.h"
+#include "schema/ownership.h"
+#include "schema/pg_connection.h"
 #include "supervisor/cli/command_line.h"
 #include "supervisor/cli/retention_command.h"
 #include "supervisor/cli/start_checks.h"
@@ -113,6 +117,55 @@ int validate(const ValidateArgs& args) {
   return 1;
 }
 
+// The lanes guard the engine runs at start (supervisor/ownership.h), read
+// only: pending messages in lanes a lowered ordering.partitions would drop.
+// 0 when none (or nothing was stored yet), 1 when the start would be
+// refused or the database could not be asked.
+int checkLanes(const ValidateArgs& args) {
+  auto project = loadProject(args.project, args.options);
+  if (!project) return 1;  // validate() said why
+  std::vector<store::LaneCount> counts;
+  for (auto& i : project->interfaces)
+    if (!i.respondMode()) counts.push_back({i.name, i.partitionCount()});
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  std::optional<Result<std::vector<store::StrandedLane>>> out;
+  {
+    store::PgConnection conn(&loop);
+    conn.connect(args.database, [&](Status s) {
+      if (!s) {
+        out.emplace(s.error());
+        return;
+      }
+      store::strandedLanes(conn, counts, [&](auto r) { out.emplace(std::move(r)); });
+    });
+    while (!out && uv_run(&loop, UV_RUN_ONCE)) {
+    }
+  }
+  uv_walk(
+      &loop,
+      [](uv_handle_t* h, void*) {
+        if (!uv_is_closing(h)) uv_close(h, nullptr);
+      },
+      nullptr);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  if (!out) out.emplace(Error{"the database did not answer"});
+  // 42P01: no tables yet, so nothing is stored in any lane.
+  if (!*out && out->error().code != "42P01") {
+    std::fprintf(stderr, "lanes: not checked: %s\n", out->error().message.c_str());
+    return 1;
+  }
+  if (!*out || (*out)->empty()) {
+    std::printf("lanes: every pending message is in a lane the project keeps\n");
+    return 0;
+  }
+  for (auto& line : store::describeStranded(**out, counts))
+    std::printf("lanes: %s\n", line.c_str());
+  std::printf("the engine would refuse to start with this project on this database\n");
+  return 1;
+}
+
 }  // namespace
 
 void addValidateCommand(CLI::App& ductus, int& exitCode) {
@@ -124,8 +177,9 @@ void addValidateCommand(CLI::App& ductus, int& exitCode) {
   addEnvironmentOption(*cmd, args->options.environment);
   cmd->add_flag("--json", args->json, "print the result as a JSON object, for editors and CI");
   cmd->add_option("--database", args->database,
-                  "also list each interface's retention tier and partitions from this "
-                  "database (as `ductus retention` does)")
+                  "also check the project against this database: pending messages in lanes a "
+                  "lowered ordering.partitions would drop, and each interface's retention "
+                  "tier and partitions (as `ductus retention` does)")
       ->type_name("URL");
   cmd->footer(
       "Loads ductus.yaml, resources.yaml and interfaces/*/interface.yaml with\n"
@@ -136,13 +190,17 @@ void addValidateCommand(CLI::App& ductus, int& exitCode) {
       "and refuses kinds this engine can't run yet: valid means the engine will\n"
       "start. Prints one line per interface and exits 0, or every error as\n"
       "file:line:column: key: message and exits 1. Needs no database; with\n"
-      "--database, a valid project's retention (tiers, partitions, the next drop)\n"
-      "is listed too.");
+      "--database, the lanes guard the engine runs at start is run read-only (a\n"
+      "lowered ordering.partitions while messages wait in the lanes it drops: exit\n"
+      "1), and a valid project's retention (tiers, partitions, the next drop) is\n"
+      "listed too.");
   cmd->callback([args, &exitCode] {
     exitCode = validate(*args);
     if (exitCode == 0 && !args->database.empty() && !args->json) {
+      int lanes = checkLanes(*args);
       std::printf("\n");
       exitCode = showRetention(args->project, args->database, args->options.environment);
+      if (lanes != 0) exitCode = lanes;
     }
   });
 }

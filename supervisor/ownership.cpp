@@ -1,0 +1,322 @@
+#include "supervisor/ownership.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include "api/engine_view.h"
+#include "common/version.h"
+#include "schema/conninfo.h"
+
+namespace ductus::supervisor {
+namespace {
+
+uint64_t random64() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) | rd();
+}
+
+// Positive, so both halves of the key fit pg_locks' oid columns as they are.
+int64_t randomLockKey() {
+  auto k = static_cast<int64_t>(random64() >> 1);
+  return k ? k : 1;
+}
+
+std::string randomEngineId() {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(random64()));
+  return buf;
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+template <typename F>
+void startTimer(UvHandle<uv_timer_t>& t, std::chrono::milliseconds after, F fn) {
+  uv_timer_start(t.get(), fn, static_cast<uint64_t>(after.count()), 0);
+}
+
+}  // namespace
+
+Ownership::Ownership(uv_loop_t* loop, std::string conninfo, OwnershipTiming timing)
+    : loop_(loop), conninfo_(std::move(conninfo)), timing_(timing) {
+  me_.id = randomEngineId();
+  me_.host = hostName();
+  me_.pid = static_cast<int64_t>(getpid());
+  me_.version = kVersion;
+  checkTimer_ = makeTimer(loop_, this);
+  timeoutTimer_ = makeTimer(loop_, this);
+  retakeTimer_ = makeTimer(loop_, this);
+}
+
+Ownership::~Ownership() { *alive_ = false; }
+
+std::vector<std::string> Ownership::owned() const {
+  std::vector<std::string> out;
+  for (auto& i : interfaces_) out.push_back(i.name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void Ownership::describe(api::EngineInfo& e) const {
+  e.engineId = me_.id;
+  switch (state_) {
+    case State::Starting:
+      e.ownership = "starting";
+      break;
+    case State::Held:
+      e.ownership = "held";
+      break;
+    case State::Lost:
+      e.ownership = "lost";
+      break;
+    case State::Taken:
+      e.ownership = "taken";
+      break;
+    case State::Released:
+      e.ownership = "released";
+      break;
+  }
+  for (auto& o : others_)
+    e.otherEngines.push_back({o.id, o.host, o.version, o.pid, o.startedAt, o.interfaces});
+}
+
+void Ownership::takeLock(std::function<void(Status)> done) {
+  // Keepalives shorter than the other connections': a database host that
+  // vanishes is noticed in ~25 s even by the kernel, not only by the check.
+  auto conninfo =
+      store::withConninfoDefaults(conninfo_, {{"keepalives", "1"},
+                                              {"keepalives_idle", "10"},
+                                              {"keepalives_interval", "5"},
+                                              {"keepalives_count", "3"},
+                                              {"application_name", "ductus ownership"}});
+  if (!conninfo) return done(conninfo.error());
+  conn_ = std::make_unique<store::PgConnection>(loop_);
+  auto alive = alive_;
+  conn_->connect(*conninfo, [this, alive, done](Status s) {
+    if (!*alive) return;
+    if (!s) return done(s);
+    // The session is the lock: a server-side idle timeout would end it. Set
+    // through pg_settings so a server without the setting (before 14) is
+    // not an error.
+    conn_->query(
+        "SELECT set_config(name, '0', false) FROM pg_settings WHERE name = 'idle_session_timeout'",
+        {}, [this, alive, done](Result<store::PgResult> r) {
+          if (!*alive) return;
+          if (!r) return done(r.error());
+          tryKey(0, done);
+        });
+  });
+}
+
+void Ownership::tryKey(int attempt, std::function<void(Status)> done) {
+  int64_t key = randomLockKey();
+  auto alive = alive_;
+  store::tryLockSession(*conn_, key, [this, alive, attempt, key, done](Result<bool> r) {
+    if (!*alive) return;
+    if (!r) return done(r.error());
+    if (*r) {
+      me_.lockKey = key;
+      return done({});
+    }
+    // 63 random bits taken already: someone else's lock. Another key.
+    if (attempt < 4) return tryKey(attempt + 1, done);
+    done(Error{"no free advisory lock key after 5 tries"});
+  });
+}
+
+void Ownership::claim(std::function<void(Status)> done) {
+  std::vector<int64_t> ids;
+  for (auto& i : interfaces_) ids.push_back(i.id);
+  auto alive = alive_;
+  store::claim(*conn_, me_, std::move(ids), [this, alive, done](Result<store::ClaimReport> r) {
+    if (!*alive) return;
+    if (!r) return done(r.error());
+    if (r->deadEngines || r->deadClaims)
+      spdlog::info(
+          "ownership: {} engine(s) that stopped without releasing found dead (their "
+          "lock is gone); {} claim(s) of theirs removed",
+          r->deadEngines, r->deadClaims);
+    if (r->conflicts.empty()) return done({});
+    std::string text;
+    for (auto& c : r->conflicts) text += (text.empty() ? "" : "\n") + store::describeConflict(c);
+    done(Error{text, kOwnedCode});
+  });
+}
+
+void Ownership::start(std::vector<OwnedInterface> interfaces, std::function<void(Status)> done) {
+  interfaces_ = std::move(interfaces);
+  auto alive = alive_;
+  takeLock([this, alive, done](Status s) {
+    if (!*alive) return;
+    if (!s) return done(Error{"taking the ownership lock: " + s.error().message, s.error().code});
+    claim([this, alive, done](Status s) {
+      if (!*alive) return;
+      if (!s) return done(s);
+      std::vector<store::LaneCount> counts;
+      for (auto& i : interfaces_) counts.push_back({i.name, i.partitions});
+      store::strandedLanes(
+          *conn_, counts, [this, alive, done, counts](Result<std::vector<store::StrandedLane>> r) {
+            if (!*alive) return;
+            if (!r) return done(Error{"checking the lanes: " + r.error().message, r.error().code});
+            if (!r->empty()) {
+              std::string text;
+              for (auto& l : store::describeStranded(*r, counts))
+                text += (text.empty() ? "" : "\n") + l;
+              // Nothing will run: the claims go now rather than wait to be
+              // found dead.
+              return store::release(*conn_, me_.id, [alive, done, text](Status) {
+                if (*alive) done(Error{text, kStrandedCode});
+              });
+            }
+            state_ = State::Held;
+            spdlog::info("ownership: engine {} (host {}, pid {}) owns {} interface(s)", me_.id,
+                         me_.host, me_.pid, interfaces_.size());
+            done({});
+          });
+    });
+  });
+}
+
+void Ownership::monitor(Hooks hooks) {
+  hooks_ = std::move(hooks);
+  uv_timer_start(
+      checkTimer_.get(),
+      [](uv_timer_t* t) {
+        if (auto* self = static_cast<Ownership*>(t->data)) self->check();
+      },
+      0, static_cast<uint64_t>(timing_.checkEvery.count()));
+}
+
+void Ownership::check() {
+  if (state_ != State::Held || checkSeq_ || !conn_) return;
+  uint64_t seq = checkSeq_ = ++lastCheck_;
+  startTimer(timeoutTimer_, timing_.checkTimeout, [](uv_timer_t* t) {
+    if (auto* self = static_cast<Ownership*>(t->data)) self->onCheckTimeout();
+  });
+  auto alive = alive_;
+  store::liveEngines(*conn_, me_.id, [this, alive, seq](Result<std::vector<store::LiveEngine>> r) {
+    if (!*alive || seq != checkSeq_) return;
+    checkSeq_ = 0;
+    uv_timer_stop(timeoutTimer_.get());
+    if (!r) return lose(r.error().message);
+    others_ = std::move(*r);
+  });
+}
+
+void Ownership::onCheckTimeout() {
+  if (state_ != State::Held || !checkSeq_) return;
+  lose("the lock connection did not answer within " + std::to_string(timing_.checkTimeout.count()) +
+       " ms");
+}
+
+void Ownership::lose(const std::string& why) {
+  state_ = State::Lost;
+  checkSeq_ = 0;
+  uv_timer_stop(timeoutTimer_.get());
+  // Closing the session gives its lock back, if the server still has it:
+  // from here on another engine may find this one dead and take over.
+  conn_.reset();
+  retakeFailures_ = 0;
+  spdlog::error(
+      "ownership: lost the lock ({}): delivery, files and schedules pause, intake "
+      "keeps storing; taking the lock again",
+      why);
+  if (hooks_.lost) hooks_.lost();
+  if (!*alive_) return;
+  startTimer(retakeTimer_, timing_.retakeEvery, [](uv_timer_t* t) {
+    if (auto* self = static_cast<Ownership*>(t->data)) self->retake();
+  });
+}
+
+void Ownership::retake() {
+  if (state_ != State::Lost) return;
+  auto alive = alive_;
+  auto again = [this](const Error& e) {
+    conn_.reset();
+    // Said at once, then once a minute while the database stays away.
+    int perMinute = static_cast<int>(std::max<int64_t>(1, 60'000 / timing_.retakeEvery.count()));
+    if (retakeFailures_++ % perMinute == 0)
+      spdlog::warn("ownership: taking the lock again failed: {}; trying again", e.message);
+    startTimer(retakeTimer_, timing_.retakeEvery, [](uv_timer_t* t) {
+      if (auto* self = static_cast<Ownership*>(t->data)) self->retake();
+    });
+  };
+  takeLock([this, alive, again](Status s) {
+    if (!*alive || state_ != State::Lost) return;
+    if (!s) return again(s.error());
+    claim([this, alive, again](Status s) {
+      if (!*alive || state_ != State::Lost) return;
+      if (!s && s.error().code == kOwnedCode) {
+        state_ = State::Taken;
+        conn_.reset();
+        spdlog::error(
+            "ownership: while the lock was lost another engine claimed this one's "
+            "interfaces:");
+        std::string_view lines = s.error().message;
+        while (!lines.empty()) {
+          size_t nl = lines.find('\n');
+          spdlog::error("  {}", lines.substr(0, nl));
+          lines = nl == lines.npos ? std::string_view() : lines.substr(nl + 1);
+        }
+        if (hooks_.taken) hooks_.taken(s.error());
+        return;
+      }
+      if (!s) return again(s.error());
+      state_ = State::Held;
+      spdlog::info(
+          "ownership: lock taken again, the claims are still this engine's: delivery, "
+          "files and schedules resume");
+      if (hooks_.regained) hooks_.regained();
+    });
+  });
+}
+
+void Ownership::release(std::function<void()> done) {
+  uv_timer_stop(checkTimer_.get());
+  uv_timer_stop(retakeTimer_.get());
+  uv_timer_stop(timeoutTimer_.get());
+  checkSeq_ = 0;
+  bool held = state_ == State::Held && conn_;
+  state_ = State::Released;
+  if (!held) {
+    conn_.reset();
+    return done();
+  }
+  releaseDone_ = std::move(done);
+  startTimer(timeoutTimer_, timing_.checkTimeout, [](uv_timer_t* t) {
+    auto* self = static_cast<Ownership*>(t->data);
+    if (!self) return;
+    spdlog::warn(
+        "ownership: releasing the claims took longer than {} ms; closing the lock "
+        "connection (the next start finds them dead)",
+        self->timing_.checkTimeout.count());
+    self->finishRelease();
+  });
+  auto alive = alive_;
+  store::release(*conn_, me_.id, [this, alive](Status s) {
+    if (!*alive || !releaseDone_) return;
+    if (!s)
+      spdlog::warn("ownership: releasing the claims failed: {}", s.error().message);
+    else
+      spdlog::info("ownership: claims released");
+    finishRelease();
+  });
+}
+
+void Ownership::finishRelease() {
+  auto done = std::move(releaseDone_);
+  releaseDone_ = nullptr;
+  if (!done) return;
+  uv_timer_stop(timeoutTimer_.get());
+  conn_.reset();  // closing the session releases the lock
+  done();
+}
+
+}  // namespace ductus::supervisor
