@@ -146,6 +146,7 @@ int Systemd::takeListener(const std::string& name) {
 void Systemd::storeListener(const std::string& name, int fd) {
   if (!notifying() || fd < 0) return;
   names_.insert(name);
+  listeners_[name] = fd;
   tell("FDSTORE=1\nFDNAME=" + name, {fd});
 }
 
@@ -161,6 +162,18 @@ std::vector<std::string> Systemd::dropUntaken() {
   }
   inherited_.clear();
   return names;
+}
+
+void Systemd::unstoreListeners() {
+  for (auto& [name, fd] : listeners_) {
+    tell("FDSTOREREMOVE=1\nFDNAME=" + name);
+    names_.erase(name);
+  }
+}
+
+void Systemd::restoreListeners() {
+  auto listeners = listeners_;
+  for (auto& [name, fd] : listeners) storeListener(name, fd);
 }
 
 void Systemd::removeStored() {

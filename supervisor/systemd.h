@@ -64,6 +64,11 @@ class Systemd {
   // (FDSTOREREMOVE=1): after a failed start, so connections are refused
   // rather than queued for a process that isn't coming.
   void removeStored();
+  // While the engine drains: the stored listening sockets are removed from
+  // systemd's store (a drained engine may be stopped for good, and nobody
+  // should queue for it), and stored again if the drain ends.
+  void unstoreListeners();
+  void restoreListeners();
 
  private:
   std::string notifySocket_;
@@ -71,6 +76,7 @@ class Systemd {
   std::set<std::string> names_;  // inherited or stored: what removeStored() removes
   std::set<std::string> taken_;  // inherited and listened on: dropUntaken() leaves them stored
   std::set<std::string> warned_;
+  std::map<std::string, int> listeners_;  // stored by storeListener(), not owned
 };
 
 }  // namespace ductus::supervisor

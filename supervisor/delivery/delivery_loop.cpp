@@ -65,7 +65,7 @@ int64_t DeliveryLoop::receivedAtMs(const std::string& t) {
 
 void DeliveryLoop::wake() {
   if (stopping_ || state_ == State::Stopped) return;
-  if (state_ == State::Idle) {
+  if (state_ == State::Idle && !holds_) {
     if (!windowArmed_) idleUntilWindow();
   } else {
     wakeAgain_ = true;
@@ -82,6 +82,7 @@ void DeliveryLoop::armTimer(std::chrono::milliseconds delay) {
           case State::Idle:
           case State::BackingOff:
             if (self->stopping_) return self->maybeStopped();
+            if (self->holds_) return self->park();
             return self->read();
           case State::Working:
             return self->next();  // a rate limit's wait is over
@@ -93,12 +94,14 @@ void DeliveryLoop::armTimer(std::chrono::milliseconds delay) {
 }
 
 void DeliveryLoop::idleUntilWindow() {
+  if (holds_) return park();
   state_ = State::Idle;
   windowArmed_ = true;
   armTimer(timing_.wakeWindow);  // replaces the safety net's wait
 }
 
 void DeliveryLoop::read() {
+  if (holds_) return park();
   state_ = State::Reading;
   wakeAgain_ = false;
   windowArmed_ = false;
@@ -123,6 +126,8 @@ void DeliveryLoop::read() {
 }
 
 void DeliveryLoop::onRows(std::vector<store::QueuedDelivery> rows) {
+  // Held while reading: the rows stay pending for the read after release.
+  if (holds_ && !stopping_) return park();
   if (rows.empty()) {
     state_ = State::Idle;
     if (stopping_) return maybeStopped();
@@ -171,10 +176,10 @@ void DeliveryLoop::next() {
   inNext_ = true;
   bool waiting = false;
   while (pos_ < items_.size()) {
-    if (!stopping_) launchSends();
+    if (!winding()) launchSends();
     Item& item = items_[pos_];
     if (!item.outcome) {
-      waiting = !stopping_;  // its transform is still running (stopping: stop here)
+      waiting = !winding();  // its transform is still running (stopping, held: stop here)
       break;
     }
     if (!needsSend(item)) {
@@ -185,7 +190,7 @@ void DeliveryLoop::next() {
       waiting = true;
       break;
     } else {
-      if (stopping_) break;  // stop at the message in hand
+      if (winding()) break;  // stop at the message in hand
       if (limiter_) {
         auto d = limiter_->tryAcquire(timing_.now());
         if (d.kind == senders::RateDecision::Kind::Drop) {
@@ -219,6 +224,8 @@ void DeliveryLoop::next() {
   }
   inNext_ = false;
   if (waiting) return;
+  // Cut short by a hold: the rest of the read is read again after release.
+  if (pos_ < items_.size()) wakeAgain_ = true;
   // The read is done (or we are stopping): flush, then look again.
   state_ = State::Flushing;
   auto alive = alive_;
@@ -320,7 +327,7 @@ void DeliveryLoop::deliver(Item& item) {
       return failed(o.data);
     case Outcome::Kind::Stopped:
       // The interface's code is stopped (runaways): its messages stay
-      // pending until the code is fixed and the engine restarted.
+      // pending until the code is fixed and the interface restarted.
       logWith(spdlog::level::warn, fields(), "{}/{}: interface stopped; {} message(s) left pending",
               target_.interfaceName, target_.destinationName, items_.size() - pos_);
       interfaceStopped_ = true;
@@ -435,6 +442,7 @@ void DeliveryLoop::backOff(std::chrono::milliseconds delay) {
   state_ = State::BackingOff;
   if (timing_.onBackoff) timing_.onBackoff(delay);
   if (stopping_) return maybeStopped();
+  if (holds_) return park();  // release reads at once: the wait ends with the hold
   armTimer(delay);
 }
 
@@ -442,6 +450,10 @@ void DeliveryLoop::readAgainOrIdle() {
   items_.clear();
   pos_ = 0;
   generation_.reset();
+  if (holds_) {
+    interfaceStopped_ = false;
+    return park();
+  }
   if (interfaceStopped_) {
     state_ = State::Idle;  // woken reads find it stopped at once again
     interfaceStopped_ = false;
@@ -613,6 +625,45 @@ void DeliveryLoop::stop(std::function<void()> done) {
     next();
   }
   // Reading / Flushing / a send in flight: maybeStopped() runs when done.
+}
+
+void DeliveryLoop::hold(Hold why) {
+  bool already = holds_ != 0;
+  holds_ |= static_cast<uint8_t>(why);
+  if (already || stopping_ || state_ == State::Stopped) return;
+  switch (state_) {
+    case State::Idle:
+    case State::BackingOff:
+      return park();
+    case State::Working:
+      if (rateWaiting_) {  // the wait would only delay the hold
+        uv_timer_stop(timer_.get());
+        rateWaiting_ = false;
+      }
+      return next();  // ends at the message in hand, flushes, parks
+    default:
+      return;  // reading or flushing: parks when that is done
+  }
+}
+
+void DeliveryLoop::release(Hold why) {
+  holds_ &= static_cast<uint8_t>(~static_cast<uint8_t>(why));
+  if (holds_ || stopping_ || state_ == State::Stopped) return;
+  // Parked: read, whether or not a wake came meanwhile (the safety net's
+  // read was skipped too). Still finishing what it had in hand: that path
+  // goes on as if never held, and reads again after it.
+  if (state_ == State::Idle) return idleUntilWindow();
+  wakeAgain_ = true;
+}
+
+void DeliveryLoop::park() {
+  items_.clear();
+  pos_ = 0;
+  generation_.reset();  // outcomes of transforms still running are ignored
+  windowArmed_ = false;
+  state_ = State::Idle;
+  uv_timer_stop(timer_.get());
+  if (stopping_) maybeStopped();
 }
 
 void DeliveryLoop::maybeStopped() {

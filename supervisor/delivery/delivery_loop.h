@@ -14,6 +14,11 @@
 //
 // Woken by intake after a commit in one of its lanes; a 30 s timer is only
 // a safety net.
+//
+// Held (hold()): for as long as any reason holds it (an operator's pause,
+// the database lock another engine took, ...), the loop finishes the
+// message in hand, flushes, and then waits at no cost: no reads, no timer.
+// A wake meanwhile is not lost: the loop reads once no hold is left.
 #pragma once
 
 #include <uv.h>
@@ -82,6 +87,9 @@ struct DeliveryTiming {
   std::function<void(std::chrono::milliseconds)> onBackoff;
 };
 
+// Why a loop is held; several may hold it at once (a set of bits).
+enum class Hold : uint8_t { Paused = 1, Ownership = 2, Draining = 4 };
+
 struct DeliveryCounters {
   int64_t sent = 0, filtered = 0, quarantined = 0, retries = 0, routed = 0;
   int64_t flushes = 0;       // status flushes sent to the store
@@ -101,6 +109,12 @@ class DeliveryLoop {
   void wake();
   // Finishes the message in hand (flushing what is done), then stops.
   void stop(std::function<void()> done);
+  // Stops after the message in hand (flushing what finished) and reads
+  // nothing until released; idempotent per reason.
+  void hold(Hold why);
+  // Reads again (soon, as after a wake) once no hold is left.
+  void release(Hold why);
+  bool held() const { return holds_ != 0; }
 
   const DeliveryTarget& target() const { return target_; }
   const DeliveryCounters& counters() const { return counters_; }
@@ -136,6 +150,11 @@ class DeliveryLoop {
   void backOff(std::chrono::milliseconds delay);
   void armTimer(std::chrono::milliseconds delay);
   void maybeStopped();
+  // Held: stops where it is (the read in hand is abandoned, its rows stay
+  // pending) and waits, without a timer, for release().
+  void park();
+  // Stopping or held: the read in hand ends at the message in hand.
+  bool winding() const { return stopping_ || holds_ != 0; }
   // Counts what became of a message here ("sent", "filtered",
   // "quarantined", "routed") and says it.
   void report(const Item& item, std::string_view outcome, const std::optional<std::string>& why);
@@ -171,6 +190,7 @@ class DeliveryLoop {
   bool interfaceStopped_ = false;
   std::shared_ptr<int> generation_;  // outcomes of an abandoned read are ignored
   bool stopping_ = false;
+  uint8_t holds_ = 0;  // Hold bits
   std::function<void()> stopDone_;
   std::vector<Item> items_;
   size_t pos_ = 0;

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <csignal>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <utility>
 
 #include "proto/contract.h"
 #include "proto/frame.h"
@@ -225,6 +227,8 @@ struct WorkerPool::Slot : WorkerProcess::Events {
   Clock::time_point lastHeard;  // the worker's last frame: it is alive and working
   int quickDeaths = 0;
   UvHandle<uv_timer_t> restartTimer;
+  std::set<uint32_t> loadedIds;  // interfaces sent to this incarnation
+  bool replacing = false;        // killed to load an interface's new code
 
   void onFrame(WorkerProcess&, proto::FromWorker::Reader msg) override {
     lastHeard = Clock::now();
@@ -320,6 +324,7 @@ void WorkerPool::startSlot(Slot& slot) {
                                       proc.error().message);
   } else {
     slot.proc = std::move(*proc);
+    slot.loadedIds.clear();
     spdlog::debug("worker pool {}: worker {} started as pid {}", slot.group->name, slot.index,
                   slot.proc->pid());
     // A stopped interface stays out of new workers: its code is what
@@ -348,6 +353,7 @@ void WorkerPool::loadInto(Slot& slot, Interface& iface) {
   capnp::MallocMessageBuilder b;
   fillLoad(toWorker(b).initLoad(), iface.id, iface.spec, iface.modules, iface.functions);
   slot.proc->send(b);
+  slot.loadedIds.insert(iface.id);
 }
 
 void WorkerPool::failPendingLoads(Group& g, const std::string& why) {
@@ -469,11 +475,44 @@ void WorkerPool::stopInterface(Interface& iface, const std::string& why, bool qu
   iface.stopped = true;
   iface.stopReason = "interface " + iface.spec.name + " is stopped: " + why;
   if (!quiet) {
-    spdlog::error("{} (its messages stay pending until the code is fixed and the engine restarted)",
+    spdlog::error("{} (its messages stay pending until the code is fixed and the interface "
+                  "restarted: POST /api/v1/interfaces/NAME/restart)",
                   iface.stopReason);
     if (stopListener_) stopListener_(iface.spec.name, why);
   }
   drainBacklog(*iface.group);  // answers its queued calls Stopped
+}
+
+Status WorkerPool::restartInterface(const std::string& name, ModuleSet modules,
+                                   std::function<void(Status)> loaded) {
+  Interface* iface = nullptr;
+  for (auto& i : interfaces_)
+    if (i->spec.name == name) iface = i.get();
+  if (!iface) return Error{"no interface " + name, "not_found"};
+  if (!iface->stopped) return Error{"interface " + name + " is running", "running"};
+  if (shuttingDown_) return Error{"the workers are shutting down", "unavailable"};
+  iface->modules = std::move(modules);
+  iface->stopped = false;
+  iface->stopReason.clear();
+  iface->consecutiveTimeouts = 0;
+  iface->loaded = std::move(loaded);
+  spdlog::info("interface {}: restarting with its code as it is on disk now", name);
+  for (auto& slot : iface->group->slots) {
+    // A worker not running now loads it when it starts again; one on its
+    // way out (the last runaway's) is not a verdict on the new code.
+    if (!slot->proc || slot->proc->exited()) continue;
+    if (slot->proc->killing()) {
+      slot->replacing = true;
+      continue;
+    }
+    if (slot->loadedIds.count(iface->id)) {
+      slot->replacing = true;
+      slot->proc->kill("restarting it to load interface " + name + "'s new code");
+    } else {
+      loadInto(*slot, *iface);
+    }
+  }
+  return {};
 }
 
 bool WorkerPool::isStopped(const std::string& name) const {
@@ -683,12 +722,16 @@ void WorkerPool::onExit(Slot& slot, int64_t status, int signal, const std::strin
   }
 
   // A worker that dies before saying whether the code loads (a crash in
-  // its top-level code): a verdict, not something to wait for.
-  failPendingLoads(*slot.group, "its worker exited " + how + " while loading its code" +
-                                    (why.empty() ? "" : " (" + why + ")"));
+  // its top-level code): a verdict, not something to wait for. Not one we
+  // killed to load new code: its successor gives the verdict.
+  bool replaced = std::exchange(slot.replacing, false);
+  if (!replaced)
+    failPendingLoads(*slot.group, "its worker exited " + how + " while loading its code" +
+                                      (why.empty() ? "" : " (" + why + ")"));
   // Restart, backing off when the worker dies right after starting.
   restarts_++;
-  if (Clock::now() - slot.startedAt < std::chrono::seconds(1)) slot.quickDeaths++;
+  if (replaced) slot.quickDeaths = 0;
+  else if (Clock::now() - slot.startedAt < std::chrono::seconds(1)) slot.quickDeaths++;
   else slot.quickDeaths = 0;
   auto delay = std::chrono::milliseconds(0);
   if (slot.quickDeaths > 1) delay = kRestartBackoff.after(slot.quickDeaths);

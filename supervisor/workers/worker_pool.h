@@ -170,6 +170,15 @@ class WorkerPool : public delivery::Transformer {
 
   void onInterfaceStopped(StopListener listener) { stopListener_ = std::move(listener); }
   bool isStopped(const std::string& interfaceName) const;
+  // Runs a stopped interface again with these modules (its code as fixed
+  // on disk): the stop is cleared, its group's workers load it, and
+  // `loaded` hears the first verdict, as addInterface's does (a load error
+  // stops it again). A worker compiles a module once and keeps it, so the
+  // workers that hold the old code are restarted rather than asked to load
+  // it again (their other calls are retried, as after any worker exit).
+  // Error "not_found": no such interface; "running": it isn't stopped.
+  Status restartInterface(const std::string& interfaceName, ModuleSet modules,
+                          std::function<void(Status)> loaded = {});
 
   // Sends shutdown to every worker; `done` once all have exited.
   void shutdown(std::function<void()> done);

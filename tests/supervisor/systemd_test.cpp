@@ -154,5 +154,29 @@ TEST(Systemd, UntakenSocketsAreClosedAndRemovedAndAFailedStartRemovesAll) {
   EXPECT_FALSE(r.receive(200));
 }
 
+// A drain takes the stored listeners out of systemd's store (nobody should
+// queue for an engine that may be stopped for good); ending it stores them
+// again, the same descriptors.
+TEST(Systemd, ADrainRemovesTheStoredListenersAndItsEndStoresThemAgain) {
+  Receiver r(/*abstract=*/true);
+  Systemd sd(r.address(), {});
+  int pipeFds[2];
+  ASSERT_EQ(pipe(pipeFds), 0);
+  Fd readEnd(pipeFds[0]), writeEnd(pipeFds[1]);
+  sd.storeListener("mllp-127.0.0.1-2575", readEnd.get());
+  ASSERT_TRUE(r.receive());
+  sd.unstoreListeners();
+  auto d = r.receive();
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->text, "FDSTOREREMOVE=1\nFDNAME=mllp-127.0.0.1-2575");
+  sd.restoreListeners();
+  d = r.receive();
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->text, "FDSTORE=1\nFDNAME=mllp-127.0.0.1-2575");
+  ASSERT_EQ(d->fds.size(), 1u);
+  EXPECT_TRUE(sameFile(d->fds[0].get(), readEnd.get()));
+  EXPECT_FALSE(r.receive(200));
+}
+
 }  // namespace
 }  // namespace ductus::supervisor

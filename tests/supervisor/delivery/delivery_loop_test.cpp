@@ -516,5 +516,96 @@ TEST_F(DeliveryLoopTest, EachFinishedMessageIsCountedAndSaidInALineWithItsFields
   EXPECT_TRUE(warned);
 }
 
+// ---- holds (an operator's pause, a lost ownership lock) ---------------------
+
+TEST_F(DeliveryLoopTest, AHeldLoopReadsNothingWhileMessagesArriveAndDeliversThemInOrderOnRelease) {
+  stored("FIRST", {destA_});
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return loop.counters().sent == 1; }));
+  loop.hold(Hold::Paused);
+  EXPECT_TRUE(loop.held());
+  int invoked = transformer_->invoked;
+  std::vector<int64_t> ids;
+  for (const char* p : {"M1", "M2", "M3", "M4"}) {
+    ids.push_back(stored(p, {destA_}));
+    loop.wake();  // as intake wakes it after each commit
+  }
+  // Longer than the safety net's 200 ms: held, even that read is skipped.
+  EXPECT_FALSE(waitFor([&] { return transformer_->invoked > invoked; }, 700ms))
+      << "a held loop read its queue";
+  EXPECT_EQ(sender_->sent.size(), 1u);
+  EXPECT_EQ(pending(destA_), 4);
+
+  loop.release(Hold::Paused);
+  EXPECT_FALSE(loop.held());
+  ASSERT_TRUE(waitFor([&] { return pending(destA_) == 0; }));
+  EXPECT_EQ(sender_->sent, (std::vector<std::string>{"FIRST", "M1", "M2", "M3", "M4"}));
+  for (int64_t id : ids) EXPECT_EQ(status(id, destA_), static_cast<int>(MessageStatus::Sent));
+}
+
+TEST_F(DeliveryLoopTest, AHoldStopsAfterTheMessageInHandFlushesItAndLeavesTheRestPending) {
+  sender_->hold = [](const std::string& p) { return p == "A"; };
+  int64_t a = stored("A", {destA_});
+  int64_t b = stored("B", {destA_});
+  int64_t c = stored("C", {destA_});
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return sender_->held.size() == 1; }));
+  loop.hold(Hold::Paused);
+  loop.hold(Hold::Paused);  // idempotent
+  // The message in hand is finished and its outcome recorded.
+  sender_->held[0].second(senders::SendOutcome::sent());
+  ASSERT_TRUE(waitFor([&] { return status(a, destA_) == static_cast<int>(MessageStatus::Sent); }));
+  EXPECT_FALSE(waitFor([&] { return sender_->sent.size() > 1; }, 400ms));
+  EXPECT_EQ(status(b, destA_), static_cast<int>(MessageStatus::Pending));
+  EXPECT_EQ(status(c, destA_), static_cast<int>(MessageStatus::Pending));
+
+  loop.release(Hold::Paused);
+  ASSERT_TRUE(waitFor([&] { return status(c, destA_) == static_cast<int>(MessageStatus::Sent); }));
+  EXPECT_EQ(sender_->sent, (std::vector<std::string>{"A", "B", "C"}));
+}
+
+TEST_F(DeliveryLoopTest, EveryReasonMustBeReleasedBeforeTheLoopReadsAgain) {
+  auto& loop = start(target(destA_, sender_.get()));
+  loop.hold(Hold::Paused);
+  loop.hold(Hold::Ownership);
+  int64_t id = stored("M", {destA_});
+  loop.wake();
+  loop.release(Hold::Paused);
+  EXPECT_TRUE(loop.held());
+  EXPECT_FALSE(waitFor([&] { return transformer_->invoked > 0; }, 400ms));
+  loop.release(Hold::Draining);  // never held for it: changes nothing
+  EXPECT_TRUE(loop.held());
+  loop.release(Hold::Ownership);
+  ASSERT_TRUE(waitFor([&] { return status(id, destA_) == static_cast<int>(MessageStatus::Sent); }));
+}
+
+TEST_F(DeliveryLoopTest, AHoldDuringABackOffEndsTheWaitAndReleaseRetriesAtOnce) {
+  timing_.backoff = Backoff{60'000ms, 60'000ms};  // a wait no test sits out
+  int backoffs = 0;
+  timing_.onBackoff = [&](std::chrono::milliseconds) { ++backoffs; };
+  bool down = true;
+  sender_->answer = [&](const std::string&) {
+    return down ? senders::SendOutcome::transient("down") : senders::SendOutcome::sent();
+  };
+  int64_t id = stored("M", {destA_});
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return backoffs == 1; }));  // waiting out its 60 s
+  loop.hold(Hold::Paused);
+  down = false;
+  loop.release(Hold::Paused);
+  ASSERT_TRUE(waitFor([&] { return status(id, destA_) == static_cast<int>(MessageStatus::Sent); },
+                      10s));
+  EXPECT_EQ(sender_->sent.size(), 2u);
+}
+
+TEST_F(DeliveryLoopTest, AHeldLoopStops) {
+  auto& loop = start(target(destA_, sender_.get()));
+  loop.hold(Hold::Paused);
+  stored("M", {destA_});
+  loop.wake();
+  // TearDown stops every loop and fails if one does not.
+  EXPECT_TRUE(sender_->sent.empty());
+}
+
 }  // namespace
 }  // namespace ductus::delivery

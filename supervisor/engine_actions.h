@@ -1,0 +1,119 @@
+// EngineActions: what an operator can do to a running engine through the
+// API (api/engine_actions.h), on the engine's loop:
+// - pause / resume a destination: its delivery loops are held
+//   (DeliveryLoop::hold(Hold::Paused)) and read nothing until resumed. The
+//   API persists the pause (schema/destination_pauses.h); at start every
+//   loop is held until the pauses are read, then those not paused go on.
+// - restart an interface that runaways stopped: its code is read again from
+//   disk (an operator fixed it there), loaded into its workers, and its
+//   loops are woken to deliver what waited.
+// - drain: every intake gate closed (MLLP answers AE, HTTP 503, as while
+//   stopping), systemd told and its stored listening sockets removed; the
+//   queues empty out. Drained = no store in flight and nothing pending for
+//   this engine's unpaused destinations. With stop, the engine then stops
+//   the way SIGTERM stops it. Undrain opens the gates again.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/engine_view.h"
+#include "common/result.h"
+#include "common/uv_handle.h"
+#include "supervisor/delivery/activity.h"
+
+namespace ductus::config {
+struct Project;
+struct InterfaceConfig;
+}  // namespace ductus::config
+namespace ductus::delivery {
+class DeliveryLoop;
+}
+namespace ductus::intake {
+class Intake;
+}
+namespace ductus::store {
+class PgPool;
+}
+
+namespace ductus::supervisor {
+
+class WorkerPool;
+class Systemd;
+
+class EngineActions {
+ public:
+  // One interface as the engine holds it.
+  struct Destination {
+    std::string name;
+    int64_t id = 0;
+    std::vector<delivery::DeliveryLoop*> loops;  // one per slot
+  };
+  struct Interface {
+    const config::InterfaceConfig* config = nullptr;
+    intake::Intake* intake = nullptr;  // null: respond mode (no queue)
+    std::vector<Destination> destinations;
+    std::function<void()> wake;  // wakes every loop of the interface
+  };
+  // Everything must outlive the actions.
+  struct Deps {
+    uv_loop_t* loop = nullptr;
+    const config::Project* project = nullptr;
+    WorkerPool* workers = nullptr;
+    store::PgPool* pool = nullptr;  // reads the pauses at start
+    Systemd* systemd = nullptr;     // null: nothing is told
+    delivery::WaitingCounts waiting;  // pending deliveries per destination id
+    // A drain with stop is done: stop the engine (the default: SIGTERM to
+    // ourselves, so `ductus run` stops as an operator's signal stops it).
+    std::function<void()> stop;
+  };
+
+  EngineActions(Deps deps, std::vector<Interface> interfaces);
+  ~EngineActions();
+  EngineActions(const EngineActions&) = delete;
+  EngineActions& operator=(const EngineActions&) = delete;
+
+  // At start, before the loops' first read: holds every loop until the
+  // persisted pauses are read (retried every 5 s while the read fails),
+  // then releases those not paused.
+  void loadPauses();
+
+  Status setPaused(const std::string& interface, const std::string& destination,
+                   std::optional<api::PauseInfo> pause);
+  std::optional<api::PauseInfo> pauseOf(int64_t destinationId) const;
+
+  void restartInterface(const std::string& interface, std::function<void(Status)> done);
+
+  bool draining() const { return draining_; }
+  Status startDrain(bool stopWhenDrained);
+  Status stopDrain();
+  void drainStatus(std::function<void(Result<api::DrainInfo>)> done);
+  // The engine stops: no drain check any more, no action is taken.
+  void shutdown();
+
+ private:
+  Interface* find(const std::string& name);
+  void readPauses();
+  void checkDrained();
+
+  Deps deps_;
+  std::vector<Interface> interfaces_;
+  std::map<int64_t, api::PauseInfo> pauses_;  // by destination id
+  bool pausesRead_ = false;
+  bool draining_ = false;
+  bool stopWhenDrained_ = false;
+  bool stopRequested_ = false;
+  bool shutDown_ = false;
+  UvHandle<uv_timer_t> pauseRetry_;
+  UvHandle<uv_timer_t> drainCheck_;  // while draining with stop
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ductus::supervisor

@@ -1,0 +1,231 @@
+// The operator's actions on a real `ductus run` through its REST API: a
+// paused destination delivers nothing, stays paused across a restart and
+// delivers everything in order once resumed; an interface runaways stopped
+// runs its fixed code after a restart and delivers what waited; a drain
+// closes the gates (AE, /health 503), says drained once the queues are
+// empty, opens them again when ended, and with stop ends the engine.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/e2e.h"
+#include "tests/support/engine_process.h"
+#include "tests/support/http_client.h"
+#include "tests/support/mllp_client.h"
+#include "tests/support/mllp_receiver.h"
+#include "tests/support/test_database.h"
+#include "tests/support/test_env.h"
+
+namespace ductus::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+// A token of this role, made as an operator makes one (the engine has
+// migrated the database).
+std::string tokenFor(const std::string& url, const std::string& name, const std::string& role) {
+  auto r = runChild({ductusBinary(), "token", "create", name, "--role", role, "--database", url});
+  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 0) << r.out;
+  return r.out.substr(0, r.out.find('\n'));
+}
+
+class Api {
+ public:
+  Api(uint16_t port, std::string token) : port_(port), token_(std::move(token)) {}
+  HttpReply call(const std::string& method, const std::string& path, const json& body = nullptr,
+                 bool withToken = true) {
+    auto c = HttpClient::connect(port_);
+    if (!c) return {};
+    std::map<std::string, std::string> h;
+    if (withToken) h["Authorization"] = "Bearer " + token_;
+    std::string text;
+    if (!body.is_null()) {
+      text = body.dump();
+      h["Content-Type"] = "application/json";
+    }
+    auto r = c->request(method, path, text, h);
+    return r ? *r : HttpReply{};
+  }
+  json get(const std::string& path) {
+    auto r = call("GET", path);
+    auto j = json::parse(r.body, nullptr, false);
+    return j.is_discarded() ? json() : j;
+  }
+  int health() { return call("GET", "/api/v1/health", nullptr, false).status; }
+
+ private:
+  uint16_t port_;
+  std::string token_;
+};
+
+// MLLP in, to an MLLP receiver of the test's.
+std::string mllpToMllp(uint16_t in, uint16_t out) {
+  return "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(in) +
+         " }\nformat: hl7v2\ndestination:\n  mllp: { host: 127.0.0.1, port: " +
+         std::to_string(out) + " }\n";
+}
+
+std::string ackOf(MllpClient& c, const std::string& msg) {
+  auto ack = c.exchange(msg, 10000ms);
+  return ack ? readAck(*ack).code : "no answer: " + ack.error().message;
+}
+
+json destinationOf(Api& api, const std::string& interface) {
+  json list = api.get("/api/v1/interfaces");
+  for (auto& f : list["interfaces"])
+    if (f["name"] == interface) return f["destinations"][0];
+  return nullptr;
+}
+
+TEST(EngineActions, APausedDestinationWaitsAcrossARestartAndDeliversInOrderWhenResumed) {
+  TestDatabase db;
+  MllpReceiver receiver;
+  uint16_t port = freePort(), apiPort = freePort();
+  TempProject project({{"ductus.yaml", engineYaml()},
+                       {"interfaces/adt/interface.yaml", mllpToMllp(port, receiver.port())},
+                       {"interfaces/adt/transform.js", kPassThrough}});
+  EngineProcess engine(project.root(), db.url());
+  engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
+  ASSERT_TRUE(engine.start()) << engine.log();
+  Api api(apiPort, tokenFor(db.url(), "ops", "operator"));
+
+  auto r = api.call("POST", "/api/v1/interfaces/adt/destinations/default/pause",
+                    {{"reason", "receiver upgrade"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  for (const char* id : {"P1", "P2", "P3"}) EXPECT_EQ(ackOf(*c, hl7(id)), "AA");
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_TRUE(receiver.accepted().empty()) << "a paused destination delivered";
+  EXPECT_EQ(db.value("SELECT count(*) FROM deliveries WHERE status = 0"), "3");
+  auto dest = destinationOf(api, "adt");
+  ASSERT_TRUE(dest["paused"].is_object()) << dest.dump();
+  EXPECT_EQ(dest["paused"]["by"], "ops");
+  std::string since = dest["paused"]["since"];
+
+  // Another engine start: still paused, by whom and since when it was.
+  c = Error{"closed"};
+  EXPECT_EQ(WEXITSTATUS(engine.terminate()), 0) << engine.log();
+  ASSERT_TRUE(engine.start()) << engine.log();
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_TRUE(receiver.accepted().empty()) << "the pause did not outlive the restart";
+  dest = destinationOf(api, "adt");
+  ASSERT_TRUE(dest["paused"].is_object()) << dest.dump();
+  EXPECT_EQ(dest["paused"]["since"], since);
+  EXPECT_EQ(dest["paused"]["reasons"][0]["reason"], "receiver upgrade");
+
+  r = api.call("POST", "/api/v1/interfaces/adt/destinations/default/resume");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(waitFor([&] { return receiver.accepted().size() == 3; }, 20s)) << engine.log();
+  EXPECT_EQ(receiver.accepted(), (std::vector<std::string>{"P1", "P2", "P3"}));
+  EXPECT_TRUE(destinationOf(api, "adt")["paused"].is_null());
+}
+
+TEST(EngineActions, ARestartRunsTheFixedCodeOfAStoppedInterfaceAndDeliversWhatWaited) {
+  TestDatabase db;
+  MllpReceiver receiver;
+  uint16_t port = freePort(), apiPort = freePort();
+  TempProject project(
+      {{"ductus.yaml", engineYaml()},
+       {"interfaces/adt/interface.yaml",
+        mllpToMllp(port, receiver.port()) + "timeout: 200ms\n"},
+       {"interfaces/adt/transform.js",
+        "export function transform(msg) {\n"
+        "  if (msg.get('MSH.10').startsWith('SPIN')) { while (true) {} }\n"
+        "  return msg;\n}\n"}});
+  EngineProcess engine(project.root(), db.url());
+  engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
+  ASSERT_TRUE(engine.start()) << engine.log();
+  Api api(apiPort, tokenFor(db.url(), "ops", "operator"));
+  auto r = api.call("POST", "/api/v1/interfaces/adt/restart");
+  EXPECT_EQ(r.status, 409) << r.body;
+
+  // Three runaways in a row stop the interface; the message after them waits.
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  for (const char* id : {"SPIN1", "SPIN2", "SPIN3"}) EXPECT_EQ(ackOf(*c, hl7(id)), "AA");
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json list = api.get("/api/v1/interfaces");
+        for (auto& f : list["interfaces"])
+          if (f["name"] == "adt" && f["state"] == "stopped") return true;
+        return false;
+      },
+      60s))
+      << engine.log();
+  EXPECT_EQ(ackOf(*c, hl7("AFTER")), "AA");
+  std::this_thread::sleep_for(1000ms);
+  EXPECT_TRUE(receiver.accepted().empty());
+  EXPECT_EQ(db.value("SELECT count(*) FROM deliveries WHERE status = 0"), "1");
+
+  // The operator fixes the code on disk, then restarts the interface.
+  std::ofstream(project.root() / "interfaces/adt/transform.js")
+      << "export function transform(msg) { return msg; }\n";
+  r = api.call("POST", "/api/v1/interfaces/adt/restart");
+  ASSERT_EQ(r.status, 200) << r.body << engine.log();
+  EXPECT_TRUE(waitFor([&] { return receiver.accepted().size() == 1; }, 20s)) << engine.log();
+  EXPECT_EQ(receiver.accepted(), (std::vector<std::string>{"AFTER"}));
+  EXPECT_EQ(ackOf(*c, hl7("SPIN4")), "AA");  // the new code runs: no runaway now
+  EXPECT_TRUE(waitFor([&] { return receiver.accepted().size() == 2; }, 20s)) << engine.log();
+  EXPECT_EQ(db.value("SELECT count(*) FROM audit_log WHERE action = 'interface.restart'"), "1");
+}
+
+TEST(EngineActions, ADrainClosesTheGatesUntilEndedAndWithStopEndsTheEngineOnceDrained) {
+  TestDatabase db;
+  std::atomic<bool> down{true};
+  MllpReceiver receiver([&](const std::string&, int) { return down ? "AE" : "AA"; });
+  uint16_t port = freePort(), apiPort = freePort();
+  TempProject project({{"ductus.yaml", engineYaml()},
+                       {"interfaces/adt/interface.yaml", mllpToMllp(port, receiver.port())},
+                       {"interfaces/adt/transform.js", kPassThrough}});
+  EngineProcess engine(project.root(), db.url());
+  engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
+  ASSERT_TRUE(engine.start()) << engine.log();
+  Api api(apiPort, tokenFor(db.url(), "ops", "operator"));
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(ackOf(*c, hl7("BEFORE")), "AA");  // the receiver refuses it: it stays pending
+
+  auto r = api.call("POST", "/api/v1/engine/drain", {{"stop", false}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(api.health(), 503);
+  EXPECT_EQ(api.get("/api/v1/health")["status"], "draining");
+  EXPECT_EQ(ackOf(*c, hl7("REFUSED")), "AE");
+  auto status = api.get("/api/v1/engine/drain");
+  EXPECT_EQ(status["draining"], true);
+  EXPECT_EQ(status["pending"], 1) << status.dump();
+  EXPECT_EQ(status["drained"], false);
+  EXPECT_NE(api.call("GET", "/api/v1/metrics").body.find("ductus_draining 1"), std::string::npos);
+
+  // Ended: the gates take messages again.
+  r = api.call("DELETE", "/api/v1/engine/drain");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(api.health(), 200);
+  EXPECT_EQ(ackOf(*c, hl7("AGAIN")), "AA");
+
+  // With stop: the engine ends once the receiver took what was queued.
+  r = api.call("POST", "/api/v1/engine/drain", {{"stop", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::this_thread::sleep_for(1000ms);
+  EXPECT_EQ(api.get("/api/v1/engine/drain")["drained"], false);
+  EXPECT_EQ(engine.wait(1s), -1) << "the engine stopped before it was drained";
+  down = false;
+  EXPECT_TRUE(waitFor([&] { return receiver.accepted().size() == 2; }, 30s)) << engine.log();
+  int exit = engine.wait(40s);
+  ASSERT_TRUE(WIFEXITED(exit)) << engine.log();
+  EXPECT_EQ(WEXITSTATUS(exit), 0) << engine.log();
+  EXPECT_EQ(receiver.accepted(), (std::vector<std::string>{"BEFORE", "AGAIN"}));
+  EXPECT_EQ(db.value("SELECT count(*) FROM deliveries WHERE status = 0"), "0");
+  EXPECT_EQ(db.value("SELECT string_agg(action, ',' ORDER BY id) FROM audit_log WHERE action "
+                     "LIKE 'engine.%drain'"),
+            "engine.drain,engine.undrain,engine.drain");
+  EXPECT_NE(engine.log().find("drained"), std::string::npos) << engine.log();
+}
+
+}  // namespace
+}  // namespace ductus::test
