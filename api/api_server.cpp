@@ -13,6 +13,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(uv_loop_t* loop, ApiServerOp
   hs.name = "api";
   hs.limits = options.limits;
   hs.maxBodyBytes = options.maxBodyBytes;
+  hs.answerTimes = options.requestTimes;
   self->http_ = std::make_unique<net::HttpServer>(loop, hs);
   Router* r = self->router_.get();
   // The router lives as long as the server, which outlives its connections.

@@ -37,7 +37,8 @@ constexpr const char* kHealthSchema = R"({
 
 constexpr const char* kEngineSchema = R"({
   "type": "object",
-  "required": ["version", "commit", "startedAt", "uptimeSeconds", "state", "workers"],
+  "required": ["version", "commit", "startedAt", "uptimeSeconds", "state", "workers",
+               "engineId", "ownership", "otherEngines"],
   "properties": {
     "version": {"type": "string"},
     "commit": {"type": "string"},
@@ -56,6 +57,27 @@ constexpr const char* kEngineSchema = R"({
           "state": {"type": "string", "enum": ["starting", "running", "down"]},
           "restarts": {"type": "integer"},
           "callsInFlight": {"type": "integer"}
+        }
+      }
+    },
+    "engineId": {"type": "string",
+                 "description": "this engine's row in the database's engines table"},
+    "ownership": {"type": "string", "enum": ["starting", "held", "lost", "taken", "released"],
+                  "description": "lost: the ownership lock's connection failed; delivery, files and schedules pause until it is taken again"},
+    "otherEngines": {
+      "type": "array",
+      "description": "the other live engines on the same database as of the last check, made every 2 s",
+      "items": {
+        "type": "object",
+        "required": ["id", "host", "pid", "version", "startedAt", "interfaces"],
+        "properties": {
+          "id": {"type": "string"},
+          "host": {"type": "string"},
+          "pid": {"type": "integer"},
+          "version": {"type": "string"},
+          "startedAt": {"type": "string", "format": "date-time"},
+          "interfaces": {"type": "array", "items": {"type": "string"},
+                         "description": "the interfaces it owns"}
         }
       }
     }
@@ -89,7 +111,7 @@ constexpr const char* kInterfacesSchema = R"({
             "type": "array",
             "items": {
               "type": "object",
-              "required": ["name", "route", "sinceStart"],
+              "required": ["name", "route", "sinceStart", "paused"],
               "properties": {
                 "name": {"type": "string"},
                 "route": {"type": "boolean"},
@@ -103,6 +125,26 @@ constexpr const char* kInterfacesSchema = R"({
                     "routed": {"type": "integer"},
                     "retries": {"type": "integer"}
                   }
+                },
+                "paused": {
+                  "type": ["object", "null"],
+                  "description": "null while it delivers; set while an operator's pause holds it",
+                  "required": ["since", "by", "reasons"],
+                  "properties": {
+                    "since": {"type": "string", "format": "date-time"},
+                    "by": {"type": "string", "description": "who paused it first"},
+                    "reasons": {
+                      "type": "array",
+                      "items": {
+                        "type": "object",
+                        "properties": {
+                          "at": {"type": "string", "format": "date-time"},
+                          "by": {"type": "string"},
+                          "reason": {"type": "string"}
+                        }
+                      }
+                    }
+                  }
                 }
               }
             }
@@ -112,6 +154,18 @@ constexpr const char* kInterfacesSchema = R"({
     }
   }
 })";
+
+json otherEnginesJson(const std::vector<PeerEngineInfo>& list) {
+  json out = json::array();
+  for (auto& o : list)
+    out.push_back({{"id", o.id},
+                   {"host", o.host},
+                   {"pid", o.pid},
+                   {"version", o.version},
+                   {"startedAt", o.startedAt},
+                   {"interfaces", o.interfaces}});
+  return out;
+}
 
 json engineJson(const EngineInfo& e) {
   json workers = json::array();
@@ -129,7 +183,17 @@ json engineJson(const EngineInfo& e) {
           {"startedAt", rfc3339(e.startedAt)},
           {"uptimeSeconds", std::max<int64_t>(0, up.count())},
           {"state", engineStateName(e.state)},
-          {"workers", std::move(workers)}};
+          {"workers", std::move(workers)},
+          {"engineId", e.engineId},
+          {"ownership", e.ownership.empty() ? "starting" : e.ownership},
+          {"otherEngines", otherEnginesJson(e.otherEngines)}};
+}
+
+json pausedJson(const std::optional<PauseInfo>& p) {
+  if (!p) return nullptr;
+  json reasons = json::array();
+  for (auto& r : p->reasons) reasons.push_back({{"at", r.at}, {"by", r.by}, {"reason", r.reason}});
+  return {{"since", p->since}, {"by", p->by}, {"reasons", std::move(reasons)}};
 }
 
 json interfacesJson(const std::vector<InterfaceInfo>& list) {
@@ -144,7 +208,8 @@ json interfacesJson(const std::vector<InterfaceInfo>& list) {
                          {"filtered", d.filtered},
                          {"quarantined", d.quarantined},
                          {"routed", d.routed},
-                         {"retries", d.retries}}}});
+                         {"retries", d.retries}}},
+                       {"paused", pausedJson(d.paused)}});
     out.push_back({{"name", f.name},
                    {"source", f.source},
                    {"state", f.state},
@@ -192,7 +257,8 @@ std::vector<Route> engineRoutes(EngineView* engine) {
   info.method = "GET";
   info.path = "/api/v1/engine";
   info.operationId = "getEngine";
-  info.summary = "The engine's version, start time, state and workers";
+  info.summary =
+      "The engine's version, start time, state and workers, and the other engines on its database";
   info.tag = "engine";
   info.requirement = Requirement::toRead(Role::Viewer);
   info.responseSchema = kEngineSchema;

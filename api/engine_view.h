@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "schema/store_types.h"
 
 namespace ductus::api {
 
@@ -45,10 +46,25 @@ struct WorkerInfo {
   int64_t callsInFlight = 0;
 };
 
+// Another engine running on the same database (supervisor/ownership.h).
+struct PeerEngineInfo {
+  std::string id, host, version;
+  int64_t pid = 0;
+  std::string startedAt;                // RFC 3339, UTC
+  std::vector<std::string> interfaces;  // what it owns
+};
+
 struct EngineInfo {
   std::chrono::system_clock::time_point startedAt;
   EngineState state = EngineState::Serving;
   std::vector<WorkerInfo> workers;
+  // Ownership: this engine's id in `engines` ("" when unknown), "held" or
+  // "lost" (its lock connection failed: delivery, files and schedules
+  // pause until it is taken again), and the other live engines on the
+  // database as of the last check (every 2 s).
+  std::string engineId;
+  std::string ownership;
+  std::vector<PeerEngineInfo> otherEngines;
 };
 
 // How long something took since the engine started, in buckets. `bounds`
@@ -59,6 +75,17 @@ struct HistogramInfo {
   std::vector<int64_t> buckets;
   double sumSeconds = 0;
   int64_t count = 0;
+};
+
+// A destination an operator paused (POST .../pause): its delivery loops
+// read nothing until it is resumed. Times are RFC 3339, UTC.
+struct PauseReasonInfo {
+  std::string at, by, reason;
+};
+struct PauseInfo {
+  std::string since;  // the first pause
+  std::string by;     // who paused it first
+  std::vector<PauseReasonInfo> reasons;  // every pause's, oldest first
 };
 
 // Counts since the engine started (they start at zero with it).
@@ -72,6 +99,7 @@ struct DestinationInfo {
   HistogramInfo latency;    // received -> finished here
   HistogramInfo send;       // one send
   HistogramInfo transform;  // one call of its function, a wait for a worker included
+  std::optional<PauseInfo> paused;  // nullopt: its loops run
 };
 
 struct InterfaceInfo {
@@ -84,6 +112,32 @@ struct InterfaceInfo {
   int64_t received = 0, duplicates = 0;
   std::vector<DestinationInfo> destinations;
 };
+
+// readKeys(): a message as the interface's intake would store it.
+inline constexpr const char* kNotRunHere = "not_run_here";
+struct MessageKeysView {
+  int64_t interfaceId = 0;
+  int16_t tier = 49;                    // the interface's retention tier (store::Tier)
+  std::vector<int64_t> destinationIds;  // one delivery each
+  int32_t lane = 0;
+  std::optional<std::string> dedupeKey;
+  store::MessageColumns columns;  // the browser's
+};
+
+// GET /engine/drain. drained: draining, no store in flight and nothing
+// pending for this engine's unpaused destinations.
+struct DrainInfo {
+  bool draining = false;
+  bool stopWhenDrained = false;
+  int64_t storesInFlight = 0;
+  int64_t pending = 0;  // deliveries pending for this engine's unpaused destinations
+  bool drained = false;
+};
+
+// Error codes of the actions below: "not_found" (no such interface or
+// destination here: 404), kActionConflict (not in a state the action
+// applies to: 409), "code" (the interface's code does not load: 422).
+inline constexpr const char* kActionConflict = "conflict";
 
 class EngineView {
  public:
@@ -103,6 +157,46 @@ class EngineView {
   // An interface this engine doesn't run: nothing. The default does
   // nothing (a view without loops).
   virtual void wake(const std::string& interface) { (void)interface; }
+  // What intake would store for this payload on this interface: its keys
+  // read with the interface's settings, its tier and destinations (an
+  // edited copy, POST /messages/{id}/edit). An Error with code
+  // kNotRunHere when this engine doesn't run the interface's intake (a
+  // respond-mode interface has none). The default runs none.
+  virtual Result<MessageKeysView> readKeys(const std::string& interface,
+                                           std::string_view payload) {
+    (void)payload;
+    return Error{"interface " + interface + " is not run by this engine", kNotRunHere};
+  }
+
+  // ---- actions (api/engine_actions.h), on the loop; the API has written
+  // their audit rows (and a pause's row) first. The defaults: no engine.
+  // Holds (pause set) or releases (nullopt) the destination's delivery
+  // loops and shows the pause in interfaces(). not_found: no such queued
+  // destination here.
+  virtual Status setPaused(const std::string& interface, const std::string& destination,
+                           std::optional<PauseInfo> pause) {
+    (void)interface, (void)destination, (void)pause;
+    return Error{"no engine runs here", "unavailable"};
+  }
+  // Loads the interface's code again from disk into its workers, then wakes
+  // its loops. kActionConflict: it isn't stopped; "code": the new code does
+  // not load (it stays stopped).
+  virtual void restartInterface(const std::string& interface, std::function<void(Status)> done) {
+    (void)interface;
+    done(Error{"no engine runs here", "unavailable"});
+  }
+  // Closes every intake gate (state Draining); with stopWhenDrained the
+  // engine stops once drained. Again while draining: only the stop flag
+  // changes.
+  virtual Status startDrain(bool stopWhenDrained) {
+    (void)stopWhenDrained;
+    return Error{"no engine runs here", "unavailable"};
+  }
+  // Opens the gates again. kActionConflict: not draining (or stopping).
+  virtual Status stopDrain() { return Error{"no engine runs here", "unavailable"}; }
+  virtual void drainStatus(std::function<void(Result<DrainInfo>)> done) {
+    done(Error{"no engine runs here", "unavailable"});
+  }
 };
 
 }  // namespace ductus::api

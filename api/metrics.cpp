@@ -123,7 +123,19 @@ void histogramFamily(MetricsText& m, const std::vector<InterfaceInfo>& interface
 
 }  // namespace
 
-std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceInfo>& interfaces) {
+HistogramInfo histogramInfo(const Histogram& h) {
+  auto c = h.snapshot();
+  HistogramInfo i;
+  i.bounds.reserve(kHistogramBoundsUs.size());
+  for (int64_t us : kHistogramBoundsUs) i.bounds.push_back(static_cast<double>(us) / 1e6);
+  i.buckets = std::move(c.buckets);
+  i.sumSeconds = static_cast<double>(c.sumUs) / 1e6;
+  i.count = c.count;
+  return i;
+}
+
+std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceInfo>& interfaces,
+                          const Histogram* requestTimes) {
   MetricsText m;
   m.family("ductus_messages_received_total", "counter",
            "Messages stored by an interface's intake since the engine started, duplicates included.");
@@ -189,10 +201,16 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
   histogramFamily(m, interfaces, "ductus_transform_seconds",
                   "One call of a destination's function, the wait for a worker included.",
                   &DestinationInfo::transform);
+  if (requestTimes) {
+    m.family("ductus_http_request_seconds", "histogram",
+             "One answer of the REST API, from its request's arrival to the answer handed to the "
+             "connection (a sign-in's password hashing included).");
+    m.histogram("ductus_http_request_seconds", {}, histogramInfo(*requestTimes));
+  }
   return m.take();
 }
 
-std::vector<Route> metricsRoutes(EngineView* engine) {
+std::vector<Route> metricsRoutes(EngineView* engine, const Histogram* requestTimes) {
   Route r;
   r.method = "GET";
   r.path = "/api/v1/metrics";
@@ -200,14 +218,15 @@ std::vector<Route> metricsRoutes(EngineView* engine) {
   r.summary = "Counters, queue gauges and timings in Prometheus' text format (version 0.0.4)";
   r.tag = "engine";
   r.requirement = Requirement::toRead(Role::Viewer);
-  r.handler = [engine](const ApiRequest&, ApiRespond respond) {
+  r.handler = [engine, requestTimes](const ApiRequest&, ApiRespond respond) {
     if (!engine) return respond(jsonError(503, "unavailable", "no engine is running"));
-    engine->interfacesWithPending([engine, respond](Result<std::vector<InterfaceInfo>> list) {
+    engine->interfacesWithPending([engine, requestTimes,
+                                   respond](Result<std::vector<InterfaceInfo>> list) {
       if (!list) return respond(jsonError(503, "unavailable", list.error().message));
       respond(net::HttpResponse{
           200,
           {{"Content-Type", kMetricsContentType}, {"Cache-Control", "no-store"}},
-          renderMetrics(engine->engine(), *list)});
+          renderMetrics(engine->engine(), *list, requestTimes)});
     });
   };
   return {std::move(r)};

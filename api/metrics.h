@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/engine_view.h"
+#include "common/histogram.h"
 #include "api/route.h"
 
 namespace ductus::api {
@@ -44,10 +45,16 @@ std::string escapeHelp(std::string_view v);
 // The shortest text that reads back as the same double; +Inf, -Inf, NaN.
 std::string formatValue(double v);
 
-// Every metric, from what the engine shows of itself.
-std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceInfo>& interfaces);
+// A histogram's counts as the view shows them: bounds in seconds.
+HistogramInfo histogramInfo(const Histogram& h);
+
+// Every metric, from what the engine shows of itself; `requestTimes` (the
+// API's own answers, ductus_http_request_seconds) left out when null.
+std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceInfo>& interfaces,
+                          const Histogram* requestTimes = nullptr);
 
 // `engine` null: for the document only; the handler answers 503.
-std::vector<Route> metricsRoutes(EngineView* engine);
+// `requestTimes`: the API server's (api_server.h), or null.
+std::vector<Route> metricsRoutes(EngineView* engine, const Histogram* requestTimes = nullptr);
 
 }  // namespace ductus::api

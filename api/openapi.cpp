@@ -91,7 +91,8 @@ ojson operation(const Route& r) {
   ojson responses;
   ojson ok = {{"description", "success"}};
   if (!r.responseSchema.empty())
-    ok["content"] = {{"application/json", {{"schema", ojson::parse(r.responseSchema)}}}};
+    ok["content"] = {{r.responseContentType.empty() ? "application/json" : r.responseContentType,
+                      {{"schema", ojson::parse(r.responseSchema)}}}};
   responses[std::to_string(r.successStatus)] = std::move(ok);
   bool hasInput = !r.queryParams.empty() || !pathParams(r.path).empty() || !r.requestSchema.empty();
   if (hasInput) responses["400"] = {{"$ref", "#/components/responses/BadRequest"}};

@@ -34,7 +34,19 @@ std::string_view roleName(Role r);                      // "viewer"
 std::optional<Role> roleFromName(std::string_view name);  // nullopt: not a role
 
 // How a caller proved who it is.
-enum class Via { Token, Session };
+// Local: a person on the engine's machine, through ductusctl and the
+// control socket (api/auth/local_caller.h), never from the network.
+enum class Via { Token, Session, Local };
+
+// "token", "session", "control" (the audit log's `via`).
+inline std::string_view viaName(Via v) {
+  switch (v) {
+    case Via::Token: return "token";
+    case Via::Session: return "session";
+    case Via::Local: return "control";
+  }
+  return "token";
+}
 
 struct Caller {
   Via via = Via::Token;
@@ -113,6 +125,10 @@ struct Route {
   std::map<std::string, std::string> queryParams;
   // The status of a successful answer, for the document (201 for a create).
   int successStatus = 200;
+  // The success answer's media type, for the document; "" is JSON. Last,
+  // with an initializer, so routes written as {field, field, ...} need
+  // not name it.
+  std::string responseContentType = {};
 };
 
 // Identifies a caller from a request's credentials (Authorization: Bearer

@@ -325,6 +325,10 @@ void Router::handle(const net::HttpRequest& http, net::HttpRespond respond) {
           }
           spdlog::debug("api: {} {} from {}: refused: {}", held->method, held->path, held->peer,
                         who.error().message);
+          // Signed in, but told to choose a password of their own first:
+          // who they are is known, so forbidden rather than unauthenticated.
+          if (who.error().code == "password_change_required")
+            return respond(jsonError(403, "password_change_required", who.error().message));
           return respond(unauthenticated("the credentials are wrong, expired or revoked"));
         }
         if (!*who)

@@ -3,7 +3,10 @@
 #include <memory>
 
 #include "api/audit/audit_routes.h"
+#include "api/engine_actions.h"
 #include "api/engine_routes.h"
+#include "api/events.h"
+#include "api/message_browser.h"
 #include "api/message_routes.h"
 #include "api/metrics.h"
 #include "api/openapi.h"
@@ -12,10 +15,13 @@ namespace ductus::api {
 
 std::vector<Route> allRoutes(const RouteDeps& deps) {
   std::vector<Route> routes = engineRoutes(deps.engine);
-  for (auto& r : metricsRoutes(deps.engine)) routes.push_back(std::move(r));
+  for (auto& r : metricsRoutes(deps.engine, deps.requestTimes)) routes.push_back(std::move(r));
   for (auto& r : authRoutes(deps.auth)) routes.push_back(std::move(r));
   for (auto& r : auditRoutes(deps.auth)) routes.push_back(std::move(r));
   for (auto& r : messageRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
+  for (auto& r : engineActionRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
+  for (auto& r : messageBrowserRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
+  for (auto& r : eventsRoutes(deps.engine)) routes.push_back(std::move(r));
   auto document = std::make_shared<std::string>();
   routes.push_back(openApiRoute(document));
   // Written after the list is complete, so it includes its own route.

@@ -10,6 +10,7 @@
 #include "api/auth/auth_routes.h"
 #include "api/engine_view.h"
 #include "api/route.h"
+#include "common/histogram.h"
 
 namespace ductus::api {
 
@@ -21,6 +22,8 @@ struct RouteDeps {
   // actions (api/message_routes.h) use its pool and audit log, and
   // `engine` to wake the delivery loops after a resend.
   AuthDeps* auth = nullptr;
+  // The API server's answer times, for GET /metrics; null: not shown.
+  const Histogram* requestTimes = nullptr;
 };
 
 // Every route, GET /api/v1/openapi.json last, serving the document of

@@ -3,9 +3,11 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <pwd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -14,7 +16,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "api/auth/local_caller.h"
 #include "api/engine_view.h"
+#include "api/router.h"
 #include "common/fd.h"
 #include "common/version.h"
 #include "supervisor/cli/ctl_protocol.h"
@@ -32,6 +36,7 @@ struct ControlSocket::Connection {
   bool busy = false;              // a request is being answered
   bool eof = false;               // the peer wrote its last request
   bool closing = false;           // answered its last; close after the write
+  uid_t uid = 0;                  // the peer's (SO_PEERCRED), checked at accept
 };
 
 namespace {
@@ -180,6 +185,7 @@ void ControlSocket::accept() {
         c, error("permission denied: the engine runs as uid " + std::to_string(mine), "forbidden"),
         [this, p = c.get()] { drop(p); });
   }
+  c->uid = peer.uid;
   if (full) {
     c->closing = true;
     return send(c,
@@ -289,10 +295,75 @@ void ControlSocket::handleLine(const std::shared_ptr<Connection>& c, const std::
   std::string what = request["request"].get<std::string>();
   if (what == "status") return answerStatus(c, true);
   if (what == "interfaces") return answerStatus(c, false);
+  if (what == "api") return answerApi(c, request);
   send(c,
        error("unknown request '" + what + "'; this engine answers: status, interfaces",
              "unknown_request"),
        next);
+}
+
+namespace {
+
+// The peer's account name, for the audit log's local:<user>; its uid when
+// the system has no name for it.
+std::string accountOf(uid_t uid) {
+  std::vector<char> buf(16 * 1024);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found && pw.pw_name)
+    return pw.pw_name;
+  return "uid" + std::to_string(uid);
+}
+
+}  // namespace
+
+void ControlSocket::answerApi(const std::shared_ptr<Connection>& c, const json& request) {
+  std::weak_ptr<bool> alive = alive_;
+  auto finish = [this, alive, c](json answer) {
+    if (alive.expired() || !connections_.count(c.get())) return;
+    send(c, answer, [this, alive, c] {
+      if (!alive.expired()) resume(c);
+    });
+  };
+  if (!api_) return finish(error("this engine runs no API operations", "unavailable"));
+  auto method = request.value("method", json());
+  auto path = request.value("path", json());
+  static const std::vector<std::string> kMethods{"GET", "POST", "PUT", "PATCH", "DELETE"};
+  if (!method.is_string() ||
+      std::find(kMethods.begin(), kMethods.end(), method.get<std::string>()) == kMethods.end())
+    return finish(error("an api request needs a method: GET, POST, PUT, PATCH or DELETE",
+                        "bad_request"));
+  if (!path.is_string() || path.get<std::string>().rfind("/api/v1/", 0) != 0)
+    return finish(error("an api request needs a path under /api/v1/", "bad_request"));
+  net::HttpRequest http;
+  http.method = method.get<std::string>();
+  std::string target = path.get<std::string>();
+  if (auto q = target.find('?'); q != std::string::npos) {
+    http.query = target.substr(q + 1);
+    target.resize(q);
+  }
+  http.path = std::move(target);
+  http.peer = "control socket (uid " + std::to_string(c->uid) + ")";
+  http.headers.emplace_back(api::kLocalUserHeader, accountOf(c->uid));
+  if (auto body = request.find("body"); body != request.end() && !body->is_null()) {
+    http.body = body->is_string() ? body->get<std::string>() : body->dump();
+    http.headers.emplace_back("content-type", "application/json");
+  }
+  api_->handle(http, net::HttpRespond::to([finish](net::HttpResponse r) {
+    bool ok = r.status >= 200 && r.status < 300;
+    json body = r.body.empty() ? json() : json::parse(r.body, nullptr, false);
+    if (body.is_discarded()) body = r.body;
+    json answer = {{"ok", ok}, {"status", r.status}, {"body", body}};
+    if (!ok) {
+      answer["error"] = body.is_object() && body.value("message", json()).is_string()
+                            ? body["message"]
+                            : json("the engine answered " + std::to_string(r.status));
+      answer["code"] = body.is_object() && body.value("error", json()).is_string()
+                           ? body["error"]
+                           : json("http_" + std::to_string(r.status));
+    }
+    finish(std::move(answer));
+  }));
 }
 
 void ControlSocket::answerStatus(const std::shared_ptr<Connection>& c, bool withEngine) {
@@ -341,7 +412,19 @@ void ControlSocket::answerStatus(const std::shared_ptr<Connection>& c, bool with
                            {"uid", static_cast<int64_t>(geteuid())},
                            {"startedAt", isoTime(e.startedAt)},
                            {"uptimeSeconds", uptime.count()},
-                           {"state", std::string(api::engineStateName(e.state))}};
+                           {"state", std::string(api::engineStateName(e.state))},
+                           {"engineId", e.engineId},
+                           {"ownership", e.ownership}};
+          // The other live engines on the database and what each owns.
+          json others = json::array();
+          for (auto& o : e.otherEngines)
+            others.push_back({{"id", o.id},
+                              {"host", o.host},
+                              {"pid", o.pid},
+                              {"version", o.version},
+                              {"startedAt", o.startedAt},
+                              {"interfaces", o.interfaces}});
+          out["otherEngines"] = std::move(others);
           json workers = json::array();
           for (auto& w : e.workers)
             workers.push_back({{"group", w.group},

@@ -12,6 +12,14 @@
 // destination, its workers) and `interfaces`. The engine's state comes
 // from the EngineView the REST API reads (api/engine_view.h), pending
 // counts included (interfacesWithPending: a query to the store).
+//
+// `api` ({"request":"api","method":"POST","path":"/api/v1/...","body":{}})
+// runs one REST API operation for ductusctl's actions (messages, show,
+// resend, dismiss, pause, resume, restart, drain), through a Router of the
+// engine's own that no network reaches: the same handlers, checks and
+// audit rows as the API's, the caller local:<the peer's account> as an
+// admin (api/auth/local_caller.h). The answer: {"ok": 2xx, "status",
+// "body"}, with "error" and "code" from the API's error body otherwise.
 #pragma once
 
 #include <sys/types.h>
@@ -21,11 +29,14 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "common/result.h"
 #include "common/uv_handle.h"
 
 namespace ductus::api {
 class EngineView;
+class Router;
 }
 
 namespace ductus::supervisor {
@@ -42,6 +53,9 @@ class ControlSocket {
   // engine answers on), binds, makes the file 0600 before anyone can
   // connect, listens. An error when another engine answers at `path`.
   Status listen(const std::string& path);
+  // The router `api` requests go to (LocalAuthenticator's); null: refused.
+  // Must outlive the socket.
+  void setApi(api::Router* router) { api_ = router; }
   const std::string& path() const { return path_; }
 
   struct Connection;  // one peer (control_socket.cpp)
@@ -51,11 +65,13 @@ class ControlSocket {
   void accept();
   void handleLine(const std::shared_ptr<Connection>& c, const std::string& line);
   void answerStatus(const std::shared_ptr<Connection>& c, bool withEngine);
+  void answerApi(const std::shared_ptr<Connection>& c, const nlohmann::json& request);
   void resume(const std::shared_ptr<Connection>& c);
   void drop(Connection* c);
 
   uv_loop_t* loop_;
   api::EngineView& view_;
+  api::Router* api_ = nullptr;
   std::string path_;
   dev_t dev_ = 0;  // the socket file's identity, to remove it only if still ours
   ino_t ino_ = 0;

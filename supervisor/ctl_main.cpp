@@ -4,6 +4,7 @@
 
 #include "common/version.h"
 #include "supervisor/cli/command_line.h"
+#include "supervisor/cli/ctl_actions.h"
 #include "supervisor/cli/ctl_client.h"
 
 int main(int argc, char** argv) {
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   int exitCode = 0;
   std::string versionLine = std::string("ductusctl ") + ductus::kVersionLine;
   addCtlCommands(program, exitCode);
+  addCtlActionCommands(program, exitCode);
   addVersionCommand(program, versionLine, exitCode);
   addHelpCommand(program, exitCode);
   finishProgram(program, versionLine,

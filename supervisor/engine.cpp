@@ -1,6 +1,7 @@
 #include "supervisor/engine.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <set>
@@ -12,8 +13,13 @@
 #include "api/auth/authenticator.h"
 #include "api/auth/credentials.h"
 #include "api/auth/password_hasher.h"
+#include "api/audit/engine_events.h"
+#include "api/auth/local_caller.h"
+#include "api/housekeeping.h"
+#include "api/router.h"
 #include "api/routes.h"
 #include "common/countdown.h"
+#include "common/version.h"
 #include "intake/file_source.h"
 #include "intake/http_respond.h"
 #include "common/net/http_server.h"
@@ -30,7 +36,9 @@
 #include "supervisor/delivery/sender_factory.h"
 #include "supervisor/control_socket.h"
 #include "supervisor/delivery/senders/curl_multi_uv.h"
+#include "supervisor/engine_actions.h"
 #include "supervisor/engine_view_adapter.h"
+#include "supervisor/ownership.h"
 #include "supervisor/retention_job.h"
 #include "supervisor/services/project_services.h"
 #include "supervisor/systemd.h"
@@ -129,6 +137,9 @@ void Engine::start(std::function<void(Status)> done) {
           if (!s) return fail("registering interfaces", s.error());
           reconcile([this, alive, done, fail](Status s) {
             if (!*alive) return;
+            // Owned elsewhere, or lanes that would vanish: said as they are.
+            if (!s && (s.error().code == kOwnedCode || s.error().code == kStrandedCode))
+              return done(s);
             if (!s) return fail("reconciling", s.error());
             // Nothing listens until every interface's code has loaded: a
             // message accepted for code that doesn't load would wait for ever.
@@ -149,6 +160,10 @@ void Engine::start(std::function<void(Status)> done) {
                   },
                   3600 * 1000, 3600 * 1000);
               retention_->start();
+              watchOwnership();
+              api::recordEngineStart(store_->pool(), *audit_, instance(), [](Status s) {
+                if (!s) spdlog::warn("engine.start is not in the audit log: {}", s.error().message);
+              });
               done({});
             });
           });
@@ -220,6 +235,13 @@ void Engine::startRetention(std::function<void(Status)> next) {
 }
 
 void Engine::reconcile(std::function<void(Status)> next) {
+  // Nothing reads or changes an interface's queue before it is claimed.
+  if (!ownership_)
+    return claimInterfaces([this, alive = alive_, next](Status s) {
+      if (!*alive) return;
+      if (!s) return next(s);
+      reconcile(next);
+    });
   auto alive = alive_;
   store_->withWaiting([this, alive, next](Result<std::vector<int64_t>> r) {
     if (!*alive) return;
@@ -263,8 +285,8 @@ void Engine::startWorkers(std::function<void(Status)> next) {
   workers_ = std::make_unique<WorkerPool>(loop_, wo, *services_);
   workers_->onInterfaceStopped([](const std::string& name, const std::string& why) {
     spdlog::error("interface {} stopped: {}; its messages stay pending until the code is fixed "
-                  "and the engine restarted",
-                  name, why);
+                  "and the interface restarted (POST /api/v1/interfaces/{}/restart)",
+                  name, why, name);
   });
   // Every interface's verdict, then one answer: all the load errors, one a
   // line (code "code"), or ok.
@@ -366,6 +388,33 @@ Status Engine::buildDelivery() {
       f->loops.push_back(std::move(loops));
     }
   }
+  // Every loop is held until the paused destinations are read; their wakes
+  // below are kept for the release.
+  std::vector<EngineActions::Interface> acted;
+  for (auto& f : ifaces_) {
+    EngineActions::Interface a{f->cfg, f->intake.get(), {}, {}};
+    for (size_t j = 0; j < f->loops.size(); ++j) {
+      EngineActions::Destination d{f->cfg->destinations[j].name, f->destinationIds[j], {}};
+      for (auto& l : f->loops[j]) d.loops.push_back(l.get());
+      a.destinations.push_back(std::move(d));
+    }
+    Iface* fp = f.get();
+    a.wake = [this, fp] {  // lanes 0..slots-1 reach every loop
+      for (uint32_t lane = 0; lane < fp->slots; ++lane) wake(*fp, static_cast<int32_t>(lane));
+    };
+    acted.push_back(std::move(a));
+  }
+  actions_ = std::make_unique<EngineActions>(
+      EngineActions::Deps{loop_, &project_, workers_.get(), &store_->pool(), options_.systemd,
+                          [this](auto answer) {
+                            store_->waitingCounts(
+                                [answer](Result<std::map<int64_t, int64_t>> r) {
+                                  answer(r ? std::optional(std::move(*r)) : std::nullopt);
+                                });
+                          },
+                          {}},
+      std::move(acted));
+  actions_->loadPauses();
   // Only interfaces with something waiting read their queue at start; the
   // others wait for intake to wake them.
   for (auto& f : ifaces_)
@@ -465,7 +514,11 @@ Status Engine::openApi() {
   for (auto& f : ifaces_) viewed.push_back({f->cfg, f->intake.get(), f->activity});
   view_ = std::make_unique<EngineViewAdapter>(
       startedAt_,
-      [this] { return stopping_ ? api::EngineState::Stopping : api::EngineState::Serving; },
+      [this] {
+        if (stopping_) return api::EngineState::Stopping;
+        return actions_ && actions_->draining() ? api::EngineState::Draining
+                                                : api::EngineState::Serving;
+      },
       *workers_, std::move(viewed), [this](auto answer) {
         store_->waitingCounts([answer](Result<std::map<int64_t, int64_t>> r) {
           if (!r) spdlog::warn("counting the waiting deliveries failed: {}", r.error().message);
@@ -477,23 +530,44 @@ Status Engine::openApi() {
           for (uint32_t lane = 0; lane < it->second->slots; ++lane)
             wake(*it->second, static_cast<int32_t>(lane));
       });
-  if (!project_.engine.apiEnabled) return {};  // the view stays: the control socket reads it
+  view_->setActions(actions_.get());
+  view_->setEngineExtra([o = ownership_.get()](api::EngineInfo& e) {
+    if (o) o->describe(e);
+  });
+  // The engine's own rows and the housekeeping go on with the API off.
+  audit_ = std::make_unique<api::AuditLog>(store_->pool());
+  api::HousekeepingOptions ho;
+  ho.auditKeep = std::chrono::duration_cast<std::chrono::seconds>(project_.engine.auditKeep);
+  housekeeping_ = std::make_unique<api::ApiHousekeeping>(loop_, store_->pool(), *audit_, ho);
+  housekeeping_->start();
   // Who calls: tokens and sessions looked up in the store on every call,
   // passwords hashed off the loop; every change audited.
   hasher_ = std::make_unique<api::PasswordHasher>(loop_);
-  audit_ = std::make_unique<api::AuditLog>(store_->pool());
   storeAuthenticator_ = std::make_unique<api::StoreAuthenticator>(store_->pool());
   authDeps_ = std::make_unique<api::AuthDeps>(api::AuthDeps{
       store_->pool(), *hasher_, *audit_, api::systemClock(), {},
       !api::isLoopbackHost(project_.engine.apiListen.host)});
+  // ductusctl's actions: the same operations through the control socket,
+  // whatever api.listen says.
+  localAuthenticator_ = std::make_unique<api::LocalAuthenticator>();
+  auto local = api::Router::make(api::allRoutes({.engine = view_.get(), .auth = authDeps_.get()}),
+                                 localAuthenticator_.get());
+  if (!local) return local.error();
+  controlRouter_ = std::move(*local);
+  if (!project_.engine.apiEnabled) return {};
   api::Authenticator* auth =
       options_.authenticator ? options_.authenticator : storeAuthenticator_.get();
   api::ApiServerOptions ao;
   ao.host = project_.engine.apiListen.host;
   ao.port = project_.engine.apiListen.port;
   ao.limits = connectionLimits(project_.engine);
+  ao.requestTimes = &apiRequestTimes_;
   auto server = api::ApiServer::start(
-      loop_, ao, api::allRoutes({.engine = view_.get(), .auth = authDeps_.get()}), auth);
+      loop_, ao,
+      api::allRoutes({.engine = view_.get(),
+                      .auth = authDeps_.get(),
+                      .requestTimes = &apiRequestTimes_}),
+      auth);
   if (!server)
     return Error{server.error().message + " (ductus.yaml api.listen, or --api-listen; off "
                  "turns the API off)"};
@@ -505,6 +579,7 @@ Status Engine::openApi() {
 Status Engine::openControl() {
   if (options_.controlPath.empty()) return {};
   auto control = std::make_unique<ControlSocket>(loop_, *view_);
+  control->setApi(controlRouter_.get());
   if (auto s = control->listen(options_.controlPath); !s) {
     if (options_.controlRequired) return s;
     spdlog::warn("control socket: {}; running without one", s.error().message);
@@ -513,6 +588,58 @@ Status Engine::openControl() {
   control_ = std::move(control);
   listenerLines_.push_back("control " + options_.controlPath);
   return {};
+}
+
+api::EngineInstance Engine::instance() const {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return {host, project_.root.string(), kVersion, getpid()};
+}
+
+void Engine::recordStop(std::function<void()> then) {
+  if (!audit_) return then();
+  // A database that doesn't answer must not hold the stop: 3 s at most.
+  afterStopRecord_ = std::move(then);
+  stopRecordTimer_ = makeTimer(loop_, this);
+  uv_timer_start(
+      stopRecordTimer_.get(),
+      [](uv_timer_t* t) {
+        auto* self = static_cast<Engine*>(t->data);
+        if (auto f = std::exchange(self->afterStopRecord_, nullptr)) f();
+      },
+      3000, 0);
+  api::recordEngineStop(*audit_, instance(), "stop", [this, alive = alive_](Status s) {
+    if (!*alive) return;
+    if (!s) spdlog::warn("engine.stop is not in the audit log: {}", s.error().message);
+    stopRecordTimer_.reset();
+    if (auto f = std::exchange(afterStopRecord_, nullptr)) f();
+  });
+}
+
+void Engine::claimInterfaces(std::function<void(Status)> next) {
+  std::vector<OwnedInterface> owned;
+  for (auto& f : ifaces_)
+    if (f->id) owned.push_back({f->id, f->cfg->name, f->cfg->partitionCount()});
+  ownership_ = std::make_unique<Ownership>(loop_, options_.databaseUrl);
+  ownership_->start(std::move(owned), std::move(next));
+}
+
+void Engine::watchOwnership() {
+  ownership_->monitor({.lost = [this] { holdForOwnership(true); },
+                       .regained = [this] { holdForOwnership(false); },
+                       .taken =
+                           [this](const Error& e) {
+                             if (options_.onOwnershipTaken) options_.onOwnershipTaken(e);
+                           }});
+}
+
+void Engine::holdForOwnership(bool hold) {
+  using delivery::Hold;
+  for (auto& f : ifaces_)
+    for (auto& perDest : f->loops)
+      for (auto& l : perDest) hold ? l->hold(Hold::Ownership) : l->release(Hold::Ownership);
+  for (auto& s : files_) hold ? s->pause() : s->resume();
+  for (auto& s : schedules_) hold ? s->pause() : s->resume();
 }
 
 std::string Engine::apiAddress() const { return api_ ? api_->address() : std::string(); }
@@ -529,11 +656,15 @@ void Engine::maintainPartitions() {
 void Engine::stop(std::function<void()> done) {
   if (stopping_) return;
   stopping_ = true;
+  if (actions_) actions_->shutdown();  // a drain's check ends; the gates close below
+  // The claims go last, once nothing of this engine touches the queues.
+  if (ownership_) done = [o = ownership_.get(), done] { o->release(done); };
   if (options_.systemd)
     options_.systemd->tell("STOPPING=1\nSTATUS=draining: listeners closed, answering the "
                            "messages in flight");
   partitionTimer_.reset();
   if (retention_) retention_->stop();
+  if (housekeeping_) housekeeping_->stop();
   activityReporter_.reset();
   schedules_.clear();
   files_.clear();
@@ -546,8 +677,11 @@ void Engine::stop(std::function<void()> done) {
       // The API closes last: /health says 503 all through the stop.
       auto senders = Countdown::make([this, alive, done] {
         if (!*alive) return;
-        if (!api_) return done();
-        api_->close(done);
+        recordStop([this, alive, done] {
+          if (!*alive) return;
+          if (!api_) return done();
+          api_->close(done);
+        });
       });
       for (auto& f : ifaces_)
         for (auto& s : f->senders)

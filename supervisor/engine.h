@@ -2,9 +2,9 @@
 // interface's intake and sources, and one delivery loop per (slot,
 // destination), all on one libuv loop.
 //
-// Start (ownership of interfaces comes later):
-// migrate -> connect the store -> partitions -> register interfaces and
-// destinations -> reconcile what is waiting -> workers load the code ->
+// Start: migrate -> connect the store -> partitions -> register interfaces
+// and destinations -> claim them (supervisor/ownership.h: refused when
+// another live engine owns one) -> reconcile what is waiting -> workers load the code ->
 // intakes and delivery loops -> listeners last, so nothing is acknowledged
 // before the engine can deliver it; the REST API after them. Stop: close
 // every gate and listener, wait for the stores in flight to be answered,
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/config/model.h"
+#include "common/histogram.h"
 #include "common/result.h"
 #include "common/uv_handle.h"
 
@@ -35,6 +36,10 @@ class AuditLog;
 class StoreAuthenticator;
 struct AuthDeps;
 class Authenticator;
+class ApiHousekeeping;
+struct EngineInstance;
+class LocalAuthenticator;
+class Router;
 }  // namespace ductus::api
 namespace ductus::intake {
 class Intake;
@@ -61,8 +66,10 @@ class WorkerPool;
 class Systemd;
 class ProjectServices;
 class EngineViewAdapter;
+class EngineActions;
 class RetentionJob;
 class ControlSocket;
+class Ownership;
 
 struct EngineOptions {
   std::string databaseUrl;
@@ -79,6 +86,10 @@ struct EngineOptions {
   // it is logged and the engine runs without.
   std::string controlPath;
   bool controlRequired = false;
+  // Another engine claimed one of this engine's interfaces while its
+  // ownership lock was lost (supervisor/ownership.h): the engine must stop
+  // and the run exit kExitOwnedElsewhere. Null: it is only logged.
+  std::function<void(const Error&)> onOwnershipTaken;
 };
 
 class Engine {
@@ -112,6 +123,16 @@ class Engine {
   Status openControl();
   void wake(Iface& f, int32_t lane);
   void maintainPartitions();
+  // Ownership (supervisor/ownership.h): the lock and the claims before
+  // reconcile; the check, and delivery, files and schedules held while the
+  // lock is lost, from the end of the start.
+  void claimInterfaces(std::function<void(Status)> next);
+  void watchOwnership();
+  void holdForOwnership(bool hold);
+  // Who this run is in the audit log (host, project folder, version, pid).
+  api::EngineInstance instance() const;
+  // Writes engine.stop, then `then` (after 3 s without an answer, anyway).
+  void recordStop(std::function<void()> then);
   // Settles each interface's retention tier (a shorter one waits for a
   // confirmation) and creates the retention job (supervisor/retention_job.h).
   void startRetention(std::function<void(Status)> next);
@@ -142,9 +163,22 @@ class Engine {
   std::unique_ptr<api::AuditLog> audit_;
   std::unique_ptr<api::StoreAuthenticator> storeAuthenticator_;
   std::unique_ptr<api::AuthDeps> authDeps_;
+  // Pause / resume, restart, drain (supervisor/engine_actions.h); holds
+  // the loops, so it goes before them and after the view.
+  std::unique_ptr<EngineActions> actions_;
   std::unique_ptr<EngineViewAdapter> view_;
   std::unique_ptr<api::ApiServer> api_;
+  // ductusctl's way to the API's operations (control_socket.h), declared
+  // after what its routes use.
+  std::unique_ptr<api::LocalAuthenticator> localAuthenticator_;
+  std::unique_ptr<api::Router> controlRouter_;
+  Histogram apiRequestTimes_;  // the API's answers, for GET /metrics
+  // Audit rows past audit.keep and ended sessions deleted, hourly.
+  std::unique_ptr<api::ApiHousekeeping> housekeeping_;
+  UvHandle<uv_timer_t> stopRecordTimer_;
+  std::function<void()> afterStopRecord_;
   std::unique_ptr<ControlSocket> control_;
+  std::unique_ptr<Ownership> ownership_;
   bool stopping_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -1,25 +1,13 @@
 #include "supervisor/engine_view_adapter.h"
 
+#include "api/metrics.h"
 #include "common/config/model.h"
 #include "intake/intake.h"
 #include "supervisor/delivery/activity.h"
+#include "supervisor/engine_actions.h"
 #include "supervisor/workers/worker_pool.h"
 
 namespace ductus::supervisor {
-namespace {
-
-api::HistogramInfo histogramInfo(const delivery::Histogram& h) {
-  auto c = h.snapshot();
-  api::HistogramInfo i;
-  i.bounds.reserve(delivery::kHistogramBoundsUs.size());
-  for (int64_t us : delivery::kHistogramBoundsUs) i.bounds.push_back(static_cast<double>(us) / 1e6);
-  i.buckets = std::move(c.buckets);
-  i.sumSeconds = static_cast<double>(c.sumUs) / 1e6;
-  i.count = c.count;
-  return i;
-}
-
-}  // namespace
 
 EngineViewAdapter::EngineViewAdapter(std::chrono::system_clock::time_point startedAt,
                                      std::function<api::EngineState()> state,
@@ -47,6 +35,7 @@ api::EngineInfo EngineViewAdapter::engine() const {
     i.callsInFlight = static_cast<int64_t>(w.callsInFlight);
     e.workers.push_back(std::move(i));
   }
+  if (engineExtra_) engineExtra_(e);
   return e;
 }
 
@@ -72,9 +61,10 @@ void EngineViewAdapter::interfaces(
         di.quarantined = d.quarantined.load(std::memory_order_relaxed);
         di.routed = d.routed.load(std::memory_order_relaxed);
         di.retries = d.retries.load(std::memory_order_relaxed);
-        di.latency = histogramInfo(d.latency);
-        di.send = histogramInfo(d.sendTime);
-        di.transform = histogramInfo(d.transform);
+        di.latency = api::histogramInfo(d.latency);
+        di.send = api::histogramInfo(d.sendTime);
+        di.transform = api::histogramInfo(d.transform);
+        if (actions_) di.paused = actions_->pauseOf(d.destinationId);
         f.destinations.push_back(std::move(di));
       }
     }
@@ -112,6 +102,64 @@ void EngineViewAdapter::interfacesWithPending(
       done(std::move(r));
     });
   });
+}
+
+Result<api::MessageKeysView> EngineViewAdapter::readKeys(const std::string& interface,
+                                                         std::string_view payload) {
+  for (auto& v : interfaces_) {
+    if (v.config->name != interface) continue;
+    if (!v.intake) break;
+    const auto& spec = v.intake->spec();
+    auto keys = v.intake->keysOf(payload);
+    api::MessageKeysView k;
+    k.interfaceId = spec.interfaceId;
+    k.tier = static_cast<int16_t>(spec.tier);
+    k.destinationIds = spec.destinationIds;
+    k.lane = keys.lane;
+    k.dedupeKey = std::move(keys.dedupe);
+    k.columns = std::move(keys.columns);
+    return k;
+  }
+  return Error{"interface " + interface +
+                   " is not run by this engine (not in its project, or it has no queue)",
+               api::kNotRunHere};
+}
+
+// ---- actions: the engine's (supervisor/engine_actions.h) --------------------
+
+namespace {
+Error noActions() { return Error{"this engine takes no actions", "unavailable"}; }
+}  // namespace
+
+Status EngineViewAdapter::setPaused(const std::string& interface, const std::string& destination,
+                                    std::optional<api::PauseInfo> pause) {
+  if (!actions_) return noActions();
+  return actions_->setPaused(interface, destination, std::move(pause));
+}
+
+void EngineViewAdapter::restartInterface(const std::string& interface,
+                                         std::function<void(Status)> done) {
+  if (!actions_) return done(noActions());
+  actions_->restartInterface(interface, std::move(done));
+}
+
+Status EngineViewAdapter::startDrain(bool stopWhenDrained) {
+  if (!actions_) return noActions();
+  if (state_() == api::EngineState::Stopping)
+    return Error{"the engine is stopping", api::kActionConflict};
+  return actions_->startDrain(stopWhenDrained);
+}
+
+Status EngineViewAdapter::stopDrain() {
+  if (!actions_) return noActions();
+  if (state_() == api::EngineState::Stopping)
+    return Error{"the engine is stopping", api::kActionConflict};
+  return actions_->stopDrain();
+}
+
+void EngineViewAdapter::drainStatus(std::function<void(Result<api::DrainInfo>)> done) {
+  if (!actions_) return done(noActions());
+  actions_->drainStatus(std::move(done));
 }
 
 }  // namespace ductus::supervisor

@@ -23,6 +23,7 @@ class Intake;
 namespace ductus::supervisor {
 
 class WorkerPool;
+class EngineActions;
 
 class EngineViewAdapter : public api::EngineView {
  public:
@@ -53,6 +54,21 @@ class EngineViewAdapter : public api::EngineView {
   void wake(const std::string& interface) override {
     if (wake_) wake_(interface);
   }
+  // Pause, restart and drain (supervisor/engine_actions.h); without them
+  // those actions answer unavailable. Must outlive the adapter.
+  void setActions(EngineActions* actions) { actions_ = actions; }
+  Status setPaused(const std::string& interface, const std::string& destination,
+                   std::optional<api::PauseInfo> pause) override;
+  void restartInterface(const std::string& interface, std::function<void(Status)> done) override;
+  Status startDrain(bool stopWhenDrained) override;
+  Status stopDrain() override;
+  void drainStatus(std::function<void(Result<api::DrainInfo>)> done) override;
+  // Adds what the adapter does not hold to engine() (the ownership: engine
+  // id, the other live engines).
+  void setEngineExtra(std::function<void(api::EngineInfo&)> fill) { engineExtra_ = std::move(fill); }
+  // With the interface's intake: its keys, tier and destinations.
+  Result<api::MessageKeysView> readKeys(const std::string& interface,
+                                        std::string_view payload) override;
 
  private:
   std::chrono::system_clock::time_point startedAt_;
@@ -61,6 +77,8 @@ class EngineViewAdapter : public api::EngineView {
   std::vector<Viewed> interfaces_;
   delivery::WaitingCounts waiting_;
   std::function<void(const std::string&)> wake_;
+  std::function<void(api::EngineInfo&)> engineExtra_;
+  EngineActions* actions_ = nullptr;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -16,8 +16,11 @@ std::string_view actorKindName(ActorKind k) {
 AuditEntry auditEntryFor(const Caller& caller, std::string action) {
   AuditEntry e;
   e.actor = caller.name;
-  e.actorKind = caller.userId != 0 ? ActorKind::User : ActorKind::Token;
-  e.via = caller.via == Via::Session ? "session" : "token";
+  // A local caller is an account of the machine, not of Ductus.
+  e.actorKind = caller.via == Via::Local ? ActorKind::System
+                : caller.userId != 0     ? ActorKind::User
+                                         : ActorKind::Token;
+  e.via = std::string(viaName(caller.via));
   e.address = caller.address;
   e.action = std::move(action);
   if (caller.via == Via::Token && caller.userId != 0) e.detail["tokenId"] = caller.tokenId;

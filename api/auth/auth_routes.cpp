@@ -56,8 +56,8 @@ void recordFailure(AuthDeps& d, int64_t userId, AuditEntry e,
 
 json callerJson(const Caller& c) {
   return {{"name", c.name},
-          {"kind", c.userId != 0 ? "user" : "token"},
-          {"via", c.via == Via::Session ? "session" : "token"},
+          {"kind", c.via == Via::Local ? "local" : c.userId != 0 ? "user" : "token"},
+          {"via", viaName(c.via)},
           {"role", roleName(c.role)},
           {"permissions", permissionNames(c.permissions)}};
 }

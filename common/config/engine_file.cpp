@@ -1,6 +1,7 @@
 // ductus.yaml and resources.yaml.
 #include "common/config/project_files.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "common/config/address.h"
@@ -11,7 +12,8 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
                          const std::filesystem::path& projectRoot) {
   EngineConfig e;
   if (!r.map(root, "",
-             {"database", "api", "isolates", "retention", "max_message_size", "secrets", "limits"},
+             {"database", "api", "isolates", "retention", "max_message_size", "secrets", "limits",
+              "audit"},
              {{"alerts", "alert rules, channels and the heartbeat"},
               {"auth", "sign-in settings and directory (LDAP) sign-in"},
               {"doctor", "scheduled certificate and connection checks"},
@@ -58,6 +60,25 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
       // of a respond-mode script takes.
       if (auto v = r.size(lim, "unread_answers", "limits", 1ull << 10, 1ull << 30))
         e.limits.unreadAnswers = *v;
+    }
+  }
+  if (YamlReader::has(root, "audit")) {
+    YAML::Node a = root["audit"];
+    if (r.map(a, "audit", {"keep"}) && YamlReader::has(a, "keep")) {
+      // Years are how such periods are written ("6y": 365 days each);
+      // any other duration as everywhere else.
+      std::string text = YamlReader::raw(a, "keep");
+      constexpr Duration kYear = std::chrono::hours(24 * 365);
+      if (text.size() >= 2 && text.size() <= 4 && text.back() == 'y' &&
+          std::all_of(text.begin(), text.end() - 1, [](char c) { return c >= '0' && c <= '9'; })) {
+        int years = std::stoi(text.substr(0, text.size() - 1));
+        if (years < 1 || years > 100)
+          r.error(a["keep"], "audit.keep", "must be from 1y to 100y, got `" + text + "`");
+        else
+          e.auditKeep = kYear * years;
+      } else if (auto v = r.duration(a, "keep", "audit", kYear, kYear * 100)) {
+        e.auditKeep = *v;
+      }
     }
   }
   if (auto v = r.retention(root, "retention", "")) e.retention = *v;

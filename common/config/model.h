@@ -88,6 +88,9 @@ struct EngineConfig {
     Duration frameDeadline = std::chrono::seconds(60);  // from a request's first byte
     uint64_t unreadAnswers = 1ull << 20;  // answers the peer has not read: reading stops
   } limits;
+  // audit: { keep: 6y }: audit rows older than this are deleted (hourly, in
+  // batches). At least a year: the log is what an inspection asks for.
+  Duration auditKeep = std::chrono::hours(24 * 365 * 6);
 };
 
 // ---- resources.yaml -------------------------------------------------------

@@ -92,16 +92,13 @@ Result<json> controlRequest(const std::string& path, const json& request) {
   return parsed;
 }
 
-namespace {
-
-std::string text(const json& v) {
+std::string ctlText(const json& v) {
   if (v.is_null()) return "-";
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
   return v.dump();
 }
 
-// Columns padded to their widest cell, two spaces apart.
 void printTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;
   for (auto& r : rows)
@@ -118,6 +115,10 @@ void printTable(const std::vector<std::vector<std::string>>& rows) {
     std::printf("%s\n", out.c_str());
   }
 }
+
+namespace {
+
+std::string text(const json& v) { return ctlText(v); }
 
 std::string duration(int64_t s) {
   if (s < 60) return std::to_string(s) + "s";
@@ -164,6 +165,9 @@ void printStatus(const json& a) {
               text(e.value("uid", json())).c_str(), text(e.value("state", json())).c_str(),
               text(e.value("startedAt", json())).c_str(),
               duration(e.value("uptimeSeconds", int64_t{0})).c_str());
+  if (auto id = e.value("engineId", std::string()); !id.empty())
+    std::printf("        id %s, ownership %s\n", id.c_str(),
+                text(e.value("ownership", json())).c_str());
   std::printf("\n");
   printInterfaces(a.value("interfaces", json::array()));
   std::printf("\n");
@@ -178,12 +182,32 @@ void printStatus(const json& a) {
     std::printf("no workers\n");
   else
     printTable(rows);
+  // Other engines on the same database, one row per interface they own.
+  std::printf("\n");
+  std::vector<std::vector<std::string>> others{
+      {"OTHER ENGINE", "HOST", "PID", "VERSION", "STARTED", "OWNS"}};
+  for (auto& o : a.value("otherEngines", json::array())) {
+    std::vector<std::string> row{text(o.value("id", json())), text(o.value("host", json())),
+                                 text(o.value("pid", json())), text(o.value("version", json())),
+                                 text(o.value("startedAt", json()))};
+    auto owns = o.value("interfaces", json::array());
+    if (owns.empty()) {
+      row.push_back("-");
+      others.push_back(std::move(row));
+    }
+    for (size_t i = 0; i < owns.size(); ++i) {
+      auto r = i == 0 ? row : std::vector<std::string>(row.size(), "");
+      r.push_back(text(owns[i]));
+      others.push_back(std::move(r));
+    }
+  }
+  if (others.size() == 1)
+    std::printf("no other engine on this database\n");
+  else
+    printTable(others);
 }
 
-struct CtlArgs {
-  std::string control;
-  bool json = false;
-};
+}  // namespace
 
 void addCommonOptions(CLI::App& cmd, CtlArgs& args) {
   args.control = defaultControlPath();
@@ -192,6 +216,8 @@ void addCommonOptions(CLI::App& cmd, CtlArgs& args) {
       ->capture_default_str();
   cmd.add_flag("--json", args.json, "print the engine's answer as JSON, for scripts");
 }
+
+namespace {
 
 int ask(const CtlArgs& args, const std::string& request, void (*print)(const json&)) {
   auto answer = controlRequest(args.control, {{"request", request}});
@@ -220,7 +246,8 @@ int ask(const CtlArgs& args, const std::string& request, void (*print)(const jso
 void addCtlCommands(CLI::App& program, int& exitCode) {
   auto statusArgs = std::make_shared<CtlArgs>();
   auto* status = program.add_subcommand(
-      "status", "the engine, its interfaces (pending per destination) and workers");
+      "status",
+      "the engine, its interfaces (pending per destination), workers and the other engines");
   addCommonOptions(*status, *statusArgs);
   status->footer(
       "Counts are since the engine started, but PENDING: the deliveries waiting now,\n"

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -23,5 +24,18 @@ Result<nlohmann::json> controlRequest(const std::string& path, const nlohmann::j
 
 // status, interfaces.
 void addCtlCommands(CLI::App& program, int& exitCode);
+
+// What every ductusctl command takes: --control PATH and --json.
+struct CtlArgs {
+  std::string control;
+  bool json = false;
+};
+void addCommonOptions(CLI::App& cmd, CtlArgs& args);
+
+// A JSON value as a table cell: "-" for null, yes/no, strings bare.
+std::string ctlText(const nlohmann::json& v);
+// Columns padded to their widest cell, two spaces apart; the first row is
+// the header.
+void printTable(const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace ductus::supervisor

@@ -21,9 +21,11 @@
 #include "common/partition.h"
 #include "supervisor/cli/command_line.h"
 #include "supervisor/cli/ctl_protocol.h"
+#include "supervisor/cli/dev_admin.h"
 #include "supervisor/cli/dev_postgres.h"
 #include "supervisor/cli/start_checks.h"
 #include "supervisor/engine.h"
+#include "supervisor/ownership.h"
 #include "supervisor/systemd.h"
 
 namespace ductus::supervisor {
@@ -179,8 +181,42 @@ void onSignal(uv_signal_t* h, int signum) {
   });
 }
 
+// An error of several lines, an error line each.
+void logErrorLines(std::string_view lines) {
+  while (!lines.empty()) {
+    size_t nl = lines.find('\n');
+    spdlog::error("{}", lines.substr(0, nl));
+    lines = nl == lines.npos ? std::string_view() : lines.substr(nl + 1);
+  }
+}
+
+// Another engine claimed an interface while this one's ownership lock was
+// lost: stop as for a signal, then exit kExitOwnedElsewhere, which the unit's
+// RestartPreventExitStatus keeps from restarting into the same collision.
+void stopOwnedElsewhere(Runner* r) {
+  r->exitCode = kExitOwnedElsewhere;
+  spdlog::error("stopping: another engine owns this engine's interfaces now (exit {})",
+                kExitOwnedElsewhere);
+  if (++r->signals > 1) return;  // a stop is under way already
+  uv_timer_start(
+      &r->stopTimer,
+      [](uv_timer_t* t) {
+        auto* r = static_cast<Runner*>(t->data);
+        spdlog::error("stop did not finish within {} ms: exiting anyway", r->stopTimeout.count());
+        spdlog::default_logger()->flush();
+        _exit(kExitOwnedElsewhere);
+      },
+      static_cast<uint64_t>(r->stopTimeout.count()), 0);
+  r->engine->stop([r] {
+    spdlog::info("stopped");
+    uv_stop(&r->loop);
+  });
+}
+
+// `dev`: ductus dev's banner is printed once started, with its admin's
+// sign-in when there is one.
 int runEngine(const RunArgs& args, config::Project project, const std::string& database,
-              bool dev) {
+              bool dev, const std::optional<DevAdmin>& devAdmin = std::nullopt) {
   // libuv's pool does the file destinations' writes and fsyncs (and file
   // sources' reads). Its default 4 threads let 4 fsyncs overlap across every
   // destination; 16 measured 25 file destinations draining ~2x faster, while
@@ -208,6 +244,7 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
   eo.systemd = systemd.get();
   eo.controlPath = args.control.empty() ? defaultControlPath() : args.control;
   eo.controlRequired = !args.control.empty();
+  eo.onOwnershipTaken = [&r](const Error&) { stopOwnedElsewhere(&r); };
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n > 0) eo.binary = std::string(self, n);
@@ -225,6 +262,26 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
         lines = nl == lines.npos ? std::string_view() : lines.substr(nl + 1);
       }
       spdlog::error("interface code does not load; nothing was started (no listener opened)");
+      systemd->removeStored();
+      r.exitCode = 1;
+      uv_stop(&r.loop);
+      return;
+    }
+    if (!s && s.error().code == kOwnedCode) {
+      // Who owns what, one a line; then the exit a supervisor won't retry.
+      logErrorLines(s.error().message);
+      spdlog::error("another live engine on this database owns the interfaces above; nothing "
+                    "was started (exit {}). Stop that engine, or run these interfaces there",
+                    kExitOwnedElsewhere);
+      systemd->removeStored();
+      r.exitCode = kExitOwnedElsewhere;
+      uv_stop(&r.loop);
+      return;
+    }
+    if (!s && s.error().code == kStrandedCode) {
+      logErrorLines(s.error().message);
+      spdlog::error("lowered ordering.partitions would strand pending messages; nothing was "
+                    "started (`ductus validate --database URL` shows the same)");
       systemd->removeStored();
       r.exitCode = 1;
       uv_stop(&r.loop);
@@ -257,6 +314,11 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
                               : ("http://" + api + "/api/v1/ (GET /api/v1/openapi.json describes it)")
                                     .c_str(),
                   database.c_str());
+      if (devAdmin && !api.empty())
+        std::printf("Sign in as %s with the password %s, or call the API with its token:\n"
+                    "  curl -H 'Authorization: Bearer %s' http://%s/api/v1/interfaces\n\n",
+                    devAdmin->user.c_str(), devAdmin->password.c_str(), devAdmin->token.c_str(),
+                    api.c_str());
       std::fflush(stdout);
     }
   });
@@ -352,7 +414,11 @@ int dev(const RunArgs& args) {
     return 1;
   }
   spdlog::info("dev: PostgreSQL running in {}", dir.string());
-  return runEngine(args, std::move(*project), pg->url(), true);
+  // Without it the engine still runs; the API then needs `ductus user create`.
+  auto admin = ensureDevAdmin(dir, pg->url());
+  if (!admin) spdlog::warn("dev: no dev admin: {}", admin.error().message);
+  return runEngine(args, std::move(*project), pg->url(), true,
+                   admin ? std::optional(*admin) : std::nullopt);
 }
 
 }  // namespace
@@ -374,7 +440,9 @@ void addRunCommands(CLI::App& ductus, int& exitCode) {
       "the listeners close, every message being stored is answered, the delivery\n"
       "loops flush, the workers stop; after --stop-timeout it exits anyway. A second\n"
       "signal exits at once. Secrets are opened with DUCTUS_SECRETS_KEY or\n"
-      "ductus.yaml's secrets.key_file.");
+      "ductus.yaml's secrets.key_file. Exits 3 when another live engine on the\n"
+      "database owns one of the project's interfaces (at start, or after this\n"
+      "engine lost its ownership lock and another claimed an interface).");
   runCmd->callback([runArgs, &exitCode] { exitCode = run(*runArgs); });
 
   auto devArgs = std::make_shared<RunArgs>();

@@ -74,11 +74,13 @@ class ApiHarness {
   ~ApiHarness() { stop(); }
 
   // Starts the server on these routes; false (with the reason) if refused.
-  Status start(std::vector<Route> routes) {
+  // `requestTimes`: the server's answer times (ApiServerOptions).
+  Status start(std::vector<Route> routes, Histogram* requestTimes = nullptr) {
     Status out;
     loop_.run([&] {
       ApiServerOptions o;
       o.port = 0;
+      o.requestTimes = requestTimes;
       auto s = ApiServer::start(loop_.loop(), o, std::move(routes), auth_.get());
       if (!s) {
         out = s.error();

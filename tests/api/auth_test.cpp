@@ -225,7 +225,9 @@ TEST_F(AuthTest, AUserWhoMustChangeTheirPasswordMayDoNothingElseFirst) {
   auto me = call("GET", "/api/v1/me", cookie(session));
   ASSERT_EQ(me.status, 200);
   EXPECT_EQ(bodyOf(me)["mustChangePassword"], true);
-  EXPECT_NE(call("GET", "/api/v1/me/activity", cookie(session)).status, 200);
+  auto before = call("GET", "/api/v1/me/activity", cookie(session));
+  EXPECT_EQ(before.status, 403);
+  EXPECT_EQ(bodyOf(before)["error"], "password_change_required") << before.body;
 
   auto change = [&](const std::string& current, const std::string& next) {
     return call("POST", "/api/v1/me/password", cookie(session, true),

@@ -204,6 +204,32 @@ TEST_F(MetricsRouteTest, AViewerGetsTheTextFormatWithTheQueueCountedAtEachScrape
   EXPECT_THAT(again.body, HasSubstr("destination=\"lab\"} 42\n"));
 }
 
+TEST(MetricsRequestTimes, EveryAnswerOfTheApiIsTimedOnceAndShown) {
+  FakeEngine engine;
+  ApiHarness api;
+  Histogram times;
+  engine.loop = api.loop().loop();
+  ASSERT_TRUE(api.start(allRoutes({.engine = &engine, .requestTimes = &times}), &times));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(api.get("/api/v1/health").status, 200);
+  EXPECT_EQ(api.get("/api/v1/nothing-here").status, 404);
+  EXPECT_EQ(api.get("/api/v1/metrics").status, 401) << "refusals are answers too";
+  auto r = api.get("/api/v1/metrics", bearer("viewer"));
+  ASSERT_EQ(r.status, 200);
+  // The scrape itself is timed after its text was written.
+  EXPECT_THAT(r.body, HasSubstr("# TYPE ductus_http_request_seconds histogram\n"));
+  EXPECT_THAT(r.body, HasSubstr("ductus_http_request_seconds_count 5\n"));
+  EXPECT_THAT(r.body, HasSubstr("ductus_http_request_seconds_bucket{le=\"+Inf\"} 5\n"));
+  EXPECT_EQ(times.snapshot().count, 6);
+
+  // Without the histogram the family is left out, not shown empty.
+  FakeEngine other;
+  ApiHarness plain;
+  other.loop = plain.loop().loop();
+  ASSERT_TRUE(plain.start(allRoutes({.engine = &other})));
+  auto p = plain.get("/api/v1/metrics", bearer("viewer"));
+  EXPECT_THAT(p.body, Not(HasSubstr("ductus_http_request_seconds")));
+}
+
 // promtool check metrics: Debian's `prometheus` (scripts/install-deps.sh).
 // Exit 0 and no lint; it can fail, as the broken copy shows.
 ductus::test::ChildOutput promtool(const std::string& text) {

@@ -82,22 +82,28 @@ TEST_F(RetentionTest, PeriodsOlderThanTheirTierGoNewerOnesAndPendingOnesStay) {
   // The plan says what the run will do before it does it.
   auto plan = run<RetentionPlan>([&](auto cb) { retention_->plan(cb); });
   ASSERT_TRUE(plan.ok()) << plan.error().message;
-  int expiredFree = 0, held = 0;
+  int expiredFree = 0, held = 0, checked = 0;
   for (auto& p : plan->periods) {
     if (p.expired && p.pending == 0) ++expiredFree;
     if (p.expired && p.pending > 0) ++held;
-    if (p.tier == Tier::Week7 && p.from == day(-40)) {
+    // The 1w tier's days (tier 7; Week7 is the 7-week tier, whose weekly
+    // periods start on a Monday and would match only some days).
+    if (p.tier == Tier::Week1 && p.from == day(-40)) {
+      ++checked;
       EXPECT_TRUE(p.expired);
       EXPECT_EQ(p.dropsOn, day(-39 + 7));
       EXPECT_GT(p.bytes, 0);
     }
-    if (p.tier == Tier::Week7 && p.from == day(0)) {
+    if (p.tier == Tier::Week1 && p.from == day(0)) {
+      ++checked;
       EXPECT_FALSE(p.expired);
     }
-    if (p.tier == Tier::Week7 && p.from == day(-39)) {
+    if (p.tier == Tier::Week1 && p.from == day(-39)) {
+      ++checked;
       EXPECT_EQ(p.pending, 10);
     }
   }
+  EXPECT_EQ(checked, 3) << "the plan lists the 1w days 40 and 39 back, and today";
   EXPECT_EQ(held, 1);
   EXPECT_GE(expiredFree, 4);  // 1w: 40, 38, 37 days back; 3w: 40 days back's week
 

@@ -253,6 +253,27 @@ TEST(LoadProject, SizesPortsAndHostsAreChecked) {
   EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:5:42: destinations.x.mllp.port: expected a whole number from 1 to 65535"));
 }
 
+TEST(LoadProject, AuditKeepIsReadInYearsOrADurationAndAtLeastAYear) {
+  auto keepOf = [](const std::string& yaml) {
+    ProjectDir p;
+    p.write("ductus.yaml", yaml);
+    p.iface("adt", kMllpToFile);
+    auto o = p.load();
+    return o.project ? std::optional(o.project->engine.auditKeep) : std::nullopt;
+  };
+  EXPECT_EQ(keepOf("retention: 1w\n"), std::chrono::hours(24 * 365 * 6)) << "6 years by default";
+  EXPECT_EQ(keepOf("audit: { keep: 10y }\n"), std::chrono::hours(24 * 365 * 10));
+  EXPECT_EQ(keepOf("audit: { keep: 400d }\n"), std::chrono::hours(24 * 400));
+  ProjectDir p;
+  p.write("ductus.yaml", "audit: { keep: 30d }\n");
+  p.iface("adt", kMllpToFile);
+  EXPECT_THAT(p.errors(), HasSubstr("ductus.yaml:1:16: audit.keep: must be from 365d"));
+  ProjectDir q;
+  q.write("ductus.yaml", "audit: { keep: 0y }\n");
+  q.iface("adt", kMllpToFile);
+  EXPECT_THAT(q.errors(), HasSubstr("audit.keep: must be from 1y to 100y, got `0y`"));
+}
+
 TEST(LoadProject, AMaxMessageSizeAWorkerCallCannotCarryIsRefused) {
   ProjectDir p;
   p.write("ductus.yaml", "max_message_size: 200MB\n");

@@ -1,0 +1,217 @@
+// ductusctl's actions against a real `ductus run` (issue #21): each goes
+// through the control socket to the API's own operation, so it changes what
+// the API would and writes the audit row the API would, with the caller
+// local:<the OS account>, via control. The API's port is off: the actions
+// don't need it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/support/e2e.h"
+#include "tests/support/engine_process.h"
+#include "tests/support/mllp_client.h"
+#include "tests/support/test_database.h"
+#include "tests/support/test_env.h"
+
+namespace ductus::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+struct Ran {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string me() {
+  passwd* pw = getpwuid(geteuid());
+  return pw ? pw->pw_name : "uid" + std::to_string(geteuid());
+}
+
+// Quarantines what has no MRN (as the demo project does), delivers the rest.
+constexpr const char* kTransform =
+    "import { quarantine } from \"ductus\";\n"
+    "export function transform(msg) {\n"
+    "  if (msg.get(\"PID.3.1\") === \"NONE\") throw quarantine(\"no MRN\");\n"
+    "  return msg;\n"
+    "}\n";
+
+class CtlActions : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ductus-ctl-actions-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    control_ = (dir_ / "control").string();
+    port_ = freePort();
+    project_ = std::make_unique<TempProject>(std::map<std::string, std::string>{
+        {"ductus.yaml", engineYaml()},
+        {"interfaces/adt/interface.yaml",
+         "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port_) +
+             " }\nformat: hl7v2\nordering: { key: PID.3.1 }\ndestination:\n  file: { path: out/ }\n"},
+        {"interfaces/adt/transform.js", kTransform},
+    });
+    engine_ = std::make_unique<EngineProcess>(project_->root(), db_.url());
+    engine_->setExtraArgs({"--control", control_});
+    ASSERT_TRUE(engine_->start()) << engine_->log();
+  }
+  void TearDown() override {
+    engine_.reset();
+    fs::remove_all(dir_);
+  }
+  Ran ctl(std::vector<std::string> args) {
+    std::string cmd = "'" + (fs::path(ductusBinary()).parent_path() / "ductusctl").string() + "'";
+    for (auto& a : args) cmd += " '" + a + "'";
+    cmd += " --control '" + control_ + "' > " + (dir_ / "out").string() + " 2> " +
+           (dir_ / "err").string();
+    int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "out"), slurp(dir_ / "err")};
+  }
+  void send(const std::string& controlId, const std::string& mrn) {
+    auto c = MllpClient::connect("127.0.0.1", port_, 5000ms);
+    ASSERT_TRUE(c);
+    auto ack = c->exchange(hl7(controlId, mrn), 10000ms);
+    ASSERT_TRUE(ack);
+    ASSERT_EQ(readAck(*ack).code, "AA");
+  }
+  // The message's id once its status is `status`.
+  std::string idOnce(const std::string& controlId, const std::string& status) {
+    std::string id;
+    waitFor(
+        [&] {
+          id = db_.value("SELECT id FROM messages WHERE control_id = $1 AND status = "
+                         "(CASE $2 WHEN 'sent' THEN 1 WHEN 'quarantined' THEN 3 "
+                         "WHEN 'filtered' THEN 2 ELSE 0 END)",
+                         {controlId, status});
+          return !id.empty();
+        },
+        10s);
+    return id;
+  }
+
+  TestDatabase db_;
+  fs::path dir_;
+  std::string control_;
+  uint16_t port_ = 0;
+  std::unique_ptr<TempProject> project_;
+  std::unique_ptr<EngineProcess> engine_;
+};
+
+TEST_F(CtlActions, MessagesShowAndDismissAQuarantinedMessageAuditedAsTheLocalAccount) {
+  send("GOOD-1", "M1");
+  send("BAD-1", "NONE");
+  std::string bad = idOnce("BAD-1", "quarantined");
+  ASSERT_FALSE(bad.empty()) << engine_->log();
+  ASSERT_FALSE(idOnce("GOOD-1", "sent").empty());
+
+  auto list = ctl({"messages", "adt", "--status", "quarantined"});
+  ASSERT_EQ(list.code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("BAD-1"));
+  EXPECT_THAT(list.out, HasSubstr("default quarantined"));
+  EXPECT_THAT(list.out, ::testing::Not(HasSubstr("GOOD-1")));
+  auto byKey = ctl({"messages", "adt", "--key", "M1", "--json"});
+  ASSERT_EQ(byKey.code, 0) << byKey.err;
+  auto page = json::parse(byKey.out);
+  ASSERT_EQ(page["items"].size(), 1u) << byKey.out;
+  EXPECT_EQ(page["items"][0]["controlId"], "GOOD-1");
+
+  auto shown = ctl({"show", bad, "--payload"});
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  EXPECT_THAT(shown.out, HasSubstr("quarantined"));
+  EXPECT_THAT(shown.out, HasSubstr("no MRN"));
+  EXPECT_THAT(shown.out, HasSubstr("PID|1||NONE^^^H||Doe^John"));  // a segment a line
+  EXPECT_EQ(db_.value("SELECT actor || ' ' || actor_kind || ' ' || via FROM audit_log WHERE "
+                      "action = 'message.payload' AND target_id = $1",
+                      {bad}),
+            "local:" + me() + " system control")
+      << "a payload read through ductusctl is audited as the API's are";
+
+  auto missingReason = ctl({"dismiss", bad});
+  EXPECT_EQ(missingReason.code, 2) << "--reason is required";
+  auto dismissed = ctl({"dismiss", bad, "--reason", "test data"});
+  ASSERT_EQ(dismissed.code, 0) << dismissed.err;
+  EXPECT_THAT(dismissed.out, HasSubstr(bad + ": 1 quarantined deliveries filtered"));
+  EXPECT_EQ(db_.value("SELECT last_error FROM deliveries WHERE message_id = $1", {bad}),
+            "dismissed by local:" + me() + ": test data");
+  EXPECT_EQ(db_.value("SELECT count(*) FROM audit_log WHERE action = 'message.dismiss' AND "
+                      "actor = $1 AND via = 'control' AND outcome = 'ok'",
+                      {"local:" + me()}),
+            "1");
+
+  auto again = ctl({"dismiss", bad, "--reason", "twice"});
+  EXPECT_EQ(again.code, 1);
+  EXPECT_THAT(again.err, HasSubstr("no quarantined delivery")) << again.err;
+}
+
+TEST_F(CtlActions, ResendPauseResumeRestartAndDrainGoThroughTheApisOperations) {
+  send("BAD-2", "NONE");
+  std::string bad = idOnce("BAD-2", "quarantined");
+  ASSERT_FALSE(bad.empty()) << engine_->log();
+
+  // Resent, it is quarantined again by the same code: the attempt counts.
+  auto resent = ctl({"resend", bad});
+  ASSERT_EQ(resent.code, 0) << resent.err;
+  EXPECT_THAT(resent.out, HasSubstr("1 deliveries of 1 messages back to pending"));
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return db_.value("SELECT attempts FROM deliveries WHERE message_id = $1", {bad}) == "2";
+      },
+      10s));
+
+  auto paused = ctl({"pause", "adt", "--reason", "receiver down"});
+  ASSERT_EQ(paused.code, 0) << paused.err;
+  EXPECT_THAT(paused.out, HasSubstr("adt/default paused since"));
+  send("HELD-1", "M2");
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(db_.value("SELECT status FROM messages WHERE control_id = 'HELD-1'"), "0")
+      << "a paused destination delivers nothing";
+  auto resumed = ctl({"resume", "adt"});
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("adt/default delivers again"));
+  EXPECT_FALSE(idOnce("HELD-1", "sent").empty());
+
+  auto running = ctl({"restart", "adt"});
+  EXPECT_EQ(running.code, 1) << "an interface that runs is not restarted";
+  EXPECT_FALSE(running.err.empty());
+
+  auto drain = ctl({"drain"});
+  ASSERT_EQ(drain.code, 0) << drain.err;
+  EXPECT_THAT(drain.out, HasSubstr("draining yes"));
+  auto status = ctl({"drain", "--status", "--json"});
+  ASSERT_EQ(status.code, 0);
+  EXPECT_TRUE(json::parse(status.out).value("draining", false));
+  auto undrain = ctl({"undrain"});
+  ASSERT_EQ(undrain.code, 0) << undrain.err;
+  EXPECT_THAT(undrain.out, HasSubstr("draining no"));
+  send("AFTER-1", "M3");
+
+  for (auto action : {"message.resend", "destination.pause", "destination.resume", "engine.drain"})
+    EXPECT_NE(db_.value("SELECT count(*) FROM audit_log WHERE action = $1 AND actor = $2 AND "
+                        "via = 'control'",
+                        {action, "local:" + me()}),
+              "0")
+        << action;
+
+  auto unknown = ctl({"messages", "nosuch"});
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("nosuch"));
+}
+
+}  // namespace
+}  // namespace ductus::test
