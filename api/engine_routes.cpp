@@ -1,5 +1,7 @@
 #include "api/engine_routes.h"
 
+#include "api/metrics.h"
+
 #include <time.h>
 
 #include <nlohmann/json.hpp>
@@ -111,10 +113,24 @@ constexpr const char* kInterfacesSchema = R"({
             "type": "array",
             "items": {
               "type": "object",
-              "required": ["name", "route", "sinceStart", "paused"],
+              "required": ["name", "route", "pending", "quarantined", "sinceStart", "timings",
+                           "paused"],
               "properties": {
                 "name": {"type": "string"},
                 "route": {"type": "boolean"},
+                "pending": {"type": ["integer", "null"],
+                            "description": "deliveries waiting now, from the database; null when it could not be asked"},
+                "quarantined": {"type": ["integer", "null"],
+                                "description": "deliveries quarantined now, from the database"},
+                "timings": {
+                  "type": "object",
+                  "description": "since the engine started, in milliseconds, estimated from the histograms GET /metrics shows; null before the first",
+                  "properties": {
+                    "latency": {"type": "object", "required": ["count", "meanMs", "p50Ms", "p95Ms"], "properties": {"count": {"type": "integer"}, "meanMs": {"type": ["number", "null"]}, "p50Ms": {"type": ["number", "null"]}, "p95Ms": {"type": ["number", "null"]}}},
+                    "send": {"type": "object", "required": ["count", "meanMs", "p50Ms", "p95Ms"], "properties": {"count": {"type": "integer"}, "meanMs": {"type": ["number", "null"]}, "p50Ms": {"type": ["number", "null"]}, "p95Ms": {"type": ["number", "null"]}}},
+                    "transform": {"type": "object", "required": ["count", "meanMs", "p50Ms", "p95Ms"], "properties": {"count": {"type": "integer"}, "meanMs": {"type": ["number", "null"]}, "p50Ms": {"type": ["number", "null"]}, "p95Ms": {"type": ["number", "null"]}}}
+                  }
+                },
                 "sinceStart": {
                   "type": "object",
                   "required": ["sent", "filtered", "quarantined", "routed", "retries"],
@@ -196,6 +212,14 @@ json pausedJson(const std::optional<PauseInfo>& p) {
   return {{"since", p->since}, {"by", p->by}, {"reasons", std::move(reasons)}};
 }
 
+json timingJson(const HistogramInfo& h) {
+  auto ms = [](std::optional<double> s) { return s ? json(*s * 1000) : json(nullptr); };
+  return {{"count", h.count},
+          {"meanMs", h.count ? json(h.sumSeconds * 1000 / static_cast<double>(h.count)) : json(nullptr)},
+          {"p50Ms", ms(histogramQuantile(h, 0.5))},
+          {"p95Ms", ms(histogramQuantile(h, 0.95))}};
+}
+
 json interfacesJson(const std::vector<InterfaceInfo>& list) {
   json out = json::array();
   for (auto& f : list) {
@@ -203,6 +227,12 @@ json interfacesJson(const std::vector<InterfaceInfo>& list) {
     for (auto& d : f.destinations)
       dests.push_back({{"name", d.name},
                        {"route", d.route},
+                       {"pending", d.pending ? json(*d.pending) : json(nullptr)},
+                       {"quarantined", d.quarantinedNow ? json(*d.quarantinedNow) : json(nullptr)},
+                       {"timings",
+                        {{"latency", timingJson(d.latency)},
+                         {"send", timingJson(d.send)},
+                         {"transform", timingJson(d.transform)}}},
                        {"sinceStart",
                         {{"sent", d.sent},
                          {"filtered", d.filtered},
@@ -278,7 +308,7 @@ std::vector<Route> engineRoutes(EngineView* engine) {
   list.responseSchema = kInterfacesSchema;
   list.handler = [engine](const ApiRequest&, ApiRespond respond) {
     if (!engine) return respond(notRunning());
-    engine->interfaces([respond](Result<std::vector<InterfaceInfo>> r) {
+    engine->interfacesWithPending([respond](Result<std::vector<InterfaceInfo>> r) {
       if (!r) return respond(jsonError(503, "unavailable", r.error().message));
       respond(jsonResponse(200, dump(interfacesJson(*r))));
     });

@@ -96,6 +96,9 @@ struct DestinationInfo {
   // Set by interfacesWithPending() only: its deliveries pending now, from
   // the store (nullopt: not asked, or a destination the store has no id for).
   std::optional<int64_t> pending;
+  // Likewise its deliveries quarantined now (`quarantined` above counts
+  // those since the start).
+  std::optional<int64_t> quarantinedNow;
   HistogramInfo latency;    // received -> finished here
   HistogramInfo send;       // one send
   HistogramInfo transform;  // one call of its function, a wait for a worker included

@@ -134,6 +134,21 @@ HistogramInfo histogramInfo(const Histogram& h) {
   return i;
 }
 
+std::optional<double> histogramQuantile(const HistogramInfo& h, double q) {
+  if (h.count <= 0 || h.bounds.empty()) return std::nullopt;
+  double rank = q * static_cast<double>(h.count);
+  int64_t below = 0;
+  for (size_t i = 0; i < h.bounds.size() && i < h.buckets.size(); ++i) {
+    int64_t in = h.buckets[i];
+    if (in > 0 && static_cast<double>(below + in) >= rank) {
+      double lo = i == 0 ? 0 : h.bounds[i - 1];
+      return lo + (h.bounds[i] - lo) * (rank - static_cast<double>(below)) / static_cast<double>(in);
+    }
+    below += in;
+  }
+  return h.bounds.back();
+}
+
 std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceInfo>& interfaces,
                           const Histogram* requestTimes) {
   MetricsText m;
@@ -175,6 +190,13 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
       if (dest.pending)
         m.sample("ductus_queue_pending", {{"interface", f.name}, {"destination", dest.name}},
                  static_cast<double>(*dest.pending));
+  m.family("ductus_queue_quarantined", "gauge",
+           "Deliveries quarantined now for a destination, as the store counts them.");
+  for (auto& f : interfaces)
+    for (auto& dest : f.destinations)
+      if (dest.quarantinedNow)
+        m.sample("ductus_queue_quarantined", {{"interface", f.name}, {"destination", dest.name}},
+                 static_cast<double>(*dest.quarantinedNow));
 
   m.family("ductus_interface_stopped", "gauge",
            "1 while an interface's code is stopped (runaways), its messages left pending.");

@@ -4,6 +4,7 @@
 // of the store at each scrape.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +48,10 @@ std::string formatValue(double v);
 
 // A histogram's counts as the view shows them: bounds in seconds.
 HistogramInfo histogramInfo(const Histogram& h);
+// The q-quantile (0 < q < 1) in seconds, as Prometheus' histogram_quantile
+// estimates it: linear within the bucket that holds it (from 0 for the
+// first); past the last bound, the last bound. nullopt with no observation.
+std::optional<double> histogramQuantile(const HistogramInfo& h, double q);
 
 // Every metric, from what the engine shows of itself; `requestTimes` (the
 // API's own answers, ductus_http_request_seconds) left out when null.

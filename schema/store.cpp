@@ -811,6 +811,16 @@ void Store::waitingCounts(Callback<std::map<int64_t, int64_t>> cb) {
   });
 }
 
+void Store::quarantinedCounts(Callback<std::map<int64_t, int64_t>> cb) {
+  static const Statement stmt{"ductus_quarantined_counts", sql::kQuarantinedCounts};
+  run(stmt, {}, {}, false, [cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    std::map<int64_t, int64_t> counts;
+    for (int i = 0; i < r->rows(); ++i) counts[r->integer(i, 0)] = r->integer(i, 1);
+    cb(std::move(counts));
+  });
+}
+
 void Store::hasPending(int64_t interfaceId, Callback<bool> cb) {
   static const Statement stmt{"ductus_has_pending", sql::kHasPending};
   run(stmt, {num(interfaceId)}, {}, false, [cb](Result<PgResult> r) {

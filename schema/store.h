@@ -147,6 +147,9 @@ class Store {
   // out): a count over the partial queue index, which holds only pending
   // rows, so it costs what is waiting, not what was ever stored.
   void waitingCounts(Callback<std::map<int64_t, int64_t>> cb);
+  // Quarantined deliveries per destination id, likewise from the partial
+  // index deliveries_quarantined (migration 0005).
+  void quarantinedCounts(Callback<std::map<int64_t, int64_t>> cb);
   // Is a message of this interface still pending? (schedules skip a run)
   void hasPending(int64_t interfaceId, Callback<bool> cb);
 

@@ -456,6 +456,10 @@ constexpr const char* kWaitingCounts = R"(
 SELECT destination_id, count(*) FROM deliveries WHERE status = 0 GROUP BY destination_id
 )";
 
+constexpr const char* kQuarantinedCounts = R"(
+SELECT destination_id, count(*) FROM deliveries WHERE status = 3 GROUP BY destination_id
+)";
+
 // Interfaces with something waiting: two loose index scans (one step per
 // distinct value) over the pending partial indexes.
 constexpr const char* kWithWaiting = R"(

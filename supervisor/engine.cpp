@@ -531,6 +531,12 @@ Status Engine::openApi() {
             wake(*it->second, static_cast<int32_t>(lane));
       });
   view_->setActions(actions_.get());
+  view_->setQuarantinedCounts([this](auto answer) {
+    store_->quarantinedCounts([answer](Result<std::map<int64_t, int64_t>> r) {
+      if (!r) spdlog::warn("counting the quarantined deliveries failed: {}", r.error().message);
+      answer(r ? std::optional(std::move(*r)) : std::nullopt);
+    });
+  });
   view_->setEngineExtra([o = ownership_.get()](api::EngineInfo& e) {
     if (o) o->describe(e);
   });

@@ -83,23 +83,36 @@ void EngineViewAdapter::interfacesWithPending(
     if (v.activity)
       for (auto& d : v.activity->destinations) ids.back().push_back(d.destinationId);
   }
+  using Counts = std::optional<std::map<int64_t, int64_t>>;
   auto alive = alive_;
-  waiting_([this, alive, ids = std::move(ids), done = std::move(done)](
-               std::optional<std::map<int64_t, int64_t>> counts) mutable {
+  auto answer = [this, alive, ids = std::move(ids), done = std::move(done)](
+                    Counts pending, Counts quarantined) mutable {
     if (!*alive) return done(Error{"the engine is stopping"});
     interfaces([&](Result<std::vector<api::InterfaceInfo>> r) {
       // The store could not count: the rest is still worth answering, so
       // a scrape keeps its counters (the queue gauges go missing instead).
-      if (r && counts)
+      if (r)
         for (size_t i = 0; i < r->size() && i < ids.size(); ++i) {
           auto& dests = (*r)[i].destinations;
           for (size_t j = 0; j < dests.size() && j < ids[i].size(); ++j) {
             if (!ids[i][j]) continue;
-            auto it = counts->find(ids[i][j]);
-            dests[j].pending = it == counts->end() ? 0 : it->second;
+            auto of = [id = ids[i][j]](const Counts& c) -> std::optional<int64_t> {
+              if (!c) return std::nullopt;
+              auto it = c->find(id);
+              return it == c->end() ? 0 : it->second;
+            };
+            dests[j].pending = of(pending);
+            dests[j].quarantinedNow = of(quarantined);
           }
         }
       done(std::move(r));
+    });
+  };
+  waiting_([this, alive, answer = std::move(answer)](Counts pending) mutable {
+    if (!*alive || !quarantined_) return answer(std::move(pending), std::nullopt);
+    quarantined_([answer = std::move(answer), pending = std::move(pending)](
+                     Counts quarantined) mutable {
+      answer(std::move(pending), std::move(quarantined));
     });
   });
 }

@@ -57,6 +57,9 @@ class EngineViewAdapter : public api::EngineView {
   // Pause, restart and drain (supervisor/engine_actions.h); without them
   // those actions answer unavailable. Must outlive the adapter.
   void setActions(EngineActions* actions) { actions_ = actions; }
+  // Where interfacesWithPending() reads the quarantined deliveries per
+  // destination id (the store's partial index); unset: not shown.
+  void setQuarantinedCounts(delivery::WaitingCounts counts) { quarantined_ = std::move(counts); }
   Status setPaused(const std::string& interface, const std::string& destination,
                    std::optional<api::PauseInfo> pause) override;
   void restartInterface(const std::string& interface, std::function<void(Status)> done) override;
@@ -76,6 +79,7 @@ class EngineViewAdapter : public api::EngineView {
   const WorkerPool& workers_;
   std::vector<Viewed> interfaces_;
   delivery::WaitingCounts waiting_;
+  delivery::WaitingCounts quarantined_;
   std::function<void(const std::string&)> wake_;
   std::function<void(api::EngineInfo&)> engineExtra_;
   EngineActions* actions_ = nullptr;

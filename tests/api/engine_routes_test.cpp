@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "api/metrics.h"
 #include "api/routes.h"
 #include "common/version.h"
 #include "tests/api/api_harness.h"
@@ -41,12 +42,28 @@ class FakeEngine : public EngineView {
     out.filtered = 1;
     out.quarantined = 1;
     out.retries = 4;
+    // 10 sends: 4 within 1 ms, 6 within 1 to 2.5 ms.
+    out.send.bounds = {0.001, 0.0025, 0.005};
+    out.send.buckets = {4, 6, 0, 0};
+    out.send.count = 10;
+    out.send.sumSeconds = 0.015;
     adt.destinations.push_back(out);
     InterfaceInfo lookup;
     lookup.name = "lookup";
     lookup.source = "http";
     lookup.state = "stopped";
     done(std::vector<InterfaceInfo>{adt, lookup});
+  }
+
+  void interfacesWithPending(
+      std::function<void(Result<std::vector<InterfaceInfo>>)> done) override {
+    interfaces([done](Result<std::vector<InterfaceInfo>> r) {
+      if (r) {
+        (*r)[0].destinations[0].pending = 12;
+        (*r)[0].destinations[0].quarantinedNow = 3;
+      }
+      done(std::move(r));
+    });
   }
 
   EngineState state_ = EngineState::Serving;  // set on the loop thread
@@ -124,6 +141,29 @@ TEST_F(EngineRoutesTest, InterfacesNeedAViewerAndGiveStateGateAndCountsSinceStar
             (json{{"sent", 7}, {"filtered", 1}, {"quarantined", 1}, {"routed", 0}, {"retries", 4}}));
   EXPECT_EQ(list[1]["state"], "stopped");
   EXPECT_TRUE(list[1]["gate"].is_null()) << "respond mode has no queue";
+  // Now, from the store's partial indexes; the timings from the histograms.
+  auto& dest = list[0]["destinations"][0];
+  EXPECT_EQ(dest["pending"], 12);
+  EXPECT_EQ(dest["quarantined"], 3);
+  EXPECT_EQ(dest["timings"]["send"]["count"], 10);
+  EXPECT_DOUBLE_EQ(dest["timings"]["send"]["meanMs"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(dest["timings"]["send"]["p50Ms"].get<double>(), 1.25);  // 1 + 1.5 * 1/6
+  EXPECT_DOUBLE_EQ(dest["timings"]["send"]["p95Ms"].get<double>(), 2.375);  // 1 + 1.5 * 5.5/6
+  EXPECT_TRUE(dest["timings"]["latency"]["p50Ms"].is_null()) << "no observation yet";
+}
+
+TEST(HistogramQuantile, IsLinearWithinItsBucketAndTheLastBoundPastThem) {
+  HistogramInfo h;
+  h.bounds = {1, 2, 4};
+  EXPECT_FALSE(histogramQuantile(h, 0.5)) << "empty";
+  h.buckets = {2, 0, 2, 0};
+  h.count = 4;
+  EXPECT_DOUBLE_EQ(*histogramQuantile(h, 0.25), 0.5);  // the first bucket starts at 0
+  EXPECT_DOUBLE_EQ(*histogramQuantile(h, 0.5), 1.0);
+  EXPECT_DOUBLE_EQ(*histogramQuantile(h, 0.75), 3.0);  // the empty (1, 2] is skipped
+  h.buckets = {0, 0, 0, 5};
+  h.count = 5;
+  EXPECT_DOUBLE_EQ(*histogramQuantile(h, 0.5), 4.0) << "+Inf: the last bound";
 }
 
 TEST_F(EngineRoutesTest, InterfacesTheEngineCantReadAre503) {

@@ -656,6 +656,20 @@ TEST_F(Messages, WaitingCountsArePendingDeliveriesPerDestination) {
   EXPECT_EQ(*r, (std::map<int64_t, int64_t>{{destA_, 1}, {destB_, 4}}));  // C: none, left out
 }
 
+TEST_F(Messages, QuarantinedCountsAreQuarantinedDeliveriesPerDestination) {
+  std::vector<StoredMessage> ms;
+  for (int i = 0; i < 4; ++i) ms.push_back(*insert(message("m", {destA_, destB_})));
+  Outcomes a, b;
+  for (int i = 0; i < 3; ++i) a.push_back(outcome(ms[i].ref, MessageStatus::Quarantined));
+  b.push_back(outcome(ms[0].ref, MessageStatus::Quarantined));
+  b.push_back(outcome(ms[1].ref, MessageStatus::Sent));
+  flush(destA_, a);
+  flush(destB_, b);
+  auto r = run<std::map<int64_t, int64_t>>([&](auto cb) { store_->quarantinedCounts(cb); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, (std::map<int64_t, int64_t>{{destA_, 3}, {destB_, 1}}));
+}
+
 TEST_F(Messages, SettleFinishedSettlesMessagesLeftPendingWithNothingPending) {
   std::vector<StoredMessage> ms;
   for (int i = 0; i < 5; ++i) ms.push_back(*insert(message("m", {destA_})));
