@@ -253,17 +253,9 @@ std::vector<Route> engineActionRoutes(AuthDeps* auth, EngineView* engine) {
   };
   auto route = [](std::string method, std::string path, std::string id, std::string summary,
                   Requirement req, ApiHandler h, std::string in, std::string out) {
-    Route r;
-    r.method = std::move(method);
-    r.path = std::move(path);
-    r.operationId = std::move(id);
-    r.summary = std::move(summary);
-    r.tag = "engine";
-    r.requirement = req;
-    r.handler = std::move(h);
-    r.requestSchema = std::move(in);
-    r.responseSchema = std::move(out);
-    return r;
+    return Route{std::move(method), std::move(path), std::move(id), std::move(summary),
+                 "engine",          req,             std::move(h),  std::move(in),
+                 std::move(out),    {}};
   };
   std::vector<Route> routes;
   routes.push_back(route(

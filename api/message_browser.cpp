@@ -653,19 +653,9 @@ std::vector<Route> messageBrowserRoutes(AuthDeps* auth, EngineView* engine) {
   auto route = [](std::string method, std::string path, std::string id, std::string summary,
                   Requirement req, ApiHandler h, std::string in, std::string out,
                   std::map<std::string, std::string> query = {}) {
-    // Field by field: the table's struct grows.
-    Route r;
-    r.method = std::move(method);
-    r.path = std::move(path);
-    r.operationId = std::move(id);
-    r.summary = std::move(summary);
-    r.tag = "messages";
-    r.requirement = req;
-    r.handler = std::move(h);
-    r.requestSchema = std::move(in);
-    r.responseSchema = std::move(out);
-    r.queryParams = std::move(query);
-    return r;
+    return Route{std::move(method), std::move(path), std::move(id),  std::move(summary),
+                 "messages",        req,             std::move(h),   std::move(in),
+                 std::move(out),    std::move(query)};
   };
   std::vector<Route> routes;
   routes.push_back(route(

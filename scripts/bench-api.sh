@@ -26,7 +26,9 @@ messages=${MESSAGES:-1000000}
 conns=${CONNECTIONS:-16}
 apiconns=${API_CONNECTIONS:-4}
 each=${SECONDS_EACH:-10}
-base=$((20000 + RANDOM % 20000))
+# Below the ephemeral ports (32768 and up), where 1,000 consecutive ports
+# are not taken by connections of the moment.
+base=$((10000 + RANDOM % 20000))
 port=$base
 apiport=$((base + interfaces + 1))
 floorport=$((base + interfaces + 2))
