@@ -202,6 +202,10 @@ TEST_F(StatementTimeout, TheStoresConnectionsRunUnderThirtySecondsByDefault) {
   EXPECT_EQ(setting(*store_, "statement_timeout"), "30s");
   // The engine's other session settings are still there.
   EXPECT_EQ(setting(*store_, "TimeZone"), "UTC");
+  EXPECT_EQ(setting(*store_, "plan_cache_mode"), "force_generic_plan");
+  // A generic plan's estimates would compile short statements (250 ms of a
+  // 0.2 ms browser page); the cluster's default is on.
+  EXPECT_EQ(setting(*store_, "jit"), "off");
 }
 
 TEST_F(StatementTimeout, AnInsertBehindALockedTableFailsWithinTheTimeoutThenSucceedsOnceReleased) {
