@@ -30,7 +30,9 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(uv_loop_t* loop, ApiServerOp
           });
       !s)
     return s.error();
-  if (auto s = self->http_->listen(options.host, options.port); !s)
+  if (auto s = options.adoptFd >= 0 ? self->http_->adopt(options.adoptFd)
+                                     : self->http_->listen(options.host, options.port);
+      !s)
     return Error{"the API on " + options.host + ":" + std::to_string(options.port) + ": " +
                  s.error().message};
   return self;

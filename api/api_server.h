@@ -30,6 +30,9 @@ struct ApiServerOptions {
   // Observes every answer's time (GET /metrics shows it as
   // ductus_http_request_seconds); null: not timed. Must outlive the server.
   Histogram* requestTimes = nullptr;
+  // A listening socket to serve on instead of binding host:port (a
+  // handover's new engine takes the old one's); the server owns it.
+  int adoptFd = -1;
 };
 
 class ApiServer {
@@ -44,6 +47,7 @@ class ApiServer {
 
   std::string address() const { return http_->address(); }  // "127.0.0.1:7700"
   uint16_t port() const { return http_->port(); }
+  int fd() const { return http_->fd(); }  // the listening socket, for a handover
   const std::vector<Route>& routes() const { return router_->routes(); }
 
   // Stops accepting; answers in flight are given first. `done` once every

@@ -73,7 +73,7 @@ ControlSocket::~ControlSocket() {
   connections_.clear();
   server_.reset();
   struct stat st {};
-  if (!path_.empty() && ino_ && lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ &&
+  if (!path_.empty() && ino_ && !keepFile_ && lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ &&
       st.st_ino == ino_)
     unlink(path_.c_str());
 }
@@ -128,6 +128,30 @@ Status ControlSocket::listen(const std::string& path) {
   ino_ = st.st_ino;
   if (::listen(fd.get(), static_cast<int>(kControlMaxConnections)) != 0)
     return Error{"listening on " + path + ": " + std::strerror(errno)};
+  return serve(fd.release(), path);
+}
+
+Status ControlSocket::adopt(const std::string& path, int fd) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    ::close(fd);
+    return Error{"the control socket " + path + " handed over is gone"};
+  }
+  path_ = path;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  return serve(fd, path);
+}
+
+int ControlSocket::fd() const {
+  uv_os_fd_t fd = -1;
+  if (!server_ || uv_fileno(reinterpret_cast<const uv_handle_t*>(server_.get()), &fd) != 0)
+    return -1;
+  return fd;
+}
+
+Status ControlSocket::serve(int listening, const std::string& path) {
+  Fd fd(listening);
   server_ = UvHandle<uv_pipe_t>::make();
   if (int r = uv_pipe_init(loop_, server_.get(), 0); r != 0)
     return Error{std::string("uv_pipe_init: ") + uv_strerror(r)};
@@ -296,8 +320,9 @@ void ControlSocket::handleLine(const std::shared_ptr<Connection>& c, const std::
   if (what == "status") return answerStatus(c, true);
   if (what == "interfaces") return answerStatus(c, false);
   if (what == "api") return answerApi(c, request);
+  if (what == "handover") return answerHandover(c);
   send(c,
-       error("unknown request '" + what + "'; this engine answers: status, interfaces",
+       error("unknown request '" + what + "'; this engine answers: status, interfaces, api, handover",
              "unknown_request"),
        next);
 }
@@ -364,6 +389,18 @@ void ControlSocket::answerApi(const std::shared_ptr<Connection>& c, const json& 
     }
     finish(std::move(answer));
   }));
+}
+
+void ControlSocket::answerHandover(const std::shared_ptr<Connection>& c) {
+  std::weak_ptr<bool> alive = alive_;
+  auto finish = [this, alive, c](json answer) {
+    if (alive.expired() || !connections_.count(c.get())) return;
+    send(c, answer, [this, alive, c] {
+      if (!alive.expired()) resume(c);
+    });
+  };
+  if (!handover_) return finish(error("this engine can't hand over (ductus run only)", "unavailable"));
+  handover_(finish);
 }
 
 void ControlSocket::answerStatus(const std::shared_ptr<Connection>& c, bool withEngine) {

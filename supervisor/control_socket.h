@@ -20,11 +20,15 @@
 // audit rows as the API's, the caller local:<the peer's account> as an
 // admin (api/auth/local_caller.h). The answer: {"ok": 2xx, "status",
 // "body"}, with "error" and "code" from the API's error body otherwise.
+//
+// `handover` (supervisor/handover.h) is answered when the handover has
+// ended: {"ok":true,"pid":NEW} once the new engine runs, else the reason.
 #pragma once
 
 #include <sys/types.h>
 #include <uv.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,6 +61,16 @@ class ControlSocket {
   // Must outlive the socket.
   void setApi(api::Router* router) { api_ = router; }
   const std::string& path() const { return path_; }
+  // A handover (supervisor/handover.h): the new engine serves on the old
+  // one's listening socket at `path` (owned from here); the old one, once
+  // it has handed over, leaves the file to it.
+  Status adopt(const std::string& path, int fd);
+  int fd() const;
+  void keepFile(bool keep) { keepFile_ = keep; }
+  // `handover` requests go here; `answer` is called once the handover has
+  // ended ({"ok":true,"pid":N} or an error). Null: refused.
+  using HandoverRequest = std::function<void(std::function<void(nlohmann::json)> answer)>;
+  void setHandover(HandoverRequest handover) { handover_ = std::move(handover); }
 
   struct Connection;  // one peer (control_socket.cpp)
 
@@ -66,15 +80,19 @@ class ControlSocket {
   void handleLine(const std::shared_ptr<Connection>& c, const std::string& line);
   void answerStatus(const std::shared_ptr<Connection>& c, bool withEngine);
   void answerApi(const std::shared_ptr<Connection>& c, const nlohmann::json& request);
+  void answerHandover(const std::shared_ptr<Connection>& c);
+  Status serve(int fd, const std::string& path);
   void resume(const std::shared_ptr<Connection>& c);
   void drop(Connection* c);
 
   uv_loop_t* loop_;
   api::EngineView& view_;
   api::Router* api_ = nullptr;
+  HandoverRequest handover_;
   std::string path_;
   dev_t dev_ = 0;  // the socket file's identity, to remove it only if still ours
   ino_t ino_ = 0;
+  bool keepFile_ = false;  // the other engine of a handover serves on it
   UvHandle<uv_pipe_t> server_;
   std::map<Connection*, std::shared_ptr<Connection>> connections_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -91,11 +91,12 @@ net::ConnectionLimits connectionLimits(const config::EngineConfig& e) {
 // then hands it to systemd to keep for the next start.
 template <typename Listener>
 Status listenOrAdopt(Listener& l, Systemd* systemd, std::string_view kind,
-                     const config::HostPort& at) {
+                     const config::HostPort& at, std::map<std::string, int>& sockets) {
   std::string name = Systemd::socketName(kind, at.host, at.port);
   int fd = systemd ? systemd->takeListener(name) : -1;
   if (auto s = fd >= 0 ? l.adopt(fd) : l.listen(at.host, at.port); !s) return s;
   if (systemd) systemd->storeListener(name, l.fd());
+  sockets[name] = l.fd();
   return {};
 }
 
@@ -159,16 +160,47 @@ void Engine::start(std::function<void(Status)> done) {
                     if (auto* self = static_cast<Engine*>(t->data)) self->maintainPartitions();
                   },
                   3600 * 1000, 3600 * 1000);
-              retention_->start();
-              watchOwnership();
-              api::recordEngineStart(store_->pool(), *audit_, instance(), [](Status s) {
-                if (!s) spdlog::warn("engine.start is not in the audit log: {}", s.error().message);
-              });
+              // A takeover waits here, listening, for the old engine to release.
+              if (options_.takeover) {
+                holdForOwnership(true);
+                return done({});
+              }
+              startRunning();
               done({});
             });
           });
         });
       });
+    });
+  });
+}
+
+void Engine::startRunning() {
+  retention_->start();
+  watchOwnership();
+  api::recordEngineStart(store_->pool(), *audit_, instance(), [](Status s) {
+    if (!s) spdlog::warn("engine.start is not in the audit log: {}", s.error().message);
+  });
+}
+
+void Engine::takeCharge(std::function<void(Status)> done) {
+  auto alive = alive_;
+  // The pauses are read while the claims are made: both before any read.
+  actions_->loadPauses();
+  ownership_->takeCharge([this, alive, done](Status s) {
+    if (!*alive) return;
+    if (!s) return done(s);
+    reconcile([this, alive, done](Status s) {
+      if (!*alive) return;
+      if (!s) return done(Error{"reconciling: " + s.error().message, s.error().code});
+      for (auto& f : ifaces_)
+        if (f->waiting)
+          for (auto& perDest : f->loops)
+            for (auto& l : perDest) l->wake();
+      holdForOwnership(false);
+      if (control_) control_->keepFile(false);
+      startRunning();
+      done({});
     });
   });
 }
@@ -240,6 +272,7 @@ void Engine::reconcile(std::function<void(Status)> next) {
     return claimInterfaces([this, alive = alive_, next](Status s) {
       if (!*alive) return;
       if (!s) return next(s);
+      if (options_.takeover) return next({});  // reconciled in takeCharge()
       reconcile(next);
     });
   auto alive = alive_;
@@ -414,7 +447,11 @@ Status Engine::buildDelivery() {
                           },
                           {}},
       std::move(acted));
-  actions_->loadPauses();
+  // A takeover's loops wait for takeCharge(), which reads the pauses then.
+  if (options_.takeover)
+    holdForOwnership(true);
+  else
+    actions_->loadPauses();
   // Only interfaces with something waiting read their queue at start; the
   // others wait for intake to wake them.
   for (auto& f : ifaces_)
@@ -455,7 +492,7 @@ Status Engine::openSource(Iface& f) {
     ms.name = c.name;
     ms.limits = connectionLimits(project_.engine);
     auto l = std::make_unique<intake::MllpListener>(loop_, ms, intake::mllpIntoIntake(*f.intake));
-    if (auto s = listenOrAdopt(*l, options_.systemd, "mllp", m->listen); !s)
+    if (auto s = listenOrAdopt(*l, options_.systemd, "mllp", m->listen, socketFds_); !s)
       return Error{c.name + ": mllp " + m->listen.toString() + ": " + s.error().message};
     listenerLines_.push_back("mllp " + c.name + " " + l->address());
     mllp_.push_back(std::move(l));
@@ -469,7 +506,7 @@ Status Engine::openSource(Iface& f) {
       hs.name = key;
       hs.limits = connectionLimits(project_.engine);
       server = std::make_unique<net::HttpServer>(loop_, hs);
-      if (auto s = listenOrAdopt(*server, options_.systemd, "http", h->listen); !s)
+      if (auto s = listenOrAdopt(*server, options_.systemd, "http", h->listen, socketFds_); !s)
         return Error{c.name + ": http " + key + ": " + s.error().message};
     }
     net::HttpServer::Handler handler;
@@ -568,6 +605,8 @@ Status Engine::openApi() {
   ao.port = project_.engine.apiListen.port;
   ao.limits = connectionLimits(project_.engine);
   ao.requestTimes = &apiRequestTimes_;
+  std::string apiName = Systemd::socketName("api", ao.host, ao.port);
+  if (options_.inheritedSocket) ao.adoptFd = options_.inheritedSocket(apiName);
   auto server = api::ApiServer::start(
       loop_, ao,
       api::allRoutes({.engine = view_.get(),
@@ -578,6 +617,7 @@ Status Engine::openApi() {
     return Error{server.error().message + " (ductus.yaml api.listen, or --api-listen; off "
                  "turns the API off)"};
   api_ = std::move(*server);
+  socketFds_[apiName] = api_->fd();
   listenerLines_.push_back("api " + api_->address());
   return {};
 }
@@ -586,12 +626,25 @@ Status Engine::openControl() {
   if (options_.controlPath.empty()) return {};
   auto control = std::make_unique<ControlSocket>(loop_, *view_);
   control->setApi(controlRouter_.get());
-  if (auto s = control->listen(options_.controlPath); !s) {
+  if (options_.handover)
+    control->setHandover([h = options_.handover](std::function<void(nlohmann::json)> answer) {
+      h([answer](Result<int64_t> pid) {
+        if (pid) return answer({{"ok", true}, {"pid", *pid}});
+        answer({{"ok", false}, {"error", pid.error().message}, {"code", "handover_failed"}});
+      });
+    });
+  int inherited = options_.inheritedSocket ? options_.inheritedSocket("control") : -1;
+  if (auto s = inherited >= 0 ? control->adopt(options_.controlPath, inherited)
+                              : control->listen(options_.controlPath);
+      !s) {
     if (options_.controlRequired) return s;
     spdlog::warn("control socket: {}; running without one", s.error().message);
     return {};
   }
+  // Until it takes charge, a takeover's socket is still the old engine's.
+  if (inherited >= 0 && options_.takeover) control->keepFile(true);
   control_ = std::move(control);
+  socketFds_["control"] = control_->fd();
   listenerLines_.push_back("control " + options_.controlPath);
   return {};
 }
@@ -627,7 +680,10 @@ void Engine::claimInterfaces(std::function<void(Status)> next) {
   for (auto& f : ifaces_)
     if (f->id) owned.push_back({f->id, f->cfg->name, f->cfg->partitionCount()});
   ownership_ = std::make_unique<Ownership>(loop_, options_.databaseUrl);
-  ownership_->start(std::move(owned), std::move(next));
+  if (options_.takeover)
+    ownership_->prepare(std::move(owned), options_.predecessor, std::move(next));
+  else
+    ownership_->start(std::move(owned), std::move(next));
 }
 
 void Engine::watchOwnership() {
@@ -648,6 +704,12 @@ void Engine::holdForOwnership(bool hold) {
   for (auto& s : schedules_) hold ? s->pause() : s->resume();
 }
 
+std::vector<std::pair<std::string, int>> Engine::listeningSockets() const {
+  return {socketFds_.begin(), socketFds_.end()};
+}
+
+std::string Engine::engineId() const { return ownership_ ? ownership_->engineId() : std::string(); }
+
 std::string Engine::apiAddress() const { return api_ ? api_->address() : std::string(); }
 
 void Engine::maintainPartitions() {
@@ -659,15 +721,28 @@ void Engine::maintainPartitions() {
   });
 }
 
-void Engine::stop(std::function<void()> done) {
+void Engine::stop(std::function<void()> done) { stopWith(nullptr, std::move(done)); }
+
+void Engine::handOver(std::function<void()> released, std::function<void()> done) {
+  if (control_) control_->keepFile(true);  // the new engine serves on it now
+  stopWith(released ? std::move(released) : [] {}, std::move(done));
+}
+
+// `released` set: a handover's stop (handOver()).
+void Engine::stopWith(std::function<void()> released, std::function<void()> done) {
   if (stopping_) return;
   stopping_ = true;
+  bool handover = released != nullptr;
   if (actions_) actions_->shutdown();  // a drain's check ends; the gates close below
-  // The claims go last, once nothing of this engine touches the queues.
-  if (ownership_) done = [o = ownership_.get(), done] { o->release(done); };
-  if (options_.systemd)
+  // The claims go last, once nothing of this engine touches the queues; in
+  // a handover, as soon as the loops stopped: the new engine waits for them.
+  if (ownership_ && !handover) done = [o = ownership_.get(), done] { o->release(done); };
+  if (options_.systemd && !handover)
     options_.systemd->tell("STOPPING=1\nSTATUS=draining: listeners closed, answering the "
                            "messages in flight");
+  if (options_.systemd && handover)
+    options_.systemd->tell("STATUS=handing over: listeners closed, answering the messages in "
+                           "flight");
   partitionTimer_.reset();
   if (retention_) retention_->stop();
   if (housekeeping_) housekeeping_->stop();
@@ -696,11 +771,22 @@ void Engine::stop(std::function<void()> done) {
     });
   };
   // 2. Delivery loops finish the message in hand and flush.
-  auto stopLoops = [this, alive, stopWorkersAndSenders] {
+  auto stopLoops = [this, alive, stopWorkersAndSenders, released] {
     if (!*alive) return;
     if (options_.systemd)
       options_.systemd->tell("STATUS=stopping: delivery loops flushing, then the workers");
-    auto loops = Countdown::make(stopWorkersAndSenders);
+    std::function<void()> afterLoops = stopWorkersAndSenders;
+    if (released)
+      afterLoops = [this, alive, released, stopWorkersAndSenders] {
+        if (!*alive) return;
+        auto go = [released, stopWorkersAndSenders] {
+          released();
+          stopWorkersAndSenders();
+        };
+        if (!ownership_) return go();
+        ownership_->release(go);
+      };
+    auto loops = Countdown::make(afterLoops);
     for (auto& f : ifaces_)
       for (auto& perDest : f->loops)
         for (auto& l : perDest) l->stop(loops->add());
@@ -708,12 +794,29 @@ void Engine::stop(std::function<void()> done) {
   };
   // 1. No new messages: gates and listeners close; in-flight stores are
   //    answered first (the listeners close connections after their answer).
+  //    In a handover the listeners close first: each connection is
+  //    answered and closed, its sender reconnects to the new engine, and
+  //    none hears a closed gate's AE or 503.
   auto intake = Countdown::make(stopLoops);
-  for (auto& f : ifaces_)
-    if (f->intake) {
-      f->intake->gate().close();
-      f->intake->gate().onDrained(intake->add());
-    }
+  auto closeGates = [this, intake] {
+    for (auto& f : ifaces_)
+      if (f->intake) {
+        f->intake->gate().close();
+        f->intake->gate().onDrained(intake->add());
+      }
+  };
+  if (handover) {
+    auto listeners = Countdown::make([alive, closeGates, intake] {
+      if (!*alive) return;
+      closeGates();
+      intake->start();
+    });
+    for (auto& l : mllp_) l->close(listeners->add());
+    for (auto& [k, s] : http_) s->close(listeners->add());
+    listeners->start();
+    return;
+  }
+  closeGates();
   for (auto& l : mllp_) l->close(intake->add());
   for (auto& [k, s] : http_) s->close(intake->add());
   intake->start();

@@ -90,6 +90,19 @@ struct EngineOptions {
   // ownership lock was lost (supervisor/ownership.h): the engine must stop
   // and the run exit kExitOwnedElsewhere. Null: it is only logged.
   std::function<void(const Error&)> onOwnershipTaken;
+  // A handover's new engine (supervisor/handover.h): start() prepares
+  // (workers, intakes, listeners on the inherited sockets, the API) with
+  // nothing claimed and delivery, files and schedules held, refused as a
+  // start is when an engine other than `predecessor` owns an interface;
+  // takeCharge() does the rest once the old engine has released.
+  bool takeover = false;
+  std::string predecessor;  // the old engine's id
+  // The old engine's API and control sockets by name (listeningSockets());
+  // the descriptor, now the engine's, or -1. Null: none.
+  std::function<int(const std::string& name)> inheritedSocket;
+  // The control socket's `handover` request: answer with the new engine's
+  // pid, or why not. Null: refused.
+  std::function<void(std::function<void(Result<int64_t>)> answer)> handover;
 };
 
 class Engine {
@@ -101,6 +114,20 @@ class Engine {
 
   void start(std::function<void(Status)> done);
   void stop(std::function<void()> done);
+  // A takeover's second half (EngineOptions::takeover): claims, the lanes
+  // guard, reconcile, the pauses read, then delivery, files and schedules
+  // go.
+  void takeCharge(std::function<void(Status)> done);
+  // The old engine's stop in a handover: listeners close first (what is
+  // in flight answered; the new engine accepts on the same sockets), then
+  // as stop() but without STOPPING=1; `released` once the loops stopped
+  // and the claims are released, `done` at the end.
+  void handOver(std::function<void()> released, std::function<void()> done);
+  // Every listening socket by name ("mllp-HOST-PORT", "http-...", "api-...",
+  // "control"), still the engine's: what a handover passes on.
+  std::vector<std::pair<std::string, int>> listeningSockets() const;
+  std::string engineId() const;
+  bool stopping() const { return stopping_; }
 
   // "mllp adt-feed 127.0.0.1:2575" for each open listener.
   const std::vector<std::string>& listeners() const { return listenerLines_; }
@@ -129,6 +156,10 @@ class Engine {
   void claimInterfaces(std::function<void(Status)> next);
   void watchOwnership();
   void holdForOwnership(bool hold);
+  // After the start (or the takeover): retention, the ownership check,
+  // engine.start in the audit log.
+  void startRunning();
+  void stopWith(std::function<void()> released, std::function<void()> done);
   // Who this run is in the audit log (host, project folder, version, pid).
   api::EngineInstance instance() const;
   // Writes engine.stop, then `then` (after 3 s without an answer, anyway).
@@ -154,6 +185,7 @@ class Engine {
   std::vector<std::unique_ptr<intake::ScheduleSource>> schedules_;
   std::vector<std::unique_ptr<intake::FileSource>> files_;
   std::vector<std::string> listenerLines_;
+  std::map<std::string, int> socketFds_;  // listeners' sockets by name, for a handover
   UvHandle<uv_timer_t> partitionTimer_;
   std::unique_ptr<RetentionJob> retention_;  // drops and dedupe purges: 5 s after start, hourly
   std::unique_ptr<delivery::ActivityReporter> activityReporter_;  // a summary a minute

@@ -156,29 +156,76 @@ void Ownership::start(std::vector<OwnedInterface> interfaces, std::function<void
   takeLock([this, alive, done](Status s) {
     if (!*alive) return;
     if (!s) return done(Error{"taking the ownership lock: " + s.error().message, s.error().code});
-    claim([this, alive, done](Status s) {
+    takeCharge(done);
+  });
+}
+
+void Ownership::takeCharge(std::function<void(Status)> done) {
+  auto alive = alive_;
+  claim([this, alive, done](Status s) {
+    if (!*alive) return;
+    if (!s) return done(s);
+    guardLanes(true, [this, alive, done](Status s) {
       if (!*alive) return;
       if (!s) return done(s);
-      std::vector<store::LaneCount> counts;
-      for (auto& i : interfaces_) counts.push_back({i.name, i.partitions});
-      store::strandedLanes(
-          *conn_, counts, [this, alive, done, counts](Result<std::vector<store::StrandedLane>> r) {
+      state_ = State::Held;
+      spdlog::info("ownership: engine {} (host {}, pid {}) owns {} interface(s)", me_.id,
+                   me_.host, me_.pid, interfaces_.size());
+      done({});
+    });
+  });
+}
+
+void Ownership::guardLanes(bool releaseOnRefusal, std::function<void(Status)> done) {
+  std::vector<store::LaneCount> counts;
+  for (auto& i : interfaces_) counts.push_back({i.name, i.partitions});
+  auto alive = alive_;
+  store::strandedLanes(
+      *conn_, counts,
+      [this, alive, done, counts, releaseOnRefusal](Result<std::vector<store::StrandedLane>> r) {
+        if (!*alive) return;
+        if (!r) return done(Error{"checking the lanes: " + r.error().message, r.error().code});
+        if (r->empty()) return done({});
+        std::string text;
+        for (auto& l : store::describeStranded(*r, counts)) text += (text.empty() ? "" : "\n") + l;
+        if (!releaseOnRefusal) return done(Error{text, kStrandedCode});
+        // Nothing will run: the claims go now rather than wait to be
+        // found dead.
+        store::release(*conn_, me_.id, [alive, done, text](Status) {
+          if (*alive) done(Error{text, kStrandedCode});
+        });
+      });
+}
+
+void Ownership::prepare(std::vector<OwnedInterface> interfaces, std::string predecessor,
+                        std::function<void(Status)> done) {
+  interfaces_ = std::move(interfaces);
+  auto alive = alive_;
+  takeLock([this, alive, done, predecessor](Status s) {
+    if (!*alive) return;
+    if (!s) return done(Error{"taking the ownership lock: " + s.error().message, s.error().code});
+    // Claiming nothing records this engine (and clears dead ones' rows).
+    store::claim(*conn_, me_, {}, [this, alive, done, predecessor](Result<store::ClaimReport> r) {
+      if (!*alive) return;
+      if (!r) return done(r.error());
+      store::liveEngines(
+          *conn_, me_.id,
+          [this, alive, done, predecessor](Result<std::vector<store::LiveEngine>> r) {
             if (!*alive) return;
-            if (!r) return done(Error{"checking the lanes: " + r.error().message, r.error().code});
-            if (!r->empty()) {
-              std::string text;
-              for (auto& l : store::describeStranded(*r, counts))
-                text += (text.empty() ? "" : "\n") + l;
-              // Nothing will run: the claims go now rather than wait to be
-              // found dead.
-              return store::release(*conn_, me_.id, [alive, done, text](Status) {
-                if (*alive) done(Error{text, kStrandedCode});
-              });
+            if (!r) return done(r.error());
+            std::string text;
+            for (auto& e : *r) {
+              if (e.id == predecessor) continue;
+              for (auto& i : interfaces_)
+                if (std::find(e.interfaces.begin(), e.interfaces.end(), i.name) !=
+                    e.interfaces.end())
+                  text += (text.empty() ? "" : "\n") + i.name + " is owned by engine " + e.id +
+                          " (host " + e.host + ", pid " + std::to_string(e.pid) + ", version " +
+                          e.version + ", started " + e.startedAt + ")";
             }
-            state_ = State::Held;
-            spdlog::info("ownership: engine {} (host {}, pid {}) owns {} interface(s)", me_.id,
-                         me_.host, me_.pid, interfaces_.size());
-            done({});
+            if (!text.empty()) return done(Error{text, kOwnedCode});
+            others_ = std::move(*r);
+            guardLanes(false, done);
           });
     });
   });

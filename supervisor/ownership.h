@@ -81,6 +81,14 @@ class Ownership {
   // owned elsewhere), kStrandedCode (one line per interface), or the
   // database's.
   void start(std::vector<OwnedInterface> interfaces, std::function<void(Status)> done);
+  // A handover's new engine (supervisor/handover.h), before the old one
+  // has released: its own lock and engines row, no claim; refused
+  // (kOwnedCode) as start() would be when a live engine other than
+  // `predecessor` owns one of the interfaces; then the lanes guard.
+  // takeCharge() claims, once the predecessor released, and guards again.
+  void prepare(std::vector<OwnedInterface> interfaces, std::string predecessor,
+               std::function<void(Status)> done);
+  void takeCharge(std::function<void(Status)> done);
   void monitor(Hooks hooks);
   // A clean stop: deletes the claims and marks the engine stopped (when
   // the lock is still held; else there is nothing of ours to trust), then
@@ -103,6 +111,7 @@ class Ownership {
   void takeLock(std::function<void(Status)> done);
   void tryKey(int attempt, std::function<void(Status)> done);
   void claim(std::function<void(Status)> done);
+  void guardLanes(bool releaseOnRefusal, std::function<void(Status)> done);
   void check();
   void onCheckTimeout();
   void lose(const std::string& why);

@@ -80,7 +80,7 @@ Systemd::Systemd(std::string notifySocket, std::multimap<std::string, Fd> inheri
 Systemd::~Systemd() = default;
 
 Status Systemd::notify(std::string_view state, const std::vector<int>& fds) {
-  if (notifySocket_.empty()) return {};
+  if (notifySocket_.empty() || quiet_) return {};
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   const std::string& path = notifySocket_;
@@ -157,6 +157,7 @@ std::vector<std::string> Systemd::dropUntaken() {
     // A second socket under a name one listener took: closing ours is
     // enough, removing the name would drop the one in use.
     if (taken_.count(name)) continue;
+    if (quiet_) removals_.push_back(name);
     tell("FDSTOREREMOVE=1\nFDNAME=" + name);
     names_.erase(name);
   }
@@ -172,6 +173,20 @@ void Systemd::unstoreListeners() {
 }
 
 void Systemd::restoreListeners() {
+  auto listeners = listeners_;
+  for (auto& [name, fd] : listeners) storeListener(name, fd);
+}
+
+void Systemd::inherit(const std::string& name, Fd fd) {
+  names_.insert(name);
+  inherited_.emplace(name, std::move(fd));
+}
+
+void Systemd::speak() {
+  if (!quiet_) return;
+  quiet_ = false;
+  for (auto& name : removals_) tell("FDSTOREREMOVE=1\nFDNAME=" + name);
+  removals_.clear();
   auto listeners = listeners_;
   for (auto& [name, fd] : listeners) storeListener(name, fd);
 }

@@ -70,6 +70,17 @@ class Systemd {
   void unstoreListeners();
   void restoreListeners();
 
+  // A handover's new engine (supervisor/handover.h): the listening sockets
+  // the old engine passed, listened on as LISTEN_FDS ones are.
+  void inherit(const std::string& name, Fd fd);
+  // Quiet: systemd listens only to its main process (NotifyAccess=main),
+  // which a handover's new engine is not until the old one says
+  // MAINPID=; until then nothing is sent, a failed preparation removes
+  // nothing, and the stores and removals are remembered. speak() sends
+  // them and ends the quiet.
+  void quiet() { quiet_ = true; }
+  void speak();
+
  private:
   std::string notifySocket_;
   std::multimap<std::string, Fd> inherited_;
@@ -77,6 +88,8 @@ class Systemd {
   std::set<std::string> taken_;  // inherited and listened on: dropUntaken() leaves them stored
   std::set<std::string> warned_;
   std::map<std::string, int> listeners_;  // stored by storeListener(), not owned
+  bool quiet_ = false;
+  std::vector<std::string> removals_;  // FDSTOREREMOVE said while quiet
 };
 
 }  // namespace ductus::supervisor

@@ -21,17 +21,13 @@ using nlohmann::json;
 
 namespace {
 
-// An engine busy with a store query answers within seconds; a hung one
-// must not hang the operator's shell.
-constexpr int kAnswerTimeoutMs = 30'000;
-
 std::string notRunning(const std::string& path) {
   return "the engine isn't running (no control socket at " + path + ")";
 }
 
 }  // namespace
 
-Result<json> controlRequest(const std::string& path, const json& request) {
+Result<json> controlRequest(const std::string& path, const json& request, int timeoutMs) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof a.sun_path)
@@ -74,11 +70,10 @@ Result<json> controlRequest(const std::string& path, const json& request) {
       break;
     }
     pollfd p{fd.get(), POLLIN, 0};
-    int r = poll(&p, 1, kAnswerTimeoutMs);
+    int r = poll(&p, 1, timeoutMs);
     if (r < 0 && errno == EINTR) continue;
     if (r == 0)
-      return Error{"the engine did not answer within " + std::to_string(kAnswerTimeoutMs / 1000) +
-                   " s"};
+      return Error{"the engine did not answer within " + std::to_string(timeoutMs / 1000) + " s"};
     ssize_t n = recv(fd.get(), buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Error{std::string("reading the answer: ") + std::strerror(errno)};
@@ -243,6 +238,25 @@ int ask(const CtlArgs& args, const std::string& request, void (*print)(const jso
 
 }  // namespace
 
+int requestHandover(const std::string& path, bool asJson) {
+  // The new engine has 60 s to get ready and 60 s to take charge.
+  auto answer = controlRequest(path, {{"request", "handover"}}, 150'000);
+  if (!answer) {
+    std::fprintf(stderr, "handover: %s\n", answer.error().message.c_str());
+    return 1;
+  }
+  if (asJson) std::printf("%s\n", answer->dump(2).c_str());
+  if (!answer->value("ok", false)) {
+    std::fprintf(stderr, "handover failed: %s\n",
+                 ctlText(answer->value("error", json("the engine answered an error"))).c_str());
+    return 1;
+  }
+  if (!asJson)
+    std::printf("handed over: the new engine runs as pid %s\n",
+                ctlText(answer->value("pid", json())).c_str());
+  return 0;
+}
+
 void addCtlCommands(CLI::App& program, int& exitCode) {
   auto statusArgs = std::make_shared<CtlArgs>();
   auto* status = program.add_subcommand(
@@ -258,6 +272,18 @@ void addCtlCommands(CLI::App& program, int& exitCode) {
   auto* interfaces = program.add_subcommand(
       "interfaces", "each interface's state, intake and destinations with their pending counts");
   addCommonOptions(*interfaces, *ifaceArgs);
+  auto handoverArgs = std::make_shared<CtlArgs>();
+  auto* handover = program.add_subcommand(
+      "handover", "replace the engine by a new one started from the same command line");
+  addCommonOptions(*handover, *handoverArgs);
+  handover->footer(
+      "Answers when the new engine runs (its pid), or with why not: when the new\n"
+      "engine fails before it takes over (its code doesn't load, say), the old one\n"
+      "goes on as before. `ductus handover` and systemctl reload do the same.");
+  handover->callback([handoverArgs, &exitCode] {
+    exitCode = requestHandover(handoverArgs->control, handoverArgs->json);
+  });
+
   interfaces->callback([ifaceArgs, &exitCode] {
     exitCode = ask(*ifaceArgs, "interfaces",
                    [](const json& a) { printInterfaces(a.value("interfaces", json::array())); });

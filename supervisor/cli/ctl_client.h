@@ -20,7 +20,14 @@ namespace ductus::supervisor {
 // line. Errors are said for the operator: "the engine isn't running (no
 // control socket at PATH)", "permission denied: the engine runs as uid N".
 // An answer with "ok": false is returned as it came.
-Result<nlohmann::json> controlRequest(const std::string& path, const nlohmann::json& request);
+// `timeoutMs`: how long the answer may take (30 s unless said).
+Result<nlohmann::json> controlRequest(const std::string& path, const nlohmann::json& request,
+                                      int timeoutMs = 30'000);
+
+// `handover` (ductusctl handover, ductus handover): asks, waits for the
+// end of the handover, prints the new pid (or the JSON); 0, or 1 with the
+// reason on stderr.
+int requestHandover(const std::string& path, bool json);
 
 // status, interfaces.
 void addCtlCommands(CLI::App& program, int& exitCode);

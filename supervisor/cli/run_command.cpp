@@ -24,7 +24,9 @@
 #include "supervisor/cli/dev_admin.h"
 #include "supervisor/cli/dev_postgres.h"
 #include "supervisor/cli/start_checks.h"
+#include "supervisor/cli/ctl_client.h"
 #include "supervisor/engine.h"
+#include "supervisor/handover.h"
 #include "supervisor/ownership.h"
 #include "supervisor/systemd.h"
 
@@ -152,6 +154,11 @@ struct Runner {
   int exitCode = 0;
   bool started = false;
   std::chrono::milliseconds stopTimeout{30'000};
+  Systemd* systemd = nullptr;
+  // The command line as started, for a handover's new engine.
+  std::vector<std::string> command;
+  std::unique_ptr<Predecessor> handover;  // this engine handing over
+  std::unique_ptr<Successor> takeover;    // this engine taking over
 };
 
 void onSignal(uv_signal_t* h, int signum) {
@@ -213,6 +220,74 @@ void stopOwnedElsewhere(Runner* r) {
   });
 }
 
+// A `handover` request on the control socket: a new engine started from
+// the same command line takes over (supervisor/handover.h); this process
+// exits 0 once it runs. Anything failing before leaves this engine as it was.
+void startHandover(Runner* r, std::function<void(Result<int64_t>)> answer) {
+  if (!r->started || r->signals > 0 || r->engine->stopping())
+    return answer(Error{"the engine is not running (starting or stopping)"});
+  if (r->handover && r->handover->active())
+    return answer(Error{"a handover is already under way"});
+  spdlog::info("handover asked: starting a new engine ({})", r->command.empty() ? "?" : r->command[0]);
+  r->handover = std::make_unique<Predecessor>(
+      Predecessor::Deps{&r->loop, r->engine.get(), r->systemd, r->command});
+  r->handover->start(std::move(answer), [r](int code) {
+    r->exitCode = code;
+    if (code == 0)
+      spdlog::info("handed over: this engine stopped");
+    else
+      spdlog::error("the handover ended badly: exiting {}", code);
+    uv_stop(&r->loop);
+  });
+}
+
+// Prepared (EngineOptions::takeover): say Ready and wait for the old engine
+// to release; then take charge. The old engine going away before it
+// released ends this one: it never owned anything.
+void awaitRelease(Runner* r, size_t interfaces) {
+  auto stopNow = [r](int code) {
+    r->exitCode = code;
+    if (++r->signals > 1) return;
+    r->engine->stop([r] {
+      spdlog::info("stopped");
+      uv_stop(&r->loop);
+    });
+  };
+  r->takeover->ready();
+  spdlog::info("handover: prepared; waiting for the old engine (pid {}) to hand over",
+               r->takeover->predecessorPid());
+  r->takeover->watch(
+      &r->loop,
+      [r, interfaces, stopNow] {
+        auto t0 = std::chrono::steady_clock::now();
+        r->systemd->speak();  // systemd's main process from here
+        r->engine->takeCharge([r, interfaces, stopNow, t0](Status s) {
+          if (!s) {
+            if (s.error().code == kOwnedCode || s.error().code == kStrandedCode)
+              logErrorLines(s.error().message);
+            else
+              spdlog::error("taking charge failed: {}", s.error().message);
+            r->takeover->failed(s.error().message);
+            return stopNow(s.error().code == kOwnedCode ? kExitOwnedElsewhere : 1);
+          }
+          auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+          std::string list;
+          for (auto& l : r->engine->listeners()) list += (list.empty() ? "" : ", ") + l;
+          spdlog::info("started: took over {} interface(s) in {} ms; listening: {}", interfaces, ms,
+                       list.empty() ? "nothing" : list);
+          r->systemd->tell("READY=1\nSTATUS=started: " + std::to_string(interfaces) +
+                           " interface(s); listening: " + (list.empty() ? "nothing" : list));
+          r->takeover->running();
+        });
+      },
+      [r, stopNow] {
+        spdlog::error("handover: the old engine went away before it handed over; stopping");
+        stopNow(1);
+      });
+}
+
 // `dev`: ductus dev's banner is printed once started, with its admin's
 // sign-in when there is one.
 int runEngine(const RunArgs& args, config::Project project, const std::string& database,
@@ -227,8 +302,19 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
   // Before the first worker starts: they must not inherit systemd's sockets.
   // Outlives the engine, which holds it.
   std::unique_ptr<Systemd> systemd = Systemd::fromEnvironment();
-  systemd->tell("STATUS=starting: loading the project's code");
   Runner r;
+  r.systemd = systemd.get();
+  r.command = startCommandLine();
+  if (!dev) {
+    auto takeover = Successor::fromEnvironment(*systemd);
+    if (!takeover) {
+      spdlog::error("handover: {}", takeover.error().message);
+      return 1;
+    }
+    r.takeover = std::move(*takeover);
+  }
+  if (r.takeover) systemd->quiet();  // not systemd's main process yet
+  systemd->tell("STATUS=starting: loading the project's code");
   r.stopTimeout = args.stopTimeout;
   uv_loop_init(&r.loop);
   signal(SIGPIPE, SIG_IGN);
@@ -245,6 +331,20 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
   eo.controlPath = args.control.empty() ? defaultControlPath() : args.control;
   eo.controlRequired = !args.control.empty();
   eo.onOwnershipTaken = [&r](const Error&) { stopOwnedElsewhere(&r); };
+  if (!dev) eo.handover = [&r](auto answer) { startHandover(&r, std::move(answer)); };
+  if (r.takeover) {
+    auto from = r.takeover->readFrom(HandoverTiming{}.from);
+    if (!from) {
+      spdlog::error("handover: {}", from.error().message);
+      r.takeover->failed(from.error().message);
+      return 1;
+    }
+    eo.takeover = true;
+    eo.predecessor = *from;
+    eo.inheritedSocket = [t = r.takeover.get()](const std::string& name) {
+      return t->takeSocket(name);
+    };
+  }
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n > 0) eo.binary = std::string(self, n);
@@ -253,6 +353,7 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
   applyApiListen(args, project);
   r.engine = std::make_unique<Engine>(&r.loop, std::move(project), eo);
   r.engine->start([&](Status s) {
+    if (!s && r.takeover) r.takeover->failed(s.error().message);
     if (!s && s.error().code == "code") {
       // As validate prints them: file:line:column: message, one a line.
       std::string_view lines = s.error().message;
@@ -295,6 +396,7 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
       return;
     }
     r.started = true;
+    if (r.takeover) return awaitRelease(&r, interfaces);
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                   std::chrono::steady_clock::now() - t0)
                   .count();
@@ -323,7 +425,9 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
     }
   });
   uv_run(&r.loop, UV_RUN_DEFAULT);
+  r.handover.reset();
   r.engine.reset();
+  r.takeover.reset();
   uv_close(reinterpret_cast<uv_handle_t*>(&r.sigterm), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&r.sigint), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&r.stopTimer), nullptr);
@@ -462,6 +566,21 @@ void addRunCommands(CLI::App& ductus, int& exitCode) {
       "are opened with DUCTUS_SECRETS_KEY or ductus.yaml's secrets.key_file. Stop\n"
       "with Ctrl-C.");
   devCmd->callback([devArgs, &exitCode] { exitCode = dev(*devArgs); });
+
+  auto control = std::make_shared<std::string>(defaultControlPath());
+  auto* handoverCmd = ductus.add_subcommand(
+      "handover", "replace the running engine by a new one, refusing no connection");
+  handoverCmd->add_option("--control", *control, "the engine's control socket (run --control)")
+      ->type_name("PATH")
+      ->capture_default_str();
+  handoverCmd->footer(
+      "Asks the engine running on the control socket to start the binary it was\n"
+      "started from, with its arguments, on its listening sockets: the new engine\n"
+      "loads the project (code, configuration) and takes over; the old one stops\n"
+      "once it has. Prints the new engine's pid and exits 0 when it runs; exits 1\n"
+      "with the reason otherwise, the old engine still running when the new one\n"
+      "failed to start (code that doesn't load, say). systemctl reload runs it.");
+  handoverCmd->callback([control, &exitCode] { exitCode = requestHandover(*control, false); });
 }
 
 }  // namespace ductus::supervisor
