@@ -152,6 +152,12 @@ void Engine::start(std::function<void(Status)> done) {
               if (auto d = buildDelivery(); !d) return fail("starting delivery", d.error());
               if (auto o = openSources(); !o) return fail("opening sources", o.error());
               if (auto a = openApi(); !a) return fail("opening the API", a.error());
+              // Sockets kept for listeners the project no longer has (after
+              // the API's: it is stored too).
+              if (options_.systemd)
+                for (auto& name : options_.systemd->dropUntaken())
+                  spdlog::info("systemd: the stored socket {} has no listener any more: closed",
+                               name);
               if (auto c = openControl(); !c) return fail("opening the control socket", c.error());
               partitionTimer_ = makeTimer(loop_, this);
               uv_timer_start(
@@ -477,10 +483,6 @@ void Engine::wake(Iface& f, int32_t lane) {
 Status Engine::openSources() {
   for (auto& f : ifaces_)
     if (auto s = openSource(*f); !s) return s;
-  // Sockets kept for listeners the project no longer has.
-  if (options_.systemd)
-    for (auto& name : options_.systemd->dropUntaken())
-      spdlog::info("systemd: the stored socket {} has no listener any more: closed", name);
   return {};
 }
 
@@ -607,6 +609,9 @@ Status Engine::openApi() {
   ao.requestTimes = &apiRequestTimes_;
   std::string apiName = Systemd::socketName("api", ao.host, ao.port);
   if (options_.inheritedSocket) ao.adoptFd = options_.inheritedSocket(apiName);
+  // As the sources' listeners: systemd keeps it across a restart, so a
+  // monitor's call that comes meanwhile waits instead of being refused.
+  if (ao.adoptFd < 0 && options_.systemd) ao.adoptFd = options_.systemd->takeListener(apiName);
   auto server = api::ApiServer::start(
       loop_, ao,
       api::allRoutes({.engine = view_.get(),
@@ -617,6 +622,7 @@ Status Engine::openApi() {
     return Error{server.error().message + " (ductus.yaml api.listen, or --api-listen; off "
                  "turns the API off)"};
   api_ = std::move(*server);
+  if (options_.systemd) options_.systemd->storeListener(apiName, api_->fd());
   socketFds_[apiName] = api_->fd();
   listenerLines_.push_back("api " + api_->address());
   return {};

@@ -159,9 +159,10 @@ Fd listeningSocket(uint16_t port) {
 TEST(Systemd, ToldReadyAndStoppingAndGivenEveryListeningSocket) {
   TestDatabase db;
   NotifySocket systemd(/*abstract=*/true);
-  uint16_t mllpPort = freePort(), httpPort = freePort();
+  uint16_t mllpPort = freePort(), httpPort = freePort(), apiPort = freePort();
   TempProject project({
-      {"ductus.yaml", engineYaml()},
+      {"ductus.yaml", "api: { listen: 127.0.0.1:" + std::to_string(apiPort) +
+                          " }\nisolates: { workers: 1, heap_mb: 256 }\n"},
       {"interfaces/adt/interface.yaml", mllpInterface(mllpPort)},
       {"interfaces/adt/transform.js", kPassThrough},
       {"interfaces/lab/interface.yaml",
@@ -186,6 +187,12 @@ TEST(Systemd, ToldReadyAndStoppingAndGivenEveryListeningSocket) {
   ASSERT_EQ(http->fds.size(), 1u);
   EXPECT_TRUE(listeningOnPort(mllp->fds[0].get(), mllpPort));
   EXPECT_TRUE(listeningOnPort(http->fds[0].get(), httpPort));
+  // The API's too: a monitor's call during a restart waits, not refused.
+  const std::string apiName = "api-127.0.0.1-" + std::to_string(apiPort);
+  const Notification* api = stored(seen, apiName);
+  ASSERT_TRUE(api) << "no FDSTORE for " << apiName;
+  ASSERT_EQ(api->fds.size(), 1u);
+  EXPECT_TRUE(listeningOnPort(api->fds[0].get(), apiPort));
   EXPECT_NE(seen.back().text.find("STATUS=started: 2 interface(s)"), std::string::npos)
       << seen.back().text;
 
