@@ -1,5 +1,6 @@
 #include "supervisor/cli/run_command.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "common/config/address.h"
 #include "common/config/duration.h"
 #include "common/config/loader.h"
+#include "common/fd.h"
 #include "common/log.h"
 #include "common/partition.h"
 #include "supervisor/cli/command_line.h"
@@ -159,6 +161,7 @@ struct Runner {
   std::vector<std::string> command;
   std::unique_ptr<Predecessor> handover;  // this engine handing over
   std::unique_ptr<Successor> takeover;    // this engine taking over
+  Fd selfBinary;  // O_PATH: the file the workers are started from
 };
 
 void onSignal(uv_signal_t* h, int signum) {
@@ -345,9 +348,16 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
       return t->takeSocket(name);
     };
   }
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) eo.binary = std::string(self, n);
+  // Workers run the binary this engine runs, held open: a package upgrade
+  // renames a new /usr/bin/ductus over it, and a worker the old engine
+  // restarts before its reload must speak the old engine's protocol. The
+  // path /proc/self/fd/N is the held file even once its name is gone; N
+  // above the workers' own descriptors (0-3), which their spawn dup2s over.
+  r.selfBinary = Fd(open("/proc/self/exe", O_PATH | O_CLOEXEC));
+  if (r.selfBinary.valid()) {
+    r.selfBinary = Fd(fcntl(r.selfBinary.get(), F_DUPFD_CLOEXEC, 10));
+    if (r.selfBinary.valid()) eo.binary = "/proc/self/fd/" + std::to_string(r.selfBinary.get());
+  }
   auto t0 = std::chrono::steady_clock::now();
   size_t interfaces = project.interfaces.size();
   applyApiListen(args, project);

@@ -113,7 +113,8 @@ bool EngineProcess::spawn() {
   posix_spawn_file_actions_addopen(&fa, 1, logFile_.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   std::string project = project_.string();
-  std::vector<const char*> args = {ductusBinary(), "run", project.c_str(), "--database",
+  std::vector<const char*> args = {binary_.empty() ? ductusBinary() : binary_.c_str(), "run",
+                                   project.c_str(), "--database",
                                    url_.c_str()};
   for (auto& a : extraArgs_) args.push_back(a.c_str());
   args.push_back(nullptr);

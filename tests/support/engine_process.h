@@ -43,6 +43,9 @@ class EngineProcess {
   // Options after `run PROJECT --database URL` from the next start on
   // (e.g. {"--stop-timeout", "1s"}).
   void setExtraArgs(std::vector<std::string> args) { extraArgs_ = std::move(args); }
+  // Runs this ductus binary instead of the build's (a copy the test may
+  // replace under the running engine).
+  void setBinary(std::string path) { binary_ = std::move(path); }
   // Variables added to (or replacing those of) the child's environment from
   // the next start on (NOTIFY_SOCKET).
   void setEnvironment(std::map<std::string, std::string> env) { env_ = std::move(env); }
@@ -68,6 +71,7 @@ class EngineProcess {
   pid_t pid_ = -1;
   int runs_ = 0;
   std::vector<std::string> extraArgs_;
+  std::string binary_;
   std::map<std::string, std::string> env_;
   std::vector<int> listenFds_;
   std::string listenFdNames_;

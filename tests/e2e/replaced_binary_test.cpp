@@ -1,0 +1,99 @@
+// A package upgrade renames a new /usr/bin/ductus over the running one. Until
+// the reload hands over, the old engine goes on, and a worker it restarts
+// (a crash, a runaway) must be its own binary, not whatever now has the
+// name: the test runs a copy of ductus, renames a program that only fails
+// over it, kills the worker and checks the next message is still delivered.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/e2e.h"
+#include "tests/support/engine_process.h"
+#include "tests/support/mllp_client.h"
+#include "tests/support/test_database.h"
+#include "tests/support/test_env.h"
+
+namespace ductus::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// The children of `parent`, from /proc/PID/stat's fourth field.
+std::vector<pid_t> childrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  for (auto& e : fs::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+TEST(ReplacedBinary, AWorkerRestartedAfterTheBinaryWasReplacedIsStillTheEnginesOwn) {
+  TestDatabase db;
+  char tmpl[] = "/tmp/ductus-replaced-XXXXXX";
+  fs::path dir = mkdtemp(tmpl);
+  fs::path copy = dir / "ductus";
+  fs::copy_file(ductusBinary(), copy);
+  fs::permissions(copy, fs::perms::owner_all);
+  uint16_t port = freePort();
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/adt/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/adt/transform.js", kPassThrough},
+  });
+  EngineProcess engine(project.root(), db.url());
+  engine.setBinary(copy.string());
+  ASSERT_TRUE(engine.start()) << engine.log();
+
+  auto send = [&](const std::string& id) {
+    auto c = MllpClient::connect("127.0.0.1", port, 5000ms);
+    if (!c) return std::string("no connection");
+    auto ack = c->exchange(hl7(id), 10000ms);
+    return ack ? readAck(*ack).code : ack.error().message;
+  };
+  auto delivered = [&](const std::string& id) {
+    return waitFor(
+        [&] {
+          return db.value("SELECT count(*) FROM messages WHERE control_id = $1 AND status = 1",
+                          {id}) == "1";
+        },
+        20s);
+  };
+  ASSERT_EQ(send("BEFORE-1"), "AA");
+  ASSERT_TRUE(delivered("BEFORE-1")) << engine.log();
+
+  // As dpkg does: the new file under a temporary name, renamed over the old.
+  fs::path next = dir / "ductus.new";
+  std::ofstream(next) << "#!/bin/sh\nexit 70\n";
+  fs::permissions(next, fs::perms::owner_all);
+  fs::rename(next, copy);
+
+  auto workers = childrenOf(engine.pid());
+  ASSERT_FALSE(workers.empty()) << "the engine has no worker";
+  for (pid_t w : workers) kill(w, SIGKILL);
+
+  EXPECT_EQ(send("AFTER-1"), "AA");
+  EXPECT_TRUE(delivered("AFTER-1")) << "the restarted worker is not the engine's binary:\n"
+                                    << engine.log();
+  engine.terminate();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ductus::test
