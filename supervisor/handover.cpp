@@ -27,6 +27,14 @@ using nlohmann::json;
 
 namespace {
 
+// The longest line either side of the socket pair takes (From carries the
+// old engine's id and pid; none is near this).
+constexpr size_t kMaxLine = 64 * 1024;
+
+}  // namespace
+
+namespace {
+
 // The first inherited socket, as with LISTEN_FDS.
 constexpr int kFirstFd = 3;
 
@@ -192,6 +200,13 @@ void Predecessor::start(std::function<void(Result<int64_t>)> answer, std::functi
           return self->onEof();
         }
         self->partial_.append(buf->base, static_cast<size_t>(n));
+        // The protocol's lines are a few hundred bytes: a longer one is not
+        // the new engine speaking it, and must not grow without end.
+        if (self->partial_.size() > kMaxLine && self->partial_.find('\n') == std::string::npos) {
+          uv_read_stop(s);
+          return self->abandon("the new engine sent a line over " + std::to_string(kMaxLine) +
+                               " bytes");
+        }
         auto alive = self->alive_;
         for (size_t nl; *alive && (nl = self->partial_.find('\n')) != std::string::npos;) {
           std::string line = self->partial_.substr(0, nl);
@@ -395,6 +410,8 @@ Result<std::string> Successor::readFrom(std::chrono::milliseconds timeout) {
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return Error{"the old engine went away before it said who it is"};
     partial_.append(buf, static_cast<size_t>(got));
+    if (partial_.size() > kMaxLine && partial_.find('\n') == std::string::npos)
+      return Error{"the old engine sent a line over " + std::to_string(kMaxLine) + " bytes"};
   }
 }
 
@@ -447,6 +464,10 @@ void Successor::watch(uv_loop_t* loop, std::function<void()> released, std::func
       if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
       if (got <= 0) gone = true;
       else self->partial_.append(buf, static_cast<size_t>(got));
+      if (self->partial_.size() > kMaxLine && self->partial_.find('\n') == std::string::npos) {
+        self->partial_.clear();  // not the protocol: as if the old engine went away
+        gone = true;
+      }
     }
     for (size_t nl; self->released_ && (nl = self->partial_.find('\n')) != std::string::npos;) {
       std::string line = self->partial_.substr(0, nl);

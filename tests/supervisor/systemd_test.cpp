@@ -1,6 +1,7 @@
 // supervisor/systemd.h against a datagram socket the test owns: the
 // sd_notify wire format (abstract and path addresses, descriptors attached),
-// the names sockets are stored under, and what is removed from the store.
+// the names sockets are stored under, and what is removed from the store;
+// and the first line a handover's new engine reads, bounded.
 #include "supervisor/systemd.h"
 
 #include <fcntl.h>
@@ -14,6 +15,8 @@
 #include <cstddef>
 #include <cstring>
 #include <optional>
+
+#include "supervisor/handover.h"
 
 namespace ductus::supervisor {
 namespace {
@@ -176,6 +179,54 @@ TEST(Systemd, ADrainRemovesTheStoredListenersAndItsEndStoresThemAgain) {
   ASSERT_EQ(d->fds.size(), 1u);
   EXPECT_TRUE(sameFile(d->fds[0].get(), readEnd.get()));
   EXPECT_FALSE(r.receive(200));
+}
+
+}  // namespace
+}  // namespace ductus::supervisor
+
+namespace ductus::supervisor {
+namespace {
+
+// A handover's new engine reads the old one's From line before anything
+// else (supervisor/handover.h). The protocol's lines are short; one that
+// never ends is refused at 64 KB instead of growing without bound.
+class TakeoverFrom : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    old_ = Fd(sv[0]);
+    setenv(kTakeoverVar, std::to_string(sv[1]).c_str(), 1);
+    setenv(kListenFdsVar, "0", 1);
+    setenv(kListenFdNamesVar, "", 1);
+    auto s = Successor::fromEnvironment(systemd_);
+    ASSERT_TRUE(s) << s.error().message;
+    ASSERT_TRUE(*s);
+    successor_ = std::move(*s);
+  }
+  void say(const std::string& bytes) {
+    ASSERT_EQ(::send(old_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
+  }
+  Systemd systemd_{"", {}};
+  Fd old_;
+  std::unique_ptr<Successor> successor_;
+};
+
+TEST_F(TakeoverFrom, TheOldEnginesIdAndPidAreRead) {
+  say("{\"type\":\"From\",\"engine\":\"e1\",\"pid\":42}\n");
+  auto from = successor_->readFrom(std::chrono::seconds(5));
+  ASSERT_TRUE(from) << from.error().message;
+  EXPECT_EQ(*from, "e1");
+  EXPECT_EQ(successor_->predecessorPid(), 42);
+}
+
+TEST_F(TakeoverFrom, ALineThatNeverEndsIsRefusedAt64KB) {
+  say(std::string(70 * 1024, 'x'));
+  auto from = successor_->readFrom(std::chrono::seconds(5));
+  ASSERT_FALSE(from);
+  EXPECT_NE(from.error().message.find("a line over 65536 bytes"), std::string::npos)
+      << from.error().message;
 }
 
 }  // namespace
