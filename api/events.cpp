@@ -52,7 +52,7 @@ constexpr const char* kEventsSchema = R"({
                 "items": {
                   "type": "object",
                   "required": ["name", "sent", "filtered", "quarantined", "routed", "retries",
-                               "pending", "paused"],
+                               "pending", "quarantinedNow", "paused"],
                   "properties": {
                     "name": {"type": "string"},
                     "sent": {"type": "integer", "description": "since the engine started, as the next three"},
@@ -62,6 +62,8 @@ constexpr const char* kEventsSchema = R"({
                     "retries": {"type": "integer"},
                     "pending": {"type": ["integer", "null"],
                                 "description": "pending now, as the store counts them; null when it could not"},
+                    "quarantinedNow": {"type": ["integer", "null"],
+                                       "description": "quarantined now, likewise; quarantined counts those since the start"},
                     "paused": {"type": "boolean"}
                   }
                 }
@@ -99,6 +101,8 @@ std::string snapshotJson(const EngineInfo& engine, const std::vector<InterfaceIn
                        {"routed", d.routed},
                        {"retries", d.retries},
                        {"pending", d.pending ? json(*d.pending) : json(nullptr)},
+                       {"quarantinedNow",
+                        d.quarantinedNow ? json(*d.quarantinedNow) : json(nullptr)},
                        {"paused", d.paused.has_value()}});
     list.push_back({{"name", f.name},
                     {"state", f.state},

@@ -67,6 +67,7 @@ class FakeEngine : public EngineView {
     interfaces([this, done](Result<std::vector<InterfaceInfo>> r) {
       auto list = *r;
       list[0].destinations[0].pending = pending;
+      list[0].destinations[0].quarantinedNow = 2;
       ductus::test::LoopThread::after(loop, 1, [done, list] { done(list); });
     });
   }
@@ -241,7 +242,7 @@ TEST_F(EventsTest, TheFirstSnapshotComesAtOnce) {
                                             "state":"running","restarts":2}])"));
   EXPECT_EQ(s["interfaces"], json::parse(R"([{"name":"adt","state":"running","gate":"open",
       "received":10,"duplicates":0,"destinations":[{"name":"lab","sent":7,"filtered":0,
-      "quarantined":1,"routed":0,"retries":0,"pending":3,"paused":false}]}])"));
+      "quarantined":1,"routed":0,"retries":0,"pending":3,"quarantinedNow":2,"paused":false}]}])"));
 }
 
 // A browser's EventSource can send no header of its own: its session

@@ -10,6 +10,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <set>
 #include <thread>
 
 namespace ductus::test {
@@ -24,11 +25,13 @@ class LoopThread {
   }
   ~LoopThread() {
     post([this] {
-      // Close whatever a failed test left open, so the loop can end.
+      // Close whatever a failed test left open, so the loop can end; an
+      // after() timer that never fired frees its function too.
       uv_walk(
           &loop_,
           [](uv_handle_t* h, void*) {
-            if (!uv_is_closing(h)) uv_close(h, nullptr);
+            if (uv_is_closing(h)) return;
+            uv_close(h, forgetTimer(h) ? &deleteTimer : nullptr);
           },
           nullptr);
     });
@@ -62,25 +65,46 @@ class LoopThread {
 
   // Runs fn on the loop thread after ms milliseconds (call on the loop thread).
   static void after(uv_loop_t* loop, uint64_t ms, std::function<void()> fn) {
-    struct Timer {
-      uv_timer_t t;
-      std::function<void()> fn;
-    };
     auto* timer = new Timer{{}, std::move(fn)};  // freed in the close callback
     uv_timer_init(loop, &timer->t);
     timer->t.data = timer;
+    {
+      std::lock_guard lock(timersMu());
+      timers().insert(reinterpret_cast<uv_handle_t*>(&timer->t));
+    }
     uv_timer_start(
         &timer->t,
         [](uv_timer_t* t) {
           auto* self = static_cast<Timer*>(t->data);
           self->fn();
-          uv_close(reinterpret_cast<uv_handle_t*>(t),
-                   [](uv_handle_t* h) { delete static_cast<Timer*>(h->data); });
+          auto* h = reinterpret_cast<uv_handle_t*>(t);
+          forgetTimer(h);
+          uv_close(h, &deleteTimer);
         },
         ms, 0);
   }
 
  private:
+  struct Timer {
+    uv_timer_t t;
+    std::function<void()> fn;
+  };
+  // after()'s timers still pending, across every LoopThread, so a loop
+  // closed before one fired (the test ended first) still frees it.
+  static std::set<uv_handle_t*>& timers() {
+    static std::set<uv_handle_t*> pending;
+    return pending;
+  }
+  static std::mutex& timersMu() {
+    static std::mutex mu;
+    return mu;
+  }
+  static bool forgetTimer(uv_handle_t* h) {
+    std::lock_guard lock(timersMu());
+    return timers().erase(h) > 0;
+  }
+  static void deleteTimer(uv_handle_t* h) { delete static_cast<Timer*>(h->data); }
+
   static void onAsync(uv_async_t* a) {
     auto* self = static_cast<LoopThread*>(a->data);
     std::deque<std::function<void()>> tasks;
