@@ -10,9 +10,7 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
@@ -27,18 +25,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
 using ::testing::HasSubstr;
-
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string me() {
   passwd* pw = getpwuid(geteuid());
@@ -75,13 +61,10 @@ class CtlActions : public ::testing::Test {
     engine_.reset();
     fs::remove_all(dir_);
   }
-  Ran ctl(std::vector<std::string> args) {
-    std::string cmd = "'" + (fs::path(ductusBinary()).parent_path() / "ductusctl").string() + "'";
-    for (auto& a : args) cmd += " '" + a + "'";
-    cmd += " --control '" + control_ + "' > " + (dir_ / "out").string() + " 2> " +
-           (dir_ / "err").string();
-    int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "out"), slurp(dir_ / "err")};
+  SplitOutput ctl(std::vector<std::string> args) {
+    args.insert(args.begin(), (fs::path(ductusBinary()).parent_path() / "ductusctl").string());
+    args.insert(args.end(), {"--control", control_});
+    return runSplit(args);
   }
   void send(const std::string& controlId, const std::string& mrn) {
     auto c = MllpClient::connect("127.0.0.1", port_, 5000ms);

@@ -11,9 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,30 +33,6 @@ std::string ductusctlBinary() {
   return (fs::path(ductusBinary()).parent_path() / "ductusctl").string();
 }
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `words` (no spaces in them) through the shell, outputs kept apart.
-Ran run(const std::vector<std::string>& words, const fs::path& scratch) {
-  std::string cmd;
-  for (auto& w : words) cmd += w + " ";
-  cmd += "> " + (scratch / "out").string() + " 2> " + (scratch / "err").string();
-  int status = std::system(cmd.c_str());
-  Ran r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(scratch / "out");
-  r.err = slurp(scratch / "err");
-  return r;
-}
 
 class Ctl : public ::testing::Test {
  protected:
@@ -85,9 +59,9 @@ class Ctl : public ::testing::Test {
     engine_.reset();
     fs::remove_all(dir_);
   }
-  Ran ctl(std::vector<std::string> args) {
+  SplitOutput ctl(std::vector<std::string> args) {
     args.insert(args.begin(), ductusctlBinary());
-    return run(args, dir_);
+    return runSplit(args);
   }
 
   TestDatabase db_;
@@ -177,9 +151,8 @@ TEST_F(Ctl, RefusesACallerOfAnotherUid) {
   fs::copy_file(ductusctlBinary(), bin);
   fs::permissions(bin, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                            fs::perms::others_read | fs::perms::others_exec);
-  auto r = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin.string(),
-                "status", "--control", control_},
-               dir_);
+  auto r = runSplit({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                     bin.string(), "status", "--control", control_});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("permission denied: the engine runs as uid 0"));
   EXPECT_EQ(r.out, "");

@@ -23,7 +23,6 @@
 #include <fstream>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,28 +42,9 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // `ductus handover --control PATH`, its outputs kept apart.
-Ran handover(const std::string& control, const fs::path& scratch) {
-  std::string cmd = std::string(ductusBinary()) + " handover --control " + control + " > " +
-                    (scratch / "out").string() + " 2> " + (scratch / "err").string();
-  int status = std::system(cmd.c_str());
-  Ran r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(scratch / "out");
-  r.err = slurp(scratch / "err");
-  return r;
+SplitOutput handover(const std::string& control) {
+  return runSplit({ductusBinary(), "handover", "--control", control});
 }
 
 // "handed over: the new engine runs as pid N" -> N.
@@ -182,7 +162,7 @@ TEST_F(Handover, UnderTrafficRefusesNothingAndLosesNothingAcknowledged) {
       }
     });
   std::this_thread::sleep_for(700ms);
-  Ran r = handover(control_, dir_);
+  SplitOutput r = handover(control_);
   std::this_thread::sleep_for(700ms);
   stop = true;
   for (auto& t : senders) t.join();
@@ -230,7 +210,7 @@ TEST_F(Handover, CodeThatDoesNotLoadLeavesTheOldEngineRunning) {
     std::ofstream js(project_->root() / "interfaces/adt/transform.js");
     js << "export function transform(msg) { return msg\n";
   }
-  Ran r = handover(control_, dir_);
+  SplitOutput r = handover(control_);
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("handover failed"));
   EXPECT_THAT(r.err, HasSubstr("transform.js"));
@@ -252,7 +232,7 @@ TEST_F(Handover, CodeThatDoesNotLoadLeavesTheOldEngineRunning) {
     js << kPassThrough;
   }
   NewEngine fresh;
-  Ran again = handover(control_, dir_);
+  SplitOutput again = handover(control_);
   ASSERT_EQ(again.code, 0) << again.out << again.err << engine_->log();
   fresh.pid = newPidOf(again.out);
   sendOne("after-2");
@@ -338,7 +318,7 @@ TEST_F(Handover, SystemdHearsTheNewMainPidAndNoStopping) {
   ASSERT_FALSE(atStart.empty());
 
   NewEngine fresh;
-  Ran r = handover(control_, dir_);
+  SplitOutput r = handover(control_);
   ASSERT_EQ(r.code, 0) << r.out << r.err << engine_->log();
   fresh.pid = newPidOf(r.out);
   ASSERT_GT(fresh.pid, 0);

@@ -1,6 +1,7 @@
 #include "tests/support/test_env.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,6 +69,56 @@ ChildOutput runChild(const std::vector<std::string>& argv) {
   while ((n = read(fds[0], buf, sizeof buf)) > 0) r.out.append(buf, n);
   close(fds[0]);
   waitpid(pid, &r.exitStatus, 0);
+  return r;
+}
+
+SplitOutput runSplit(const std::vector<std::string>& argv) {
+  SplitOutput r;
+  int out[2], err[2];
+  if (pipe(out) != 0) return r;
+  if (pipe(err) != 0) {
+    close(out[0]);
+    close(out[1]);
+    return r;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  for (int fd : {out[0], out[1], err[0], err[1]}) posix_spawn_file_actions_addclose(&fa, fd);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(out[1]);
+  close(err[1]);
+  if (rc == 0) {
+    // Both at once: a child that fills one pipe while we wait on the
+    // other would never finish.
+    pollfd p[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    std::string* into[2] = {&r.out, &r.err};
+    int open = 2;
+    while (open > 0 && poll(p, 2, -1) > 0) {
+      for (int i = 0; i < 2; ++i) {
+        if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        char buf[4096];
+        ssize_t n = read(p[i].fd, buf, sizeof buf);
+        if (n > 0) {
+          into[i]->append(buf, static_cast<size_t>(n));
+        } else {
+          p[i].fd = -1;
+          --open;
+        }
+      }
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  close(out[0]);
+  close(err[0]);
   return r;
 }
 

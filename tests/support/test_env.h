@@ -23,4 +23,12 @@ struct ChildOutput {
 // Runs argv (no shell) and collects stdout; stderr passes through.
 ChildOutput runChild(const std::vector<std::string>& argv);
 
+struct SplitOutput {
+  int code = -1;  // the exit code; -1 when it did not exit (a signal)
+  std::string out, err;
+};
+// Runs argv (no shell; argv[0] looked up in PATH) and collects stdout and
+// stderr apart, as a command's user reads them.
+SplitOutput runSplit(const std::vector<std::string>& argv);
+
 }  // namespace ductus::test
