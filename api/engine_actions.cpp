@@ -245,11 +245,8 @@ std::vector<Route> engineActionRoutes(AuthDeps* auth, EngineView* engine) {
   // Shared by the handlers, which outlive this call; null for the document.
   std::shared_ptr<Deps> d;
   if (auth && engine) d = std::make_shared<Deps>(Deps{engine, auth->pool, auth->audit});
-  auto bind = [d](void (*fn)(Deps&, const ApiRequest&, ApiRespond)) -> ApiHandler {
-    return [d, fn](const ApiRequest& req, ApiRespond respond) {
-      if (!d) return respond(jsonError(503, "unavailable", "no engine behind this API"));
-      fn(*d, req, std::move(respond));
-    };
+  auto bind = [d](void (*fn)(Deps&, const ApiRequest&, ApiRespond)) {
+    return bindHandler(d, fn, "no engine behind this API");
   };
   auto route = [](std::string method, std::string path, std::string id, std::string summary,
                   Requirement req, ApiHandler h, std::string in, std::string out) {

@@ -11,6 +11,7 @@
 
 #include "api/audit/audit_log.h"
 #include "api/auth/handler_support.h"
+#include "api/message_routes.h"
 #include "common/text.h"
 #include "schema/store_types.h"
 
@@ -22,12 +23,7 @@ using store::PgResult;
 using LeasePtr = store::PgPool::LeasePtr;
 using Results = std::vector<PgResult>;
 
-struct Deps {
-  AuthDeps& auth;
-  EngineView* engine;
-  store::PgPool& pool;
-  AuditLog& audit;
-};
+using Deps = MessageDeps;
 
 // Error codes of this file, answered 409.
 constexpr const char* kStillPending = "still_pending";
@@ -644,11 +640,8 @@ constexpr const char* kEditAnswer = R"({"type":"object","properties":{
 std::vector<Route> messageBrowserRoutes(AuthDeps* auth, EngineView* engine) {
   std::shared_ptr<Deps> d;
   if (auth) d = std::make_shared<Deps>(Deps{*auth, engine, auth->pool, auth->audit});
-  auto bind = [d](void (*fn)(Deps&, const ApiRequest&, ApiRespond)) -> ApiHandler {
-    return [d, fn](const ApiRequest& req, ApiRespond respond) {
-      if (!d) return respond(jsonError(503, "unavailable", "no message store behind this API"));
-      fn(*d, req, std::move(respond));
-    };
+  auto bind = [d](void (*fn)(Deps&, const ApiRequest&, ApiRespond)) {
+    return bindHandler(d, fn, "no message store behind this API");
   };
   auto route = [](std::string method, std::string path, std::string id, std::string summary,
                   Requirement req, ApiHandler h, std::string in, std::string out,

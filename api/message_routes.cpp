@@ -16,12 +16,7 @@ using store::PgResult;
 using LeasePtr = store::PgPool::LeasePtr;
 using Results = std::vector<PgResult>;
 
-struct Deps {
-  AuthDeps& auth;
-  EngineView* engine;
-  store::PgPool& pool;
-  AuditLog& audit;
-};
+using Deps = MessageDeps;
 
 // Error codes of this file's transactions, answered 409.
 constexpr const char* kNothing = "nothing_to_change";
@@ -409,11 +404,8 @@ std::vector<Route> messageRoutes(AuthDeps* auth, EngineView* engine) {
   // Shared by the handlers, which outlive this call; null for the document.
   std::shared_ptr<Deps> d;
   if (auth) d = std::make_shared<Deps>(Deps{*auth, engine, auth->pool, auth->audit});
-  auto bind = [d](void (*fn)(Deps&, const ApiRequest&, ApiRespond)) -> ApiHandler {
-    return [d, fn](const ApiRequest& req, ApiRespond respond) {
-      if (!d) return respond(jsonError(503, "unavailable", "no message store behind this API"));
-      fn(*d, req, std::move(respond));
-    };
+  auto bind = [d](void (*fn)(Deps&, const ApiRequest&, ApiRespond)) {
+    return bindHandler(d, fn, "no message store behind this API");
   };
   auto route = [](std::string method, std::string path, std::string id, std::string summary,
                   Requirement req, ApiHandler h, std::string in, std::string out,

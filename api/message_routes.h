@@ -22,6 +22,15 @@
 
 namespace ductus::api {
 
+// What the message handlers (these, and api/message_browser.h's) work on:
+// the accounts' pool and audit log, and the engine (null: none runs here).
+struct MessageDeps {
+  AuthDeps& auth;
+  EngineView* engine;
+  store::PgPool& pool;
+  AuditLog& audit;
+};
+
 // Ids a batch resend takes at most, in one transaction.
 inline constexpr size_t kMaxResendIds = 500;
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -29,6 +30,18 @@ std::optional<std::string> stringField(const nlohmann::json& o, const char* name
 // Runs fn with a connection, or answers 503.
 void withConnection(store::PgPool& pool, const ApiRespond& respond,
                     std::function<void(store::PgPool::LeasePtr)> fn);
+
+// fn as a route's handler over the routes' shared deps. Without deps (the
+// routes made for the OpenAPI document alone) it answers 503 saying
+// `missing`.
+template <typename Deps>
+ApiHandler bindHandler(std::shared_ptr<Deps> deps,
+                       void (*fn)(Deps&, const ApiRequest&, ApiRespond), std::string missing) {
+  return [deps, fn, missing](const ApiRequest& req, ApiRespond respond) {
+    if (!deps) return respond(jsonError(503, "unavailable", missing));
+    fn(*deps, req, std::move(respond));
+  };
+}
 
 // A query parameter as a positive integer: nullopt when absent, an Error
 // when present and not one.
