@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -87,6 +89,19 @@ TEST(ReplacedBinary, AWorkerRestartedAfterTheBinaryWasReplacedIsStillTheEnginesO
   auto workers = childrenOf(engine.pid());
   ASSERT_FALSE(workers.empty()) << "the engine has no worker";
   for (pid_t w : workers) kill(w, SIGKILL);
+  // The next message only once a new worker runs: sent while the engine
+  // has not yet seen the kill, its call went to the dead worker, which a
+  // SIGKILL during a call reads as a runaway (CI's debug build saw it).
+  ASSERT_TRUE(waitFor(
+      [&] {
+        for (pid_t p : childrenOf(engine.pid()))
+          if (std::find(workers.begin(), workers.end(), p) == workers.end()) return true;
+        return false;
+      },
+      20s))
+      << "no worker was started again:\n"
+      << engine.log();
+  std::this_thread::sleep_for(500ms);  // its code loaded before the call
 
   EXPECT_EQ(send("AFTER-1"), "AA");
   EXPECT_TRUE(delivered("AFTER-1")) << "the restarted worker is not the engine's binary:\n"
