@@ -242,6 +242,80 @@ void me(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   });
 }
 
+// ---- GET / PUT /api/v1/me/settings -----------------------------------------
+
+// What the console keeps per user, each member checked: a setting the
+// console does not know is refused, not stored for a later version to trip on.
+Result<json> checkedSettings(const json& body) {
+  json out = json::object();
+  for (auto& [k, v] : body.items()) {
+    if (k == "theme") {
+      if (!v.is_string() || (v != "system" && v != "light" && v != "dark"))
+        return Error{"settings: theme must be \"system\", \"light\" or \"dark\"", "invalid"};
+      out[k] = v;
+    } else {
+      return Error{"settings: no setting named \"" + k + "\" (known: theme)", "invalid"};
+    }
+  }
+  return out;
+}
+
+json withDefaults(json settings) {
+  if (!settings.is_object()) settings = json::object();
+  if (!settings.contains("theme")) settings["theme"] = "system";
+  return settings;
+}
+
+Status requireUser(const Caller& c) {
+  if (c.userId != 0) return {};
+  return Error{"a token of no user has no settings: the console keeps them in the browser",
+               "not_found"};
+}
+
+void getSettings(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  const Caller c = *req.caller;
+  if (auto s = requireUser(c); !s) return respond(jsonError(404, "no_user", s.error().message));
+  withConnection(d.pool, respond, [c, respond](LeasePtr l) {
+    l->conn().query("SELECT settings FROM users WHERE id = $1", {std::to_string(c.userId)},
+                    [l, respond](Result<PgResult> r) {
+                      if (!r) return respond(errorResponse(r.error()));
+                      if (r->rows() == 0)
+                        return respond(jsonError(404, "no_user", "the caller's user is gone"));
+                      auto stored = json::parse(r->text(0, 0), nullptr, false);
+                      respond(jsonOk(200, withDefaults(stored)));
+                    });
+  });
+}
+
+void putSettings(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  const Caller c = *req.caller;
+  if (auto s = requireUser(c); !s) return respond(jsonError(404, "no_user", s.error().message));
+  auto body = bodyObject(req);
+  if (!body) return respond(errorResponse(body.error()));
+  auto settings = checkedSettings(*body);
+  if (!settings) return respond(errorResponse(settings.error()));
+  withConnection(d.pool, respond, [&d, c, respond, settings = *settings](LeasePtr l) {
+    std::vector<TxStep> steps;
+    // Merged into what is stored: a PUT of one setting keeps the others.
+    steps.push_back(fixedStep({"UPDATE users SET settings = settings || $2::jsonb, "
+                               "updated_at = $3 WHERE id = $1 RETURNING settings",
+                               {std::to_string(c.userId), settings.dump(), pgTime(d.clock())}}));
+    steps.push_back([&d, c, settings](const Results& r) -> Result<SqlStatement> {
+      if (r[0].rows() == 0) return Error{"the caller's user is gone", "not_found"};
+      auto e = auditEntryFor(c, "user.settings");
+      e.targetKind = "user";
+      e.targetId = std::to_string(c.userId);
+      e.targetName = c.name;
+      e.detail["settings"] = settings;
+      return d.audit.statement(e);
+    });
+    runTransaction(l->conn(), std::move(steps), [l, respond](Result<Results> r) {
+      if (!r) return respond(errorResponse(r.error()));
+      respond(jsonOk(200, withDefaults(json::parse(r->at(0).text(0, 0), nullptr, false))));
+    });
+  });
+}
+
 struct PasswordChange {
   AuthDeps& d;
   ApiRespond respond;
@@ -537,6 +611,16 @@ std::vector<Route> authRoutes(AuthDeps* d) {
                          R"({"type":"object","required":["currentPassword","newPassword"],
 "properties":{"currentPassword":{"type":"string"},"newPassword":{"type":"string","minLength":12}}})",
                          {}, 204));
+  const std::string settingsSchema =
+      R"({"type":"object","properties":{"theme":{"enum":["system","light","dark"]}}})";
+  routes.push_back(route("GET", "/api/v1/me/settings", "getMySettings",
+                         "The caller's console settings (a user's; 404 no_user for a token of none)",
+                         Requirement::toRead(Role::Viewer), bind(getSettings), {},
+                         settingsSchema));
+  routes.push_back(route("PUT", "/api/v1/me/settings", "putMySettings",
+                         "Change the caller's console settings; members left out keep their value",
+                         Requirement::toChange(Role::Viewer), bind(putSettings), settingsSchema,
+                         settingsSchema));
   routes.push_back(route("GET", "/api/v1/users", "listUsers", "List the local users",
                          Requirement::toRead(Role::Admin), bind(listUsersRoute), {},
                          listOf(kUserSchema)));

@@ -247,6 +247,47 @@ TEST_F(AuthTest, AUserWhoMustChangeTheirPasswordMayDoNothingElseFirst) {
   EXPECT_EQ(signIn("dave", "dave's second password").status, 201);
 }
 
+// The console's theme is kept with the user: system until they choose,
+// each member checked, a PUT of one setting keeps the others, audited.
+TEST_F(AuthTest, AUsersConsoleSettingsAreKeptCheckedAndAudited) {
+  makeUser("erin", Role::Viewer, kNoPermission, "erin's long password");
+  std::string session = sessionOf(signIn("erin", "erin's long password"));
+  auto first = call("GET", "/api/v1/me/settings", cookie(session));
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(bodyOf(first), json({{"theme", "system"}}));
+
+  auto put = [&](const std::string& body, bool xDuctus = true) {
+    return call("PUT", "/api/v1/me/settings", cookie(session, xDuctus), body);
+  };
+  EXPECT_EQ(put(R"({"theme": "dark"})", false).status, 403);  // a session needs X-Ductus
+  auto dark = put(R"({"theme": "dark"})");
+  ASSERT_EQ(dark.status, 200) << dark.body;
+  EXPECT_EQ(bodyOf(dark)["theme"], "dark");
+  EXPECT_EQ(bodyOf(call("GET", "/api/v1/me/settings", cookie(session)))["theme"], "dark");
+  EXPECT_EQ(put("{}").status, 200);  // nothing named, nothing changed
+  EXPECT_EQ(bodyOf(call("GET", "/api/v1/me/settings", cookie(session)))["theme"], "dark");
+
+  auto bad = put(R"({"theme": "neon"})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bodyOf(bad)["message"].get<std::string>(), HasSubstr("\"light\""));
+  auto unknown = put(R"({"theme": "light", "fontSize": 3})");
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_THAT(bodyOf(unknown)["message"].get<std::string>(), HasSubstr("fontSize"));
+  EXPECT_EQ(put("[1]").status, 400);
+  EXPECT_EQ(bodyOf(call("GET", "/api/v1/me/settings", cookie(session)))["theme"], "dark");
+  EXPECT_EQ(db_.value("SELECT count(*) FROM audit_log WHERE action = 'user.settings' AND "
+                      "actor = 'erin' AND detail->'settings'->>'theme' = 'dark'"),
+            "1");
+
+  // A token of no user has nowhere to keep them.
+  auto ci = makeToken("ci", Role::Viewer, kNoPermission);
+  auto none = call("GET", "/api/v1/me/settings", bearer(ci.token));
+  EXPECT_EQ(none.status, 404);
+  EXPECT_EQ(bodyOf(none)["error"], "no_user");
+  EXPECT_EQ(call("PUT", "/api/v1/me/settings", bearer(ci.token), R"({"theme":"dark"})").status,
+            404);
+}
+
 TEST_F(AuthTest, AdminsCreateUsersWithAGeneratedPasswordShownOnce) {
   auto admin = makeToken("root", Role::Admin, kNoPermission);
   auto r = call("POST", "/api/v1/users", bearer(admin.token),
