@@ -23,10 +23,15 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(uv_loop_t* loop, ApiServerOp
           });
       !s)
     return s.error();
+  // Everything else is the console's (api/ui/ui_assets.h), except /api
+  // itself, which is the API's word for "not here".
+  const UiTable* ui = options.ui;
   if (auto s = self->http_->addRoute(
-          "*", [](const net::HttpRequest& req, net::HttpRespond respond) {
-            respond(jsonError(404, "not_found", "no operation at " + req.path +
-                                                    "; the API is under /api/v1/"));
+          "*", [ui](const net::HttpRequest& req, net::HttpRespond respond) {
+            if (req.path == "/api" || !ui)
+              return respond(jsonError(404, "not_found", "no operation at " + req.path +
+                                                             "; the API is under /api/v1/"));
+            respond(serveUi(*ui, req));
           });
       !s)
     return s.error();

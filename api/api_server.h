@@ -1,7 +1,7 @@
 // ApiServer: the REST API on the supervisor's libuv loop. It owns an
 // HttpServer of its own (keep-alive, the connection limits of common/net)
-// whose every path under /api/ goes to the Router; any other path is a
-// JSON 404 too, so the port speaks one language. Nothing it does blocks
+// whose every path under /api/ goes to the Router; every other path is
+// the web console's (api/ui/ui_assets.h). Nothing it does blocks
 // the loop: handlers answer through callbacks.
 #pragma once
 
@@ -15,6 +15,7 @@
 
 #include "api/route.h"
 #include "api/router.h"
+#include "api/ui/ui_assets.h"
 #include "common/net/http_server.h"
 #include "common/result.h"
 
@@ -33,6 +34,9 @@ struct ApiServerOptions {
   // A listening socket to serve on instead of binding host:port (a
   // handover's new engine takes the old one's); the server owns it.
   int adoptFd = -1;
+  // The console served on every path outside /api; null: a JSON 404 there.
+  // Must outlive the server.
+  const UiTable* ui = &embeddedUi();
 };
 
 class ApiServer {

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/ui/ui_assets.h"
 #include "common/config/address.h"
 #include "common/config/duration.h"
 #include "common/config/loader.h"
@@ -421,13 +422,19 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
       for (auto& l : r.engine->listeners())
         if (l.rfind("api ", 0) != 0) std::printf("  %s\n", l.c_str());
       std::string api = r.engine->apiAddress();
+      if (!api.empty())
+        std::printf("  console: http://%s/%s\n", api.c_str(),
+                    api::embeddedUi().built
+                        ? ""
+                        : " (not in this build: scripts/build-ui.sh, then build again)");
       std::printf("  api: %s\n  database: %s\nCtrl-C stops it.\n\n",
                   api.empty() ? "off (ductus.yaml api.listen)"
                               : ("http://" + api + "/api/v1/ (GET /api/v1/openapi.json describes it)")
                                     .c_str(),
                   database.c_str());
       if (devAdmin && !api.empty())
-        std::printf("Sign in as %s with the password %s, or call the API with its token:\n"
+        std::printf("Sign in to the console as %s with the password %s, or call the API with "
+                    "its token:\n"
                     "  curl -H 'Authorization: Bearer %s' http://%s/api/v1/interfaces\n\n",
                     devAdmin->user.c_str(), devAdmin->password.c_str(), devAdmin->token.c_str(),
                     api.c_str());

@@ -75,12 +75,15 @@ class ApiHarness {
 
   // Starts the server on these routes; false (with the reason) if refused.
   // `requestTimes`: the server's answer times (ApiServerOptions).
-  Status start(std::vector<Route> routes, Histogram* requestTimes = nullptr) {
+  // `ui`: the console's files on every other path (ApiServerOptions).
+  Status start(std::vector<Route> routes, Histogram* requestTimes = nullptr,
+               const UiTable* ui = &embeddedUi()) {
     Status out;
     loop_.run([&] {
       ApiServerOptions o;
       o.port = 0;
       o.requestTimes = requestTimes;
+      o.ui = ui;
       auto s = ApiServer::start(loop_.loop(), o, std::move(routes), auth_.get());
       if (!s) {
         out = s.error();

@@ -128,7 +128,8 @@ Result<HttpReply> HttpClient::request(const std::string& method, const std::stri
   }
   size_t length = 0;
   if (auto cl = reply.header("content-length"); !cl.empty()) length = std::stoull(cl);
-  if (method != "HEAD") {
+  // No body after HEAD, 204 or 304, whatever Content-Length says (RFC 9112 6.3).
+  if (method != "HEAD" && reply.status != 204 && reply.status != 304) {
     if (auto s = fill([&] { return buffer_.size() >= length; }); !s) return s.error();
     reply.body = buffer_.substr(0, length);
     buffer_.erase(0, length);
