@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Ductus. Flavours: release (build/release) and debug (build/debug,
-# AddressSanitizer + UBSan).
+# AddressSanitizer + UBSan). The web console (ui/) is built first when the
+# whole project is (scripts/build-ui.sh).
 #
 #   scripts/build.sh [release|debug|all] [TARGET...]    default: release, everything
 set -euo pipefail
@@ -22,6 +23,9 @@ build() {
 
 flavour="${1:-release}"
 [ $# -gt 0 ] && shift
+# The console first, so this build embeds it (scripts/build-ui.sh); a
+# build of named targets takes ui/dist as it is.
+if [ $# -eq 0 ]; then "$here/scripts/build-ui.sh"; fi
 case "$flavour" in
   all) build release "$@"; build debug "$@" ;;
   *) build "$flavour" "$@" ;;

@@ -25,6 +25,7 @@ packages=(
   postgresql-15 postgresql-client-15
   nodejs  # tests/api: the OpenAPI document's validator (npm, below)
   prometheus  # tests/api: promtool checks GET /api/v1/metrics
+  chromium  # tests/ui: the web console in a real browser (playwright-core)
   # libnode108's runtime libraries (it is extracted, not installed)
   libicu72 libc-ares2 libnghttp2-14 libbrotli1 zlib1g
 )

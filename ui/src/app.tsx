@@ -1,0 +1,166 @@
+import type { ComponentChildren } from 'preact';
+import { useEffect } from 'preact/hooks';
+import { authProblem } from './api/client';
+import { lazy } from './lazy';
+import Interfaces from './pages/interfaces';
+import Message from './pages/message';
+import Messages from './pages/messages';
+import Overview from './pages/overview';
+import Quarantine from './pages/quarantine';
+import SignIn from './pages/signin';
+import { match, navigate, useLocation } from './router';
+import { atLeast, chooseTheme, loadMe, may, me, signOut, theme, type Theme } from './session';
+import { useStore } from './store';
+
+const Audit = lazy(() => import('./pages/audit'));
+const Tokens = lazy(() => import('./pages/tokens'));
+const Users = lazy(() => import('./pages/users'));
+const Password = lazy(() => import('./pages/password'));
+
+function NotFound() {
+  return (
+    <>
+      <h1 tabIndex={-1} id="page-title">
+        Not found
+      </h1>
+      <p>
+        No page here. <a href="/">Back to the overview</a>
+      </p>
+    </>
+  );
+}
+
+function Denied() {
+  return (
+    <>
+      <h1 tabIndex={-1} id="page-title">
+        Not allowed
+      </h1>
+      <p>Your role or permissions do not include this page.</p>
+    </>
+  );
+}
+
+export function App() {
+  const { path, query } = useLocation();
+  const who = useStore(me);
+  const problem = useStore(authProblem);
+
+  useEffect(() => {
+    void loadMe();
+  }, []);
+
+  // Signed in at the sign-in page's address: the overview, at its own.
+  useEffect(() => {
+    if (who && !problem && path === '/signin') navigate('/', { replace: true });
+  }, [who, problem, path]);
+
+  // Each navigation moves focus to the new page's heading.
+  useEffect(() => {
+    const h = document.getElementById('page-title');
+    if (h && document.activeElement !== h) h.focus({ preventScroll: true });
+  }, [path, problem, who === undefined]);
+
+  if (problem === 'password-change') return <Forced />;
+  if (who === undefined && problem !== 'signed-out') return <p class="loading">Loading…</p>;
+  if (problem === 'signed-out' || !who) {
+    return (
+      <SignIn
+        onDone={() => {
+          const next = query.get('next');
+          navigate(next && next.startsWith('/') && !next.startsWith('//') ? next : path === '/signin' ? '/' : path, { replace: true });
+        }}
+      />
+    );
+  }
+  let page: ComponentChildren;
+  let p: Record<string, string> | null;
+  if (path === '/' || path === '/signin') page = <Overview />;
+  else if (path === '/interfaces') page = <Interfaces />;
+  else if ((p = match('/interfaces/:name/messages', path))) page = <Messages key={p['name']} name={p['name']!} />;
+  else if ((p = match('/messages/:id', path)) && /^\d+$/.test(p['id']!)) page = <Message key={p['id']} id={p['id']!} />;
+  else if (path === '/quarantine') page = <Quarantine />;
+  else if (path === '/audit') page = may(who, 'audit') ? <Audit /> : <Denied />;
+  else if (path === '/tokens') page = atLeast(who, 'admin') ? <Tokens /> : <Denied />;
+  else if (path === '/users') page = atLeast(who, 'admin') ? <Users /> : <Denied />;
+  else if (path === '/password') page = who.via === 'session' ? <Password /> : <Denied />;
+  else page = <NotFound />;
+
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to the page
+      </a>
+      <div class="shell">
+        <Nav path={path} />
+        <main id="main" tabIndex={-1}>
+          {page}
+        </main>
+      </div>
+    </>
+  );
+}
+
+function Nav({ path }: { path: string }) {
+  const who = useStore(me)!;
+  const current = useStore(theme);
+  const item = (href: string, label: string, active = path === href || (href !== '/' && path.startsWith(href + '/'))) => (
+    <li>
+      <a href={href} aria-current={active ? 'page' : undefined}>
+        {label}
+      </a>
+    </li>
+  );
+  return (
+    <nav class="side" aria-label="Main">
+      <div class="brand">Ductus</div>
+      <ul>
+        {item('/', 'Overview')}
+        {item('/interfaces', 'Interfaces', path === '/interfaces' || path.startsWith('/interfaces/') || path.startsWith('/messages/'))}
+        {item('/quarantine', 'Quarantine')}
+        {may(who, 'audit') && item('/audit', 'Audit log')}
+        {atLeast(who, 'admin') && item('/tokens', 'My tokens')}
+        {atLeast(who, 'admin') && item('/users', 'Users and tokens')}
+        {who.via === 'session' && item('/password', 'Change password')}
+      </ul>
+      <div class="side-foot">
+        <div>
+          <span class="who">{who.name}</span> <span class="muted">({who.role})</span>
+        </div>
+        <label class="field">
+          <span>Theme</span>
+          <select value={current} onChange={(e) => void chooseTheme(e.currentTarget.value as Theme)}>
+            <option value="system">Follow the system</option>
+            <option value="light">Light</option>
+            <option value="dark">Dark</option>
+          </select>
+        </label>
+        <button class="button wide" onClick={() => void signOut()}>
+          Sign out
+        </button>
+      </div>
+    </nav>
+  );
+}
+
+function Forced() {
+  return (
+    <main class="signin" id="main">
+      <div class="signin-box wide-box">
+        <Password
+          forced
+          onDone={() => {
+            authProblem.set(null);
+            void loadMe();
+            navigate('/', { replace: true });
+          }}
+        />
+        <p>
+          <button class="button" onClick={() => void signOut()}>
+            Sign out
+          </button>
+        </p>
+      </div>
+    </main>
+  );
+}

@@ -1,0 +1,192 @@
+import { call, token, type Answer } from './api/client';
+import { useEffect } from 'preact/hooks';
+import { store, useStore } from './store';
+
+// The interfaces and their counts, kept current: from the engine's event
+// stream for a session, by polling for a token (EventSource cannot send an
+// Authorization header).
+
+type Listed = Answer<'/api/v1/interfaces'>['interfaces'][number];
+export type Paused = Listed['destinations'][number]['paused'];
+
+export interface DestinationView {
+  name: string;
+  route: boolean;
+  pending: number | null;
+  quarantined: number | null;
+  paused: boolean;
+  pausedInfo: Paused;
+  sent: number;
+  filtered: number;
+  retries: number;
+}
+
+export interface InterfaceView {
+  name: string;
+  source: string;
+  state: 'running' | 'stopped';
+  gate: 'open' | 'closed' | null;
+  received: number;
+  duplicates: number;
+  destinations: DestinationView[];
+}
+
+export interface LiveState {
+  interfaces: InterfaceView[] | null;
+  engineState: string | null;
+  mode: 'events' | 'polling' | 'off';
+  error: string | null;
+  updatedAt: number;
+}
+
+export const live = store<LiveState>({ interfaces: null, engineState: null, mode: 'off', error: null, updatedAt: 0 });
+
+interface Snapshot {
+  state: string;
+  interfaces: {
+    name: string;
+    state: 'running' | 'stopped';
+    gate: 'open' | 'closed' | null;
+    received: number;
+    duplicates: number;
+    destinations: {
+      name: string;
+      sent: number;
+      filtered: number;
+      retries: number;
+      pending: number | null;
+      quarantinedNow: number | null;
+      paused: boolean;
+    }[];
+  }[];
+}
+
+function fromList(list: Listed[]): InterfaceView[] {
+  return list.map((f) => ({
+    name: f.name,
+    source: f.source,
+    state: f.state,
+    gate: f.gate ?? null,
+    received: f.sinceStart.received,
+    duplicates: f.sinceStart.duplicates,
+    destinations: f.destinations.map((d) => ({
+      name: d.name,
+      route: d.route,
+      pending: d.pending ?? null,
+      quarantined: d.quarantined ?? null,
+      paused: !!d.paused,
+      pausedInfo: d.paused ?? null,
+      sent: d.sinceStart.sent,
+      filtered: d.sinceStart.filtered,
+      retries: d.sinceStart.retries,
+    })),
+  }));
+}
+
+// A snapshot lacks what never changes (source, route) and the pause's
+// details: those come from the last full list, which is asked again when a
+// pause comes or goes.
+function fromSnapshot(s: Snapshot, before: InterfaceView[] | null): { views: InterfaceView[]; stale: boolean } {
+  let stale = before === null;
+  const views = s.interfaces.map((f) => {
+    const old = before?.find((b) => b.name === f.name);
+    if (!old) stale = true;
+    return {
+      name: f.name,
+      source: old?.source ?? '',
+      state: f.state,
+      gate: f.gate,
+      received: f.received,
+      duplicates: f.duplicates,
+      destinations: f.destinations.map((d) => {
+        const od = old?.destinations.find((x) => x.name === d.name);
+        if (!od || od.paused !== d.paused) stale = true;
+        return {
+          name: d.name,
+          route: od?.route ?? false,
+          pending: d.pending,
+          quarantined: d.quarantinedNow,
+          paused: d.paused,
+          pausedInfo: d.paused ? (od?.pausedInfo ?? null) : null,
+          sent: d.sent,
+          filtered: d.filtered,
+          retries: d.retries,
+        };
+      }),
+    };
+  });
+  return { views, stale };
+}
+
+let source: EventSource | null = null;
+let pollTimer: number | undefined;
+let users = 0;
+
+export async function refresh(): Promise<void> {
+  const r = await call('get', '/api/v1/interfaces');
+  const now = live.get();
+  if (r.ok) live.set({ ...now, interfaces: fromList(r.data.interfaces), error: null, updatedAt: Date.now() });
+  else live.set({ ...now, error: r.message });
+}
+
+function poll(): void {
+  stopPolling();
+  live.set({ ...live.get(), mode: 'polling' });
+  void refresh();
+  pollTimer = window.setInterval(() => void refresh(), 5000);
+}
+
+function stopPolling(): void {
+  if (pollTimer !== undefined) window.clearInterval(pollTimer);
+  pollTimer = undefined;
+}
+
+function listen(): void {
+  if (token() !== null || typeof EventSource === 'undefined') return poll();
+  void refresh();
+  const es = new EventSource('/api/v1/events');
+  source = es;
+  live.set({ ...live.get(), mode: 'events' });
+  es.addEventListener('snapshot', (e) => {
+    let s: Snapshot;
+    try {
+      s = JSON.parse((e as MessageEvent<string>).data) as Snapshot;
+    } catch {
+      return;
+    }
+    const { views, stale } = fromSnapshot(s, live.get().interfaces);
+    live.set({ ...live.get(), interfaces: views, engineState: s.state, error: null, updatedAt: Date.now() });
+    if (stale) void refresh();
+  });
+  es.onerror = () => {
+    // The browser reconnects by itself while the stream can come back;
+    // once it gives up (a 401, 503 past 64 streams) polling takes over.
+    if (es.readyState === EventSource.CLOSED && source === es) {
+      source = null;
+      poll();
+    }
+  };
+}
+
+/** Keeps the counts current while at least one page uses them. */
+function join(): () => void {
+  users++;
+  if (users === 1) listen();
+  return () => {
+    users--;
+    if (users === 0) stop();
+  };
+}
+
+export function stop(): void {
+  source?.close();
+  source = null;
+  stopPolling();
+  live.set({ ...live.get(), mode: 'off' });
+}
+
+/** The live interfaces, for a page that shows them. */
+export function useLive(): LiveState {
+  useEffect(() => join(), []);
+  return useStore(live);
+}

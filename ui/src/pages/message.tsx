@@ -1,0 +1,312 @@
+import { useEffect, useState } from 'preact/hooks';
+import { call, type Answer } from '../api/client';
+import { Hl7, isHl7 } from '../components/hl7';
+import { Badge, Confirm, ErrorNote, Notice, Page, When, useApi } from '../components/ui';
+import { navigate, useLocation } from '../router';
+import { atLeast, may, me } from '../session';
+import { useStore } from '../store';
+
+type Payload = Answer<'/api/v1/messages/{id}/payload'>;
+
+function Text({ encoding, text, label }: { encoding?: string; text: string; label: string }) {
+  if (encoding === 'base64')
+    return (
+      <>
+        <p class="muted">Binary (shown as base64).</p>
+        <pre class="payload">{text}</pre>
+      </>
+    );
+  if (isHl7(text)) return <Hl7 text={text} label={label} />;
+  return (
+    <pre class="payload" tabIndex={0} aria-label={label}>
+      {text}
+    </pre>
+  );
+}
+
+export default function Message({ id }: { id: string }) {
+  const who = useStore(me);
+  const { query } = useLocation();
+  const message = useApi(() => call('get', '/api/v1/messages/{id}', { path: { id } }), [id]);
+  const canRead = may(who, 'payloads');
+  const payload = useApi<Payload | null>(
+    () =>
+      canRead
+        ? call('get', '/api/v1/messages/{id}/payload', { path: { id } })
+        : Promise.resolve({ ok: true as const, data: null }),
+    [id, canRead],
+  );
+  const [asking, setAsking] = useState<null | 'resend' | 'dismiss'>(null);
+  const [editing, setEditing] = useState(query.get('edit') === '1');
+  const [notice, setNotice] = useState<string | null>(query.get('notice'));
+  useEffect(() => setNotice(query.get('notice')), [id]);
+
+  const m = message.data;
+  // While something is on its way, look again: the page shows the outcome.
+  const moving = m?.status === 'pending' || m?.deliveries?.some((d) => d.status === 'pending');
+  useEffect(() => {
+    if (!moving) return;
+    const t = window.setInterval(() => {
+      void message.reload();
+      if (canRead) void payload.reload();
+    }, 2000);
+    return () => window.clearInterval(t);
+  }, [moving, message.reload, payload.reload, canRead]);
+
+  const operator = atLeast(who, 'operator');
+  const quarantined = m?.deliveries?.some((d) => d.status === 'quarantined') ?? false;
+  const p = payload.data;
+  return (
+    <Page
+      title={`Message ${id}`}
+      actions={
+        operator && quarantined ? (
+          <>
+            <button class="button primary" onClick={() => setAsking('resend')}>
+              Resend…
+            </button>
+            {canRead && (
+              <button class="button" onClick={() => setEditing(true)} disabled={editing || !p}>
+                Edit…
+              </button>
+            )}
+            <button class="button danger" onClick={() => setAsking('dismiss')}>
+              Dismiss…
+            </button>
+          </>
+        ) : null
+      }
+    >
+      <ErrorNote message={message.error} />
+      <Notice message={notice} />
+      {m && (
+        <>
+          <dl class="facts">
+            <div>
+              <dt>Interface</dt>
+              <dd>
+                <a href={`/interfaces/${encodeURIComponent(m.interface ?? '')}/messages`}>{m.interface}</a>
+              </dd>
+            </div>
+            <div>
+              <dt>Status</dt>
+              <dd data-status={m.status}>{m.status && <Badge value={m.status} />}</dd>
+            </div>
+            <div>
+              <dt>Received</dt>
+              <dd>
+                <When at={m.receivedAt} />
+              </dd>
+            </div>
+            <div>
+              <dt>Type</dt>
+              <dd>{m.type ?? '–'}</dd>
+            </div>
+            <div>
+              <dt>Control id</dt>
+              <dd>{m.controlId ?? '–'}</dd>
+            </div>
+            <div>
+              <dt>Key</dt>
+              <dd>{m.key ?? '–'}</dd>
+            </div>
+            <div>
+              <dt>Size</dt>
+              <dd>
+                {m.bytes} bytes{m.charset ? `, ${m.charset}` : ''}
+              </dd>
+            </div>
+            <div>
+              <dt>Lane / tier</dt>
+              <dd>
+                {m.lane} / {m.tier}
+              </dd>
+            </div>
+            {m.originId ? (
+              <div>
+                <dt>Copy of</dt>
+                <dd>
+                  <a href={`/messages/${m.originId}`}>message {m.originId}</a>
+                </dd>
+              </div>
+            ) : null}
+          </dl>
+          {m.lastError && (
+            <p class="note error">
+              <strong>Last error:</strong> {m.lastError}
+            </p>
+          )}
+
+          <section aria-labelledby="deliveries-h">
+            <h2 id="deliveries-h">Deliveries</h2>
+            <div class="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Destination</th>
+                    <th scope="col">Status</th>
+                    <th scope="col" class="num">Attempts</th>
+                    <th scope="col">Last error</th>
+                    <th scope="col">Updated</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {(m.deliveries ?? []).map((d) => (
+                    <tr key={d.destination} data-dest={d.destination}>
+                      <th scope="row">{d.destination}</th>
+                      <td data-status={d.status}>
+                        <Badge value={d.status ?? 'pending'} />
+                      </td>
+                      <td class="num">{d.attempts}</td>
+                      <td class="error-text">{d.lastError ?? ''}</td>
+                      <td>
+                        <When at={d.updatedAt} />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </section>
+        </>
+      )}
+
+      {editing && p && m && (
+        <Editor
+          id={id}
+          original={p.encoding === 'base64' ? '' : (p.payload ?? '')}
+          onCancel={() => setEditing(false)}
+          onSaved={(copy) => {
+            setEditing(false);
+            navigate(`/messages/${copy}?notice=${encodeURIComponent(`Stored as an edited copy of message ${id}.`)}`);
+          }}
+        />
+      )}
+
+      {canRead ? (
+        <>
+          <ErrorNote message={payload.error} />
+          {p && (
+            <section aria-labelledby="payload-h">
+              <h2 id="payload-h">Payload</h2>
+              <Text encoding={p.encoding} text={p.payload ?? ''} label="Payload" />
+              {(p.outputs ?? []).map((o) => (
+                <section key={o.destination} aria-labelledby={`out-${o.destination}`}>
+                  <h3 id={`out-${o.destination}`}>Output to {o.destination}</h3>
+                  <Text encoding={o.encoding} text={o.output ?? ''} label={`Output to ${o.destination}`} />
+                </section>
+              ))}
+            </section>
+          )}
+        </>
+      ) : (
+        <p class="muted">Reading payloads needs the payloads permission.</p>
+      )}
+
+      {asking === 'resend' && (
+        <Confirm
+          title={`Resend message ${id}?`}
+          confirmLabel="Resend"
+          onConfirm={async () => {
+            const r = await call('post', '/api/v1/messages/{id}/resend', { path: { id }, body: {} });
+            if (r.ok) {
+              setNotice(`${r.data.deliveries ?? 0} deliveries moved back to pending.`);
+              void message.reload();
+            }
+            return r;
+          }}
+          onClose={() => setAsking(null)}
+        >
+          <p>Its quarantined deliveries go back to pending, their attempts kept.</p>
+        </Confirm>
+      )}
+      {asking === 'dismiss' && (
+        <Confirm
+          title={`Dismiss message ${id}?`}
+          confirmLabel="Dismiss"
+          danger
+          reason="Reason (kept in the audit log)"
+          onConfirm={async (reason) => {
+            const r = await call('post', '/api/v1/messages/{id}/dismiss', { path: { id }, body: { reason } });
+            if (r.ok) {
+              setNotice(`Dismissed: ${(r.data.destinations ?? []).join(', ')}.`);
+              void message.reload();
+            }
+            return r;
+          }}
+          onClose={() => setAsking(null)}
+        >
+          <p>Its quarantined deliveries are filtered and will not be sent.</p>
+        </Confirm>
+      )}
+    </Page>
+  );
+}
+
+function Editor({
+  id,
+  original,
+  onCancel,
+  onSaved,
+}: {
+  id: string;
+  original: string;
+  onCancel: () => void;
+  onSaved: (copy: number) => void;
+}) {
+  // HL7 separates segments with CR; a textarea shows and writes LF.
+  const cr = original.includes('\r');
+  const [text, setText] = useState(original.replace(/\r\n?/g, '\n'));
+  const [reason, setReason] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <section aria-labelledby="edit-h" class="panel editor">
+      <h2 id="edit-h">Edit a copy of message {id}</h2>
+      <p class="muted">
+        The original stays as it is; the copy is stored and delivered, and the original's quarantined deliveries are
+        marked as replaced by it.
+      </p>
+      <form
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setBusy(true);
+          setError(null);
+          const payload = cr ? text.replace(/\n/g, '\r') : text;
+          const r = await call('post', '/api/v1/messages/{id}/edit', {
+            path: { id },
+            body: reason.trim() ? { payload, reason: reason.trim() } : { payload },
+          });
+          setBusy(false);
+          if (r.ok && r.data.messageId !== undefined) onSaved(r.data.messageId);
+          else if (!r.ok) setError(r.message);
+        }}
+      >
+        <label class="field">
+          <span>Payload</span>
+          <textarea
+            name="payload"
+            class="code"
+            rows={Math.min(24, Math.max(6, text.split('\n').length + 1))}
+            spellcheck={false}
+            value={text}
+            onInput={(e) => setText(e.currentTarget.value)}
+          />
+        </label>
+        <label class="field">
+          <span>Reason (optional)</span>
+          <input name="reason" maxLength={1000} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+        </label>
+        <ErrorNote message={error} />
+        <div class="dialog-actions">
+          <button type="button" class="button" onClick={onCancel} disabled={busy}>
+            Cancel
+          </button>
+          <button type="submit" class="button primary" disabled={busy || !text.trim()}>
+            {busy ? 'Saving…' : 'Save and deliver the copy'}
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,77 @@
+import { useState } from 'preact/hooks';
+import { ErrorNote } from '../components/ui';
+import { signInWithPassword, signInWithToken } from '../session';
+
+export default function SignIn({ onDone }: { onDone: () => void }) {
+  const [mode, setMode] = useState<'password' | 'token'>('password');
+  const [name, setName] = useState('');
+  const [password, setPassword] = useState('');
+  const [tokenText, setTokenText] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <main class="signin" id="main">
+      <div class="signin-box">
+        <h1 tabIndex={-1} id="page-title">
+          Sign in to Ductus
+        </h1>
+        <div class="tabs" role="radiogroup" aria-label="Sign in with">
+          <label class={mode === 'password' ? 'tab on' : 'tab'}>
+            <input type="radio" name="mode" checked={mode === 'password'} onChange={() => setMode('password')} /> Name and password
+          </label>
+          <label class={mode === 'token' ? 'tab on' : 'tab'}>
+            <input type="radio" name="mode" checked={mode === 'token'} onChange={() => setMode('token')} /> API token
+          </label>
+        </div>
+        <form
+          onSubmit={async (e) => {
+            e.preventDefault();
+            setBusy(true);
+            setError(null);
+            const r = mode === 'password' ? await signInWithPassword(name.trim(), password) : await signInWithToken(tokenText);
+            setBusy(false);
+            if (!r.ok) setError(r.message);
+            else onDone();
+          }}
+        >
+          {mode === 'password' ? (
+            <>
+              <label class="field">
+                <span>Name</span>
+                <input name="name" autoComplete="username" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+              </label>
+              <label class="field">
+                <span>Password</span>
+                <input
+                  name="password"
+                  type="password"
+                  autoComplete="current-password"
+                  required
+                  value={password}
+                  onInput={(e) => setPassword(e.currentTarget.value)}
+                />
+              </label>
+            </>
+          ) : (
+            <label class="field">
+              <span>Token (dux_…), kept in this tab only</span>
+              <input
+                name="token"
+                type="password"
+                autoComplete="off"
+                required
+                pattern="\s*dux_[0-9a-fA-F]{64}\s*"
+                value={tokenText}
+                onInput={(e) => setTokenText(e.currentTarget.value)}
+              />
+            </label>
+          )}
+          <ErrorNote message={error} />
+          <button type="submit" class="button primary wide" disabled={busy}>
+            {busy ? 'Signing in…' : 'Sign in'}
+          </button>
+        </form>
+      </div>
+    </main>
+  );
+}

@@ -1,0 +1,135 @@
+import { useState } from 'preact/hooks';
+import { GrantFields, noGrant, permissionsOf, type Grant } from '../components/grant';
+import { call, type Answer } from '../api/client';
+import { Badge, Confirm, ErrorNote, Notice, Page, When, useApi } from '../components/ui';
+import { TokenTable } from './tokens';
+
+type User = NonNullable<Answer<'/api/v1/users'>['items']>[number];
+
+export default function Users() {
+  const list = useApi(() => call('get', '/api/v1/users'), []);
+  const [disabling, setDisabling] = useState<User | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [password, setPassword] = useState<{ name: string; password: string } | null>(null);
+  return (
+    <Page title="Users and tokens">
+      <section aria-labelledby="users-h">
+        <h2 id="users-h">Users</h2>
+        <ErrorNote message={list.error} />
+        <Notice message={notice} />
+        {password && (
+          <div class="note ok" role="status">
+            <p>The password of {password.name}, shown this once:</p>
+            <code class="secret">{password.password}</code>
+          </div>
+        )}
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Role</th>
+                <th scope="col">Permissions</th>
+                <th scope="col">State</th>
+                <th scope="col">Created</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {(list.data?.items ?? []).map((u) => (
+                <tr key={u.id}>
+                  <th scope="row">{u.name}</th>
+                  <td>{u.role}</td>
+                  <td>{(u.permissions ?? []).join(', ') || <span class="muted">–</span>}</td>
+                  <td>
+                    {u.disabled ? (
+                      <Badge value="stopped" label="disabled" />
+                    ) : u.lockedUntil ? (
+                      <Badge value="closed" label="locked" />
+                    ) : u.mustChangePassword ? (
+                      <Badge value="pending" label="must change password" />
+                    ) : (
+                      <Badge value="ok" label="active" />
+                    )}
+                  </td>
+                  <td>
+                    <When at={u.createdAt} />
+                  </td>
+                  <td>
+                    {!u.disabled && (
+                      <button class="button small" onClick={() => setDisabling(u)}>
+                        Disable…
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+        <CreateUser
+          onCreated={(name, pw) => {
+            if (pw) setPassword({ name, password: pw });
+            setNotice(`The user ${name} is created.`);
+            void list.reload();
+          }}
+        />
+      </section>
+      <TokenTable mine={false} title="All tokens" />
+      {disabling && (
+        <Confirm
+          title={`Disable ${disabling.name}?`}
+          confirmLabel="Disable"
+          danger
+          onConfirm={async () => {
+            const r = await call('post', '/api/v1/users/{name}/disable', { path: { name: disabling.name ?? '' } });
+            if (r.ok) {
+              setNotice(`${disabling.name} is disabled.`);
+              void list.reload();
+            }
+            return r;
+          }}
+          onClose={() => setDisabling(null)}
+        >
+          <p>Their sessions end and their tokens stop working.</p>
+        </Confirm>
+      )}
+    </Page>
+  );
+}
+
+function CreateUser({ onCreated }: { onCreated: (name: string, password: string | null) => void }) {
+  const [name, setName] = useState('');
+  const [grant, setGrant] = useState<Grant>(noGrant);
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <form
+      class="panel filters"
+      aria-label="Create a user"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setError(null);
+        const permissions = permissionsOf(grant);
+        const role = grant.role;
+        // No password given: the engine makes one, to be changed at the first sign-in.
+        const r = await call('post', '/api/v1/users', { body: { name: name.trim(), role, permissions, mustChangePassword: true } });
+        if (!r.ok) return setError(r.message);
+        setName('');
+        onCreated(r.data.user?.name ?? name, r.data.password ?? null);
+      }}
+    >
+      <h3 class="wide">Create a user</h3>
+      <label class="field">
+        <span>Name</span>
+        <input name="name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      </label>
+      <GrantFields grant={grant} onChange={setGrant} />
+      <div class="field-buttons">
+        <button type="submit" class="button primary">
+          Create
+        </button>
+      </div>
+      <ErrorNote message={error} />
+    </form>
+  );
+}

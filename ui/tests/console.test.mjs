@@ -1,0 +1,417 @@
+// The console in a real browser against a real engine (started by the C++
+// harness, tests/ui): sign-in, live counts, a quarantined message edited and
+// delivered, a dismissal found in the audit log, the forced password change,
+// a viewer's limits, and axe-core on every main page in both themes.
+// Prints a line per check and "N passed, M failed"; exits 1 on a failure.
+import { createConnection } from 'node:net';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = (name, fallback) => {
+  const v = process.env[name] ?? fallback;
+  if (v === undefined) {
+    console.error(`${name} is not set`);
+    process.exit(2);
+  }
+  return v;
+};
+const base = env('DUCTUS_UI_URL').replace(/\/$/, '');
+const credentials = (v) => {
+  const i = v.indexOf(':');
+  return { name: v.slice(0, i), password: v.slice(i + 1) };
+};
+const admin = credentials(env('DUCTUS_UI_ADMIN'));
+const viewer = credentials(env('DUCTUS_UI_VIEWER'));
+const newUser = credentials(env('DUCTUS_UI_NEWUSER'));
+const [mllpHost, mllpPort] = env('DUCTUS_UI_MLLP').split(':');
+const outDir = env('DUCTUS_UI_OUT');
+const shots = env('DUCTUS_UI_SCREENSHOTS');
+mkdirSync(shots, { recursive: true });
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+// Long enough for a loaded machine; nothing here is a timing assertion.
+const WAIT = 30_000;
+const run = `${Date.now().toString(36)}`;
+
+let passed = 0;
+let failed = 0;
+async function check(name, fn) {
+  try {
+    await fn();
+    passed++;
+    console.log(`ok   ${name}`);
+    return true;
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}: ${e instanceof Error ? e.message.split('\n').slice(0, 6).join('\n     ') : e}`);
+    return false;
+  }
+}
+
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+async function until(what, fn, timeout = WAIT) {
+  const end = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+// MLLP: <VT> message <FS><CR>; the answer is an ACK framed the same way.
+function sendHl7(message) {
+  return new Promise((resolvePromise, reject) => {
+    const socket = createConnection({ host: mllpHost, port: Number(mllpPort) });
+    let got = Buffer.alloc(0);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('no ACK within 30 s'));
+    }, WAIT);
+    socket.on('connect', () => socket.write(Buffer.concat([Buffer.from([0x0b]), Buffer.from(message, 'latin1'), Buffer.from([0x1c, 0x0d])])));
+    socket.on('data', (d) => {
+      got = Buffer.concat([got, d]);
+      const end = got.indexOf(Buffer.from([0x1c, 0x0d]));
+      if (end < 0) return;
+      clearTimeout(timer);
+      socket.end();
+      const ack = got.subarray(1, end).toString('latin1');
+      const code = /\rMSA\|([A-Z]{2})/.exec(ack)?.[1];
+      if (code === 'AA' || code === 'CA') resolvePromise(ack);
+      else reject(new Error(`not accepted: ${ack.replace(/\r/g, ' / ')}`));
+    });
+    socket.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+  });
+}
+
+let seq = 0;
+function adt({ mrn, family }) {
+  const controlId = `UI-${run}-${++seq}`;
+  const text = [
+    `MSH|^~\\&|UITEST|WARD|LAB|HOSP|20260101120000||ADT^A01|${controlId}|P|2.5`,
+    'EVN|A01|20260101120000',
+    `PID|1||${mrn}^^^HOSP^MR||${family}^Jane^Q||19800101|F`,
+    'PV1|1|I|WARD^101^1',
+  ].join('\r');
+  return { controlId, text };
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox'],
+  headless: true,
+});
+
+async function newPage(options = {}) {
+  const context = await browser.newContext({ baseURL: base, viewport: { width: 1280, height: 860 }, ...options });
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT);
+  const problems = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  return { context, page, problems };
+}
+
+async function signIn(page, who) {
+  await page.goto('/');
+  await page.getByLabel('Name', { exact: true }).fill(who.name);
+  await page.getByLabel('Password', { exact: true }).fill(who.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+async function heading(page, text) {
+  await page.getByRole('heading', { level: 1, name: text }).waitFor();
+}
+
+async function messageIdOf(page, controlId) {
+  return until(`message ${controlId} to be stored`, async () => {
+    const r = await page.request.get(`/api/v1/interfaces/adt/messages?control_id=${encodeURIComponent(controlId)}`);
+    if (!r.ok()) throw new Error(`${r.status()} ${await r.text()}`);
+    return (await r.json()).items?.[0]?.id;
+  });
+}
+
+async function receivedShown(page) {
+  const t = await page.locator('[data-iface="adt"] [data-count="received"]').first().textContent();
+  return Number((t ?? '').replace(/[^0-9]/g, ''));
+}
+
+const { page, problems } = await newPage();
+const state = {};
+
+await check('admin signs in with name and password', async () => {
+  await signIn(page, admin);
+  await heading(page, 'Overview');
+  await page.getByRole('navigation', { name: 'Main' }).getByText(admin.name, { exact: true }).waitFor();
+});
+
+await check('Interfaces shows adt, and its counts change as messages arrive, without a reload', async () => {
+  await page.getByRole('link', { name: 'Interfaces' }).click();
+  await heading(page, 'Interfaces');
+  await page.locator('[data-iface="adt"]').waitFor();
+  await page.evaluate(() => (window.__sameDocument = true));
+  const before = await receivedShown(page);
+  for (let i = 0; i < 3; i++) await sendHl7(adt({ mrn: `MRN${run}${i}`, family: `Live${i}` }).text);
+  await until('the received count to grow by 3', async () => (await receivedShown(page)) >= before + 3);
+  assert(await page.evaluate(() => window.__sameDocument === true), 'the page was reloaded');
+  await page.screenshot({ path: join(shots, 'interfaces.png'), fullPage: true });
+});
+
+await check('Overview shows the engine, totals and adt', async () => {
+  await page.getByRole('link', { name: 'Overview' }).click();
+  await heading(page, 'Overview');
+  await page.locator('[data-iface="adt"]').waitFor();
+  await page.getByText('Engines on this database').waitFor();
+  await page.screenshot({ path: join(shots, 'overview.png'), fullPage: true });
+});
+
+await check('messages without an MRN are quarantined and listed in Quarantine', async () => {
+  for (const k of ['edit', 'dismiss', 'keep']) {
+    const m = adt({ mrn: '', family: `NoMrn${k}` });
+    await sendHl7(m.text);
+    state[k] = await messageIdOf(page, m.controlId);
+    state[`${k}Control`] = m.controlId;
+  }
+  await page.getByRole('link', { name: 'Quarantine' }).click();
+  await heading(page, 'Quarantine');
+  for (const k of ['edit', 'dismiss', 'keep'])
+    await until(`message ${state[k]} in the quarantine list`, async () => {
+      if (await page.locator(`tr[data-message="${state[k]}"]`).count()) return true;
+      await page.reload();
+      return false;
+    });
+  await page.screenshot({ path: join(shots, 'quarantine.png'), fullPage: true });
+});
+
+await check('the message browser finds a message by control id and opens it', async () => {
+  await page.goto(`/interfaces/adt/messages?control_id=${encodeURIComponent(state.editControl)}`);
+  await heading(page, 'Messages of adt');
+  await page.getByRole('link', { name: String(state.edit), exact: true }).click();
+  await heading(page, `Message ${state.edit}`);
+  await page.locator('dd[data-status="quarantined"]').waitFor();
+  await page.getByText('no MRN').first().waitFor();
+  const pid5 = page.locator('.hl7 [data-pos="PID-5.1"]').first();
+  assert((await pid5.textContent()) === 'NoMrnedit', 'PID-5.1 is not marked in the payload');
+  await page.screenshot({ path: join(shots, 'message.png'), fullPage: true });
+});
+
+await check('an edited copy (with an MRN) is delivered: its status, and the file', async () => {
+  await page.getByRole('button', { name: 'Edit…' }).click();
+  const editor = page.getByRole('textbox', { name: 'Payload' });
+  const text = await editor.inputValue();
+  assert(text.includes('PID|1||^^^HOSP^MR'), `unexpected payload in the editor: ${text}`);
+  await editor.fill(text.replace('PID|1||^^^HOSP^MR', `PID|1||MRN${run}E^^^HOSP^MR`));
+  await page.getByRole('button', { name: 'Save and deliver the copy' }).click();
+  await page.waitForURL((u) => /^\/messages\/\d+$/.test(u.pathname) && u.pathname !== `/messages/${state.edit}`);
+  const copy = Number(new URL(page.url()).pathname.split('/').pop());
+  await page.getByText(`Stored as an edited copy of message ${state.edit}`).waitFor();
+  await page.locator('dd[data-status="sent"]').waitFor();
+  const file = join(outDir, `${copy}.hl7`);
+  await until(`${file}`, async () => existsSync(file));
+  const out = readFileSync(file, 'latin1');
+  assert(out.includes(`MRN${run}E`) && out.includes('NOMRNEDIT'), `unexpected output: ${out}`);
+  state.copy = copy;
+});
+
+await check('a quarantined message is dismissed with a reason, and the action is in the audit log', async () => {
+  await page.goto('/quarantine');
+  await heading(page, 'Quarantine');
+  const row = page.locator(`tr[data-message="${state.dismiss}"]`);
+  await row.getByRole('button', { name: 'Dismiss' }).click();
+  const dialog = page.getByRole('dialog');
+  // Without a reason the form is not sent: the dialog stays, the row too.
+  await dialog.getByRole('button', { name: 'Dismiss' }).click();
+  assert(await dialog.isVisible(), 'the dialog closed without a reason');
+  assert(await dialog.getByLabel(/Reason/).evaluate((t) => t.matches(':invalid')), 'an empty reason is not refused');
+  const reason = `duplicate of a corrected message (${run})`;
+  await dialog.getByLabel(/Reason/).fill(reason);
+  await dialog.getByRole('button', { name: 'Dismiss' }).click();
+  await page.getByText('1 message dismissed.').waitFor();
+  await until('the row to go', async () => (await row.count()) === 0);
+  await page.getByRole('link', { name: 'Audit log' }).click();
+  await heading(page, 'Audit log');
+  await page.getByLabel('Action').fill('message.dismiss');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  const entry = page.locator('tr[data-action="message.dismiss"]', { hasText: reason });
+  await entry.waitFor();
+  assert((await entry.textContent()).includes(admin.name), 'the audit row does not name the admin');
+});
+
+await check('a destination is paused with a reason and resumed, each after a confirmation', async () => {
+  await page.getByRole('link', { name: 'Interfaces' }).click();
+  await heading(page, 'Interfaces');
+  const panel = page.locator('section[data-iface="adt"]');
+  await panel.getByRole('button', { name: 'Pause…' }).first().click();
+  const reason = `maintenance window (${run})`;
+  await page.getByRole('dialog').getByLabel(/Reason/).fill(reason);
+  await page.getByRole('dialog').getByRole('button', { name: 'Pause' }).click();
+  await panel.getByText(reason).waitFor();
+  await panel.getByRole('button', { name: 'Resume…' }).first().click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Resume' }).click();
+  await panel.getByRole('button', { name: 'Pause…' }).first().waitFor();
+  assert((await panel.getByText(reason).count()) === 0, 'still shown as paused');
+});
+
+await check('two quarantined messages are resent in bulk', async () => {
+  const ids = [];
+  for (const k of ['bulk1', 'bulk2']) {
+    const m = adt({ mrn: '', family: k });
+    await sendHl7(m.text);
+    ids.push(await messageIdOf(page, m.controlId));
+  }
+  await page.getByRole('link', { name: 'Quarantine' }).click();
+  await heading(page, 'Quarantine');
+  for (const id of ids)
+    await until(`message ${id} in the quarantine list`, async () => {
+      if (await page.locator(`tr[data-message="${id}"]`).count()) return true;
+      await page.reload();
+      return false;
+    });
+  for (const id of ids) await page.getByLabel(`Select message ${id}`).check();
+  await page.getByRole('button', { name: 'Resend selected…' }).click();
+  await page.getByRole('dialog', { name: 'Resend 2 messages?' }).getByRole('button', { name: 'Resend' }).click();
+  await page.getByText('2 deliveries of 2 messages moved back to pending.').waitFor();
+});
+
+await check('the theme chosen (dark over a light system) is applied and kept across a reload', async () => {
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.getByLabel('Theme').selectOption('dark');
+  const dark = () => page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor === 'rgb(17, 20, 24)');
+  await until('the dark theme', dark);
+  await page.reload();
+  await heading(page, 'Quarantine');
+  await until('the dark theme after a reload', dark);
+  await page.getByLabel('Theme').selectOption('system');
+  await until('the light theme again', async () => !(await dark()));
+});
+
+await check('an admin creates a token in My tokens; signed in with it, counts refresh by polling', async () => {
+  await page.getByRole('link', { name: 'My tokens' }).click();
+  await heading(page, 'My tokens');
+  const form = page.getByRole('form', { name: 'Create a token' });
+  await form.getByLabel('Name').fill(`ui-${run}`);
+  await form.getByLabel('Role').selectOption('viewer');
+  await form.getByRole('button', { name: 'Create' }).click();
+  const token = ((await page.locator('code.secret').textContent()) ?? '').trim();
+  assert(/^dux_[0-9a-f]{64}$/.test(token), `no token shown: ${token}`);
+  await page.locator('tr', { hasText: `ui-${run}` }).waitFor();
+  const { context, page: p, problems: pp } = await newPage();
+  await p.goto('/');
+  await p.getByLabel('API token').check();
+  await p.getByLabel(/Token/).fill(token);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+  await heading(p, 'Overview');
+  await p.getByRole('link', { name: 'Interfaces' }).click();
+  await p.getByText('Refreshed every 5 s').waitFor();
+  const before = await receivedShown(p);
+  await sendHl7(adt({ mrn: `MRN${run}T`, family: 'Token' }).text);
+  await until('the received count to grow', async () => (await receivedShown(p)) > before);
+  assert((await p.getByRole('button', { name: /Pause/ }).count()) === 0, 'a viewer token sees pause buttons');
+  assert(pp.length === 0, pp.join('\n'));
+  await context.close();
+});
+
+await check('no CSP violation or script error in the admin session', async () => {
+  assert(problems.length === 0, problems.join('\n'));
+});
+
+await check('the forced password change: a new operator must choose a password first', async () => {
+  const { context, page: p, problems: pp } = await newPage();
+  await signIn(p, newUser);
+  await heading(p, 'Choose a new password');
+  const fresh = `New-${run}-password-1`;
+  await p.getByLabel('Current password').fill(newUser.password);
+  await p.getByLabel('New password (at least 12 characters)').fill(fresh);
+  await p.getByLabel('New password again').fill(fresh);
+  await p.getByRole('button', { name: 'Change password' }).click();
+  await heading(p, 'Overview');
+  const me = await (await p.request.get('/api/v1/me')).json();
+  assert(me.name === newUser.name && me.mustChangePassword === false, JSON.stringify(me));
+  assert(pp.length === 0, pp.join('\n'));
+  await context.close();
+});
+
+await check('a viewer sees no resend button, and the API refuses a resend (403)', async () => {
+  const { context, page: p } = await newPage();
+  await signIn(p, viewer);
+  await heading(p, 'Overview');
+  await p.goto(`/messages/${state.keep}`);
+  await heading(p, `Message ${state.keep}`);
+  await p.locator('dd[data-status="quarantined"]').waitFor();
+  assert((await p.getByRole('button', { name: /Resend/ }).count()) === 0, 'a resend button on the message');
+  await p.goto('/quarantine');
+  await heading(p, 'Quarantine');
+  await p.locator(`tr[data-message="${state.keep}"]`).waitFor();
+  assert((await p.getByRole('button', { name: /Resend|Dismiss/ }).count()) === 0, 'resend or dismiss buttons in Quarantine');
+  assert((await p.getByRole('link', { name: 'Audit log' }).count()) === 0, 'the viewer sees the audit log');
+  const r = await p.request.post(`/api/v1/messages/${state.keep}/resend`, { headers: { 'X-Ductus': '1' }, data: {} });
+  assert(r.status() === 403, `resend answered ${r.status()}`);
+  await context.close();
+});
+
+// axe-core needs its source injected, which the console's CSP forbids: this
+// context alone bypasses it.
+const pages = [
+  ['Overview', '/', 'Overview', '[data-iface="adt"]'],
+  ['Interfaces', '/interfaces', 'Interfaces', '[data-iface="adt"]'],
+  ['Messages', '/interfaces/adt/messages', 'Messages of adt', 'tr[data-message]'],
+  ['Message', () => `/messages/${state.keep}`, () => `Message ${state.keep}`, '.hl7'],
+  ['Quarantine', '/quarantine', 'Quarantine', 'tr[data-message]'],
+  ['Audit log', '/audit', 'Audit log', 'tr[data-action]'],
+  ['Users', '/users', 'Users and tokens', 'tbody tr'],
+];
+{
+  const { context, page: p } = await newPage({ bypassCSP: true });
+  const axe = async () => {
+    await p.addScriptTag({ content: axeSource });
+    const result = await p.evaluate(() =>
+      window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }),
+    );
+    const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    assert(
+      bad.length === 0,
+      bad.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`).join('; '),
+    );
+  };
+  for (const scheme of ['light', 'dark'])
+    await check(`axe: sign-in page, ${scheme}`, async () => {
+      await p.emulateMedia({ colorScheme: scheme });
+      await p.goto('/signin');
+      await heading(p, 'Sign in to Ductus');
+      await axe();
+    });
+  const r = await p.request.post('/api/v1/sessions', { data: admin });
+  assert(r.ok(), `sign-in for the axe checks: ${r.status()}`);
+  for (const scheme of ['light', 'dark'])
+    for (const [label, path, title, ready] of pages)
+      await check(`axe: ${label}, ${scheme}`, async () => {
+        await p.emulateMedia({ colorScheme: scheme });
+        await p.goto(typeof path === 'function' ? path() : path);
+        await heading(p, typeof title === 'function' ? title() : title);
+        await p.locator(ready).first().waitFor();
+        await p.waitForFunction(() => !document.querySelector('[aria-busy="true"]'));
+        await axe();
+        if (scheme === 'dark' && ['Overview', 'Interfaces', 'Message', 'Quarantine'].includes(label))
+          await p.screenshot({ path: join(shots, `${label.toLowerCase()}-dark.png`), fullPage: true });
+      });
+  await context.close();
+}
+
+await browser.close();
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
