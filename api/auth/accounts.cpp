@@ -194,12 +194,17 @@ void createToken(store::PgConnection& conn, NewToken token, AuditEntry who, Time
                  });
 }
 
-void listTokens(store::PgConnection& conn, bool includeRevoked,
+void listTokens(store::PgConnection& conn, bool includeRevoked, std::optional<int64_t> ownerId,
                 std::function<void(Result<std::vector<TokenInfo>>)> done) {
-  std::string sql = "SELECT " + std::string(kTokenColumns) + " FROM api_tokens";
-  if (!includeRevoked) sql += " WHERE revoked_at IS NULL";
+  std::string sql = "SELECT " + std::string(kTokenColumns) + " FROM api_tokens WHERE true";
+  if (!includeRevoked) sql += " AND revoked_at IS NULL";
+  std::vector<store::Param> params;
+  if (ownerId) {
+    sql += " AND user_id = $1::bigint";
+    params.push_back(std::to_string(*ownerId));
+  }
   sql += " ORDER BY id";
-  conn.query(std::move(sql), {}, [done = std::move(done)](Result<PgResult> r) {
+  conn.query(std::move(sql), std::move(params), [done = std::move(done)](Result<PgResult> r) {
     if (!r) return done(r.error());
     std::vector<TokenInfo> out;
     for (int i = 0; i < r->rows(); ++i) out.push_back(tokenRow(*r, i));
@@ -207,17 +212,26 @@ void listTokens(store::PgConnection& conn, bool includeRevoked,
   });
 }
 
-void revokeToken(store::PgConnection& conn, std::string idOrName, AuditEntry who, TimePoint now,
-                 std::function<void(Result<TokenInfo>)> done) {
+void revokeToken(store::PgConnection& conn, std::string idOrName, std::optional<int64_t> ownerId,
+                 AuditEntry who, TimePoint now, std::function<void(Result<TokenInfo>)> done) {
   bool byId = !idOrName.empty() && idOrName.size() < 19 &&
               idOrName.find_first_not_of("0123456789") == std::string::npos;
   std::string sql = std::string("UPDATE api_tokens SET revoked_at = $2 WHERE revoked_at IS NULL AND ") +
-                    (byId ? "id = $1::bigint" : "name = $1") + " RETURNING " + kTokenColumns;
+                    (byId ? "id = $1::bigint" : "name = $1");
+  std::vector<store::Param> params{idOrName, pgTime(now)};
+  if (ownerId) {
+    sql += " AND user_id = $3::bigint";
+    params.push_back(std::to_string(*ownerId));
+  }
+  sql += " RETURNING " + std::string(kTokenColumns);
   std::vector<TxStep> steps;
-  steps.push_back(fixedStep({std::move(sql), {idOrName, pgTime(now)}}));
-  steps.push_back([who, now, idOrName](const Results& r) -> Result<SqlStatement> {
+  steps.push_back(fixedStep({std::move(sql), std::move(params)}));
+  steps.push_back([who, now, idOrName, mine = ownerId.has_value()](
+                      const Results& r) -> Result<SqlStatement> {
     if (r[0].rows() == 0)
-      return Error{"no live token has the id or name '" + idOrName + "'", "not_found"};
+      return Error{std::string(mine ? "none of your live tokens" : "no live token") +
+                       " has the id or name '" + idOrName + "'",
+                   "not_found"};
     auto t = tokenRow(r[0], 0);
     return auditInsert(withTarget(who, "token.revoke", "token", t.id, t.name), now);
   });

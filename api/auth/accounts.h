@@ -78,10 +78,12 @@ void disableUser(store::PgConnection& conn, std::string name, AuditEntry who, Ti
 
 void createToken(store::PgConnection& conn, NewToken token, AuditEntry who, TimePoint now,
                  std::function<void(Result<CreatedToken>)> done);
-void listTokens(store::PgConnection& conn, bool includeRevoked,
+// `ownerId`: only the tokens of this user (a user's own tokens).
+void listTokens(store::PgConnection& conn, bool includeRevoked, std::optional<int64_t> ownerId,
                 std::function<void(Result<std::vector<TokenInfo>>)> done);
-// `idOrName`: a token's id (digits) or its live name.
-void revokeToken(store::PgConnection& conn, std::string idOrName, AuditEntry who, TimePoint now,
-                 std::function<void(Result<TokenInfo>)> done);
+// `idOrName`: a token's id (digits) or its live name; `ownerId`: only if
+// it is this user's (else not found).
+void revokeToken(store::PgConnection& conn, std::string idOrName, std::optional<int64_t> ownerId,
+                 AuditEntry who, TimePoint now, std::function<void(Result<TokenInfo>)> done);
 
 }  // namespace ductus::api

@@ -505,11 +505,14 @@ void disableUserRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   });
 }
 
-void listTokensRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+// The tokens routes serve both every token (admins) and a user's own
+// (/me/tokens): `owner` set limits them to that user's.
+void listTokensOf(AuthDeps& d, const ApiRequest& req, ApiRespond respond,
+                  std::optional<int64_t> owner) {
   auto it = req.query.find("revoked");
   bool includeRevoked = it != req.query.end() && (it->second == "true" || it->second == "1");
-  withConnection(d.pool, respond, [respond, includeRevoked](LeasePtr l) {
-    listTokens(l->conn(), includeRevoked, [l, respond](Result<std::vector<TokenInfo>> r) {
+  withConnection(d.pool, respond, [respond, includeRevoked, owner](LeasePtr l) {
+    listTokens(l->conn(), includeRevoked, owner, [l, respond](Result<std::vector<TokenInfo>> r) {
       if (!r) return respond(errorResponse(r.error()));
       json items = json::array();
       for (auto& t : *r) items.push_back(toJson(t));
@@ -518,12 +521,7 @@ void listTokensRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   });
 }
 
-void createTokenRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
-  auto body = bodyObject(req);
-  if (!body) return respond(errorResponse(body.error()));
-  auto grant = grantFields(*body);
-  if (!grant) return respond(errorResponse(grant.error()));
-  NewToken t{grant->name, grant->role, grant->permissions, stringField(*body, "user")};
+void createTokenOf(AuthDeps& d, const ApiRequest& req, ApiRespond respond, NewToken t) {
   auto who = auditEntryFor(*req.caller, "");
   withConnection(d.pool, respond, [&d, respond, t, who](LeasePtr l) {
     createToken(l->conn(), t, who, d.clock(), [l, respond](Result<CreatedToken> r) {
@@ -535,15 +533,74 @@ void createTokenRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   });
 }
 
-void revokeTokenRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+void revokeTokenOf(AuthDeps& d, const ApiRequest& req, ApiRespond respond,
+                   std::optional<int64_t> owner) {
   auto id = req.params.at("id");
   auto who = auditEntryFor(*req.caller, "");
-  withConnection(d.pool, respond, [&d, respond, id, who](LeasePtr l) {
-    revokeToken(l->conn(), id, who, d.clock(), [l, respond](Result<TokenInfo> r) {
+  withConnection(d.pool, respond, [&d, respond, id, who, owner](LeasePtr l) {
+    revokeToken(l->conn(), id, owner, who, d.clock(), [l, respond](Result<TokenInfo> r) {
       if (!r) return respond(errorResponse(r.error()));
       respond(jsonOk(200, toJson(*r)));
     });
   });
+}
+
+void listTokensRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  listTokensOf(d, req, std::move(respond), std::nullopt);
+}
+
+void createTokenRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  auto body = bodyObject(req);
+  if (!body) return respond(errorResponse(body.error()));
+  auto grant = grantFields(*body);
+  if (!grant) return respond(errorResponse(grant.error()));
+  createTokenOf(d, req, std::move(respond),
+                NewToken{grant->name, grant->role, grant->permissions, stringField(*body, "user")});
+}
+
+void revokeTokenRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  revokeTokenOf(d, req, std::move(respond), std::nullopt);
+}
+
+// ---- /api/v1/me/tokens: a user's own tokens -----------------------------------
+
+void listMyTokens(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  const Caller& c = *req.caller;
+  if (c.userId == 0)
+    return respond(jsonError(404, "no_user", "a token of no user owns no tokens"));
+  listTokensOf(d, req, std::move(respond), c.userId);
+}
+
+// A token of the caller's own acts as them at most, and is made no more
+// than that: a role and permissions beyond the caller's are refused, not
+// cut down, so the answer says what the token can do.
+void createMyToken(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  const Caller& c = *req.caller;
+  if (c.userId == 0)
+    return respond(jsonError(404, "no_user", "a token of no user cannot make tokens of its own"));
+  auto body = bodyObject(req);
+  if (!body) return respond(errorResponse(body.error()));
+  if (body->contains("user"))
+    return respond(jsonError(400, "invalid", "`user`: a token made here is always the caller's"));
+  auto grant = grantFields(*body);
+  if (!grant) return respond(errorResponse(grant.error()));
+  if (static_cast<int>(grant->role) > static_cast<int>(c.role) ||
+      (grant->permissions & ~c.permissions) != 0)
+    return respond(jsonError(403, "beyond_caller",
+                             "a token of yours can do no more than you: role " +
+                                 std::string(roleName(c.role)) + ", permissions " +
+                                 (permissionNames(c.permissions).empty()
+                                      ? std::string("none")
+                                      : json(permissionNames(c.permissions)).dump())));
+  createTokenOf(d, req, std::move(respond),
+                NewToken{grant->name, grant->role, grant->permissions, c.name});
+}
+
+void revokeMyToken(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  const Caller& c = *req.caller;
+  if (c.userId == 0)
+    return respond(jsonError(404, "no_user", "a token of no user owns no tokens"));
+  revokeTokenOf(d, req, std::move(respond), c.userId);
 }
 
 // ---- schemas ------------------------------------------------------------------
@@ -621,6 +678,23 @@ std::vector<Route> authRoutes(AuthDeps* d) {
                          "Change the caller's console settings; members left out keep their value",
                          Requirement::toChange(Role::Viewer), bind(putSettings), settingsSchema,
                          settingsSchema));
+  routes.push_back(route("GET", "/api/v1/me/tokens", "listMyTokens",
+                         "The caller's own API tokens (a user's; 404 no_user for a token of none)",
+                         Requirement::toRead(Role::Viewer), bind(listMyTokens), {},
+                         listOf(kTokenSchema), 200,
+                         {{"revoked", "true: include revoked tokens"}}));
+  routes.push_back(route("POST", "/api/v1/me/tokens", "createMyToken",
+                         "Create a token of the caller's own, with no more role or permissions "
+                         "than the caller; the token is in this answer only",
+                         Requirement::toChange(Role::Viewer), bind(createMyToken),
+                         R"({"type":"object","required":["name","role"],"properties":{
+"name":{"type":"string"},"role":{"enum":["viewer","operator","admin"]},
+"permissions":{"type":"array","items":{"enum":["payloads","audit"]}}}})",
+                         kTokenSchema, 201));
+  routes.push_back(route("DELETE", "/api/v1/me/tokens/{id}", "revokeMyToken",
+                         "Revoke one of the caller's own tokens (by id, or by name)",
+                         Requirement::toChange(Role::Viewer), bind(revokeMyToken), {},
+                         kTokenSchema));
   routes.push_back(route("GET", "/api/v1/users", "listUsers", "List the local users",
                          Requirement::toRead(Role::Admin), bind(listUsersRoute), {},
                          listOf(kUserSchema)));

@@ -56,7 +56,7 @@ int createToken(const TokenArgs& a) {
 
 int listTokens(const TokenArgs& a) {
   return withAccountsDatabase("ductus token", a.db, [&](store::PgConnection& conn, auto finish) {
-    api::listTokens(conn, a.all, [finish](Result<std::vector<api::TokenInfo>> r) {
+    api::listTokens(conn, a.all, std::nullopt, [finish](Result<std::vector<api::TokenInfo>> r) {
       if (!r) {
         std::fprintf(stderr, "ductus token list: %s\n", r.error().message.c_str());
         return finish(1);
@@ -77,7 +77,7 @@ int listTokens(const TokenArgs& a) {
 
 int revokeToken(const TokenArgs& a) {
   return withAccountsDatabase("ductus token", a.db, [&](store::PgConnection& conn, auto finish) {
-    api::revokeToken(conn, a.name, cliActor(), std::chrono::system_clock::now(),
+    api::revokeToken(conn, a.name, std::nullopt, cliActor(), std::chrono::system_clock::now(),
                      [finish](Result<api::TokenInfo> r) {
                        if (!r) {
                          std::fprintf(stderr, "ductus token revoke: %s\n",

@@ -288,6 +288,65 @@ TEST_F(AuthTest, AUsersConsoleSettingsAreKeptCheckedAndAudited) {
             404);
 }
 
+// A user who isn't an admin manages tokens of their own: made with no more
+// than the user may do, listed and revoked only by them.
+TEST_F(AuthTest, AUserMakesListsAndRevokesTokensOfTheirOwnAndNoOneElses) {
+  makeUser("olga", Role::Operator, kPayloads, "olga's long password");
+  makeUser("piet", Role::Operator, kNoPermission, "piet's long password");
+  auto admin = makeToken("root", Role::Admin, kNoPermission);
+  auto theirs = call("POST", "/api/v1/tokens", bearer(admin.token),
+                     R"({"name": "piet-ci", "role": "viewer", "user": "piet"})");
+  ASSERT_EQ(theirs.status, 201) << theirs.body;
+  std::string session = sessionOf(signIn("olga", "olga's long password"));
+  auto post = [&](const std::string& body) {
+    return call("POST", "/api/v1/me/tokens", cookie(session, true), body);
+  };
+
+  auto none = call("GET", "/api/v1/me/tokens", cookie(session));
+  ASSERT_EQ(none.status, 200) << none.body;
+  EXPECT_TRUE(bodyOf(none)["items"].empty()) << none.body;
+  EXPECT_EQ(post(R"({"name": "olga-admin", "role": "admin"})").status, 403);
+  auto beyond = post(R"({"name": "olga-audit", "role": "viewer", "permissions": ["audit"]})");
+  EXPECT_EQ(beyond.status, 403);
+  EXPECT_EQ(bodyOf(beyond)["error"], "beyond_caller") << beyond.body;
+  EXPECT_EQ(post(R"({"name": "x", "role": "viewer", "user": "piet"})").status, 400);
+
+  auto made = post(R"({"name": "olga-laptop", "role": "operator", "permissions": ["payloads"]})");
+  ASSERT_EQ(made.status, 201) << made.body;
+  EXPECT_EQ(bodyOf(made)["user"], "olga");
+  std::string token = bodyOf(made)["token"];
+  std::string id = std::to_string(bodyOf(made)["id"].get<int64_t>());
+  auto me = call("GET", "/api/v1/me", bearer(token));
+  ASSERT_EQ(me.status, 200) << me.body;
+  EXPECT_EQ(bodyOf(me)["name"], "olga");
+  // Made with the token itself, a token of the same user is hers too.
+  auto listed = call("GET", "/api/v1/me/tokens", bearer(token));
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  ASSERT_EQ(bodyOf(listed)["items"].size(), 1u) << listed.body;
+  EXPECT_EQ(bodyOf(listed)["items"][0]["name"], "olga-laptop");
+
+  // Piet's token is not hers to revoke, by id or by name.
+  std::string piets = std::to_string(bodyOf(theirs)["id"].get<int64_t>());
+  EXPECT_EQ(call("DELETE", "/api/v1/me/tokens/" + piets, cookie(session, true)).status, 404);
+  EXPECT_EQ(call("DELETE", "/api/v1/me/tokens/piet-ci", cookie(session, true)).status, 404);
+  EXPECT_EQ(db_.value("SELECT count(*) FROM api_tokens WHERE name = 'piet-ci' AND "
+                      "revoked_at IS NULL"),
+            "1");
+  auto revoked = call("DELETE", "/api/v1/me/tokens/" + id, cookie(session, true));
+  ASSERT_EQ(revoked.status, 200) << revoked.body;
+  EXPECT_EQ(call("GET", "/api/v1/me", bearer(token)).status, 401);
+  EXPECT_EQ(db_.value("SELECT count(*) FROM audit_log WHERE actor = 'olga' AND "
+                      "action IN ('token.create', 'token.revoke') AND outcome = 'ok'"),
+            "2");
+
+  auto ci = makeToken("ci", Role::Operator, kNoPermission);
+  EXPECT_EQ(call("GET", "/api/v1/me/tokens", bearer(ci.token)).status, 404);
+  EXPECT_EQ(call("POST", "/api/v1/me/tokens", bearer(ci.token),
+                 R"({"name": "y", "role": "viewer"})")
+                .status,
+            404);
+}
+
 TEST_F(AuthTest, AdminsCreateUsersWithAGeneratedPasswordShownOnce) {
   auto admin = makeToken("root", Role::Admin, kNoPermission);
   auto r = call("POST", "/api/v1/users", bearer(admin.token),

@@ -185,6 +185,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's own API tokens (a user's; 404 no_user for a token of none)
+         * @description Needs the viewer role.
+         */
+        get: operations["listMyTokens"];
+        put?: never;
+        /**
+         * Create a token of the caller's own, with no more role or permissions than the caller; the token is in this answer only
+         * @description Needs the viewer role. With a session cookie, send the header X-Ductus: 1.
+         */
+        post: operations["createMyToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke one of the caller's own tokens (by id, or by name)
+         * @description Needs the viewer role. With a session cookie, send the header X-Ductus: 1.
+         */
+        delete: operations["revokeMyToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/users": {
         parameters: {
             query?: never;
@@ -1022,6 +1066,139 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         theme?: "system" | "light" | "dark";
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listMyTokens: {
+        parameters: {
+            query?: {
+                /** @description true: include revoked tokens */
+                revoked?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items?: {
+                            id?: number;
+                            name?: string;
+                            /** @enum {unknown} */
+                            role?: "viewer" | "operator" | "admin";
+                            permissions?: ("payloads" | "audit")[];
+                            user?: string | null;
+                            createdBy?: string;
+                            createdAt?: string;
+                            lastUsedAt?: string | null;
+                            revokedAt?: string | null;
+                            /** @description dux_...: in the answer to POST only, shown once */
+                            token?: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createMyToken: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @enum {unknown} */
+                    role: "viewer" | "operator" | "admin";
+                    permissions?: ("payloads" | "audit")[];
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id?: number;
+                        name?: string;
+                        /** @enum {unknown} */
+                        role?: "viewer" | "operator" | "admin";
+                        permissions?: ("payloads" | "audit")[];
+                        user?: string | null;
+                        createdBy?: string;
+                        createdAt?: string;
+                        lastUsedAt?: string | null;
+                        revokedAt?: string | null;
+                        /** @description dux_...: in the answer to POST only, shown once */
+                        token?: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    revokeMyToken: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id?: number;
+                        name?: string;
+                        /** @enum {unknown} */
+                        role?: "viewer" | "operator" | "admin";
+                        permissions?: ("payloads" | "audit")[];
+                        user?: string | null;
+                        createdBy?: string;
+                        createdAt?: string;
+                        lastUsedAt?: string | null;
+                        revokedAt?: string | null;
+                        /** @description dux_...: in the answer to POST only, shown once */
+                        token?: string;
                     };
                 };
             };
