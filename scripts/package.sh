@@ -8,6 +8,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$here/build/release"
 
+"$here/scripts/build-ui.sh" >&2  # the console, which the binary embeds
 "$here/scripts/build.sh" release ductus ductusctl >&2
 rm -f "$build"/package/ductus_*.deb
 (cd "$build" && cpack -G DEB --config CPackConfig.cmake) >&2
