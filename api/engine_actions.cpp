@@ -236,7 +236,7 @@ constexpr const char* kDrainAnswer = R"({"type":"object",
 "properties":{"draining":{"type":"boolean"},
 "stopWhenDrained":{"type":"boolean","description":"the engine exits once drained"},
 "storesInFlight":{"type":"integer","description":"messages being stored now"},
-"pending":{"type":"integer","description":"deliveries pending for this engine's unpaused destinations"},
+"pending":{"type":"integer","description":"deliveries pending for this engine's unpaused destinations of running interfaces"},
 "drained":{"type":"boolean","description":"draining, no store in flight and nothing pending"}}})";
 
 }  // namespace

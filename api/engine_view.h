@@ -128,12 +128,14 @@ struct MessageKeysView {
 };
 
 // GET /engine/drain. drained: draining, no store in flight and nothing
-// pending for this engine's unpaused destinations.
+// pending for this engine's unpaused destinations of running interfaces.
 struct DrainInfo {
   bool draining = false;
   bool stopWhenDrained = false;
   int64_t storesInFlight = 0;
-  int64_t pending = 0;  // deliveries pending for this engine's unpaused destinations
+  // deliveries pending for this engine's unpaused destinations of
+  // running interfaces
+  int64_t pending = 0;
   bool drained = false;
 };
 

@@ -248,10 +248,15 @@ void EngineActions::drainStatus(std::function<void(Result<api::DrainInfo>)> done
   info.stopWhenDrained = stopWhenDrained_;
   for (auto& f : interfaces_)
     if (f.intake) info.storesInFlight += static_cast<int64_t>(f.intake->gate().inFlight());
-  std::vector<int64_t> counted;  // this engine's unpaused destinations
-  for (auto& f : interfaces_)
+  // This engine's unpaused destinations of running interfaces: what a pause
+  // or the runaway guard holds moves only when an operator says so, and a
+  // drain waiting for it would never end.
+  std::vector<int64_t> counted;
+  for (auto& f : interfaces_) {
+    if (deps_.workers->isStopped(f.config->name)) continue;
     for (auto& d : f.destinations)
       if (!pauses_.count(d.id)) counted.push_back(d.id);
+  }
   if (!deps_.waiting) return done(Error{"no queue counts here", "unavailable"});
   auto alive = alive_;
   deps_.waiting([alive, info, counted, done](std::optional<std::map<int64_t, int64_t>> counts) {
@@ -273,7 +278,7 @@ void EngineActions::checkDrained() {
     stopRequested_ = true;
     uv_timer_stop(drainCheck_.get());
     spdlog::info("drained: nothing in flight, nothing pending for this engine's unpaused "
-                 "destinations");
+                 "destinations of running interfaces");
     deps_.stop();
   });
 }

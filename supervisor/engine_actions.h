@@ -10,8 +10,9 @@
 // - drain: every intake gate closed (MLLP answers AE, HTTP 503, as while
 //   stopping), systemd told and its stored listening sockets removed; the
 //   queues empty out. Drained = no store in flight and nothing pending for
-//   this engine's unpaused destinations. With stop, the engine then stops
-//   the way SIGTERM stops it. Undrain opens the gates again.
+//   this engine's unpaused destinations of running interfaces. With stop,
+//   the engine then stops the way SIGTERM stops it. Undrain opens the
+//   gates again.
 #pragma once
 
 #include <uv.h>

@@ -1,9 +1,10 @@
 // The operator's actions on a real `ductus run` through its REST API: a
 // paused destination delivers nothing, stays paused across a restart and
 // delivers everything in order once resumed; an interface runaways stopped
-// runs its fixed code after a restart and delivers what waited; a drain
-// closes the gates (AE, /health 503), says drained once the queues are
-// empty, opens them again when ended, and with stop ends the engine.
+// holds up no drain, runs its fixed code after a restart and delivers what
+// waited; a drain closes the gates (AE, /health 503), says drained once the
+// queues are empty, opens them again when ended, and with stop ends the
+// engine.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -162,6 +163,15 @@ TEST(EngineActions, ARestartRunsTheFixedCodeOfAStoppedInterfaceAndDeliversWhatWa
   std::this_thread::sleep_for(1000ms);
   EXPECT_TRUE(receiver.accepted().empty());
   EXPECT_EQ(db.value("SELECT count(*) FROM deliveries WHERE status = 0"), "1");
+
+  // A drain does not wait for what the stopped interface holds: nothing
+  // moves there until an operator restarts it.
+  r = api.call("POST", "/api/v1/engine/drain", {{"stop", false}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  json drain = api.get("/api/v1/engine/drain");
+  EXPECT_EQ(drain["pending"], 0) << drain.dump();
+  EXPECT_EQ(drain["drained"], true) << drain.dump();
+  EXPECT_EQ(api.call("DELETE", "/api/v1/engine/drain").status, 200);
 
   // The operator fixes the code on disk, then restarts the interface.
   std::ofstream(project.root() / "interfaces/adt/transform.js")

@@ -1914,7 +1914,7 @@ export interface operations {
                         stopWhenDrained: boolean;
                         /** @description messages being stored now */
                         storesInFlight: number;
-                        /** @description deliveries pending for this engine's unpaused destinations */
+                        /** @description deliveries pending for this engine's unpaused destinations of running interfaces */
                         pending: number;
                         /** @description draining, no store in flight and nothing pending */
                         drained: boolean;
@@ -1957,7 +1957,7 @@ export interface operations {
                         stopWhenDrained: boolean;
                         /** @description messages being stored now */
                         storesInFlight: number;
-                        /** @description deliveries pending for this engine's unpaused destinations */
+                        /** @description deliveries pending for this engine's unpaused destinations of running interfaces */
                         pending: number;
                         /** @description draining, no store in flight and nothing pending */
                         drained: boolean;
@@ -1994,7 +1994,7 @@ export interface operations {
                         stopWhenDrained: boolean;
                         /** @description messages being stored now */
                         storesInFlight: number;
-                        /** @description deliveries pending for this engine's unpaused destinations */
+                        /** @description deliveries pending for this engine's unpaused destinations of running interfaces */
                         pending: number;
                         /** @description draining, no store in flight and nothing pending */
                         drained: boolean;
