@@ -1,11 +1,14 @@
 #include "worker/confine.h"
 
+#include <linux/capability.h>
 #include <linux/sched.h>
+#include <linux/securebits.h>
 #include <seccomp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <initializer_list>
@@ -93,7 +96,59 @@ Status allowIf(scmp_filter_ctx ctx, int nr, const char* name, Cmp... cmp) {
   return {};
 }
 
+// Closes [first, last]; close_range where the kernel has it (5.9), else
+// one close per possible descriptor up to the descriptor limit.
+Status closeRange(unsigned first, unsigned last) {
+  if (first > last) return {};
+#if defined(SYS_close_range)
+  if (syscall(SYS_close_range, first, last, 0) == 0) return {};
+  if (errno != ENOSYS) return Error::fromErrno("close_range");
+#endif
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return Error::fromErrno("getrlimit(RLIMIT_NOFILE)");
+  unsigned end = lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > (1u << 20)
+                     ? (1u << 20)
+                     : static_cast<unsigned>(lim.rlim_cur);
+  for (unsigned fd = first; fd <= last && fd < end; ++fd) ::close(static_cast<int>(fd));
+  return {};
+}
+
+bool capabilityEffective(int cap) {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (syscall(SYS_capget, &header, data) != 0) return false;
+  return (data[cap / 32].effective & (1u << (cap % 32))) != 0;
+}
+
 }  // namespace
+
+Status dropCapabilities() {
+  if (capabilityEffective(CAP_SETPCAP)) {
+    constexpr unsigned long kBits =
+        SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+        SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+        SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+    if (prctl(PR_SET_SECUREBITS, kBits, 0, 0, 0) != 0)
+      return Error::fromErrno("prctl(PR_SET_SECUREBITS)");
+    // Up to the kernel's last capability: PR_CAPBSET_READ says EINVAL past it.
+    for (unsigned long cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; ++cap)
+      if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0)
+        return Error::fromErrno("prctl(PR_CAPBSET_DROP, " + std::to_string(cap) + ")");
+  }
+  // EINVAL: a kernel without ambient capabilities (before 4.3) has none.
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+    return Error::fromErrno("prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[2]{};
+  if (syscall(SYS_capset, &header, none) != 0) return Error::fromErrno("capset");
+  return {};
+}
+
+Status closeDescriptorsExcept(int keep) {
+  if (keep < 3) return closeRange(3, ~0u);
+  if (auto s = closeRange(3, static_cast<unsigned>(keep) - 1); !s) return s;
+  return closeRange(static_cast<unsigned>(keep) + 1, ~0u);
+}
 
 Status confineProcess(const ConfineOptions& options) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
@@ -103,8 +158,15 @@ Status confineProcess(const ConfineOptions& options) {
   if (setrlimit(RLIMIT_CORE, &none) != 0) return Error::fromErrno("setrlimit(RLIMIT_CORE)");
   if (options.addressSpaceBytes > 0 && !kSanitized) {
     rlimit as{options.addressSpaceBytes, options.addressSpaceBytes};
+    // Never above a lower hard limit already set: raising it needs
+    // CAP_SYS_RESOURCE, which the worker dropped when it started.
+    rlimit now{};
+    if (getrlimit(RLIMIT_AS, &now) == 0 && now.rlim_max != RLIM_INFINITY && now.rlim_max < as.rlim_max)
+      as = {now.rlim_max, now.rlim_max};
     if (setrlimit(RLIMIT_AS, &as) != 0) return Error::fromErrno("setrlimit(RLIMIT_AS)");
   }
+  // Before the filter, which refuses the prctl and capset calls it makes.
+  if (auto s = dropCapabilities(); !s) return s;
 
   // Default: EPERM, so a call we did not foresee fails like a refused
   // permission (libc and V8 report it) instead of killing a healthy worker.

@@ -209,6 +209,11 @@ int serveWorker(const char* argv0, int fd, size_t heapMb) {
   // The address space: V8's heap plus code space, stacks and the
   // allocator's slack. The heap limit, not this, stops a heap bomb.
   size_t addressSpace = (heapMb * 4 + 2048) * (size_t{1} << 20);
+  // Again, in case starting V8 left one open: none is needed from here on.
+  if (auto s = closeDescriptorsExcept(fd); !s) {
+    std::fprintf(stderr, "worker: %s\n", s.error().message.c_str());
+    return proto::kExitBroken;
+  }
   if (auto s = confineProcess({addressSpace}); !s) {
     std::fprintf(stderr, "worker: confining failed: %s\n", s.error().message.c_str());
     return proto::kExitBroken;

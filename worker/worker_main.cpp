@@ -60,6 +60,10 @@ int probe(const char* argv0, bool hold) {
     std::fprintf(stderr, "worker: %s\n", iso.error().message.c_str());
     return proto::kExitBroken;
   }
+  if (auto s = closeDescriptorsExcept(-1); !s) {
+    std::fprintf(stderr, "worker: %s\n", s.error().message.c_str());
+    return proto::kExitBroken;
+  }
   if (auto s = confineProcess({addressSpaceFor(kDefaultHeapMb)}); !s) {
     std::fprintf(stderr, "worker: confining failed: %s\n", s.error().message.c_str());
     return proto::kExitBroken;
@@ -123,10 +127,23 @@ int workerMain(int argc, char** argv) {
       return 2;
     }
   }
+  if (!doProbe && fd < 0) {
+    usage(stderr);
+    return 2;
+  }
+  // Before anything else, and before V8 starts its threads (each thread
+  // copies its creator's capabilities): only stdio and the socket stay
+  // open, and no capability is left, whoever started the engine.
+  if (auto s = closeDescriptorsExcept(doProbe ? -1 : fd); !s) {
+    std::fprintf(stderr, "worker: %s\n", s.error().message.c_str());
+    return proto::kExitBroken;
+  }
+  if (auto s = dropCapabilities(); !s) {
+    std::fprintf(stderr, "worker: dropping capabilities failed: %s\n", s.error().message.c_str());
+    return proto::kExitBroken;
+  }
   if (doProbe) return probe(argv[0], hold);
-  if (fd >= 0) return serveWorker(argv[0], fd, heapMb ? heapMb : kDefaultHeapMb);
-  usage(stderr);
-  return 2;
+  return serveWorker(argv[0], fd, heapMb ? heapMb : kDefaultHeapMb);
 }
 
 }  // namespace ductus::worker

@@ -303,6 +303,12 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
   // first uv_queue_work: libuv reads it once. An operator's value wins.
   setenv("UV_THREADPOOL_SIZE", "16", 0);
   raiseOpenFileLimit();
+  // Workers drop every capability whoever starts them (worker/confine.h),
+  // but the supervisor itself keeps root's, and needs none of them.
+  if (geteuid() == 0)
+    spdlog::warn(
+        "running as root: workers drop every capability, but the engine itself needs none; "
+        "run it as its own user (the package's unit runs it as `ductus`)");
   // Before the first worker starts: they must not inherit systemd's sockets.
   // Outlives the engine, which holds it.
   std::unique_ptr<Systemd> systemd = Systemd::fromEnvironment();

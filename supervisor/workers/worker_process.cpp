@@ -55,6 +55,9 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
   char* args[] = {bin.data(), a0, a2, a3, a4, heap.data(), nullptr};
   // fd 0: nothing; 1 and 2: ours (the worker logs little, to stderr);
   // 3: its end of the socketpair (libuv dup2s it and clears CLOEXEC).
+  // Ours are all close-on-exec, but uv_spawn closes nothing else: what the
+  // shell that started the engine left open without it reaches the worker
+  // too, which closes everything else first thing (worker/confine.h).
   uv_stdio_container_t stdio[4];
   stdio[0].flags = UV_IGNORE;
   stdio[1].flags = UV_INHERIT_FD;
