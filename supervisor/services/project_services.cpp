@@ -169,7 +169,11 @@ struct ProjectServices::DbCall : std::enable_shared_from_this<DbCall> {
 };
 
 struct ProjectServices::DbPool {
-  size_t limit = 1;  // the database's max_connections
+  size_t limit = 1;  // the database's max_connections, or a dedicated_pools count
+  // In messages: which connections a call waits for, and the setting that
+  // sizes them.
+  std::string connections;
+  std::string setting = "max_connections in resources.yaml";
   std::unique_ptr<store::PgPool> pool;
   size_t running = 0;  // calls holding or getting one of its connections
   std::deque<std::shared_ptr<DbCall>> waiting;
@@ -201,6 +205,7 @@ ProjectServices::DbPool& ProjectServices::poolFor(const config::DatabaseResource
   if (!p) {
     p = std::make_unique<DbPool>();
     p->limit = std::max<size_t>(1, db.maxConnections);
+    p->connections = "one of the database's " + std::to_string(p->limit) + " connections";
     // Named in pg_stat_activity, so an operator can tell scripts'
     // connections from the engine's and from each database resource's.
     auto conninfo =
@@ -210,6 +215,25 @@ ProjectServices::DbPool& ProjectServices::poolFor(const config::DatabaseResource
     p->pool = std::make_unique<store::PgPool>(loop_, conninfo ? *conninfo : db.url, p->limit);
   }
   return *p;
+}
+
+ProjectServices::DbPool* ProjectServices::dedicatedPoolFor(const ServiceCall& call,
+                                                           const config::DatabaseResource& db) {
+  const config::InterfaceConfig* iface = project_ ? project_->find(call.interfaceName) : nullptr;
+  if (!iface) return nullptr;
+  auto n = iface->dedicatedPools.find(db.name);
+  if (n == iface->dedicatedPools.end()) return nullptr;
+  auto& p = dedicatedDbs_[{iface->name, db.name}];
+  if (!p) {
+    p = std::make_unique<DbPool>();
+    p->limit = std::max<uint32_t>(1, n->second);
+    p->connections = "one of its own " + std::to_string(p->limit) + " dedicated connections";
+    p->setting = "dedicated_pools in interfaces/" + iface->name + "/interface.yaml";
+    auto conninfo = store::withConninfoDefaults(
+        db.url, {{"application_name", "ductus db(" + db.name + ") for " + iface->name}});
+    p->pool = std::make_unique<store::PgPool>(loop_, conninfo ? *conninfo : db.url, p->limit);
+  }
+  return p.get();
 }
 
 std::chrono::milliseconds ProjectServices::dbTimeoutFor(const ServiceCall& call) const {
@@ -234,13 +258,24 @@ void ProjectServices::database(const ServiceCall& call, Reply reply) {
       else params.emplace_back(v.dump());
     }
   }
-  DbPool& pool = poolFor(it->second);
+  DbPool& shared = poolFor(it->second);
+  DbPool* chosen = &shared;
+  // An interface with dedicated_pools for this database takes its own
+  // connections first; when they are all busy, a free shared one nobody
+  // waits for; else it waits for one of its own, never behind the other
+  // interfaces' calls queued on the shared pool.
+  if (DbPool* own = dedicatedPoolFor(call, it->second)) {
+    chosen = own;
+    if (own->running >= own->limit && shared.running < shared.limit && shared.waiting.empty())
+      chosen = &shared;
+  }
+  DbPool& pool = *chosen;
   auto c = std::make_shared<DbCall>();
   c->database = call.resource;
   if (pool.running >= pool.limit && pool.waiting.size() >= options_.maxDbWaiting)
     return reply(Error{c->who() + ": refused, " + std::to_string(pool.waiting.size()) +
                        " calls already wait for one of its " + std::to_string(pool.limit) +
-                       " connections (max_connections in resources.yaml)" + kTransient});
+                       " connections (" + pool.setting + ")" + kTransient});
   c->query = call.kind == ServiceCall::Kind::DbQuery;
   c->sql =
       c->query ? cappedQuery(call.sql, options_.maxDbRows, options_.maxDbResultBytes) : call.sql;
@@ -259,8 +294,8 @@ void ProjectServices::database(const ServiceCall& call, Reply reply) {
         if (!self->started) {
           std::erase(self->pool->waiting, self);
           return self->answer(self->timedOut(
-              "it waited for one of the database's " + std::to_string(self->pool->limit) +
-              " connections the whole time; max_connections in resources.yaml"));
+              "it waited for " + self->pool->connections + " the whole time; " +
+              self->pool->setting));
         }
         // Still running: its connection stays taken until the server's
         // statement_timeout (what was left of this one) cancels it.

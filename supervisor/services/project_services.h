@@ -8,6 +8,13 @@
 //   WITH ductus_q AS (<sql>) SELECT json_agg(ductus_q) FROM ductus_q.
 //   Each database has a pool of at most its max_connections (opened as
 //   calls need them); calls beyond it wait in order, at most maxDbWaiting.
+//   An interface with `dedicated_pools: { <database>: N }` (isolation:
+//   dedicated, so every call names its interface) also has N connections
+//   of its own to that database, which only it uses: a call of it takes
+//   one of those first; when all N are busy, a free connection of the
+//   shared pool that no call waits for; else it waits for one of its own.
+//   So it is never starved by the other interfaces' queries, and the
+//   database sees up to max_connections plus every dedicated N.
 //   A call has the calling interface's timeout (dbTimeout when unknown) for
 //   waiting and running together: past it, it answers transient "timed
 //   out", and the server cancels the statement (statement_timeout, set to
@@ -103,6 +110,9 @@ class ProjectServices : public ServiceHandler {
   struct DbPool;
   struct DbCall;
   DbPool& poolFor(const config::DatabaseResource& db);
+  // The calling interface's own pool for that database (dedicated_pools),
+  // or null when it has none.
+  DbPool* dedicatedPoolFor(const ServiceCall& call, const config::DatabaseResource& db);
   std::chrono::milliseconds dbTimeoutFor(const ServiceCall& call) const;
   void database(const ServiceCall& call, Reply reply);
   // Starts waiting calls while fewer than max_connections run.
@@ -121,6 +131,8 @@ class ProjectServices : public ServiceHandler {
   const config::Project* project_;  // null: no interfaces to take timeouts from
   Options options_;
   std::map<std::string, std::unique_ptr<DbPool>> dbs_;
+  // (interface, database) → the interface's dedicated_pools connections.
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<DbPool>> dedicatedDbs_;
   services::HttpFetch http_;
   // Each api's origin, for fetch(): which api a URL belongs to.
   std::map<std::string, const config::ApiResource*> origins_;

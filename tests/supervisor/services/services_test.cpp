@@ -495,6 +495,102 @@ TEST_F(ServicesTest, ADbCallWaitingForABusyConnectionPastItsTimeoutIsTransient) 
   EXPECT_EQ(json::parse(**first), json::parse(R"([{"s":1}])"));
 }
 
+// dedicated_pools: an interface's own connections to a database, so the
+// other interfaces' slow queries holding (and queueing for) the shared pool
+// don't starve it.
+class DedicatedPoolTest : public ServicesTest {
+ protected:
+  void SetUp() override {
+    ServicesTest::SetUp();
+    ASSERT_FALSE(db_.url().empty());
+    config::DatabaseResource main;
+    main.name = "main";
+    main.url = db_.url();
+    main.maxConnections = 1;
+    project_cfg_.resources.databases.emplace("main", main);
+    config::InterfaceConfig own;
+    own.name = "own";
+    own.isolation = config::Isolation::Dedicated;
+    own.dedicatedPools = {{"main", 1}};
+    own.timeout = std::chrono::seconds(2);
+    project_cfg_.interfaces.push_back(own);
+    ProjectServices::Options o;
+    o.dbTimeout = std::chrono::seconds(20);  // the other interfaces' calls
+    services(o);
+  }
+
+  static ServiceCall query(const std::string& interfaceName, const std::string& sql) {
+    ServiceCall c{};
+    c.kind = ServiceCall::Kind::DbQuery;
+    c.interfaceName = interfaceName;
+    c.resource = "main";
+    c.sql = sql;
+    return c;
+  }
+
+  int connectionsNamed(const std::string& name) {
+    return std::stoi(db_.value(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+        "application_name = $1",
+        {name}));
+  }
+
+  TestDatabase db_;
+};
+
+TEST_F(DedicatedPoolTest, AnInterfaceWithADedicatedPoolGetsAConnectionWhileOthersHoldTheSharedOne) {
+  // Another interface holds the shared pool's one connection and queues
+  // behind it, each for longer than `own`'s whole timeout.
+  std::optional<Result<std::string>> busy, queued, mine;
+  services().call(query("other", "SELECT 1 AS s FROM pg_sleep(4)"),
+                  [&](Result<std::string> r) { busy = std::move(r); });
+  services().call(query("other", "SELECT 2 AS s FROM pg_sleep(4)"),
+                  [&](Result<std::string> r) { queued = std::move(r); });
+  ASSERT_TRUE(runUntil(
+      [&] {
+        return db_.value("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
+                         "datname = current_database() AND query LIKE '%pg_sleep(4)%' AND pid <> pg_backend_pid()") == "1";
+      },
+      std::chrono::seconds(5)));
+  services().call(query("own", "SELECT 3 AS three"),
+                  [&](Result<std::string> r) { mine = std::move(r); });
+  ASSERT_TRUE(runUntil([&] { return mine.has_value(); }, std::chrono::seconds(15)));
+  ASSERT_TRUE(*mine) << mine->error().message;
+  EXPECT_EQ(json::parse(**mine), json::parse(R"([{"three":3}])"));
+  EXPECT_FALSE(busy.has_value()) << "answered only after the other interface's queries";
+  // On a connection of its own, named for it in pg_stat_activity.
+  EXPECT_EQ(connectionsNamed("ductus db(main) for own"), 1);
+  EXPECT_EQ(connectionsNamed("ductus db(main)"), 1);
+  ASSERT_TRUE(runUntil([&] { return busy && queued; }, std::chrono::seconds(20)));
+  EXPECT_TRUE(*busy && *queued);
+}
+
+TEST_F(DedicatedPoolTest, WhenItsOwnConnectionsAreBusyItBorrowsAFreeSharedOneElseWaitsForItsOwn) {
+  std::optional<Result<std::string>> first, second, third;
+  // Its own connection busy: the second call takes the free shared one.
+  services().call(query("own", "SELECT 1 AS s FROM pg_sleep(1)"),
+                  [&](Result<std::string> r) { first = std::move(r); });
+  services().call(query("own", "SELECT 2 AS s FROM pg_sleep(1)"),
+                  [&](Result<std::string> r) { second = std::move(r); });
+  ASSERT_TRUE(runUntil(
+      [&] {
+        return db_.value("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
+                         "datname = current_database() AND query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()") == "2";
+      },
+      std::chrono::seconds(5)))
+      << "the two calls did not run side by side";
+  EXPECT_EQ(connectionsNamed("ductus db(main) for own"), 1);
+  EXPECT_EQ(connectionsNamed("ductus db(main)"), 1);
+  // Both busy: the third waits for its own and is answered (well within
+  // its 2 s), not refused or timed out.
+  services().call(query("own", "SELECT 3 AS s"),
+                  [&](Result<std::string> r) { third = std::move(r); });
+  ASSERT_TRUE(runUntil([&] { return first && second && third; }, std::chrono::seconds(15)));
+  ASSERT_TRUE(*third) << third->error().message;
+  EXPECT_EQ(json::parse(**third), json::parse(R"([{"s":3}])"));
+  EXPECT_TRUE(*first && *second);
+}
+
 TEST_F(ServicesTest, AQueryResultOverTheRowOrByteCapIsRefusedNamingTheCapAndNotRetried) {
   TestDatabase db;
   ASSERT_FALSE(db.url().empty());
