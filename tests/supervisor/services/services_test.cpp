@@ -535,6 +535,18 @@ class DedicatedPoolTest : public ServicesTest {
         {name}));
   }
 
+  // Waits until exactly n statements containing `text` run at once.
+  bool running(int n, const std::string& text) {
+    return runUntil(
+        [&] {
+          return db_.value("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
+                           "datname = current_database() AND pid <> pg_backend_pid() AND "
+                           "strpos(query, $1) > 0",
+                           {text}) == std::to_string(n);
+        },
+        std::chrono::seconds(5));
+  }
+
   TestDatabase db_;
 };
 
@@ -546,12 +558,7 @@ TEST_F(DedicatedPoolTest, AnInterfaceWithADedicatedPoolGetsAConnectionWhileOther
                   [&](Result<std::string> r) { busy = std::move(r); });
   services().call(query("other", "SELECT 2 AS s FROM pg_sleep(4)"),
                   [&](Result<std::string> r) { queued = std::move(r); });
-  ASSERT_TRUE(runUntil(
-      [&] {
-        return db_.value("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
-                         "datname = current_database() AND query LIKE '%pg_sleep(4)%' AND pid <> pg_backend_pid()") == "1";
-      },
-      std::chrono::seconds(5)));
+  ASSERT_TRUE(running(1, "pg_sleep(4)"));
   services().call(query("own", "SELECT 3 AS three"),
                   [&](Result<std::string> r) { mine = std::move(r); });
   ASSERT_TRUE(runUntil([&] { return mine.has_value(); }, std::chrono::seconds(15)));
@@ -572,13 +579,7 @@ TEST_F(DedicatedPoolTest, WhenItsOwnConnectionsAreBusyItBorrowsAFreeSharedOneEls
                   [&](Result<std::string> r) { first = std::move(r); });
   services().call(query("own", "SELECT 2 AS s FROM pg_sleep(1)"),
                   [&](Result<std::string> r) { second = std::move(r); });
-  ASSERT_TRUE(runUntil(
-      [&] {
-        return db_.value("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
-                         "datname = current_database() AND query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()") == "2";
-      },
-      std::chrono::seconds(5)))
-      << "the two calls did not run side by side";
+  ASSERT_TRUE(running(2, "pg_sleep(1)")) << "the two calls did not run side by side";
   EXPECT_EQ(connectionsNamed("ductus db(main) for own"), 1);
   EXPECT_EQ(connectionsNamed("ductus db(main)"), 1);
   // Both busy: the third waits for its own and is answered (well within
