@@ -97,7 +97,9 @@ class FakeSender : public senders::Sender {
         0);
   }
   void close(std::function<void()> done) override { done(); }
+  size_t pipelineDepth() const override { return depth; }
 
+  size_t depth = 1;  // the file sender's is 16
   std::function<senders::SendOutcome(const std::string&)> answer = [](const std::string&) {
     return senders::SendOutcome::sent();
   };
@@ -372,6 +374,33 @@ TEST_F(DeliveryLoopTest, EveryTransformOfAReadIsInFlightAtOnceAndOutputsLeaveInO
   transformer_->release(0);
   ASSERT_TRUE(waitFor([&] { return loop.counters().sent == 10; }));
   for (int i = 0; i < 10; ++i) EXPECT_EQ(sender_->sent[i], "M" + std::to_string(i) + "-out");
+}
+
+// A pipelined sender (the file sender takes 16 at once) is handed the
+// outputs after the message in hand while their transforms are done; never
+// past one whose transform failed transiently: the files after it would be
+// written before it is.
+TEST_F(DeliveryLoopTest, APipelinedSenderGetsNothingPastATransientFailureBeforeItsRetry) {
+  sender_->depth = 16;
+  bool failedOnce = false;
+  transformer_->answer = [&](const FakeTransformer::Call& c) {
+    if (c.payload == "M3" && !failedOnce) {
+      failedOnce = true;
+      return Outcome{Outcome::Kind::Transient, "worker died"};
+    }
+    return Outcome{Outcome::Kind::Output, c.payload};
+  };
+  std::vector<std::string> expected;
+  for (int i = 0; i < 10; ++i) {
+    expected.push_back("M" + std::to_string(i));
+    stored(expected.back(), {destA_});
+  }
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return pending(destA_) == 0; }));
+  EXPECT_TRUE(failedOnce);
+  EXPECT_EQ(loop.counters().retries, 1);
+  // Each once, in order: nothing after M3 left before M3's retry did.
+  EXPECT_EQ(sender_->sent, expected);
 }
 
 TEST_F(DeliveryLoopTest, EachOutcomeKindEndsTheDeliveryAsItSays) {
