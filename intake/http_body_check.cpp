@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/hl7/message.h"
+#include "common/hl7/mllp.h"
 #include "common/text.h"
 
 namespace ductus::intake {
@@ -69,6 +70,10 @@ std::optional<net::HttpResponse> refuseBody(config::Format format, const net::Ht
     return plain(400, "the body is not JSON");
   }
   if (format == config::Format::Hl7v2) {
+    // Framing bytes in a body would leave an MLLP destination as two
+    // messages, the second never stored (hl7::mllp::refuseFramingBytes).
+    if (auto s = hl7::mllp::refuseFramingBytes(req.body); !s)
+      return plain(400, "the body is refused: " + s.error().message);
     if (auto m = hl7::MessageView::parse(req.body); !m)
       return plain(400, "the body is not an HL7 v2 message: " + m.error().message);
   }

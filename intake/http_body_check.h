@@ -1,7 +1,8 @@
 // What a queue-mode HTTP source refuses before storing anything: a body its
 // interface's format can't read. 415 for a Content-Type that names another
 // kind of content (an image, a form, a PDF); 400 for a JSON body that is not
-// JSON or an HL7 body without an MSH segment (MLLP's AR, over HTTP). A
+// JSON, an HL7 body without an MSH segment (MLLP's AR, over HTTP) or with an
+// MLLP framing byte (0x0B, 0x1C) anywhere in it. A
 // missing Content-Type or application/octet-stream leaves it to the bytes.
 #pragma once
 

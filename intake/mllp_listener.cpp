@@ -35,9 +35,7 @@ std::string mshSegmentOf(std::string_view frame) {
 }
 
 std::string answerFor(std::string_view mshSegment, hl7::AckCode code, std::string_view text) {
-  auto view = hl7::MessageView::parse(mshSegment);
-  if (!view) return hl7::buildAckWithoutMessage(code, text);
-  return hl7::buildAck(*view, code, text);
+  return hl7::buildAckFor(mshSegment, code, text);
 }
 
 }  // namespace
@@ -194,7 +192,14 @@ class MllpConnection final : public net::StreamConnection {
     auto view = hl7::MessageView::parse(frame);
     if (!view) {
       noteRefusal(view.error().message);
-      writeAck(hl7::buildAckWithoutMessage(hl7::AckCode::Reject, view.error().message));
+      writeAck(answerFor(mshSegmentOf(frame), hl7::AckCode::Reject, view.error().message));
+      return;
+    }
+    // A second start block inside the frame: a message nested in this one,
+    // which a receiver downstream would read as a message of its own.
+    if (auto s = hl7::mllp::refuseFramingBytes(frame); !s) {
+      noteRefusal(s.error().message);
+      writeAck(hl7::buildAck(*view, hl7::AckCode::Reject, s.error().message));
       return;
     }
     MllpListener* listener = this->listener();

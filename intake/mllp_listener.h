@@ -11,7 +11,10 @@
 // * AR "message too large" for a frame over maxMessageBytes: the frame is
 //   read to its end and discarded, so the connection stays in sync;
 // * AR "no MSH segment" (or the delimiter error) for a frame with no
-//   readable MSH.
+//   readable MSH (MSA-2 still echoes MSH-10 when MSH-1 can be read);
+// * AR "message contains MLLP framing bytes ..." for a frame holding a
+//   second start block (0x0B): a message nested in this one, which would
+//   leave here as two (hl7::mllp::refuseFramingBytes).
 // Those refusals are logged at most once a minute per connection (a peer
 // can send them at will); the lines say how many were not. Like an ACK
 // after a commit, each AR is written before the next frame is read, so a

@@ -1,8 +1,11 @@
 #include "common/hl7/ack.h"
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <ctime>
+
+#include "common/hl7/mllp.h"
 
 namespace ductus::hl7 {
 
@@ -109,18 +112,35 @@ std::string buildAck(const MessageView& msg, AckCode code, std::string_view text
   return out;
 }
 
-std::string buildAckWithoutMessage(AckCode code, std::string_view text, const AckOptions& opt) {
+std::string buildAckWithoutMessage(AckCode code, std::string_view text, const AckOptions& opt,
+                                   std::string_view controlId) {
   std::string id = opt.controlId.empty() ? newControlId() : opt.controlId;
   std::string out = "MSH|^~\\&|||||" + formatTimestamp(opt.now) + "||ACK|" + id + "|P|2.5\r";
   out += "MSA|";
   out += ackCodeText(code, false);
   out += "|";
+  out += escape(controlId, Delimiters{});
   if (!text.empty()) {
     out += "|";
     out += escape(text, Delimiters{});
   }
   out += '\r';
   return out;
+}
+
+std::string buildAckFor(std::string_view bytes, AckCode code, std::string_view text,
+                        const AckOptions& opt) {
+  if (auto m = MessageView::parse(bytes)) return buildAck(*m, code, text, opt);
+  std::string_view controlId;
+  if (auto f = MessageView::parseFieldsOnly(bytes)) {
+    char sep = f->delimiters().field;
+    // A letter or digit would have split "MSH" itself; a framing byte or
+    // NUL is no separator anyone meant.
+    if (!std::isalnum(static_cast<unsigned char>(sep)) && sep != '\0' &&
+        sep != mllp::kStartBlock && sep != mllp::kEndBlock)
+      controlId = f->get("MSH.10");
+  }
+  return buildAckWithoutMessage(code, text, opt, controlId);
 }
 
 }  // namespace ductus::hl7

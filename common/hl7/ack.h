@@ -47,9 +47,18 @@ std::string buildAck(const MessageView& msg, AckCode code, std::string_view text
                      const AckOptions& opt = {});
 
 // The answer to bytes with no readable MSH: standard delimiters, empty
-// applications, an empty MSA-2 (there is no MSH-10 to echo).
+// applications, MSA-2 `controlId` (escaped; empty: nothing to echo).
 std::string buildAckWithoutMessage(AckCode code, std::string_view text,
-                                   const AckOptions& opt = {});
+                                   const AckOptions& opt = {}, std::string_view controlId = {});
+
+// The answer to any bytes, however much of their MSH can be read:
+// buildAck() when MessageView::parse() reads it; else, when MSH-1 is still a
+// usable field separator (not a letter, digit, terminator, NUL or framing
+// byte) and only MSH-2 is not, buildAckWithoutMessage() echoing the MSH-10
+// read field by field, so the sender can match the AR to its message; else
+// one with an empty MSA-2.
+std::string buildAckFor(std::string_view bytes, AckCode code, std::string_view text,
+                        const AckOptions& opt = {});
 
 // A fresh message control id, unique within this process and practically
 // across restarts (time in microseconds + a counter), at most 20 bytes as

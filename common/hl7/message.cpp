@@ -59,14 +59,17 @@ Result<Delimiters> readDelimiters(std::string_view bytes, size_t mshAt) {
   for (size_t i = 0; i < 5; ++i) {
     if (isTerminator(all[i]) || all[i] == '\0')
       return Error{"MSH-2 is shorter than 4 encoding characters"};
-    // MLLP's framing bytes end a segment wherever they stand, and a letter
-    // or digit would split "MSH" itself (and every segment name): neither
-    // can be a delimiter the message is read by.
+    // MLLP's framing bytes end a segment wherever they stand: never a
+    // delimiter the message is read by.
     if (all[i] == mllp::kStartBlock || all[i] == mllp::kEndBlock)
       return Error{"MSH-1/MSH-2 declare an MLLP framing byte as a delimiter"};
-    if (std::isalnum(static_cast<unsigned char>(all[i])))
-      return Error{std::string("MSH-1/MSH-2 declare the letter or digit '") + all[i] +
-                   "' as a delimiter"};
+    // A letter or digit as the field separator would split "MSH" itself
+    // (and every segment name, which the segment lookup reads up to it).
+    // The other four only split inside fields, where the sender escapes
+    // them: a letter there is legal HL7 (hl7apy writes "MSH!$r?@").
+    if (i == 0 && std::isalnum(static_cast<unsigned char>(all[i])))
+      return Error{std::string("MSH-1 declares the letter or digit '") + all[i] +
+                   "' as the field separator"};
     for (size_t j = i + 1; j < 5; ++j)
       if (all[i] == all[j])
         return Error{std::string("MSH-1/MSH-2 declare the delimiter '") + all[i] + "' twice"};

@@ -30,8 +30,10 @@ size_t findMsh(std::string_view bytes);
 
 // The delimiters MSH-1 and MSH-2 declare, for the MSH at mshAt. Refused when
 // MSH-2 is shorter than 4 characters (components, repetitions, escape,
-// subcomponents), when two delimiters are the same byte, or a delimiter is a
-// segment terminator.
+// subcomponents), when two delimiters are the same byte, a delimiter is a
+// segment terminator or an MLLP framing byte, or the field separator is a
+// letter or digit (it would split the segment names). Letters and digits
+// are fine as the other four.
 Result<Delimiters> readDelimiters(std::string_view bytes, size_t mshAt);
 
 // A path into a message: "MSH.10", "MSH-10", "PID.3.1", "PID.3.1.2",

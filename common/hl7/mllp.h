@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/result.h"
+
 namespace ductus::hl7::mllp {
 
 inline constexpr char kStartBlock = 0x0b;      // <VT>
@@ -22,6 +24,23 @@ inline std::string frame(std::string_view message) {
   out += kEndBlock;
   out += kCarriageReturn;
   return out;
+}
+
+// Why `message` can't be taken or framed as one HL7 message: it holds a
+// framing byte (<VT> or <FS>), and framed as it is, the receiver's framer
+// would end the frame there and read what follows as a second message that
+// was never stored, transformed, filtered, deduplicated or ordered. `what`
+// names it in the reason ("message", "output"). Every door checks with this
+// one function: the MLLP listener (AR), the HTTP queue source (400), the
+// file source (the record quarantined at intake), the API's edit (400) and
+// the MLLP sender (the delivery quarantined), so no transform can smuggle
+// one out either.
+inline Status refuseFramingBytes(std::string_view message, std::string_view what = "message") {
+  size_t at = message.find_first_of(std::string_view("\x0b\x1c", 2));
+  if (at == std::string_view::npos) return {};
+  const char* name = message[at] == kStartBlock ? "0x0B, start block" : "0x1C, end block";
+  return Error{std::string(what) + " contains MLLP framing bytes (" + name + " at byte " +
+               std::to_string(at) + "): framing bytes are never part of an HL7 message"};
 }
 
 }  // namespace ductus::hl7::mllp

@@ -2,6 +2,7 @@
 
 #include "common/hl7/ack.h"
 #include "common/hl7/message.h"
+#include "common/hl7/mllp.h"
 
 namespace ductus::hl7 {
 namespace {
@@ -49,6 +50,75 @@ TEST(Hl7Message, CustomDelimitersAreReadFromMsh1AndMsh2) {
   EXPECT_EQ(m->get("MSH.10"), "ID7");
   EXPECT_EQ(m->get("MSH.9.2"), "R01");
   EXPECT_EQ(m->get("PID.3.2.2"), "y");
+}
+
+// hl7apy's test of custom encoding characters (its to_er7 test's msh_custom):
+// '!' fields, '$' components, 'r' repetitions, '?' escape, '@' subcomponents.
+// A letter is refused only as the field separator.
+const std::string kHl7apyCustom =
+    "MSH!$r?@!LIP!LIP!LB!LB!20111207121030!!RSP^SLI^RSP_K11!430102!D!2.5!!!!!IT!!EN\r"
+    "PID!1!!566-554$$$GHH$MRr777$$$GHH@X$MR!!SURNAME$NAME?R?\r";
+
+TEST(Hl7Message, ALetterIsAValidRepetitionSeparatorAsHl7apyWritesIt) {
+  auto m = MessageView::parse(kHl7apyCustom);
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->delimiters().field, '!');
+  EXPECT_EQ(m->delimiters().component, '$');
+  EXPECT_EQ(m->delimiters().repetition, 'r');
+  EXPECT_EQ(m->delimiters().escape, '?');
+  EXPECT_EQ(m->delimiters().subcomponent, '@');
+  EXPECT_EQ(m->get("MSH.2"), "$r?@");
+  EXPECT_EQ(m->get("MSH.9"), "RSP^SLI^RSP_K11");  // one component: '^' is no delimiter here
+  EXPECT_EQ(m->get("MSH.10"), "430102");
+  EXPECT_EQ(m->get("MSH.18"), "");
+  EXPECT_EQ(m->get("MSH.19"), "EN");
+  EXPECT_EQ(m->get("PID.3.1"), "566-554");
+  EXPECT_EQ(m->get("PID.3[2].1"), "777");
+  EXPECT_EQ(m->get("PID.3[2].4.2"), "X");
+  EXPECT_EQ(m->getDecoded("PID.5.2"), "NAMEr");
+}
+
+TEST(Hl7Ack, AnArForAnUnusableMsh2StillEchoesMsh10) {
+  AckOptions opt{"ACK9", std::chrono::system_clock::now()};
+  // MSH-2 declares '^' twice: parse() refuses it, MSH-1 still reads.
+  auto ack = buildAckFor("MSH|^^\\&|A|B|C|D|||ADT^A01|CTRL-7|P|2.5\rPID|1\r", AckCode::Reject,
+                         "bad MSH-2", opt);
+  auto a = MessageView::parse(ack);
+  ASSERT_TRUE(a) << ack;
+  EXPECT_EQ(a->get("MSA.1"), "AR");
+  EXPECT_EQ(a->get("MSA.2"), "CTRL-7") << ack;
+  EXPECT_EQ(a->get("MSA.3"), "bad MSH-2");
+  // MSH-10 with the standard delimiters in it is escaped, not split.
+  ack = buildAckFor("MSH#^^#A#B#C#D###X#a|b^c#P", AckCode::Reject, "", opt);
+  a = MessageView::parse(ack);
+  ASSERT_TRUE(a) << ack;
+  EXPECT_EQ(a->getDecoded("MSA.2"), "a|b^c") << ack;
+  // A letter as the field separator can't be read: nothing to echo.
+  ack = buildAckFor("MSHX^~\\&XAXBXCXDXXXADT^A01XCTRL-8XP", AckCode::Reject, "", opt);
+  a = MessageView::parse(ack);
+  ASSERT_TRUE(a) << ack;
+  EXPECT_EQ(a->get("MSA.1"), "AR");
+  EXPECT_EQ(a->get("MSA.2"), "") << ack;
+  // Readable bytes get the ordinary ACK.
+  ack = buildAckFor(kAdt, AckCode::Accept, "", opt);
+  EXPECT_NE(ack.find("\rMSA|AA|MSG00001"), std::string::npos) << ack;
+}
+
+TEST(Hl7Mllp, AFramingByteAnywhereInAMessageIsRefusedWithWhereItIs) {
+  EXPECT_TRUE(mllp::refuseFramingBytes(kAdt));
+  EXPECT_TRUE(mllp::refuseFramingBytes(""));
+  auto s = mllp::refuseFramingBytes("MSH|^~\\&|A\r\x1c\r\x0bMSH|^~\\&|EVIL\r");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message,
+            "message contains MLLP framing bytes (0x1C, end block at byte 11): framing bytes "
+            "are never part of an HL7 message");
+  s = mllp::refuseFramingBytes("MSH|^~\\&|\x0b", "output");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message.rfind("output contains MLLP framing bytes (0x0B, start block at "
+                                    "byte 9)",
+                                    0),
+            0u)
+      << s.error().message;
 }
 
 TEST(Hl7Message, AcceptsNewlineAndCrLfSegmentTerminators) {
@@ -185,13 +255,16 @@ TEST(Hl7AckFromFuzzing, FramingBytesInTheTextAreEscapedSoTheAckEndsWhereItShould
   EXPECT_EQ(buildAckWithoutMessage(AckCode::Reject, "\x1c").find('\x1c'), std::string::npos);
 }
 
-TEST(Hl7AckFromFuzzing, ALetterDigitOrFramingByteIsNoDelimiter) {
-  for (std::string msh : {std::string("MSHM^~\\&|x\r"), std::string("MSH|^~\\S|x\r"),
-                          std::string("MSH1^~\\&|x\r"), std::string("MSH|^~\\\x1c|x\r"),
-                          std::string("MSH|^\x0b\\&|x\r")}) {
+TEST(Hl7AckFromFuzzing, ALetterOrDigitFieldSeparatorOrAFramingByteIsNoDelimiter) {
+  for (std::string msh : {std::string("MSHM^~\\&Mx\r"), std::string("MSH1^~\\&1x\r"),
+                          std::string("MSH|^~\\\x1c|x\r"), std::string("MSH|^\x0b\\&|x\r")}) {
     auto m = MessageView::parse(msh);
     EXPECT_FALSE(m) << msh;
   }
+  // As the other four, a letter or digit splits only inside fields: legal.
+  auto m = MessageView::parse("MSH|^~\\S|x\r");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->delimiters().subcomponent, 'S');
 }
 
 TEST(Hl7AckFromFuzzing, ATimestampSignThatIsTheSendersDelimiterIsEscaped) {

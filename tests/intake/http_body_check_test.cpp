@@ -59,6 +59,21 @@ TEST(HttpBodyCheck, JsonOverTheCheckedSizeIsLeftToTheTransform) {
   EXPECT_EQ(statusOf(Format::Json, big, "application/json"), 0);
 }
 
+TEST(HttpBodyCheck, AnHl7BodyHoldingMllpFramingBytesIs400AndSaysWhy) {
+  // An end block, then a start block: an MLLP destination would get two
+  // messages, the second never stored.
+  const std::string body =
+      "MSH|^~\\&|A|B|C|D|||ADT^A01|OUTER1|P|2.5\rPID|1||M1\r\x1c\r"
+      "\x0bMSH|^~\\&|EVIL|B|C|D|||ADT^A01|INJECTED1|P|2.5\rPID|1||VICTIM\r";
+  auto r = refuseBody(Format::Hl7v2, post(body, "text/plain"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("contains MLLP framing bytes (0x1C"), std::string::npos) << r->body;
+  EXPECT_EQ(statusOf(Format::Hl7v2, "\x0bMSH|^~\\&|A|B\rPID|1\r", "text/plain"), 400);
+  EXPECT_EQ(statusOf(Format::Hl7v2, "MSH|^~\\&|A|B\rPID|1|\x0b|x\r", "text/plain"), 400);
+  EXPECT_EQ(statusOf(Format::Hl7v2, "MSH|^~\\&|A|B\rPID|1\r\x1c\r", "text/plain"), 400);
+}
+
 TEST(HttpBodyCheck, AnHl7BodyWithoutMshIs400) {
   EXPECT_EQ(statusOf(Format::Hl7v2, "PID|1||x\r", "text/plain"), 400);
   EXPECT_EQ(statusOf(Format::Hl7v2, "\xef\xbb\xbfMSH|^~\\&|A|B\rPID|1\r", "text/plain"), 0);

@@ -214,6 +214,21 @@ TEST(KeysOf, Hl7GivesTypeAndControlIdWhateverItsDelimiters) {
   EXPECT_EQ(custom.lane, keysOf(plain, "MSH|^~\\&|A|B|C|D|1||ADT^A01|X|P|2.5\rPID|1||M7\r").lane);
 }
 
+TEST(KeysOf, Hl7apysLetterRepetitionSeparatorGivesItsTypeControlIdAndKeys) {
+  // hl7apy's custom encoding characters: '!' '$' 'r' '?' '@'.
+  KeySpec spec;
+  spec.orderingKey = "PID.3[2].1";
+  spec.dedupeKey = "MSH.10";
+  spec.partitions = 8;
+  auto k = keysOf(spec,
+                  "MSH!$r?@!LIP!LIP!LB!LB!20111207121030!!RSP$SLI$RSP_K11!430102!D!2.5!!!!!IT!!EN\r"
+                  "PID!1!!566$$$GHH$MRr777$$$GHH$MR!!SURNAME$NAME\r");
+  EXPECT_EQ(k.columns.type, "RSP^SLI^RSP_K11");
+  EXPECT_EQ(k.columns.controlId, "430102");
+  EXPECT_EQ(k.dedupe, "430102");
+  EXPECT_EQ(k.columns.keyValue, "777");
+}
+
 TEST(KeysOf, TheKeyValueIsKeptWithOneLaneToo) {
   KeySpec spec;
   spec.orderingKey = "PID.3.1";

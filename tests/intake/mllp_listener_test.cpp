@@ -283,6 +283,62 @@ TEST_F(MllpListenerTest, AFrameWithoutMshIsAnsweredArWithoutReachingTheHandler) 
   EXPECT_EQ(readAck(*next).code, "AA");
 }
 
+TEST_F(MllpListenerTest, ANestedStartBlockIsAnsweredArWithTheReasonWithoutReachingTheHandler) {
+  start(acceptAll());
+  auto c = connect();
+  // Two messages in one frame: stored as one, it would leave as two.
+  ASSERT_TRUE(c.sendRaw("\x0b" + adt("NEST1") + "\x0b" + adt("NEST2") + "\x1c\r"));
+  auto ack = c.readFrame();
+  ASSERT_TRUE(ack) << ack.error().message;
+  auto f = readAck(*ack);
+  EXPECT_EQ(f.code, "AR") << *ack;
+  EXPECT_EQ(f.controlId, "NEST1") << *ack;
+  EXPECT_NE(f.text.find("contains MLLP framing bytes (0x0B, start block at byte " +
+                        std::to_string(adt("NEST1").size()) + ")"),
+            std::string::npos)
+      << *ack;
+  EXPECT_TRUE(received().empty());
+  // The connection is still in sync.
+  auto next = c.exchange(adt("OK"));
+  ASSERT_TRUE(next);
+  EXPECT_EQ(readAck(*next).code, "AA");
+  EXPECT_EQ(received().size(), 1u);
+}
+
+// hl7apy's test message with custom encoding characters ('!' fields, '$'
+// components, 'r' repetitions, '?' escape, '@' subcomponents): a letter is
+// legal as any delimiter but the field separator.
+TEST_F(MllpListenerTest, Hl7apysCustomDelimitersAreAcceptedAndHandedOverByteForByte) {
+  start(acceptAll());
+  auto c = connect();
+  const std::string msg =
+      "MSH!$r?@!LIP!LIP!LB!LB!20111207121030!!RSP^SLI^RSP_K11!430102!D!2.5!!!!!IT!!EN\r"
+      "PID!1!!566-554$$$GHH$MRr777$$$GHH$MR!!SURNAME$NAME\r";
+  auto ack = c.exchange(msg);
+  ASSERT_TRUE(ack) << ack.error().message;
+  EXPECT_EQ(ack->rfind("MSH!$r?@!LB!LB!LIP!LIP!", 0), 0u) << *ack;
+  EXPECT_NE(ack->find("\rMSA!AA!430102"), std::string::npos) << *ack;
+  ASSERT_EQ(received().size(), 1u);
+  EXPECT_EQ(received()[0], msg);
+}
+
+TEST_F(MllpListenerTest, ALetterAsFieldSeparatorIsArAndAnUnusableMsh2StillEchoesMsh10) {
+  start(acceptAll());
+  auto c = connect();
+  auto ack = c.exchange("MSHX^~\\&XLABXHOSPXMEXHEREX2026XXADT^A01XC8XPX2.5\r");
+  ASSERT_TRUE(ack) << ack.error().message;
+  auto f = readAck(*ack);
+  EXPECT_EQ(f.code, "AR") << *ack;
+  EXPECT_EQ(f.controlId, "") << *ack;  // a letter splits "MSH" itself: nothing to read
+  // MSH-2 declares '^' twice: the header can't be used, MSH-10 can be read.
+  ack = c.exchange("MSH|^^\\&|LAB|HOSP|ME|HERE|2026||ADT^A01|C9|P|2.5\rPID|1\r");
+  ASSERT_TRUE(ack) << ack.error().message;
+  f = readAck(*ack);
+  EXPECT_EQ(f.code, "AR") << *ack;
+  EXPECT_EQ(f.controlId, "C9") << *ack;
+  EXPECT_TRUE(received().empty());
+}
+
 TEST_F(MllpListenerTest, TheAckUsesTheSendersCustomDelimiters) {
   start(acceptAll());
   auto c = connect();
