@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/auth/credentials.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
 
@@ -44,7 +45,7 @@ Run ductus(const std::vector<std::string>& args, const std::string& input = {}) 
   if (!input.empty()) argv.push_back(input);
   auto r = runChild(argv);
   Run out;
-  out.exit = WIFEXITED(r.exitStatus) ? WEXITSTATUS(r.exitStatus) : -1;
+  out.exit = ::ductus::test::exitCode(r.exitStatus);
   out.out = r.out;
   std::string err;
   if (FILE* f = std::fopen(errFile.c_str(), "r")) {

@@ -13,6 +13,7 @@
 
 #include "api/routes.h"
 #include "tests/api/api_harness.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::api::test {
@@ -249,13 +250,13 @@ TEST_F(MetricsRouteTest, PromtoolAcceptsTheAnswer) {
   auto r = api_.get("/api/v1/metrics", bearer("viewer"));
   ASSERT_EQ(r.status, 200) << r.body;
   auto good = promtool(r.body);
-  EXPECT_TRUE(WIFEXITED(good.exitStatus) && WEXITSTATUS(good.exitStatus) == 0) << good.out;
+  EXPECT_TRUE(::ductus::test::exitedWith(good.exitStatus, 0)) << good.out;
   EXPECT_EQ(good.out, "") << r.body;
 
   // A counter named as no counter should be, and a sample of no family.
   auto bad = promtool(r.body + "# HELP ductus_oops counted\n# TYPE ductus_oops counter\n"
                                "ductus_oops 1\nductus_draining{x=\"\" 1\n");
-  EXPECT_FALSE(WIFEXITED(bad.exitStatus) && WEXITSTATUS(bad.exitStatus) == 0) << bad.out;
+  EXPECT_NE(::ductus::test::exitCode(bad.exitStatus), 0) << bad.out;
 }
 
 }  // namespace

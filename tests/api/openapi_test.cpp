@@ -15,6 +15,7 @@
 #include "api/router.h"
 #include "api/routes.h"
 #include "tests/api/api_harness.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::api::test {
@@ -127,7 +128,7 @@ TEST(OpenApi, TheServerAnswersEveryDocumentedOperationAndNoOther) {
 
 TEST(OpenApi, ApiSpecPrintsWhatTheServerServes) {
   auto spec = ductus::test::runChild({ductus::test::ductusBinary(), "api-spec"});
-  ASSERT_TRUE(WIFEXITED(spec.exitStatus) && WEXITSTATUS(spec.exitStatus) == 0) << spec.out;
+  ASSERT_TRUE(::ductus::test::exitedWith(spec.exitStatus, 0)) << spec.out;
   ApiHarness api;
   ASSERT_TRUE(api.start(allRoutes({})));
   auto served = api.get("/api/v1/openapi.json");
@@ -150,7 +151,7 @@ TEST(OpenApi, TheDocumentIsValidOpenApi31) {
   std::ofstream(tmpl) << openApiDocument(allRoutes({}));
   auto good = ductus::test::runChild(
       {"/bin/sh", "-c", "exec node \"$0\" \"$1\" 2>&1", (node / "validate.mjs").string(), tmpl});
-  EXPECT_TRUE(WIFEXITED(good.exitStatus) && WEXITSTATUS(good.exitStatus) == 0) << good.out;
+  EXPECT_TRUE(::ductus::test::exitedWith(good.exitStatus, 0)) << good.out;
   EXPECT_EQ(good.out, "valid\n");
 
   // The validator can fail: a document without its info is not OpenAPI.
@@ -159,7 +160,7 @@ TEST(OpenApi, TheDocumentIsValidOpenApi31) {
   std::ofstream(tmpl, std::ios::trunc) << broken.dump();
   auto bad = ductus::test::runChild(
       {"/bin/sh", "-c", "exec node \"$0\" \"$1\" 2>&1", (node / "validate.mjs").string(), tmpl});
-  EXPECT_TRUE(WIFEXITED(bad.exitStatus) && WEXITSTATUS(bad.exitStatus) == 1) << bad.out;
+  EXPECT_TRUE(::ductus::test::exitedWith(bad.exitStatus, 1)) << bad.out;
   fs::remove(tmpl);
 }
 

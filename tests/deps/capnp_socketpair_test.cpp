@@ -16,6 +16,7 @@
 
 #include "proto/frame.h"
 #include "proto/worker.capnp.h"
+#include "tests/support/exit_status.h"
 
 namespace ductus::proto {
 namespace {
@@ -85,7 +86,7 @@ TEST(CapnpSocketpair, MessagesRoundTripBetweenTwoProcesses) {
   close(sv[0]);
   int st;
   waitpid(child, &st, 0);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  EXPECT_TRUE(::ductus::test::exitedWith(st, 0));
 }
 
 TEST(CapnpSocketpair, AFrameOverTheLimitIsRefusedBeforeItIsBuffered) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/fd.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/test_env.h"
 
 extern char** environ;
@@ -83,12 +84,12 @@ TEST(V8Confined, AScriptRunsAfterTheSeccompFilterAndSocketsAreRefused) {
   p.stdinWrite.reset();  // lets the probe exit
   int st = 0;
   ASSERT_EQ(waitpid(p.pid, &st, 0), p.pid);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
+  EXPECT_TRUE(test::exitedWith(st, 0));
 }
 
 TEST(V8Confined, DuctusCheckReportsAConfinedWorker) {
   auto r = test::runChild({test::ductusBinary(), "check"});
-  EXPECT_TRUE(WIFEXITED(r.exitStatus) && WEXITSTATUS(r.exitStatus) == 0) << r.out;
+  EXPECT_TRUE(test::exitedWith(r.exitStatus, 0)) << r.out;
   EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
 }
 

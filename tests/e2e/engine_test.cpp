@@ -23,6 +23,7 @@
 
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/http_client.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_receiver.h"
@@ -619,8 +620,7 @@ TEST(EngineEndToEnd, CodeThatDoesNotLoadStopsTheStartBeforeAnyListener) {
   auto r = runChild({"/bin/sh", "-c",
                      "timeout 60 " + std::string(ductusBinary()) + " run '" +
                          project.root().string() + "' --database '" + db.url() + "' 2>&1"});
-  ASSERT_TRUE(WIFEXITED(r.exitStatus));
-  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_TRUE(exitedWith(r.exitStatus, 1)) << r.out;
   EXPECT_NE(r.out.find((project.root() / "interfaces/bad/transform.js").string() +
                        ":2:11: SyntaxError: Unexpected token ';'\n"),
             std::string::npos)
@@ -645,8 +645,7 @@ TEST(EngineEndToEnd, AnUnsupportedKindIsRefusedBeforeTheDatabase) {
                      "timeout 60 " + std::string(ductusBinary()) + " run '" +
                          project.root().string() +
                          "' --database 'postgresql://nobody@127.0.0.1:1/none' 2>&1"});
-  ASSERT_TRUE(WIFEXITED(r.exitStatus));
-  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_TRUE(exitedWith(r.exitStatus, 1)) << r.out;
   EXPECT_NE(r.out.find((project.root() / "interfaces/pickup/interface.yaml").string() +
                        ":2:3: source.sftp: sftp sources are not supported by this engine yet"),
             std::string::npos)
@@ -709,7 +708,7 @@ TEST(EngineEndToEnd, TheApiAnswersHealthAndSays503WhileStopping) {
   auto ack = c->readFrame(10000ms);
   ASSERT_TRUE(ack.ok()) << ack.error().message;
   EXPECT_EQ(readAck(*ack).code, "AA");
-  EXPECT_EQ(WEXITSTATUS(engine.wait(40s)), 0) << engine.log();
+  EXPECT_TRUE(exitedWith(engine.wait(40s), 0)) << engine.log();
   EXPECT_FALSE(HttpClient::connect(api, 500ms)) << "the API closes with the engine";
 }
 

@@ -23,6 +23,7 @@
 #include "schema/ownership.h"
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
@@ -55,10 +56,6 @@ std::unique_ptr<EngineProcess> engineOn(const TempProject& project, const std::s
   auto e = std::make_unique<EngineProcess>(project.root(), url);
   e->setExtraArgs({"--control", (project.root() / "control").string()});
   return e;
-}
-
-bool exitedWith(int status, int code) {
-  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == code;
 }
 
 bool logSays(const EngineProcess& e, const std::string& text) {

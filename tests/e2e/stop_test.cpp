@@ -19,6 +19,7 @@
 #include "tests/e2e/paths_support.h"
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_receiver.h"
 #include "tests/support/test_database.h"
@@ -27,8 +28,6 @@ namespace ductus::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-bool exitedWith(int status, int code) { return WIFEXITED(status) && WEXITSTATUS(status) == code; }
 
 std::string mllpProject(uint16_t port, uint16_t receiverPort) {
   return "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +

@@ -20,6 +20,7 @@
 #include "common/fd.h"
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/test_database.h"
 
@@ -208,8 +209,7 @@ TEST(Systemd, ToldReadyAndStoppingAndGivenEveryListeningSocket) {
   ASSERT_TRUE(systemd.waitForLine("STOPPING=1", stopping)) << engine.log();
   EXPECT_NE(stopping.back().text.find("STATUS=draining"), std::string::npos);
   int st = engine.wait(40s);
-  ASSERT_TRUE(WIFEXITED(st)) << engine.log();
-  EXPECT_EQ(WEXITSTATUS(st), 0);
+  EXPECT_TRUE(exitedWith(st, 0)) << engine.log();
 }
 
 TEST(Systemd, ACrashRefusesNoConnection) {
@@ -299,8 +299,7 @@ TEST(Systemd, AFailedStartRemovesTheStoredSockets) {
   ASSERT_TRUE(systemd.waitForLine("FDSTOREREMOVE=1", seen)) << engine.log();
   EXPECT_TRUE(NotifySocket::hasLine(seen.back().text, "FDNAME=" + name)) << seen.back().text;
   int st = engine.wait(60s);
-  ASSERT_TRUE(WIFEXITED(st)) << engine.log();
-  EXPECT_EQ(WEXITSTATUS(st), 1) << engine.log();
+  EXPECT_TRUE(exitedWith(st, 1)) << engine.log();
   for (auto& n : seen) EXPECT_FALSE(NotifySocket::hasLine(n.text, "READY=1"));
 }
 

@@ -9,6 +9,7 @@
 
 #include "schema/migrator.h"
 #include "tests/schema/store_fixture.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::store::test {
@@ -162,7 +163,7 @@ TEST(MigrateCommand, MigrateAppliesAndUpgradeCheckOnAFreshDatabaseCreatesNothing
   TestDatabase db;
   auto check = ductus::test::runChild(
       {ductus::test::ductusBinary(), "upgrade", "--check", "--database", db.conninfo()});
-  ASSERT_TRUE(WIFEXITED(check.exitStatus) && WEXITSTATUS(check.exitStatus) == 0) << check.out;
+  ASSERT_TRUE(::ductus::test::exitedWith(check.exitStatus, 0)) << check.out;
   EXPECT_NE(check.out.find("pending 0001_message_store"), std::string::npos) << check.out;
   EXPECT_NE(check.out.find("  Upgrade: "), std::string::npos) << check.out;
   {
@@ -175,7 +176,7 @@ TEST(MigrateCommand, MigrateAppliesAndUpgradeCheckOnAFreshDatabaseCreatesNothing
   setenv("DUCTUS_DATABASE_URL", db.conninfo().c_str(), 1);
   auto migrate = ductus::test::runChild({ductus::test::ductusBinary(), "migrate"});
   unsetenv("DUCTUS_DATABASE_URL");
-  ASSERT_TRUE(WIFEXITED(migrate.exitStatus) && WEXITSTATUS(migrate.exitStatus) == 0)
+  ASSERT_TRUE(::ductus::test::exitedWith(migrate.exitStatus, 0))
       << migrate.out;
   EXPECT_NE(migrate.out.find("applied 0001_message_store"), std::string::npos) << migrate.out;
   auto again = ductus::test::runChild(

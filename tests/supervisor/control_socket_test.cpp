@@ -22,6 +22,7 @@
 #include "common/fd.h"
 #include "supervisor/cli/ctl_client.h"
 #include "supervisor/cli/ctl_protocol.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/loop_thread.h"
 
 namespace ductus::test {
@@ -256,8 +257,7 @@ TEST_F(ControlSocketTest, RefusesAPeerOfAnotherUid) {
   close(pipefd[0]);
   int status = 0;
   waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_TRUE(exitedWith(status, 0));
   ASSERT_NE(heard.find('\n'), std::string::npos) << heard;
   json answer = json::parse(heard.substr(0, heard.find('\n')));
   EXPECT_EQ(answer["ok"], false);

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/exit_status.h"
+
 extern char** environ;
 
 namespace ductus::test {
@@ -55,7 +57,7 @@ bool PgCluster::pgsh(const std::vector<std::string>& args, std::string* out) {
     *out = ss.str();
   }
   unlink(tmpl);
-  return rc == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  return rc == 0 && exitedWith(st, 0);
 }
 
 bool PgCluster::start() {

@@ -20,6 +20,7 @@
 #include "api/ui/ui_assets.h"
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/ports.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
@@ -127,7 +128,7 @@ TEST(Console, AnOperatorsHourInARealBrowser) {
   EXPECT_EQ(run.code, 0) << run.out << "\n" << run.err << "\nengine:\n" << engine.log();
   std::printf("screenshots: %s\n", shots.c_str());
 
-  EXPECT_EQ(WEXITSTATUS(engine.terminate()), 0) << engine.log();
+  EXPECT_TRUE(exitedWith(engine.terminate(), 0)) << engine.log();
   std::error_code ec;
   fs::remove_all(out, ec);
 }

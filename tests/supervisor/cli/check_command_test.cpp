@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/fd.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::test {
@@ -37,7 +38,7 @@ Run check(const std::string& url, int limitSeconds = 20) {
                      std::to_string(limitSeconds), ductusBinary(), "check", "--database", url});
   Run out;
   out.took = Clock::now() - t0;
-  out.exit = WIFEXITED(r.exitStatus) ? WEXITSTATUS(r.exitStatus) : -1;
+  out.exit = ::ductus::test::exitCode(r.exitStatus);
   out.out = std::move(r.out);
   return out;
 }

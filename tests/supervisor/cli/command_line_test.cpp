@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/common/config/project_dir.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::test {
@@ -27,7 +28,7 @@ using ::testing::StartsWith;
 constexpr const char* kKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
 int exitCode(const ChildOutput& r) {
-  return WIFEXITED(r.exitStatus) ? WEXITSTATUS(r.exitStatus) : -1;
+  return ::ductus::test::exitCode(r.exitStatus);
 }
 
 std::string ductusctlBinary() {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/support/exit_status.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::test {
@@ -40,7 +41,7 @@ TEST_F(DevStateFolder, ALinkInPlaceOfTheStateFolderIsRefusedAndNotFollowed) {
   fs::create_directory(root_ / "elsewhere");
   fs::create_symlink(root_ / "elsewhere", root_ / "state");
   auto r = dev(root_ / "state");
-  EXPECT_EQ(WIFEXITED(r.exitStatus) ? WEXITSTATUS(r.exitStatus) : -1, 1) << r.out;
+  EXPECT_TRUE(exitedWith(r.exitStatus, 1)) << r.out;
   EXPECT_NE(r.out.find("is a symbolic link"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::is_empty(root_ / "elsewhere")) << "nothing was made through the link";
 }
@@ -49,7 +50,7 @@ TEST_F(DevStateFolder, AHolderOthersMayWriteToIsRefused) {
   fs::create_directory(root_ / "open");
   chmod((root_ / "open").c_str(), 0777);
   auto r = dev(root_ / "open" / "state");
-  EXPECT_EQ(WIFEXITED(r.exitStatus) ? WEXITSTATUS(r.exitStatus) : -1, 1) << r.out;
+  EXPECT_TRUE(exitedWith(r.exitStatus, 1)) << r.out;
   EXPECT_NE(r.out.find("is writable by others"), std::string::npos) << r.out;
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/fd.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/test_env.h"
 
 extern char** environ;
@@ -85,7 +86,7 @@ class Child {
     int status = 0;
     if (pid_ <= 0 || waitpid(pid_, &status, 0) != pid_) return -1;
     pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return ::ductus::test::exitCode(status);
   }
 
   int stop(int signal = SIGTERM) {

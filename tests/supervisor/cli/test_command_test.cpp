@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/exit_status.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::test {
@@ -57,8 +58,7 @@ TEST_F(TestCommand, PassingFailingAndUnmockedTestsAreCountedAndAFailureExitsWith
         "});\n"
         "test('a plain failure', () => { assert.equal(1 + 1, 3); });\n");
   auto r = runChild({ductusBinary(), "test", dir_.string()});
-  ASSERT_TRUE(WIFEXITED(r.exitStatus));
-  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_TRUE(exitedWith(r.exitStatus, 1)) << r.out;
   EXPECT_NE(r.out.find("2 passed, 2 failed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("ok   maps the id to the MRN"), std::string::npos) << r.out;
   // The unmocked call says how to mock it.
@@ -78,8 +78,7 @@ TEST_F(TestCommand, AllPassingExitsWithZero) {
         "  assert.equal(await (await fetch('https://x/y')).text(), 'https://x/y');\n"
         "});\n");
   auto r = runChild({ductusBinary(), "test", dir_.string()});
-  ASSERT_TRUE(WIFEXITED(r.exitStatus));
-  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 0) << r.out;
+  EXPECT_TRUE(exitedWith(r.exitStatus, 0)) << r.out;
   EXPECT_NE(r.out.find("1 passed, 0 failed"), std::string::npos) << r.out;
 }
 
@@ -87,7 +86,7 @@ TEST_F(TestCommand, ATestFileThatDoesNotLoadIsAFailure) {
   write("interfaces/b/transform.js", "export const transform = (m) => m;\n");
   write("interfaces/b/transform.test.js", "import { test } from 'ductus';\ntest('x', () => { const = 1; });\n");
   auto r = runChild({ductusBinary(), "test", dir_.string()});
-  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_TRUE(exitedWith(r.exitStatus, 1)) << r.out;
   EXPECT_NE(r.out.find("interfaces/b/transform.test.js:2:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("0 passed, 1 failed"), std::string::npos) << r.out;
 }
@@ -100,7 +99,7 @@ TEST_F(TestCommand, Hl7InAFailurePrintsOneSegmentPerLine) {
         "  assert.equal('MSH|^~\\\\&|A\\rPID|1||42\\r', 'MSH|^~\\\\&|A\\rPID|1||43\\r');\n"
         "});\n");
   auto r = runChild({ductusBinary(), "test", dir_.string()});
-  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_TRUE(exitedWith(r.exitStatus, 1)) << r.out;
   EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("MSH|^~\\&|A\n       PID|1||43\n"), std::string::npos) << r.out;
 }
@@ -108,8 +107,7 @@ TEST_F(TestCommand, Hl7InAFailurePrintsOneSegmentPerLine) {
 TEST_F(TestCommand, AProjectWithoutTestsWarnsAndExitsWithZero) {
   write("interfaces/a/transform.js", "export const transform = (m) => m;\n");
   auto r = runChild({ductusBinary(), "test", dir_.string()});
-  ASSERT_TRUE(WIFEXITED(r.exitStatus));
-  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 0) << r.out;
+  EXPECT_TRUE(exitedWith(r.exitStatus, 0)) << r.out;
   EXPECT_NE(r.out.find("warning: no tests"), std::string::npos) << r.out;
 }
 
@@ -121,11 +119,11 @@ TEST_F(TestCommand, InterfaceRunsOneInterfacesTests) {
   write("interfaces/b/transform.test.js",
         "import { test, assert } from 'ductus';\ntest('b fails', () => assert.ok(false));\n");
   auto a = runChild({ductusBinary(), "test", "--interface", "a", dir_.string()});
-  EXPECT_EQ(WEXITSTATUS(a.exitStatus), 0) << a.out;
+  EXPECT_TRUE(exitedWith(a.exitStatus, 0)) << a.out;
   EXPECT_NE(a.out.find("1 passed, 0 failed"), std::string::npos) << a.out;
   EXPECT_EQ(a.out.find("b fails"), std::string::npos) << a.out;
   auto none = runChild({ductusBinary(), "test", "--interface", "c", dir_.string()});
-  EXPECT_EQ(WEXITSTATUS(none.exitStatus), 2) << none.out;
+  EXPECT_TRUE(exitedWith(none.exitStatus, 2)) << none.out;
 }
 
 TEST_F(TestCommand, JunitWritesASuitePerFileAndACasePerTestEscaped) {
@@ -141,7 +139,7 @@ TEST_F(TestCommand, JunitWritesASuitePerFileAndACasePerTestEscaped) {
   auto report = dir_ / "reports" / "junit.xml";
   std::filesystem::create_directories(report.parent_path());
   auto r = runChild({ductusBinary(), "test", "--junit", report.string(), dir_.string()});
-  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_TRUE(exitedWith(r.exitStatus, 1)) << r.out;
   // The console is as without --junit.
   EXPECT_NE(r.out.find("1 passed, 2 failed"), std::string::npos) << r.out;
 
@@ -185,7 +183,7 @@ TEST_F(TestCommand, JunitThatCannotBeWrittenExitsWithOne) {
   write("interfaces/a/transform.test.js", "import { test } from 'ductus';\ntest('a', () => {});\n");
   auto r = runChild({ductusBinary(), "test", "--junit", (dir_ / "no/such/dir/j.xml").string(),
                      dir_.string()});
-  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 1) << r.out;
+  EXPECT_TRUE(exitedWith(r.exitStatus, 1)) << r.out;
   EXPECT_NE(r.out.find("1 passed, 0 failed"), std::string::npos) << r.out;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/common/config/project_dir.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::config::test {
@@ -19,7 +20,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 int exitCode(const ductus::test::ChildOutput& r) {
-  return WIFEXITED(r.exitStatus) ? WEXITSTATUS(r.exitStatus) : -1;
+  return ::ductus::test::exitCode(r.exitStatus);
 }
 
 const std::string kAdt =

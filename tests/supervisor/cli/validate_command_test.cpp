@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "tests/common/config/project_dir.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::config::test {
@@ -20,7 +21,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 int exitCode(const ductus::test::ChildOutput& r) {
-  return WIFEXITED(r.exitStatus) ? WEXITSTATUS(r.exitStatus) : -1;
+  return ::ductus::test::exitCode(r.exitStatus);
 }
 
 // Runs a shell line with stderr folded into stdout (runChild keeps only stdout).
