@@ -14,6 +14,7 @@
 
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
+#include "tests/support/exit_status.h"
 #include "tests/support/http_client.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_receiver.h"
@@ -31,7 +32,7 @@ using json = nlohmann::json;
 // migrated the database).
 std::string tokenFor(const std::string& url, const std::string& name, const std::string& role) {
   auto r = runChild({ductusBinary(), "token", "create", name, "--role", role, "--database", url});
-  EXPECT_EQ(WEXITSTATUS(r.exitStatus), 0) << r.out;
+  EXPECT_TRUE(exitedWith(r.exitStatus, 0)) << r.out;
   return r.out.substr(0, r.out.find('\n'));
 }
 
@@ -111,7 +112,7 @@ TEST(EngineActions, APausedDestinationWaitsAcrossARestartAndDeliversInOrderWhenR
 
   // Another engine start: still paused, by whom and since when it was.
   c = Error{"closed"};
-  EXPECT_EQ(WEXITSTATUS(engine.terminate()), 0) << engine.log();
+  EXPECT_TRUE(exitedWith(engine.terminate(), 0)) << engine.log();
   ASSERT_TRUE(engine.start()) << engine.log();
   std::this_thread::sleep_for(1500ms);
   EXPECT_TRUE(receiver.accepted().empty()) << "the pause did not outlive the restart";
@@ -227,8 +228,7 @@ TEST(EngineActions, ADrainClosesTheGatesUntilEndedAndWithStopEndsTheEngineOnceDr
   down = false;
   EXPECT_TRUE(waitFor([&] { return receiver.accepted().size() == 2; }, 30s)) << engine.log();
   int exit = engine.wait(40s);
-  ASSERT_TRUE(WIFEXITED(exit)) << engine.log();
-  EXPECT_EQ(WEXITSTATUS(exit), 0) << engine.log();
+  EXPECT_TRUE(exitedWith(exit, 0)) << engine.log();
   EXPECT_EQ(receiver.accepted(), (std::vector<std::string>{"BEFORE", "AGAIN"}));
   EXPECT_EQ(db.value("SELECT count(*) FROM deliveries WHERE status = 0"), "0");
   EXPECT_EQ(db.value("SELECT string_agg(action, ',' ORDER BY id) FROM audit_log WHERE action "
