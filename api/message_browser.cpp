@@ -12,6 +12,7 @@
 #include "api/audit/audit_log.h"
 #include "api/auth/handler_support.h"
 #include "api/message_routes.h"
+#include "common/hl7/mllp.h"
 #include "common/text.h"
 #include "schema/store_types.h"
 
@@ -560,6 +561,10 @@ void edit(Deps& d, const ApiRequest& req, ApiRespond respond) {
           } else {
             e->payload = std::move(text);
           }
+          // A framing byte would leave an MLLP destination as two messages,
+          // the second never stored: refused as intake refuses it.
+          if (auto s = hl7::mllp::refuseFramingBytes(e->payload, "the payload"); !s)
+            return respond(jsonError(400, "invalid", s.error().message));
           if (!d.engine)
             return respond(jsonError(409, kNotRunHere, "no engine behind this API"));
           auto keys = d.engine->readKeys(e->interface, e->payload);

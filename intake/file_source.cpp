@@ -8,6 +8,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "common/hl7/mllp.h"
 #include "common/text.h"
 #include "intake/intake.h"
 
@@ -273,13 +274,23 @@ void FileSource::storeBatch() {
   Job& j = *job_;
   std::vector<std::string> payloads;
   uint64_t offset = j.committed;
+  // A record intake refuses to deliver (RecordSplitter's refusal) is stored
+  // alone, quarantined, with the progress past it: a batch ends before it.
+  std::optional<std::string> refusal;
   if (j.splitter) {
     size_t take = 0, bytes = 0;
-    while (take < j.pending.size() && take < kBatchRecords && (take == 0 || bytes < kBatchBytes))
+    if (!j.pending.empty() && j.pending.front().refusal) {
+      refusal = j.pending.front().refusal;
+      bytes = j.pending.front().bytes.size();
+      take = 1;
+    }
+    while (!refusal && take < j.pending.size() && !j.pending[take].refusal &&
+           take < kBatchRecords && (take == 0 || bytes < kBatchBytes))
       bytes += j.pending[take++].bytes.size();
     for (size_t i = 0; i < take; ++i) {
       auto& rec = j.pending[i];
       if (rec.bytes.size() > maxMessageBytes_) {
+        refusal.reset();
         // Not stored: the file itself keeps it (moved to move_to as read).
         spdlog::error("{}: {}: the record ending at byte {} is {} bytes, over max_message_size "
                       "({}); not stored",
@@ -293,6 +304,9 @@ void FileSource::storeBatch() {
     j.pending.erase(j.pending.begin(), j.pending.begin() + static_cast<std::ptrdiff_t>(take));
     j.pendingBytes -= bytes;
   } else {
+    if (format_ == config::Format::Hl7v2)
+      if (auto s = hl7::mllp::refuseFramingBytes(j.whole); !s)
+        refusal = s.error().message + " (a file that keeps its MLLP framing needs split: records)";
     payloads.push_back(std::move(j.whole));
   }
   bool last = j.atEnd && j.pending.empty();
@@ -312,6 +326,15 @@ void FileSource::storeBatch() {
     advance();
   };
   j.storing = true;
+  if (refusal && payloads.size() == 1) {
+    spdlog::warn("{}: {}: the message ending at byte {} is quarantined, not delivered: {}",
+                 intake_.spec().name, j.file.path, offset, *refusal);
+    return intake_.acceptRefused(std::move(payloads.front()), std::move(*refusal),
+                                 store::SourceStateWrite{stateKey(j.file.name), state.dump()},
+                                 [after](Result<store::StoredMessage> r) {
+                                   after(r ? Status() : Status(r.error()));
+                                 });
+  }
   if (payloads.empty()) {
     return intake_.saveSourceState(stateKey(j.file.name), state.dump(),
                                  after);

@@ -64,6 +64,28 @@ void Intake::acceptBatch(std::vector<std::string> payloads,
   });
 }
 
+void Intake::acceptRefused(std::string payload, std::string reason,
+                           std::optional<store::SourceStateWrite> state,
+                           std::function<void(Result<store::StoredMessage>)> cb) {
+  auto pass = gate_->enter();
+  if (!pass) return cb(Error{"interface " + spec_.name + " is not accepting messages (stopping)"});
+  // Keys too: the browser finds it by type, control id and key like any other.
+  MessageKeys keys = intake::keysOf(spec_.keys, payload);
+  store::NewMessage m;
+  m.interfaceId = spec_.interfaceId;
+  m.tier = spec_.tier;
+  m.payload = std::move(payload);
+  m.partitionKey = keys.lane;
+  m.columns = std::move(keys.columns);
+  auto held = std::make_shared<Gate::Pass>(std::move(*pass));
+  store_.insertRefused(std::move(m), std::move(reason), std::move(state),
+                       [onStored = spec_.onStored, held, cb = std::move(cb)](
+                           Result<store::StoredMessage> r) {
+                         if (r && onStored) onStored(1, 0);
+                         cb(std::move(r));
+                       });
+}
+
 void Intake::acceptRouted(int64_t sourceDestinationId, std::vector<store::RoutedItem> items,
                           std::function<void(Result<std::vector<store::RoutedMessage>>)> cb) {
   auto pass = gate_->enter();

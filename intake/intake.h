@@ -53,6 +53,13 @@ class Intake {
   void acceptBatch(std::vector<std::string> payloads, std::optional<store::SourceStateWrite> state,
                    std::function<void(Result<store::BatchStored>)> cb);
 
+  // Stores one message quarantined at intake (a file's record that may not
+  // be delivered): kept for an operator to see, with `reason` as its error,
+  // never queued; the source's progress commits with it. Gate as accept().
+  void acceptRefused(std::string payload, std::string reason,
+                     std::optional<store::SourceStateWrite> state,
+                     std::function<void(Result<store::StoredMessage>)> cb);
+
   // Stores the outputs a route's delivery loop made, in this (the target)
   // interface's queue, in one transaction with the source deliveries'
   // outcome. Not refused by a closed gate: a routed copy finishes the

@@ -118,19 +118,23 @@ void RecordSplitter::scanHl7(bool final, std::vector<SplitRecord>& out) {
 void RecordSplitter::emitHl7(size_t end, std::vector<SplitRecord>& out) {
   SplitRecord r;
   r.endOffset = bufStart_ + end;
-  r.bytes.reserve(end - recStart_);
-  for (size_t k = recStart_; k < end; ++k) {
-    char c = buf_[k];
-    if (c != kStartBlock && c != kEndBlock) r.bytes += c;  // MLLP framing, not content
-  }
-  // Keep the last segment's own terminator, drop blank lines after it.
-  size_t last = r.bytes.find_last_not_of("\r\n");
-  if (last == std::string::npos) return;
-  size_t keep = last + 1;
-  if (keep < r.bytes.size()) {
-    keep += r.bytes.compare(keep, 2, "\r\n") == 0 ? 2 : 1;
-  }
-  r.bytes.resize(keep);
+  // The record's content ends at its last byte that is neither a line end
+  // nor MLLP framing; what follows is the frame's end (0x1C 0x0D), blank
+  // lines and the next frame's start (0x0B), not content.
+  std::string_view rec(buf_.data() + recStart_, end - recStart_);
+  size_t last = rec.find_last_not_of(std::string_view("\r\n\x0b\x1c", 4));
+  if (last == std::string_view::npos) return;
+  r.bytes.reserve(last + 3);
+  r.bytes.append(rec.substr(0, last + 1));
+  // Keep the last segment's own terminator, read with the framing taken
+  // out ("PID|1\x1c\r" ends in \r), and drop the blank lines after it.
+  std::string tail;
+  for (char c : rec.substr(last + 1))
+    if (c != kStartBlock && c != kEndBlock) tail += c;
+  if (!tail.empty()) r.bytes += tail.compare(0, 2, "\r\n") == 0 ? "\r\n" : tail.substr(0, 1);
+  // A framing byte left inside the content would end the frame there when
+  // the record is sent by MLLP: a second message smuggled in.
+  if (auto s = hl7::mllp::refuseFramingBytes(r.bytes, "record"); !s) r.refusal = s.error().message;
   out.push_back(std::move(r));
 }
 

@@ -6,9 +6,13 @@
 // repeats a record of a file whose size and time are unchanged).
 //
 // * Hl7: a record starts at "MSH" at the start of a line (\r, \n or \r\n
-//   endings; the file's start counts as a line start). MLLP framing bytes
-//   (0x0B, 0x1C) are stripped; trailing blank lines are cut to the last
-//   segment's own terminator. Batch envelope segments (FHS, BHS, BTS, FTS)
+//   endings, or an MLLP start block; the file's start counts as a line
+//   start). MLLP framing bytes (0x0B, 0x1C) between records are stripped with
+//   the trailing blank lines, which are cut to the last segment's own
+//   terminator. A framing byte inside a record (before its last segment
+//   ends) stays in its bytes, and the record carries the refusal
+//   (hl7::mllp::refuseFramingBytes): it is quarantined at intake, never
+//   delivered. Batch envelope segments (FHS, BHS, BTS, FTS)
 //   end a record and are skipped, as is anything before the first MSH.
 //   A record's end offset is the start of the line that ends it.
 // * Csv: RFC 4180 records (a quoted field may hold newlines and ""); the
@@ -33,6 +37,9 @@ enum class SplitFormat { Hl7, Csv, Lines };
 struct SplitRecord {
   std::string bytes;
   uint64_t endOffset = 0;  // file offset just past this record
+  // Why the record must not be delivered (an MLLP framing byte inside an
+  // HL7 record); nullopt when it may.
+  std::optional<std::string> refusal;
 };
 
 class RecordSplitter {

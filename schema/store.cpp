@@ -479,6 +479,37 @@ void Store::insertBatch(NewBatch b, Callback<BatchStored> cb) {
   });
 }
 
+void Store::insertRefused(NewMessage m, std::string reason, std::optional<SourceStateWrite> state,
+                          Callback<StoredMessage> cb) {
+  static const Statement stmt{"ductus_insert_refused_message", sql::kInsertRefusedMessage};
+  Param stateKey, stateJson;
+  if (state) {
+    stateKey = std::move(state->key);
+    stateJson = std::move(state->json);
+  }
+  // The reason is a text column: bytes of the message quoted in it must not
+  // make the insert fail.
+  std::vector<Param> params{num(m.interfaceId),
+                            num(static_cast<int16_t>(m.tier)),
+                            num(m.partitionKey),
+                            asDatabaseText(reason),
+                            std::move(m.payload),
+                            std::move(m.columns.type),
+                            std::move(m.columns.controlId),
+                            std::move(m.columns.keyValue),
+                            std::move(m.columns.charset),
+                            std::move(stateKey),
+                            std::move(stateJson)};
+  std::vector<int> formats{kText, kText, kText, kText, kBinary, kText,
+                           kText, kText, kText, kText, kText};
+  run(stmt, std::move(params), std::move(formats), false, [cb](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    auto rows = storedRows(*r);
+    if (rows.size() != 1) return cb(Error{"message insert returned no row"});
+    cb(std::move(rows[0]));
+  });
+}
+
 // ---- Queue, flush, settle ---------------------------------------------------
 
 void Store::readQueue(int64_t destinationId, std::vector<int32_t> lanes, int64_t afterMessageId,

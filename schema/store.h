@@ -104,6 +104,12 @@ class Store {
   // The source_state write commits with them. Answers counts, not rows.
   void insertBatch(NewBatch b, Callback<BatchStored> cb);
 
+  // Stores a message quarantined at intake: `reason` in last_error, no
+  // delivery, no dedupe claim (m.destinationIds and m.dedupeKey are not
+  // read), with the source's progress in the same statement.
+  void insertRefused(NewMessage m, std::string reason, std::optional<SourceStateWrite> state,
+                     Callback<StoredMessage> cb);
+
   // Up to kQueueReadRows pending deliveries of one destination in message
   // id order, after afterMessageId, in the given lanes (empty: all lanes),
   // and no more than maxBytes of payload (at least one row; 0: the

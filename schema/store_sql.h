@@ -157,6 +157,28 @@ WITH m AS (
 SELECT id, tier, received_at::text, status FROM m
 )";
 
+// A message intake refuses to deliver but keeps for an operator to see (a
+// file's record holding an MLLP framing byte): stored quarantined (status 3)
+// with the reason in last_error, no delivery, its dedupe key not claimed (a
+// corrected copy must not be a duplicate), with the source's progress in
+// the same statement. $1 interface, $2 tier, $3 partition key, $4 reason,
+// $5 payload, $6..$9 type, control id, key value, charset, $10 source_state
+// key (NULL: none), $11 its JSON.
+constexpr const char* kInsertRefusedMessage = R"(
+WITH m AS (
+  INSERT INTO messages (id, tier, interface_id, partition_key, status, last_error, payload,
+                        message_type, control_id, key_value, charset)
+  VALUES (nextval('messages_id_seq'), $2::int2, $1::int8, $3::int4, 3, $4::text, $5::bytea,
+          $6::text, $7::text, $8::text, $9::text)
+  RETURNING id, tier, received_at, status
+), st AS (
+  INSERT INTO source_state (interface_id, key, value)
+  SELECT $1::int8, $10::text, $11::jsonb WHERE $10::text IS NOT NULL
+  ON CONFLICT (interface_id, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
+)
+SELECT id, tier, received_at::text, status FROM m
+)";
+
 // A destination's queue: the partial index deliveries_queue walked in
 // message order, stopping after 50 rows (Store::kQueueReadRows); then each
 // row's message by its full key (one partition each). Both written for the

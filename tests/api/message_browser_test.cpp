@@ -538,6 +538,25 @@ TEST_F(MessageBrowserTest, EditKeepsTheCharsetTheOriginalWasReadIn) {
   EXPECT_EQ(r.status, 400) << r.body;
 }
 
+// An edited copy holding MLLP framing bytes would leave an MLLP destination
+// as two messages, the second never stored: refused as intake refuses it.
+TEST_F(MessageBrowserTest, EditRefusesAPayloadHoldingMllpFramingBytes) {
+  auto quarantined = message({.deliveries = {{"ehr", 3, 5}}});
+  auto path = "/api/v1/messages/" + std::to_string(quarantined) + "/edit";
+  auto snapshot = everything();
+  for (std::string smuggled :
+       {std::string("MSH|^~\\&|A|B|C|D|1||ADT^A01|C2|P|2.5\rPID|1||M2\r\x1c\r"
+                    "\x0bMSH|^~\\&|EVIL|B|C|D|1||ADT^A01|INJECTED1|P|2.5\rPID|1||VICTIM\r"),
+        std::string("MSH|^~\\&|A|B|C|D|1||ADT^A01|C3|P|2.5\rPID|1||M\x0b" "2\r")}) {
+    auto r = post(path, {{"payload", smuggled}}, ops_);
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_THAT(errorOf(r)["message"].get<std::string>(),
+                HasSubstr("contains MLLP framing bytes"));
+  }
+  EXPECT_EQ(everything(), snapshot);
+  EXPECT_EQ(auditCount("message.edit"), "0");
+}
+
 TEST_F(MessageBrowserTest, EditIsRefusedWhilePendingAndChangesNothingWithoutItsAuditRow) {
   auto pending = message({.deliveries = {{"ehr", 3, 5}, {"billing", 0, 1}}});
   auto quarantined = message({.deliveries = {{"ehr", 3, 5}, {"billing", 3, 5}}});

@@ -469,6 +469,106 @@ TEST(EngineEndToEnd, HttpQueueModeAnswers202WithTheIdAfterTheCommit) {
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 
+// MLLP framing bytes never leave as framing. A body holding an end block
+// and a start block would reach an MLLP receiver as two messages, the second
+// never stored: refused (400), nothing stored, nothing sent. A transform that
+// returns the same bytes gets its delivery quarantined, and the receiver
+// sees no message at all.
+TEST(EngineEndToEnd, FramingBytesFromAnHttpBodyOrATransformNeverReachAnMllpReceiver) {
+  TestDatabase db;
+  MllpReceiver receiver;
+  uint16_t port = freePort();
+  auto mllpOut = "destination:\n  mllp: { host: 127.0.0.1, port: " +
+                 std::to_string(receiver.port()) + " }\n";
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/inbound/interface.yaml",
+       "source:\n  http: { listen: 127.0.0.1:" + std::to_string(port) +
+           ", path: /in }\nformat: hl7v2\n" + mllpOut},
+      {"interfaces/inbound/transform.js", kPassThrough},
+      {"interfaces/smuggle/interface.yaml",
+       "source:\n  http: { listen: 127.0.0.1:" + std::to_string(port) +
+           ", path: /smuggle }\nformat: hl7v2\n" + mllpOut},
+      {"interfaces/smuggle/transform.js",
+       "export function transform(msg) {\n"
+       "  return msg.toString() + \"\\x1c\\r\\x0bMSH|^~\\\\&|EVIL|F|R|F|2026||ADT^A01|INJECTED2|P|2.5\\r"
+       "PID|1||VICTIM\\r\";\n}\n"},
+  });
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  auto client = HttpClient::connect(port);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  const std::string injection =
+      hl7("OUTER1") + "\x1c\r\x0bMSH|^~\\&|EVIL|F|R|F|2026||ADT^A01|INJECTED1|P|2.5\rPID|1||VICTIM\r";
+  auto reply = client->request("POST", "/in", injection, {{"Content-Type", "x-application/hl7-v2+er7"}});
+  ASSERT_TRUE(reply.ok()) << reply.error().message;
+  EXPECT_EQ(reply->status, 400) << reply->body;
+  EXPECT_NE(reply->body.find("contains MLLP framing bytes (0x1C"), std::string::npos)
+      << reply->body;
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "0");
+
+  reply = client->request("POST", "/smuggle", hl7("SMUGGLE1"), {{"Content-Type", "text/plain"}});
+  ASSERT_TRUE(reply.ok()) << reply.error().message;
+  EXPECT_EQ(reply->status, 202) << reply->body;
+  ASSERT_TRUE(waitFor([&] { return db.value("SELECT status FROM deliveries") == "3"; }, 30s))
+      << engine.log();
+  EXPECT_NE(db.value("SELECT last_error FROM deliveries").find("output contains MLLP framing bytes"),
+            std::string::npos)
+      << db.value("SELECT last_error FROM deliveries");
+
+  // The receiver works: a clean message arrives, and it is the only one.
+  reply = client->request("POST", "/in", hl7("CLEAN1"), {{"Content-Type", "text/plain"}});
+  ASSERT_TRUE(reply.ok()) << reply.error().message;
+  EXPECT_EQ(reply->status, 202) << reply->body;
+  ASSERT_TRUE(waitFor([&] { return !receiver.accepted().empty(); }, 30s)) << engine.log();
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+  EXPECT_EQ(receiver.accepted(), std::vector<std::string>{"CLEAN1"});
+  EXPECT_EQ(receiver.arrivals("INJECTED1") + receiver.arrivals("INJECTED2") +
+                receiver.arrivals("SMUGGLE1"),
+            0);
+}
+
+// hl7apy's test message with custom encoding characters ('!' fields, '$'
+// components, 'r' repetitions, '?' escape, '@' subcomponents): answered AA,
+// stored and delivered by an MLLP destination byte for byte.
+TEST(EngineEndToEnd, Hl7apysCustomDelimitersPassThroughByteForByte) {
+  TestDatabase db;
+  MllpReceiver receiver;
+  uint16_t port = freePort();
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/adt/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\nformat: hl7v2\nordering: { key: PID.3.1, partitions: 4 }\n"
+           "destination:\n  mllp: { host: 127.0.0.1, port: " +
+           std::to_string(receiver.port()) + " }\n"},
+      {"interfaces/adt/transform.js",
+       "export function transform(msg) {\n"
+       "  if (msg.get(\"MSH.10\") !== \"430102\" || msg.get(\"PID.3[2].1\") !== \"777\")\n"
+       "    throw new Error(\"misread: \" + msg.get(\"MSH.10\") + \" \" + msg.get(\"PID.3[2].1\"));\n"
+       "  return msg;\n}\n"},
+  });
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  const std::string msg =
+      "MSH!$r?@!LIP!LIP!LB!LB!20111207121030!!RSP^SLI^RSP_K11!430102!D!2.5!!!!!IT!!EN\r"
+      "PID!1!!566$$$GHH$MRr777$$$GHH$MR!!SURNAME$NAME\r";
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  auto ack = c->exchange(msg);
+  ASSERT_TRUE(ack.ok()) << ack.error().message;
+  auto f = readAck(*ack);
+  EXPECT_EQ(f.code, "AA") << *ack;
+  EXPECT_EQ(f.controlId, "430102") << *ack;
+  EXPECT_EQ(db.value("SELECT convert_from(payload, 'LATIN1') = $1 FROM messages", {msg}), "t");
+  EXPECT_EQ(db.value("SELECT control_id || ' ' || message_type || ' ' || key_value FROM messages"),
+            "430102 RSP^SLI^RSP_K11 566");
+  ASSERT_TRUE(waitFor([&] { return !receiver.acceptedMessages().empty(); }, 30s))
+      << engine.log();
+  EXPECT_EQ(receiver.acceptedMessages(), std::vector<std::string>{msg});
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
 TEST(EngineEndToEnd, AScheduleRunsAtStartAndStoresDueAndPrevious) {
   TestDatabase db;
   TempProject project({

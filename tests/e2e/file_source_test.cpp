@@ -15,6 +15,7 @@
 #include "tests/e2e/paths_support.h"
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
+#include "tests/support/mllp_receiver.h"
 #include "tests/support/test_database.h"
 
 namespace ductus::test {
@@ -75,6 +76,56 @@ TEST(EngineFileSource, AFileReadWholeIsOneMessageByteForByte) {
     EXPECT_EQ(readAll(e.path()), bytes);
   }
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+// A file of MLLP frames where one record holds a start block inside a
+// segment: framed as it is, it would reach the receiver as two messages.
+// That record is stored quarantined at intake with the reason (an operator
+// sees it) and never delivered; the records around it are stored and
+// delivered, and the file is done.
+TEST(EngineFileSource, ARecordHoldingAFramingByteIsQuarantinedAtIntakeAndTheRestDelivered) {
+  TestDatabase db;
+  MllpReceiver receiver;
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/drop/interface.yaml",
+       "source:\n  file: { path: in/, pattern: \"*.hl7\", split: records, move_to: done/, "
+       "poll: 200ms }\nformat: hl7v2\ndestination:\n  mllp: { host: 127.0.0.1, port: " +
+           std::to_string(receiver.port()) + " }\n"},
+      {"interfaces/drop/transform.js", kPassThrough},
+  });
+  const std::string nested =
+      "MSH|^~\\&|S|F|R|F|2026||ADT^A01|F-2|P|2.5\rPID|1||M\x0b" "2\rEVN|A01\r";
+  drop(project.root() / "in", "frames.hl7",
+       "\x0b" + hl7("F-1") + "\x1c\r\x0b" + nested + "\x1c\r\x0b" + hl7("F-3") + "\x1c\r");
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  ASSERT_TRUE(waitFor([&] { return fs::exists(project.root() / "done" / "frames.hl7"); }, 30s))
+      << engine.log();
+  ASSERT_TRUE(waitFor([&] { return receiver.accepted().size() >= 2; }, 30s)) << engine.log();
+  EXPECT_EQ(receiver.accepted(), (std::vector<std::string>{"F-1", "F-3"}));
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "3");
+  EXPECT_EQ(db.value("SELECT status FROM messages WHERE control_id = 'F-2'"), "3");
+  EXPECT_NE(db.value("SELECT last_error FROM messages WHERE control_id = 'F-2'")
+                .find("record contains MLLP framing bytes (0x0B"),
+            std::string::npos)
+      << db.value("SELECT last_error FROM messages WHERE control_id = 'F-2'");
+  // Kept as it came, so the operator sees what was sent; never queued.
+  EXPECT_EQ(db.value("SELECT convert_from(payload, 'LATIN1') = $1 FROM messages "
+                     "WHERE control_id = 'F-2'",
+                     {nested}),
+            "t");
+  EXPECT_EQ(db.value("SELECT count(*) FROM deliveries d JOIN messages m ON m.id = d.message_id "
+                     "WHERE m.control_id = 'F-2'"),
+            "0");
+  ASSERT_TRUE(waitFor(
+      [&] { return db.value("SELECT count(*) FROM messages WHERE status = 1") == "2"; }, 20s))
+      << engine.log();
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+  EXPECT_EQ(receiver.arrivals("F-2"), 0);
+  EXPECT_NE(engine.log().find("is quarantined, not delivered: record contains MLLP framing"),
+            std::string::npos)
+      << engine.log();
 }
 
 TEST(EngineFileSource, DeleteTrueRemovesEachFileOnceItIsStored) {

@@ -99,6 +99,34 @@ TEST(RecordSplitter, Hl7BatchEnvelopeSegmentsAreNotPartOfAMessage) {
   EXPECT_EQ(s.skippedBytes(), 0u);  // the envelope is not lost content
 }
 
+TEST(RecordSplitter, Hl7FramingBetweenRecordsIsStrippedButInsideARecordItIsRefused) {
+  // Frames as an MLLP capture keeps them: framing between records is not
+  // content. Inside a record (a start block in the middle of a segment) it
+  // is kept in the bytes and the record is refused, the others not.
+  const std::string file =
+      "\x0bMSH|^~\\&|A|B|C|D|||ADT^A01|M1|P|2.5\rPID|1||one\x1c\r"
+      "\x0bMSH|^~\\&|A|B|C|D|||ADT^A01|M2|P|2.5\rPID|1||t\x0bwo\r\x1c\r"
+      "\x0bMSH|^~\\&|A|B|C|D|||ADT^A01|M3|P|2.5\rPID|1||three\r\x1c\r";
+  for (size_t chunk : {size_t{1}, size_t{3}, size_t{1} << 20}) {
+    auto rs = split(SplitFormat::Hl7, file, chunk);
+    ASSERT_EQ(rs.size(), 3u) << "chunk " << chunk;
+    EXPECT_EQ(rs[0].bytes, "MSH|^~\\&|A|B|C|D|||ADT^A01|M1|P|2.5\rPID|1||one\r");
+    EXPECT_FALSE(rs[0].refusal);
+    EXPECT_EQ(rs[1].bytes, "MSH|^~\\&|A|B|C|D|||ADT^A01|M2|P|2.5\rPID|1||t\x0bwo\r");
+    ASSERT_TRUE(rs[1].refusal) << "chunk " << chunk;
+    EXPECT_NE(rs[1].refusal->find("record contains MLLP framing bytes (0x0B"), std::string::npos)
+        << *rs[1].refusal;
+    EXPECT_EQ(rs[2].bytes, "MSH|^~\\&|A|B|C|D|||ADT^A01|M3|P|2.5\rPID|1||three\r");
+    EXPECT_FALSE(rs[2].refusal);
+    EXPECT_EQ(rs[2].endOffset, file.size());
+  }
+  // An end block followed by more segments: a second message hidden in one.
+  auto rs = split(SplitFormat::Hl7,
+                  "MSH|^~\\&|A|B|C|D|||ADT^A01|M1|P|2.5\rPID|1\r\x1c\rEVN|A01\rPID|2\r", 4);
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_TRUE(rs[0].refusal);
+}
+
 const std::string kCsvFile =
     "id,name,note\r\n"
     "1,Alice,plain\r\n"

@@ -122,6 +122,13 @@ void MllpSender::pump() {
   current_ = std::move(queue_.front());
   queue_.pop_front();
   ackBuffer_.clear();
+  // Framed as it is, the receiver would read what follows a framing byte as
+  // a message of its own: refused before anything is written, and Permanent,
+  // since the same output would be refused again.
+  if (auto s = hl7::mllp::refuseFramingBytes(current_->request.payload, "output"); !s) {
+    finish(SendOutcome::permanent(s.error().message));
+    return;
+  }
   if (connected()) {
     startWrite();
   } else {

@@ -8,7 +8,9 @@
 // Refused or timed-out connects, write errors, a peer that closes before
 // the ACK, an ACK that does not come within ackTimeout, and bytes that are
 // not an MLLP-framed ACK are Transient, and the connection is dropped so
-// the retry starts on a clean stream.
+// the retry starts on a clean stream. An output holding an MLLP framing byte
+// (0x0B, 0x1C) is never framed: Permanent "output contains MLLP framing
+// bytes ...", nothing written (the receiver would read two messages).
 #pragma once
 
 #include <uv.h>

@@ -110,6 +110,28 @@ TEST_F(MllpSenderTest, CeIsTransientAndCrIsPermanent) {
   EXPECT_EQ(sendOne().kind, SendOutcomeKind::Permanent);
 }
 
+// What a transform could return to smuggle a second message out: an end
+// block, then a start block. Framed, the receiver would read two messages.
+TEST_F(MllpSenderTest, AnOutputHoldingFramingBytesIsPermanentAndNeverReachesTheReceiver) {
+  MllpReceiver receiver(answering("AA"));
+  makeSender(receiver.port());
+  const std::string smuggled = kMessage + "\x1c\r\x0bMSH|^~\\&|EVIL|FAC|RCV|FAC|2026||ADT^A01|"
+                                          "INJECTED1|P|2.5\rPID|1||VICTIM\r";
+  SendOutcome out = sendOne(smuggled);
+  EXPECT_EQ(out.kind, SendOutcomeKind::Permanent) << out.detail;
+  EXPECT_EQ(out.detail.rfind("output contains MLLP framing bytes (0x1C, end block at byte " +
+                                 std::to_string(kMessage.size()) + ")",
+                             0),
+            0u)
+      << out.detail;
+  EXPECT_EQ(sendOne(kMessage + "\x0b").kind, SendOutcomeKind::Permanent);
+  // Nothing was written; the next message goes out as usual.
+  EXPECT_EQ(receiver.connections(), 0);
+  EXPECT_EQ(sendOne().kind, SendOutcomeKind::Sent);
+  ASSERT_EQ(receiver.messages().size(), 1u);
+  EXPECT_EQ(receiver.messages()[0], kMessage);
+}
+
 TEST_F(MllpSenderTest, MessagesInARowShareOneConnection) {
   MllpReceiver receiver(answering("AA"));
   makeSender(receiver.port());
