@@ -80,6 +80,7 @@ bool queued(const InterfaceConfig& c) { return !c.respondMode(); }
 net::ConnectionLimits connectionLimits(const config::EngineConfig& e) {
   net::ConnectionLimits l;
   l.maxConnections = e.limits.connectionsPerListener;
+  l.connectionsPerAddress = e.limits.connectionsPerAddress;
   l.idleTimeout = e.limits.idleTimeout;
   l.frameDeadline = e.limits.frameDeadline;
   l.unreadAnswers = static_cast<size_t>(e.limits.unreadAnswers);

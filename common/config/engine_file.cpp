@@ -44,11 +44,18 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
   if (YamlReader::has(root, "limits")) {
     YAML::Node lim = root["limits"];
     if (r.map(lim, "limits",
-              {"connections_per_listener", "idle_timeout", "frame_deadline", "unread_answers"})) {
+              {"connections_per_listener", "connections_per_address", "idle_timeout",
+               "frame_deadline", "unread_answers"})) {
       // Each connection takes a descriptor; the engine's open files limit
       // (raised to the hard limit at start) is the real ceiling.
       if (auto v = r.whole(lim, "connections_per_listener", "limits", 1, 1'000'000))
         e.limits.connectionsPerListener = static_cast<uint32_t>(*v);
+      // Not given: a quarter of the listener's, so one host holding idle
+      // connections leaves three quarters to the others. At least
+      // connections_per_listener turns it off.
+      e.limits.connectionsPerAddress = std::max<uint32_t>(1, e.limits.connectionsPerListener / 4);
+      if (auto v = r.whole(lim, "connections_per_address", "limits", 1, 1'000'000))
+        e.limits.connectionsPerAddress = static_cast<uint32_t>(*v);
       if (auto v = r.duration(lim, "idle_timeout", "limits", std::chrono::seconds(1),
                               std::chrono::hours(24)))
         e.limits.idleTimeout = *v;

@@ -83,7 +83,10 @@ struct EngineConfig {
   // limits: what one peer may hold of the engine, for every MLLP listener
   // and HTTP port (each its own count).
   struct Limits {
-    uint32_t connectionsPerListener = 1000;             // past it: accepted and closed at once
+    uint32_t connectionsPerListener = 1000;  // past it: the longest idle closed, or the new one
+    // From one address (IPv4-mapped IPv6 as IPv4); past it: the new one
+    // accepted and closed at once. Not given: connectionsPerListener / 4.
+    uint32_t connectionsPerAddress = 250;
     Duration idleTimeout = std::chrono::minutes(5);     // nothing in flight, nothing partial
     Duration frameDeadline = std::chrono::seconds(60);  // from a request's first byte
     uint64_t unreadAnswers = 1ull << 20;  // answers the peer has not read: reading stops

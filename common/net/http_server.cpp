@@ -432,7 +432,8 @@ uv_loop_t* HttpStream::loop() const {
 
 namespace {
 
-// What a connection past limits.maxConnections is told before it is closed.
+// What a connection refused by the limits (ConnectionSet) is told before it
+// is closed.
 std::string tooManyConnections() {
   const std::string body = "too many connections\n";
   return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 5\r\n"

@@ -14,7 +14,8 @@
 // malformed HTTP 400; each of these closes the connection.
 //
 // settings.limits bound what each connection may hold (stream_connection.h):
-// past maxConnections a new connection gets 503 and is closed; an idle
+// a new connection past connectionsPerAddress, or past maxConnections with
+// no connection idle to give way, gets 503 and is closed; an idle
 // keep-alive connection is closed after idleTimeout; a request whose head
 // and body are not complete within frameDeadline of its first byte is
 // answered 408 and closed; a client that pipelines requests without reading

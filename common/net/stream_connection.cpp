@@ -90,9 +90,93 @@ bool ConnectionSet::admit(uv_stream_t* server, StreamConnection* c) {
     c->closeNow();
     return false;
   }
+  sockaddr_storage ss{};
+  int len = sizeof ss;
+  std::string host;
+  if (uv_tcp_getpeername(&c->tcp_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+    c->peer_ = formatAddress(ss);
+    host = hostOf(ss);
+  }
+  startSweeping(server->loop);  // the sweep says the counts not logged
+  if (!host.empty() && fromAddress(host) >= limits_.connectionsPerAddress) {
+    refuseAccepted(c, std::to_string(fromAddress(host)) + " connections from " + host +
+                          " are open, the most limits.connections_per_address allows");
+    return false;
+  }
+  uint64_t now = uv_now(server->loop);
+  if (open() - 1 >= limits_.maxConnections) {  // c itself is in live_ already
+    StreamConnection* idle = longestIdle(now, c);
+    if (!idle) {
+      refuseAccepted(c, std::to_string(open() - 1) +
+                            " connections are open, the most limits.connections_per_listener "
+                            "allows, and none has been idle " +
+                            asWritten(millis(limits_.evictableAfter)));
+      return false;
+    }
+    evict(idle, *c, now);
+  }
+  if (!host.empty()) {
+    ++perAddress_[host];
+    c->host_ = std::move(host);
+  }
   c->start();
-  startSweeping(server->loop);
   return true;
+}
+
+size_t ConnectionSet::fromAddress(const std::string& host) const {
+  auto it = perAddress_.find(host);
+  return it == perAddress_.end() ? 0 : it->second;
+}
+
+bool StreamConnection::idle() const {
+  return !closing_ && !shutdown_ && !busy_ && !inFrame_ && !held_ && !paced_ &&
+         pendingBytes() == 0 && unread() == 0;
+}
+
+StreamConnection* ConnectionSet::longestIdle(uint64_t now, const StreamConnection* newcomer) const {
+  StreamConnection* oldest = nullptr;
+  for (StreamConnection* c : live_) {
+    if (c == newcomer || !c->idle() || c->lastActive_ > now || now - c->lastActive_ < millis(limits_.evictableAfter))
+      continue;
+    if (!oldest || c->lastActive_ < oldest->lastActive_) oldest = c;
+  }
+  return oldest;
+}
+
+void ConnectionSet::evict(StreamConnection* idle, const StreamConnection& newcomer, uint64_t now) {
+  uint64_t unsaid = 0;
+  if (evictedLog_.admit(now, millis(limits_.logEvery), &unsaid))
+    spdlog::warn(
+        "{}: closed the connection from {}, idle for {}, for a new one from {}{}: {} connections "
+        "are open, the most limits.connections_per_listener allows; such closes are logged at "
+        "most once every {}",
+        name_, idle->peer_, asWritten(now - idle->lastActive_), newcomer.peer_,
+        unsaid ? " (and " + std::to_string(unsaid) + " more since the last line)" : std::string(),
+        open() - 1, asWritten(millis(limits_.logEvery)));
+  idle->evicted_ = true;
+  ++evicting_;
+  // At once, not a shutdown: a shutdown waits for the peer, holding the slot.
+  idle->closeNow();
+}
+
+void ConnectionSet::refuseAccepted(StreamConnection* c, const std::string& why) {
+  if (!refusal_.empty()) {
+    // Best effort, as in refuse().
+    uv_buf_t b = uv_buf_init(refusal_.data(), static_cast<unsigned>(refusal_.size()));
+    uv_try_write(c->stream(), &b, 1);
+  }
+  logRefusal(c->tcp_.loop, c->peer_.empty() ? std::string("?") : c->peer_, why);
+  c->closeNow();
+}
+
+void ConnectionSet::logRefusal(uv_loop_t* loop, const std::string& peer, const std::string& why) {
+  uint64_t unsaid = 0;
+  if (!refusedLog_.admit(uv_now(loop), millis(limits_.logEvery), &unsaid)) return;
+  spdlog::warn("{}: refused a connection from {}{}: {}; refusals are logged at most once every {}",
+               name_, peer,
+               unsaid ? " (and " + std::to_string(unsaid) + " more since the last line)"
+                      : std::string(),
+               why, asWritten(millis(limits_.logEvery)));
 }
 
 void ConnectionSet::refuse(uv_stream_t* server) {
@@ -112,20 +196,16 @@ void ConnectionSet::refuse(uv_stream_t* server) {
       uv_buf_t b = uv_buf_init(refusal_.data(), static_cast<unsigned>(refusal_.size()));
       uv_try_write(stream, &b, 1);
     }
-    uint64_t unsaid = 0;
-    if (refusedLog_.admit(uv_now(server->loop), millis(limits_.logEvery), &unsaid)) {
-      sockaddr_storage ss{};
-      int len = sizeof ss;
-      std::string peer = uv_tcp_getpeername(tcp, reinterpret_cast<sockaddr*>(&ss), &len) == 0
-                             ? formatAddress(ss)
-                             : std::string("?");
-      spdlog::warn(
-          "{}: refused a connection from {}{}: {} connections are open, the most "
-          "limits.connections_per_listener allows; refusals are logged at most once every {}",
-          name_, peer,
-          unsaid ? " (and " + std::to_string(unsaid) + " more since the last line)" : std::string(),
-          live_.size(), asWritten(millis(limits_.logEvery)));
-    }
+    sockaddr_storage ss{};
+    int len = sizeof ss;
+    std::string peer = uv_tcp_getpeername(tcp, reinterpret_cast<sockaddr*>(&ss), &len) == 0
+                           ? formatAddress(ss)
+                           : std::string("?");
+    logRefusal(server->loop, peer,
+               std::to_string(open()) +
+                   " connections are open, the most limits.connections_per_listener allows, "
+                   "and none has been idle " +
+                   asWritten(millis(limits_.evictableAfter)));
   }
   uv_close(reinterpret_cast<uv_handle_t*>(tcp),
            [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
@@ -136,8 +216,16 @@ void ConnectionSet::refuse(uv_stream_t* server) {
 void ConnectionSet::sayRefused(uint64_t count) {
   spdlog::warn(
       "{}: refused {} more connection(s) in the last {}: {} connections are open, "
-      "limits.connections_per_listener is {}",
-      name_, count, asWritten(millis(limits_.logEvery)), live_.size(), limits_.maxConnections);
+      "limits.connections_per_listener is {}, limits.connections_per_address {}",
+      name_, count, asWritten(millis(limits_.logEvery)), open(), limits_.maxConnections,
+      limits_.connectionsPerAddress);
+}
+
+void ConnectionSet::sayEvicted(uint64_t count) {
+  spdlog::warn(
+      "{}: closed {} more idle connection(s) for new ones in the last {}: {} connections are "
+      "open, limits.connections_per_listener is {}",
+      name_, count, asWritten(millis(limits_.logEvery)), open(), limits_.maxConnections);
 }
 
 void ConnectionSet::startSweeping(uv_loop_t* loop) {
@@ -164,7 +252,9 @@ void ConnectionSet::sweep() {
   std::vector<StreamConnection*> all(live_.begin(), live_.end());
   for (StreamConnection* c : all) c->sweep(now);
   if (uint64_t n = refusedLog_.due(now, millis(limits_.logEvery))) sayRefused(n);
-  if (live_.empty() && !refusedLog_.pending()) uv_timer_stop(sweeper_.get());
+  if (uint64_t n = evictedLog_.due(now, millis(limits_.logEvery))) sayEvicted(n);
+  if (live_.empty() && !refusedLog_.pending() && !evictedLog_.pending())
+    uv_timer_stop(sweeper_.get());
 }
 
 void ConnectionSet::closeAll(std::function<void()> onClosed) {
@@ -179,12 +269,18 @@ void ConnectionSet::closeAll(std::function<void()> onClosed) {
 
 void ConnectionSet::closed(StreamConnection* c) {
   live_.erase(c);
+  if (c->evicted_) --evicting_;
+  if (!c->host_.empty()) {
+    auto it = perAddress_.find(c->host_);
+    if (it != perAddress_.end() && --it->second == 0) perAddress_.erase(it);
+  }
   maybeClosed();
 }
 
 void ConnectionSet::maybeClosed() {
   if (!closing_ || !live_.empty() || !onClosed_) return;
   if (uint64_t n = refusedLog_.flush()) sayRefused(n);
+  if (uint64_t n = evictedLog_.flush()) sayEvicted(n);
   sweeper_.reset();
   auto cb = std::move(onClosed_);
   onClosed_ = nullptr;
@@ -214,10 +310,7 @@ std::string_view StreamConnection::listenerName() const {
 }
 
 void StreamConnection::start() {
-  sockaddr_storage ss{};
-  int len = sizeof ss;
-  if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&ss), &len) == 0)
-    peer_ = formatAddress(ss);
+  // peer_ was read when the set admitted the connection.
   // Answers are small and the peer waits for each: Nagle would only delay them.
   uv_tcp_nodelay(&tcp_, 1);
   setKeepAlive();

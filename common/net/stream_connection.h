@@ -19,8 +19,9 @@
 // an idle one costs little more than its descriptor.
 //
 // ConnectionSet holds a listener's connections until each has closed, and
-// refuses connections past the limit; AnswerSlot makes the first of a
-// handler's answers the only one.
+// shares its slots fairly: one address gets at most a share of them, and
+// when they are all taken the connection idle the longest gives way to the
+// new one; AnswerSlot makes the first of a handler's answers the only one.
 #pragma once
 
 #include <uv.h>
@@ -32,6 +33,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -41,11 +43,18 @@ namespace ductus::net {
 
 // What one listener lets its peers hold: descriptors, buffers, log lines.
 // Each has a default an engine can live with; `limits:` in ductus.yaml
-// sets the first four.
+// sets the first five.
 struct ConnectionLimits {
-  // Connections open at once; past it a new one is accepted and closed at
-  // once (each holds a descriptor and its buffers).
+  // Connections open at once (each holds a descriptor and its buffers).
+  // When they are all open, the one idle the longest (below) is closed for
+  // a new one; with none idle, the new one is accepted and closed at once.
   size_t maxConnections = 1000;
+  // Connections open at once from one address (an IPv4-mapped IPv6 address
+  // counts as its IPv4 one); past it a new one from that address is
+  // refused as above. A quarter of maxConnections by default (ductus.yaml's
+  // loader computes it from connections_per_listener), so one host holding
+  // idle connections cannot take every slot from the others.
+  size_t connectionsPerAddress = 250;
   // A connection with nothing in flight and no partial request is closed
   // after this long. Also how long a connection that was shut down may wait
   // for its peer to take the last answer or to close.
@@ -66,6 +75,11 @@ struct ConnectionLimits {
   // Warnings a peer can repeat at will (refused connections, refused
   // frames) are logged at most once per this, with the count of the rest.
   std::chrono::milliseconds logEvery = std::chrono::minutes(1);
+  // A full listener closes for a new connection only one idle (nothing in
+  // flight, nothing partial, no answer unwritten) at least this long: a
+  // sender that has just connected, or just been answered, is about to
+  // send, and a flood of connects must not close it before it can.
+  std::chrono::milliseconds evictableAfter = std::chrono::seconds(2);
 };
 
 // An answer due while the peer has left this many times unreadAnswers
@@ -134,10 +148,14 @@ class AnswerSlot {
 };
 
 // The connections one listening socket accepted, until each has closed.
-// Past limits.maxConnections a new connection is accepted, told `refusal`
-// (if any) and closed at once, and a warning says so once per
-// limits.logEvery. A timer sweeps the connections for the time limits while
-// there are any.
+// A new connection from an address that already holds
+// limits.connectionsPerAddress, or one past limits.maxConnections when no
+// connection has been idle limits.evictableAfter, is accepted, told
+// `refusal` (if any) and closed at once. Past limits.maxConnections
+// otherwise, the connection idle the longest is closed for the new one.
+// Refusals and those closes are each logged once per limits.logEvery, with
+// the count of the rest. A timer sweeps the connections for the time
+// limits while there are any.
 class ConnectionSet {
  public:
   // name: the listener's, for the log. refusal: what a connection past the
@@ -154,7 +172,8 @@ class ConnectionSet {
   template <class Connection, class... Args>
   Connection* accept(uv_stream_t* server, int status, Args&&... args) {
     if (!statusOk(status)) return nullptr;
-    if (live_.size() >= limits_.maxConnections) {
+    // Full, and nobody to give way: refused before a connection is built.
+    if (open() >= limits_.maxConnections && !longestIdle(uv_now(server->loop))) {
       refuse(server);
       return nullptr;
     }
@@ -168,24 +187,42 @@ class ConnectionSet {
   void closeAll(std::function<void()> onClosed);
 
   size_t size() const { return live_.size(); }
+  // Connections open from `host` (hostOf(): "127.0.0.1", "2001:db8::1").
+  size_t fromAddress(const std::string& host) const;
 
  private:
   friend class StreamConnection;
   bool statusOk(int status) const;
+  // Connections holding a slot: those closed for a new one are still in
+  // live_ until their close callback, but no longer count.
+  size_t open() const { return live_.size() - evicting_; }
   bool admit(uv_stream_t* server, StreamConnection* c);
   void refuse(uv_stream_t* server);
+  // `c` is accepted but not started: it is told `refusal_` and closed.
+  void refuseAccepted(StreamConnection* c, const std::string& why);
+  void logRefusal(uv_loop_t* loop, const std::string& peer, const std::string& why);
+  // The connection idle the longest, at least limits.evictableAfter; null
+  // when none is (the newcomer, not started yet, never is). A scan: it runs
+  // only while the listener is full.
+  StreamConnection* longestIdle(uint64_t now, const StreamConnection* newcomer = nullptr) const;
+  void evict(StreamConnection* idle, const StreamConnection& newcomer, uint64_t now);
   void closed(StreamConnection* c);
   void maybeClosed();
   void startSweeping(uv_loop_t* loop);
   void sweep();
   void sayRefused(uint64_t count);
+  void sayEvicted(uint64_t count);
 
   const std::string name_;
   const ConnectionLimits limits_;
   std::string refusal_;
   std::unordered_set<StreamConnection*> live_;
+  // Open connections per address (hostOf()); an address leaves with its last.
+  std::unordered_map<std::string, size_t> perAddress_;
+  size_t evicting_ = 0;  // in live_, closed for a new connection, not yet gone
   UvHandle<uv_timer_t> sweeper_;  // runs while there is something to sweep
   LogThrottle refusedLog_;
+  LogThrottle evictedLog_;
   bool closing_ = false;
   std::function<void()> onClosed_;
 };
@@ -316,12 +353,16 @@ class StreamConnection {
   void release();
   // The set's timer: applies the time limits at `now`.
   void sweep(uint64_t now);
+  // Nothing in flight, nothing partial, nothing unwritten: closing it now
+  // loses nothing.
+  bool idle() const;
 
   uv_tcp_t tcp_{};
   ConnectionSet* set_ = nullptr;  // null until accepted and once the set is gone
   ConnectionLimits limits_;       // copied from the set when accepted
   const size_t pendingLimit_;
   std::string peer_;
+  std::string host_;  // counted in set_->perAddress_ under this ("": not counted)
   std::string pending_;  // read behind the request in flight, from pendingAt_
   size_t pendingAt_ = 0;
   // Answers given while a write is in flight, sent as one write when it
@@ -345,6 +386,7 @@ class StreamConnection {
   bool eofSeen_ = false;  // the peer closed; close after answering what it sent
   bool closing_ = false;
   bool draining_ = false;
+  bool evicted_ = false;  // closed for a new connection (set_->evicting_ counts it)
   bool shutdown_ = false;
   bool lingerAfterShutdown_ = false;
   std::weak_ptr<AnswerSlot> inflight_;

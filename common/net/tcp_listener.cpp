@@ -45,6 +45,26 @@ std::string formatAddress(const sockaddr_storage& ss) {
   return "unknown";
 }
 
+std::string hostOf(const sockaddr_storage& ss) {
+  char host[INET6_ADDRSTRLEN] = "";
+  if (ss.ss_family == AF_INET) {
+    uv_inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, host, sizeof host);
+    return host;
+  }
+  if (ss.ss_family == AF_INET6) {
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr;
+    // A dual-stack listener sees IPv4 peers as ::ffff:a.b.c.d: one host,
+    // counted once however it arrives.
+    if (IN6_IS_ADDR_V4MAPPED(&a)) {
+      uv_inet_ntop(AF_INET, a.s6_addr + 12, host, sizeof host);
+      return host;
+    }
+    uv_inet_ntop(AF_INET6, &a, host, sizeof host);
+    return host;
+  }
+  return {};
+}
+
 Status listenTcp(uv_loop_t* loop, UvHandle<uv_tcp_t>& server, const TcpListen& how,
                  const std::string& host, uint16_t port, int backlog) {
   sockaddr_storage addr{};

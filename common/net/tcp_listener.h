@@ -17,6 +17,10 @@ namespace ductus::net {
 
 // "127.0.0.1:2575", "[::1]:2575".
 std::string formatAddress(const sockaddr_storage& ss);
+// The address without its port, an IPv4-mapped IPv6 one as IPv4
+// ("127.0.0.1" for ::ffff:127.0.0.1, "2001:db8::1"): what
+// limits.connections_per_address counts by. "" for neither family.
+std::string hostOf(const sockaddr_storage& ss);
 
 struct TcpListen {
   std::string name;      // the source, for errors and the log line

@@ -373,6 +373,7 @@ TEST(LoadProject, ListenerLimitsHaveDefaultsAndAreReadFromDuctusYaml) {
     ASSERT_TRUE(o.project) << p.errors();
     const EngineConfig::Limits& l = o.project->engine.limits;
     EXPECT_EQ(l.connectionsPerListener, 1000u);
+    EXPECT_EQ(l.connectionsPerAddress, 250u);
     EXPECT_EQ(l.idleTimeout, 5min);
     EXPECT_EQ(l.frameDeadline, 60s);
     EXPECT_EQ(l.unreadAnswers, 1ull << 20);
@@ -389,9 +390,41 @@ TEST(LoadProject, ListenerLimitsHaveDefaultsAndAreReadFromDuctusYaml) {
   ASSERT_TRUE(o.project) << p.errors();
   const EngineConfig::Limits& l = o.project->engine.limits;
   EXPECT_EQ(l.connectionsPerListener, 3000u);
+  EXPECT_EQ(l.connectionsPerAddress, 750u) << "a quarter of connections_per_listener";
   EXPECT_EQ(l.idleTimeout, 90s);
   EXPECT_EQ(l.frameDeadline, 5min);
   EXPECT_EQ(l.unreadAnswers, 256ull << 10);
+}
+
+TEST(LoadProject, ConnectionsPerAddressIsReadOrAQuarterOfThePerListenerLimit) {
+  {
+    ProjectDir p;
+    p.write("ductus.yaml", "limits:\n  connections_per_address: 7\n");
+    p.iface("adt", kMllpToFile);
+    auto o = p.load();
+    ASSERT_TRUE(o.project) << p.errors();
+    EXPECT_EQ(o.project->engine.limits.connectionsPerAddress, 7u);
+    EXPECT_EQ(o.project->engine.limits.connectionsPerListener, 1000u);
+  }
+  {
+    // A quarter of 3 is 0: at least one connection per address.
+    ProjectDir p;
+    p.write("ductus.yaml", "limits: { connections_per_listener: 3 }\n");
+    p.iface("adt", kMllpToFile);
+    auto o = p.load();
+    ASSERT_TRUE(o.project) << p.errors();
+    EXPECT_EQ(o.project->engine.limits.connectionsPerAddress, 1u);
+  }
+  for (const char* bad : {"0", "1000001", "-1", "many"}) {
+    ProjectDir p;
+    p.write("ductus.yaml",
+            std::string("# listeners\nlimits:\n  connections_per_address: ") + bad + "\n");
+    p.iface("adt", kMllpToFile);
+    EXPECT_THAT(p.errors(),
+                HasSubstr(std::string("ductus.yaml:3:28: limits.connections_per_address: expected "
+                                      "a whole number from 1 to 1000000, got `") +
+                          bad + "`"));
+  }
 }
 
 TEST(LoadProject, BadListenerLimitsArePlacedAtTheirLine) {

@@ -42,10 +42,18 @@ class RawClient {
  public:
   // receiveBuffer: set before connecting, so the window stays small and
   // the server's responses pile up in its own write queue after a few KB.
-  explicit RawClient(uint16_t port, int receiveBuffer = 0) {
+  // from: the source address (loopback takes any of 127/8), for the
+  // per-address limit.
+  explicit RawClient(uint16_t port, int receiveBuffer = 0, const char* from = nullptr) {
     fd_ = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (receiveBuffer > 0)
       setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUF, &receiveBuffer, sizeof receiveBuffer);
+    if (from) {
+      sockaddr_in src{};
+      src.sin_family = AF_INET;
+      inet_pton(AF_INET, from, &src.sin_addr);
+      if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) return;
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -531,6 +539,122 @@ TEST_F(HttpServerTest, PastTheConnectionLimitANewConnectionGets503AndIsClosed) {
   ASSERT_TRUE(first.send(post("/adt", "2")));
   EXPECT_EQ(first.read().status, 202);
   loop_.run([&] { EXPECT_EQ(server_->connectionCount(), 1u); });
+}
+
+TEST_F(HttpServerTest, OneAddressGetsAtMostItsShareOfTheConnections) {
+  LogCapture log(spdlog::level::info);
+  HttpSettings s;
+  s.limits.maxConnections = 10;
+  s.limits.connectionsPerAddress = 2;
+  start(s);
+  route("/adt", echo("adt"));
+  std::vector<std::unique_ptr<RawClient>> mine;
+  for (int i = 0; i < 2; ++i) {
+    mine.push_back(std::make_unique<RawClient>(port_, 0, "127.0.0.2"));
+    ASSERT_TRUE(mine.back()->send(post("/adt", "x")));
+    ASSERT_EQ(mine.back()->read().status, 202) << i;
+  }
+  // The third from the same address is refused, though the listener has
+  // room; another address is not.
+  RawClient third(port_, 0, "127.0.0.2");
+  ASSERT_TRUE(third.connected());
+  Reply r = third.read();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_TRUE(third.closedByPeer());
+  RawClient other(port_, 0, "127.0.0.3");
+  ASSERT_TRUE(other.send(post("/adt", "y")));
+  EXPECT_EQ(other.read().status, 202);
+  EXPECT_EQ(log.count("refused a connection from 127.0.0.2:"), 1u) << log.all();
+  EXPECT_EQ(log.count("limits.connections_per_address"), 1u) << log.all();
+  // Those admitted still work, and one leaving frees a place for its address.
+  ASSERT_TRUE(mine[0]->send(post("/adt", "z")));
+  EXPECT_EQ(mine[0]->read().status, 202);
+  mine.pop_back();
+  ASSERT_TRUE(eventually([&] {
+    size_t n = 0;
+    loop_.run([&] { n = server_->connectionCount(); });
+    return n == 2;
+  }));
+  RawClient again(port_, 0, "127.0.0.2");
+  ASSERT_TRUE(again.send(post("/adt", "w")));
+  EXPECT_EQ(again.read().status, 202);
+}
+
+TEST_F(HttpServerTest, AFullListenerClosesTheLongestIdleConnectionForANewOne) {
+  LogCapture log(spdlog::level::info);
+  HttpSettings s;
+  s.limits.maxConnections = 4;
+  s.limits.evictableAfter = milliseconds(500);
+  start(s);
+  route("/adt", echo("adt"));
+  std::vector<HttpRespond> held;  // on the loop thread
+  route("/hold", [&](const HttpRequest&, HttpRespond respond) { held.push_back(respond); });
+  // A request in flight, a partial one, and two idle connections, the
+  // first idle longer.
+  RawClient busy(port_, 0, "127.0.0.2");
+  ASSERT_TRUE(busy.send(post("/hold", "x")));
+  ASSERT_TRUE(eventually([&] {
+    size_t n = 0;
+    loop_.run([&] { n = held.size(); });
+    return n == 1;
+  }));
+  RawClient partial(port_, 0, "127.0.0.3");
+  ASSERT_TRUE(partial.send("POST /adt HTTP/1.1\r\nHost: x\r\nContent-Len"));
+  RawClient older(port_, 0, "127.0.0.4");
+  ASSERT_TRUE(older.send(post("/adt", "o")));
+  ASSERT_EQ(older.read().status, 202);
+  std::this_thread::sleep_for(milliseconds(150));
+  RawClient newer(port_, 0, "127.0.0.5");
+  ASSERT_TRUE(newer.send(post("/adt", "n")));
+  ASSERT_EQ(newer.read().status, 202);
+  std::this_thread::sleep_for(milliseconds(600));  // both idle past evictableAfter
+  // Full: the one idle the longest gives way, and the new one is served.
+  RawClient first(port_, 0, "127.0.0.6");
+  ASSERT_TRUE(first.send(post("/adt", "f")));
+  EXPECT_EQ(first.read().status, 202);
+  EXPECT_TRUE(older.closedByPeer());
+  EXPECT_EQ(log.count("closed the connection from 127.0.0.4:"), 1u) << log.all();
+  // The next gives way for another (first has not been idle long enough).
+  std::this_thread::sleep_for(milliseconds(150));
+  RawClient second(port_, 0, "127.0.0.7");
+  ASSERT_TRUE(second.send(post("/adt", "s")));
+  EXPECT_EQ(second.read().status, 202);
+  EXPECT_TRUE(newer.closedByPeer());
+  // Nobody idle long enough: refused; the request in flight and the
+  // partial one were never candidates.
+  RawClient refused(port_, 0, "127.0.0.8");
+  ASSERT_TRUE(refused.connected());
+  EXPECT_EQ(refused.read().status, 503);
+  EXPECT_TRUE(refused.closedByPeer());
+  std::this_thread::sleep_for(milliseconds(600));  // first and second idle now
+  RawClient third(port_, 0, "127.0.0.9");
+  ASSERT_TRUE(third.send(post("/adt", "t")));
+  EXPECT_EQ(third.read().status, 202);
+  EXPECT_TRUE(first.closedByPeer());
+  loop_.run([&] { held.at(0)(HttpResponse{202, {}, "done"}); });
+  EXPECT_EQ(busy.read().status, 202);
+  ASSERT_TRUE(partial.send("gth: 1\r\n\r\np"));
+  EXPECT_EQ(partial.read().status, 202);
+  loop_.run([&] { held.clear(); });
+}
+
+TEST(HostOf, CountsAnIpv4MappedAddressAsItsIpv4One) {
+  sockaddr_storage ss{};
+  auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  in6->sin6_family = AF_INET6;
+  in6->sin6_port = htons(2575);
+  ASSERT_EQ(inet_pton(AF_INET6, "::ffff:10.1.2.3", &in6->sin6_addr), 1);
+  EXPECT_EQ(hostOf(ss), "10.1.2.3");
+  ASSERT_EQ(inet_pton(AF_INET6, "2001:db8::1", &in6->sin6_addr), 1);
+  EXPECT_EQ(hostOf(ss), "2001:db8::1");
+  sockaddr_storage v4{};
+  auto* in = reinterpret_cast<sockaddr_in*>(&v4);
+  in->sin_family = AF_INET;
+  in->sin_port = htons(2575);
+  ASSERT_EQ(inet_pton(AF_INET, "10.1.2.3", &in->sin_addr), 1);
+  EXPECT_EQ(hostOf(v4), "10.1.2.3");
+  sockaddr_storage none{};
+  EXPECT_EQ(hostOf(none), "");
 }
 
 TEST_F(HttpServerTest, AnIdleKeepAliveConnectionIsClosedAfterTheIdleTimeout) {
