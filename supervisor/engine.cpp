@@ -452,7 +452,9 @@ Status Engine::buildDelivery() {
                                   answer(r ? std::optional(std::move(*r)) : std::nullopt);
                                 });
                           },
-                          {}},
+                          {},
+                          [this] { closeMllpForDrain(); },
+                          [this] { reopenMllp(); }},
       std::move(acted));
   // A takeover's loops wait for takeCharge(), which reads the pauses then.
   if (options_.takeover)
@@ -490,15 +492,12 @@ Status Engine::openSources() {
 Status Engine::openSource(Iface& f) {
   const InterfaceConfig& c = *f.cfg;
   if (auto* m = std::get_if<config::MllpSource>(&c.source)) {
-    intake::MllpSettings ms;
-    ms.maxMessageBytes = c.maxMessageBytes;
-    ms.name = c.name;
-    ms.limits = connectionLimits(project_.engine);
-    auto l = std::make_unique<intake::MllpListener>(loop_, ms, intake::mllpIntoIntake(*f.intake));
+    auto l = makeMllp(f);
     if (auto s = listenOrAdopt(*l, options_.systemd, "mllp", m->listen, socketFds_); !s)
       return Error{c.name + ": mllp " + m->listen.toString() + ": " + s.error().message};
     listenerLines_.push_back("mllp " + c.name + " " + l->address());
     mllp_.push_back(std::move(l));
+    mllpAt_.emplace_back(&f, m->listen);
     return {};
   }
   if (auto* h = std::get_if<config::HttpSource>(&c.source)) {
@@ -547,6 +546,70 @@ Status Engine::openSource(Iface& f) {
   if (std::holds_alternative<config::InternalSource>(c.source)) return {};  // filled by routes
   return Error{c.name + ": " + config::sourceKind(c.source) +
                " sources are not supported by this engine yet"};
+}
+
+std::unique_ptr<intake::MllpListener> Engine::makeMllp(Iface& f) const {
+  intake::MllpSettings ms;
+  ms.maxMessageBytes = f.cfg->maxMessageBytes;
+  ms.name = f.cfg->name;
+  ms.limits = connectionLimits(project_.engine);
+  return std::make_unique<intake::MllpListener>(loop_, ms, intake::mllpIntoIntake(*f.intake));
+}
+
+void Engine::closeMllpForDrain() {
+  if (mllpRetry_) uv_timer_stop(mllpRetry_.get());
+  for (size_t i = 0; i < mllp_.size(); ++i) {
+    if (!mllp_[i]) continue;
+    const auto& at = mllpAt_[i].second;
+    std::string name = Systemd::socketName("mllp", at.host, at.port);
+    // The descriptor is closed below: no handover passes it, nothing stores it.
+    socketFds_.erase(name);
+    if (options_.systemd) options_.systemd->forgetListener(name);
+    intake::MllpListener* closing = mllp_[i].get();
+    mllpClosing_.push_back(std::move(mllp_[i]));
+    spdlog::info("{}: MLLP listener on {} closed for the drain; what is in flight is answered",
+                 mllpAt_[i].first->cfg->name, at.toString());
+    // Its listening socket closes now (the kernel refuses new connections:
+    // systemd's copy was removed from the store); the rest once answered.
+    // Its onClosed may destroy it (nothing of it runs after the call).
+    closing->close([this, alive = alive_, closing] {
+      if (!*alive) return;
+      std::erase_if(mllpClosing_, [closing](auto& l) { return l.get() == closing; });
+    });
+  }
+}
+
+void Engine::reopenMllp() {
+  if (stopping_) return;
+  bool failed = false;
+  for (size_t i = 0; i < mllp_.size(); ++i) {
+    if (mllp_[i]) continue;
+    auto& [f, at] = mllpAt_[i];
+    auto l = makeMllp(*f);
+    if (auto s = l->listen(at.host, at.port); !s) {
+      spdlog::error("{}: listening on {} again after the drain failed (tried again in 5 s): {}",
+                    f->cfg->name, at.toString(), s.error().message);
+      failed = true;
+      continue;
+    }
+    std::string name = Systemd::socketName("mllp", at.host, at.port);
+    if (options_.systemd) options_.systemd->storeListener(name, l->fd());
+    socketFds_[name] = l->fd();
+    mllp_[i] = std::move(l);
+  }
+  if (!failed) {
+    if (mllpRetry_) uv_timer_stop(mllpRetry_.get());
+    return;
+  }
+  if (!mllpRetry_) mllpRetry_ = makeTimer(loop_, this);
+  uv_timer_start(
+      mllpRetry_.get(),
+      [](uv_timer_t* t) {
+        auto* self = static_cast<Engine*>(t->data);
+        if (self->actions_ && self->actions_->draining()) return;
+        self->reopenMllp();
+      },
+      5000, 0);
 }
 
 Status Engine::openApi() {
@@ -751,6 +814,7 @@ void Engine::stopWith(std::function<void()> released, std::function<void()> done
     options_.systemd->tell("STATUS=handing over: listeners closed, answering the messages in "
                            "flight");
   partitionTimer_.reset();
+  mllpRetry_.reset();
   if (retention_) retention_->stop();
   if (housekeeping_) housekeeping_->stop();
   activityReporter_.reset();
@@ -818,13 +882,20 @@ void Engine::stopWith(std::function<void()> released, std::function<void()> done
       closeGates();
       intake->start();
     });
-    for (auto& l : mllp_) l->close(listeners->add());
+    for (auto& l : mllp_)
+      if (l) l->close(listeners->add());
     for (auto& [k, s] : http_) s->close(listeners->add());
     listeners->start();
     return;
   }
   closeGates();
-  for (auto& l : mllp_) l->close(intake->add());
+  for (auto& l : mllp_)
+    if (l) l->close(intake->add());
+  // Still answering what was in flight when a drain closed them; the stop
+  // waits for them too (close() again: they stay until the engine goes).
+  std::vector<intake::MllpListener*> closing;
+  for (auto& l : mllpClosing_) closing.push_back(l.get());
+  for (auto* l : closing) l->close(intake->add());
   for (auto& [k, s] : http_) s->close(intake->add());
   intake->start();
 }

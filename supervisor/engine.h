@@ -146,6 +146,13 @@ class Engine {
   Status buildDelivery();
   Status openSources();
   Status openSource(Iface& f);
+  std::unique_ptr<intake::MllpListener> makeMllp(Iface& f) const;
+  // A drain (EngineActions) closes the MLLP listeners: each connection is
+  // answered and closed, and new ones are refused, so senders fail over to
+  // another engine instead of hearing AE. Its end listens again on the same
+  // addresses (retried every 5 s while that fails).
+  void closeMllpForDrain();
+  void reopenMllp();
   Status openApi();
   Status openControl();
   void wake(Iface& f, int32_t lane);
@@ -180,7 +187,12 @@ class Engine {
   std::unique_ptr<delivery::ActivityCounters> activity_;
   std::vector<std::unique_ptr<Iface>> ifaces_;
   std::map<std::string, Iface*> byName_;
+  // Null while a drain has closed it; mllpAt_ says where each listens.
   std::vector<std::unique_ptr<intake::MllpListener>> mllp_;
+  std::vector<std::pair<Iface*, config::HostPort>> mllpAt_;  // parallel to mllp_
+  // Closed by a drain, until their connections have been answered.
+  std::vector<std::unique_ptr<intake::MllpListener>> mllpClosing_;
+  UvHandle<uv_timer_t> mllpRetry_;  // listening again after a drain failed
   std::map<std::string, std::unique_ptr<net::HttpServer>> http_;  // by host:port
   std::vector<std::unique_ptr<intake::ScheduleSource>> schedules_;
   std::vector<std::unique_ptr<intake::FileSource>> files_;

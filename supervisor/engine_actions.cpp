@@ -202,15 +202,17 @@ Status EngineActions::startDrain(bool stopWhenDrained) {
     draining_ = true;
     for (auto& f : interfaces_)
       if (f.intake) f.intake->gate().close();
-    spdlog::info("draining: every gate closed (senders are answered AE / 503); the queues empty "
-                 "out{}",
+    spdlog::info("draining: every gate closed and the MLLP listeners closed (MLLP senders are "
+                 "refused, HTTP ones answered 503); the queues empty out{}",
                  stopWhenDrained ? ", then the engine stops" : "");
     if (deps_.systemd) {
       deps_.systemd->tell("STATUS=draining: gates closed, delivering what is queued");
       // A drained engine may be stopped for good: systemd should not queue
-      // connections for it on the sockets it keeps.
+      // connections for it on the sockets it keeps. Removed before the MLLP
+      // listeners close, so systemd's copy does not keep them listening.
       deps_.systemd->unstoreListeners();
     }
+    if (deps_.closeListeners) deps_.closeListeners();
   }
   if (stopWhenDrained_) {
     if (!drainCheck_) drainCheck_ = makeTimer(deps_.loop, this);
@@ -234,7 +236,10 @@ Status EngineActions::stopDrain() {
   if (drainCheck_) uv_timer_stop(drainCheck_.get());
   for (auto& f : interfaces_)
     if (f.intake) f.intake->gate().reopen();
-  spdlog::info("drain ended: the gates are open again");
+  // Stored again as each listens (a new socket): before restoreListeners(),
+  // which stores the others.
+  if (deps_.reopenListeners) deps_.reopenListeners();
+  spdlog::info("drain ended: the gates and the MLLP listeners are open again");
   if (deps_.systemd) {
     deps_.systemd->restoreListeners();
     deps_.systemd->tell("STATUS=serving: the drain ended, the gates are open again");

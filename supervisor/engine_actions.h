@@ -7,12 +7,13 @@
 // - restart an interface that runaways stopped: its code is read again from
 //   disk (an operator fixed it there), loaded into its workers, and its
 //   loops are woken to deliver what waited.
-// - drain: every intake gate closed (MLLP answers AE, HTTP 503, as while
-//   stopping), systemd told and its stored listening sockets removed; the
-//   queues empty out. Drained = no store in flight and nothing pending for
+// - drain: every intake gate closed (HTTP answers 503, as while stopping)
+//   and every MLLP listener closed (what is in flight is answered, new
+//   connections are refused, so senders fail over), systemd told and its
+//   stored listening sockets removed; the queues empty out. Drained = no store in flight and nothing pending for
 //   this engine's unpaused destinations of running interfaces. With stop,
 //   the engine then stops the way SIGTERM stops it. Undrain opens the
-//   gates again.
+//   gates again and listens again on the MLLP listeners' addresses.
 #pragma once
 
 #include <uv.h>
@@ -74,6 +75,11 @@ class EngineActions {
     // A drain with stop is done: stop the engine (the default: SIGTERM to
     // ourselves, so `ductus run` stops as an operator's signal stops it).
     std::function<void()> stop;
+    // A drain closes the MLLP listeners (answered, then closed; new
+    // connections refused), so senders fail over instead of hearing AE;
+    // its end opens them again on the same addresses. Null: nothing to do.
+    std::function<void()> closeListeners;
+    std::function<void()> reopenListeners;
   };
 
   EngineActions(Deps deps, std::vector<Interface> interfaces);

@@ -69,6 +69,9 @@ class Systemd {
   // should queue for it), and stored again if the drain ends.
   void unstoreListeners();
   void restoreListeners();
+  // A listener closed (a drain closes the MLLP ones): its descriptor is
+  // gone, so restoreListeners() must not store the number again.
+  void forgetListener(const std::string& name) { listeners_.erase(name); }
 
   // A handover's new engine (supervisor/handover.h): the listening sockets
   // the old engine passed, listened on as LISTEN_FDS ones are.

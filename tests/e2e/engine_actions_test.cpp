@@ -2,11 +2,17 @@
 // paused destination delivers nothing, stays paused across a restart and
 // delivers everything in order once resumed; an interface runaways stopped
 // holds up no drain, runs its fixed code after a restart and delivers what
-// waited; a drain closes the gates (AE, /health 503), says drained once the
-// queues are empty, opens them again when ended, and with stop ends the
-// engine.
+// waited; a drain closes the gates (/health 503) and the MLLP listeners
+// (connections refused, so senders fail over), says drained once the queues
+// are empty, opens them again on the same port when ended, and with stop
+// ends the engine.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+
+#include <cerrno>
 
 #include <filesystem>
 #include <fstream>
@@ -75,6 +81,16 @@ std::string mllpToMllp(uint16_t in, uint16_t out) {
 std::string ackOf(MllpClient& c, const std::string& msg) {
   auto ack = c.exchange(msg, 10000ms);
   return ack ? readAck(*ack).code : "no answer: " + ack.error().message;
+}
+
+// What connecting to 127.0.0.1:port says: 0 when it connects, else errno.
+int connectError(uint16_t port) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
 }
 
 json destinationOf(Api& api, const std::string& interface) {
@@ -173,6 +189,8 @@ TEST(EngineActions, ARestartRunsTheFixedCodeOfAStoppedInterfaceAndDeliversWhatWa
   EXPECT_EQ(drain["pending"], 0) << drain.dump();
   EXPECT_EQ(drain["drained"], true) << drain.dump();
   EXPECT_EQ(api.call("DELETE", "/api/v1/engine/drain").status, 200);
+  c = MllpClient::connect("127.0.0.1", port);  // the drain closed the last one
+  ASSERT_TRUE(c.ok());
 
   // The operator fixes the code on disk, then restarts the interface.
   std::ofstream(project.root() / "interfaces/adt/transform.js")
@@ -206,17 +224,23 @@ TEST(EngineActions, ADrainClosesTheGatesUntilEndedAndWithStopEndsTheEngineOnceDr
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(api.health(), 503);
   EXPECT_EQ(api.get("/api/v1/health")["status"], "draining");
-  EXPECT_EQ(ackOf(*c, hl7("REFUSED")), "AE");
+  // The MLLP listener is closed, not answering AE: the idle connection is
+  // closed and a new one refused, so a sender fails over to another engine.
+  EXPECT_TRUE(c->closedByPeer(5000ms));
+  EXPECT_EQ(connectError(port), ECONNREFUSED);
   auto status = api.get("/api/v1/engine/drain");
   EXPECT_EQ(status["draining"], true);
   EXPECT_EQ(status["pending"], 1) << status.dump();
   EXPECT_EQ(status["drained"], false);
   EXPECT_NE(api.call("GET", "/api/v1/metrics").body.find("ductus_draining 1"), std::string::npos);
 
-  // Ended: the gates take messages again.
+  // Ended: the listener is back on the same port and the gate takes
+  // messages again.
   r = api.call("DELETE", "/api/v1/engine/drain");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(api.health(), 200);
+  c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok()) << c.error().message << engine.log();
   EXPECT_EQ(ackOf(*c, hl7("AGAIN")), "AA");
 
   // With stop: the engine ends once the receiver took what was queued.
