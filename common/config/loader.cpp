@@ -96,6 +96,7 @@ LoadOutcome loadProjectWithDiagnostics(const fs::path& root, const LoadOptions& 
                              "environment `" + options.environment + "` is not a plain name"});
   Substituter subst(env, root / "secrets" / (options.environment + ".json"), keyText, {});
   if (options.secretsByNameWithoutKey) subst.checkSecretsByNameWithoutKey();
+  if (options.unsetEnvIsWarning) subst.warnOfUnsetEnv();
 
   std::string engineFile = shownPath(root, "ductus.yaml");
   if (auto doc = readYaml(root / "ductus.yaml", engineFile, true, out)) {
@@ -171,6 +172,11 @@ LoadOutcome loadProjectWithDiagnostics(const fs::path& root, const LoadOptions& 
   });
   if (out.empty()) outcome.project = std::move(project);
   outcome.secretsCheckedByNameOnly = subst.checkedByNameOnly();
+  outcome.warnings = std::move(subst.warnings());
+  std::stable_sort(outcome.warnings.begin(), outcome.warnings.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) {
+                     return std::tie(a.file, a.line, a.column) < std::tie(b.file, b.line, b.column);
+                   });
   return outcome;
 }
 

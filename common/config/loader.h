@@ -28,12 +28,17 @@ struct LoadOptions {
   // so CI can check a project without its production key. The project
   // loaded this way is for checking, never for running.
   bool secretsByNameWithoutKey = false;
+  // An unset ${env:NAME} is a warning (LoadOutcome::warnings) and its value
+  // left out, instead of an error: for `ductus validate` (CI without
+  // production's environment) and `ductus try`. For checking, never for running.
+  bool unsetEnvIsWarning = false;
 };
 
 struct LoadOutcome {
   std::optional<Project> project;  // set only when diagnostics is empty
   Diagnostics diagnostics;         // every mistake, in file order
   bool secretsCheckedByNameOnly = false;  // see LoadOptions::secretsByNameWithoutKey
+  Diagnostics warnings;  // see LoadOptions::unsetEnvIsWarning; in file order
 };
 
 LoadOutcome loadProjectWithDiagnostics(const std::filesystem::path& root, const LoadOptions& options);

@@ -73,8 +73,15 @@ Substituter::Outcome Substituter::apply(std::string_view text) {
                            "}` is not a reference (expected ${env:NAME} or ${secret:NAME})");
     } else if (kind == "env") {
       auto v = env_ ? env_(name) : std::nullopt;
-      if (v) out.value.append(*v);
-      else out.errors.push_back("environment variable `" + name + "` is not set");
+      if (v) {
+        out.value.append(*v);
+      } else if (unsetEnvWarns_) {
+        out.unknown = true;
+        out.warnings.push_back("environment variable `" + name +
+                               "` is not set here (`ductus run` refuses to start without it)");
+      } else {
+        out.errors.push_back("environment variable `" + name + "` is not set");
+      }
     } else {
       std::string error;
       auto v = secret(name, error);

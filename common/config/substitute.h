@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/config/diagnostic.h"
 #include "common/config/secrets.h"
 
 namespace ductus::config {
@@ -30,8 +31,9 @@ class Substituter {
   struct Outcome {
     std::string value;
     bool substituted = false;         // the value holds something not written in the file
-    bool unknown = false;             // a secret checked by name only: value is not the value
-    std::vector<std::string> errors;  // one per missing or malformed reference
+    bool unknown = false;  // a secret checked by name only, an unset variable: no value
+    std::vector<std::string> errors;    // one per missing or malformed reference
+    std::vector<std::string> warnings;  // one per unset variable, when that is no error
   };
   Outcome apply(std::string_view text);
 
@@ -48,6 +50,14 @@ class Substituter {
   // Whether some secret was checked by name only.
   bool checkedByNameOnly() const { return byName_.has_value(); }
 
+  // An unset ${env:NAME} is a warning and its value unknown, instead of an
+  // error: `ductus validate` in CI, where production's variables are not
+  // set, and `ductus try`, which connects and sends nothing. A project
+  // loaded so is for checking, never for running.
+  void warnOfUnsetEnv() { unsetEnvWarns_ = true; }
+  // The warnings, placed where the references are (YamlReader adds them).
+  Diagnostics& warnings() { return warnings_; }
+
  private:
   std::optional<std::string> secret(const std::string& name, std::string& error);
 
@@ -60,6 +70,8 @@ class Substituter {
   std::string secretsError_;
   bool byNameWithoutKey_ = false;
   std::optional<std::vector<std::string>> byName_;  // the names, when there was no key
+  bool unsetEnvWarns_ = false;
+  Diagnostics warnings_;
 };
 
 }  // namespace ductus::config

@@ -115,8 +115,9 @@ std::optional<std::string> YamlReader::substitute(const YAML::Node& node, const 
     for (auto& e : outcome.errors) error(node, path, e);
     return std::nullopt;
   }
-  // A secret known by name only: nothing to check the value against, and
-  // no value for the project (which is then only validated, never run).
+  for (auto& w : outcome.warnings) subst_.warnings().push_back(diagnosticAt(at(node), path, w));
+  // A secret known by name only, an unset variable: nothing to check the
+  // value against, and no value for the project (then only validated, never run).
   if (outcome.unknown) return std::nullopt;
   if (changed) *changed = outcome.substituted;
   return std::move(outcome.value);

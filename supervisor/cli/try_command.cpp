@@ -94,8 +94,11 @@ Result<std::string> mockService(const ServiceCall& c) {
 int tryMessage(const TryArgs& args) {
   config::LoadOptions lo;
   lo.environment = args.environment.empty() ? config::defaultEnvironment() : args.environment;
-  // Services are mocked: a secret need only exist.
+  // Services are mocked and nothing connects or is sent: a secret need
+  // only exist, and a variable (the database's, a destination's) need not
+  // be set in this shell.
   lo.secretsByNameWithoutKey = true;
+  lo.unsetEnvIsWarning = true;
   auto loaded = config::loadProjectWithDiagnostics(args.project, lo);
   if (!loaded.project) {
     for (auto& d : loaded.diagnostics) std::printf("%s\n", d.toString().c_str());

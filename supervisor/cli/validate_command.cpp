@@ -59,8 +59,20 @@ struct ValidateArgs {
   std::string project = ".";
   LoadOptions options;
   bool json = false;
+  bool strict = false;   // --strict: an unset environment variable is an error
   std::string database;  // --database: also list the retention
 };
+
+nlohmann::json diagnosticsJson(const Diagnostics& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& d : list)
+    out.push_back({{"file", d.file},
+                   {"line", d.line},
+                   {"column", d.column},
+                   {"key", d.keyPath},
+                   {"message", d.message}});
+  return out;
+}
 
 // After the files: what would still keep the project from starting (see
 // start_checks.h), as errors of the same kind.
@@ -85,24 +97,19 @@ int validate(const ValidateArgs& args) {
       "no secrets key (DUCTUS_SECRETS_KEY or secrets.key_file): secrets were checked by name only";
   if (json) {
     nlohmann::json out = {{"ok", outcome.project.has_value()},
-                          {"secrets_checked_by_name_only", outcome.secretsCheckedByNameOnly}};
+                          {"secrets_checked_by_name_only", outcome.secretsCheckedByNameOnly},
+                          {"warnings", diagnosticsJson(outcome.warnings)}};
     if (outcome.project) {
       nlohmann::json list = nlohmann::json::array();
       for (auto& i : outcome.project->interfaces) list.push_back(interfaceJson(i));
       out["interfaces"] = list;
     } else {
-      nlohmann::json errors = nlohmann::json::array();
-      for (auto& d : outcome.diagnostics)
-        errors.push_back({{"file", d.file},
-                          {"line", d.line},
-                          {"column", d.column},
-                          {"key", d.keyPath},
-                          {"message", d.message}});
-      out["errors"] = errors;
+      out["errors"] = diagnosticsJson(outcome.diagnostics);
     }
     std::puts(out.dump(2).c_str());
     return outcome.project ? 0 : 1;
   }
+  for (auto& w : outcome.warnings) std::printf("warning: %s\n", w.toString().c_str());
   if (outcome.project) {
     for (auto& i : outcome.project->interfaces) std::puts(summaryLine(i).c_str());
     if (outcome.secretsCheckedByNameOnly) std::printf("note: %s\n", byName);
@@ -176,6 +183,9 @@ void addValidateCommand(CLI::App& ductus, int& exitCode) {
   addProjectArgument(*cmd, args->project);
   addEnvironmentOption(*cmd, args->options.environment);
   cmd->add_flag("--json", args->json, "print the result as a JSON object, for editors and CI");
+  cmd->add_flag("--strict", args->strict,
+                "an environment variable the project names that is not set in this shell is an "
+                "error (as `ductus run` finds it), not a warning");
   cmd->add_option("--database", args->database,
                   "also check the project against this database: pending messages in lanes a "
                   "lowered ordering.partitions would drop, and each interface's retention "
@@ -185,16 +195,19 @@ void addValidateCommand(CLI::App& ductus, int& exitCode) {
       "Loads ductus.yaml, resources.yaml and interfaces/*/interface.yaml with\n"
       "${env:NAME} and ${secret:NAME} substituted (secrets/ENV.json, opened with\n"
       "DUCTUS_SECRETS_KEY or ductus.yaml's secrets.key_file; without a key, each\n"
-      "secret is checked by name only). Then loads every interface's code in a\n"
-      "confined worker, checks that it exports each function interface.yaml names,\n"
-      "and refuses kinds this engine can't run yet: valid means the engine will\n"
-      "start. Prints one line per interface and exits 0, or every error as\n"
+      "secret is checked by name only; a variable not set in this shell is a\n"
+      "warning naming it and where it is used, an error with --strict). Then\n"
+      "loads every interface's code in a confined worker, checks that it exports\n"
+      "each function interface.yaml names, and refuses kinds this engine can't\n"
+      "run yet: valid means the engine will start (given the variables it warned\n"
+      "of). Prints one line per interface and exits 0, or every error as\n"
       "file:line:column: key: message and exits 1. Needs no database; with\n"
       "--database, the lanes guard the engine runs at start is run read-only (a\n"
       "lowered ordering.partitions while messages wait in the lanes it drops: exit\n"
       "1), and a valid project's retention (tiers, partitions, the next drop) is\n"
       "listed too.");
   cmd->callback([args, &exitCode] {
+    args->options.unsetEnvIsWarning = !args->strict;
     exitCode = validate(*args);
     if (exitCode == 0 && !args->database.empty() && !args->json) {
       int lanes = checkLanes(*args);

@@ -37,6 +37,33 @@ TEST(Substitution, AMissingEnvironmentVariableIsAnErrorNamingIt) {
   EXPECT_THAT(p.errors(), HasSubstr("ductus.yaml:1:11: database: environment variable `DB_URL` is not set"));
 }
 
+// For `ductus validate` and `ductus try`: the unset variable is a warning
+// at its place, its value left out; a set one is substituted as ever.
+TEST(Substitution, AnUnsetVariableCanBeAWarningAtItsPlaceInstead) {
+  ProjectDir p;
+  p.write("ductus.yaml", "database: ${env:DB_URL}\n");
+  p.iface("a",
+          "source:\n  mllp: { listen: 127.0.0.1:2575 }\n"
+          "destination:\n"
+          "  http: { url: \"https://${env:LAB_HOST}/in\", headers: { X-Site: \"${env:SITE}\" } }\n");
+  auto options = withEnv({{"SITE", "north"}});
+  options.unsetEnvIsWarning = true;
+  auto o = p.load(options);
+  ASSERT_TRUE(o.project) << (o.diagnostics.empty() ? "" : o.diagnostics[0].toString());
+  EXPECT_EQ(o.project->engine.database, "");
+  auto& h = std::get<HttpDestination>(o.project->interfaces[0].destinations[0].target);
+  EXPECT_EQ(h.headers.at("X-Site"), "north");
+  ASSERT_EQ(o.warnings.size(), 2u);
+  EXPECT_THAT(o.warnings[0].toString(),
+              HasSubstr("ductus.yaml:1:11: database: environment variable `DB_URL` is not set here"));
+  EXPECT_THAT(o.warnings[1].toString(),
+              HasSubstr("interface.yaml:4:16: destination.http.url: environment variable "
+                        "`LAB_HOST` is not set here"));
+  // Not asked for: an error, as `ductus run` finds it.
+  EXPECT_THAT(p.errors(withEnv({{"SITE", "north"}})),
+              HasSubstr("environment variable `LAB_HOST` is not set"));
+}
+
 TEST(Substitution, AReferenceWhereNoneIsAllowedIsRefused) {
   ProjectDir p;
   p.iface("a", "source:\n  mllp: { listen: 127.0.0.1:2575 }\ndestination:\n  file: { path: \"${env:OUT}\" }\n");

@@ -82,6 +82,25 @@ TEST_F(TestCommand, AllPassingExitsWithZero) {
   EXPECT_NE(r.out.find("1 passed, 0 failed"), std::string::npos) << r.out;
 }
 
+// Tests run with mocks and connect to nothing: a variable the project's
+// files name (the database's, a destination's) need not be set.
+TEST_F(TestCommand, NeedsNoVariableTheProjectNames) {
+  write("ductus.yaml", "database: ${env:DUCTUS_H5_UNSET_DB}\n");
+  write("resources.yaml", "apis:\n  lab: { url: \"http://${env:DUCTUS_H5_UNSET_HOST}/in\" }\n");
+  write("interfaces/a/interface.yaml",
+        "source:\n  mllp: { listen: 127.0.0.1:2575 }\n"
+        "destination:\n  http: { url: \"http://${env:DUCTUS_H5_UNSET_HOST}/in\" }\n");
+  write("interfaces/a/transform.js", "export const transform = (m) => m;\n");
+  write("interfaces/a/transform.test.js",
+        "import { test } from 'ductus';\ntest('a passes', () => {});\n");
+  auto r = runChild({"/bin/sh", "-c",
+                     "env -u DUCTUS_H5_UNSET_DB -u DUCTUS_H5_UNSET_HOST " +
+                         std::string(ductusBinary()) + " test '" + dir_.string() + "' 2>&1"});
+  EXPECT_TRUE(exitedWith(r.exitStatus, 0)) << r.out;
+  EXPECT_NE(r.out.find("1 passed, 0 failed"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("DUCTUS_H5_UNSET"), std::string::npos) << r.out;
+}
+
 TEST_F(TestCommand, ATestFileThatDoesNotLoadIsAFailure) {
   write("interfaces/b/transform.js", "export const transform = (m) => m;\n");
   write("interfaces/b/transform.test.js", "import { test } from 'ductus';\ntest('x', () => { const = 1; });\n");

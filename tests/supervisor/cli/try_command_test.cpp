@@ -120,6 +120,24 @@ TEST_F(TryCommand, ServicesAreMockedAndShown) {
   EXPECT_THAT(r.out, HasSubstr("    PID|1||12345^^^H||Doe^rows=0 status=200\n"));
 }
 
+// try connects to nothing and sends nothing: the database's variable, a
+// destination's, need not be set in the shell that tries.
+TEST_F(TryCommand, NeedsNoVariableTheProjectNames) {
+  fs::copy(example("adt-feed"), dir_.root() / "p", fs::copy_options::recursive);
+  dir_.write("p/ductus.yaml", "database: ${env:DUCTUS_H5_UNSET_DB}\n");
+  dir_.write("p/resources.yaml",
+             "apis:\n  lab: { url: \"http://${env:DUCTUS_H5_UNSET_HOST}/in\" }\n");
+  fs::path file = dir_.write("message.in", kAdt);
+  auto r = ductus::test::runChild(
+      {"/bin/sh", "-c",
+       "env -u DUCTUS_H5_UNSET_DB -u DUCTUS_H5_UNSET_HOST " +
+           std::string(ductus::test::ductusBinary()) + " try '" + (dir_.root() / "p").string() +
+           "' adt-feed '" + file.string() + "' 2>&1"});
+  EXPECT_EQ(exitCode(r), 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("    PID|1||12345^^^H||DOE^John\n"));
+  EXPECT_THAT(r.out, Not(HasSubstr("has errors")));
+}
+
 TEST_F(TryCommand, AnUnknownInterfaceIsAUsageError) {
   auto r = tryIt(example("adt-feed"), "adt-fed", kAdt);
   EXPECT_EQ(exitCode(r), 2) << r.out;

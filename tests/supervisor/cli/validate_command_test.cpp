@@ -238,6 +238,60 @@ TEST_F(WillStart, SecretsAreCheckedByNameWithoutTheKey) {
   EXPECT_THAT(r.out, Not(HasSubstr("by name only")));
 }
 
+// CI validates a production project in a shell without production's
+// environment: an unset variable is a warning naming it and where it is
+// used (an error with --strict); `ductus run` still refuses to start.
+TEST_F(WillStart, AnUnsetVariableIsAWarningWithItsPlaceAndAnErrorWithStrict) {
+  dir_.write("ductus.yaml",
+             "api: { listen: 127.0.0.1:7701 }\n"
+             "database: ${env:DUCTUS_H5_UNSET_DB}\n");
+  dir_.write("resources.yaml",
+             "apis:\n"
+             "  lab-receiver:\n"
+             "    url: http://127.0.0.1:8090\n"
+             "    headers: { Authorization: \"Bearer ${env:DUCTUS_H5_UNSET_TOKEN}\" }\n");
+  std::string unset = "env -u DUCTUS_H5_UNSET_DB -u DUCTUS_H5_UNSET_TOKEN ";
+  std::string ductus = ductus::test::ductusBinary();
+  std::string validate = unset + ductus + " validate " + quoted(dir_.root());
+  auto r = sh(validate);
+  EXPECT_EQ(exitCode(r), 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("warning: " + path("ductus.yaml") +
+                               ":2:11: database: environment variable `DUCTUS_H5_UNSET_DB` is not "
+                               "set here (`ductus run` refuses to start without it)\n"));
+  EXPECT_THAT(r.out, HasSubstr("warning: " + path("resources.yaml") +
+                               ":4:31: apis.lab-receiver.headers.Authorization: environment "
+                               "variable `DUCTUS_H5_UNSET_TOKEN` is not set here"));
+  EXPECT_THAT(r.out, HasSubstr(": 1 interface, valid\n"));
+
+  auto j = sh(validate + " --json");
+  EXPECT_EQ(exitCode(j), 0) << j.out;
+  auto doc = nlohmann::json::parse(j.out.substr(j.out.find('{')));
+  EXPECT_TRUE(doc["ok"].get<bool>());
+  ASSERT_EQ(doc["warnings"].size(), 2u) << j.out;
+  EXPECT_EQ(doc["warnings"][0]["line"], 2);
+  EXPECT_EQ(doc["warnings"][0]["key"], "database");
+
+  auto strict = sh(validate + " --strict");
+  EXPECT_EQ(exitCode(strict), 1) << strict.out;
+  EXPECT_THAT(strict.out, HasSubstr(path("ductus.yaml") + ":2:11: database: environment variable "
+                                                          "`DUCTUS_H5_UNSET_DB` is not set\n"));
+  EXPECT_THAT(strict.out, HasSubstr(": 2 errors\n"));
+
+  // Set, nothing to warn of.
+  auto set = sh("DUCTUS_H5_UNSET_DB=postgresql://db/x DUCTUS_H5_UNSET_TOKEN=t " + ductus +
+                " validate --strict " + quoted(dir_.root()));
+  EXPECT_EQ(exitCode(set), 0) << set.out;
+  EXPECT_THAT(set.out, Not(HasSubstr("warning")));
+
+  // The engine does not start without it, and says which and where.
+  auto run = sh(unset + "timeout 30 " + ductus + " run " + quoted(dir_.root()) +
+                " --database postgresql://127.0.0.1:1/none");
+  EXPECT_EQ(exitCode(run), 1) << run.out;
+  EXPECT_THAT(run.out, HasSubstr(path("ductus.yaml") + ":2:11: database: environment variable "
+                                                       "`DUCTUS_H5_UNSET_DB` is not set\n"));
+  EXPECT_THAT(run.out, HasSubstr("nothing was started"));
+}
+
 TEST(SecretCommand, SetListAndRemoveWithoutEverPrintingAValue) {
   ProjectDir p;
   std::string ductus = ductus::test::ductusBinary();
