@@ -21,6 +21,8 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/exit_status.h"
@@ -452,8 +454,15 @@ TEST(EngineEndToEnd, HttpQueueModeAnswers202WithTheIdAfterTheCommit) {
                                {{"Content-Type", "application/json"}});
   ASSERT_TRUE(reply.ok()) << reply.error().message;
   EXPECT_EQ(reply->status, 202) << reply->body;
-  std::string id = db.value("SELECT id FROM messages");
-  EXPECT_NE(reply->body.find("\"id\":" + id), std::string::npos) << reply->body;
+  // The answer names the stored row: a positive whole id, that row's (an
+  // empty id, or one the row's is a prefix of, is no answer).
+  auto answer = nlohmann::json::parse(reply->body, nullptr, false);
+  ASSERT_TRUE(answer.is_object() && answer.contains("id") && answer["id"].is_number_integer())
+      << reply->body;
+  int64_t id = answer["id"].get<int64_t>();
+  EXPECT_GT(id, 0) << reply->body;
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "1");
+  EXPECT_EQ(db.value("SELECT id FROM messages"), std::to_string(id)) << reply->body;
   ASSERT_TRUE(waitFor([&] { return db.value("SELECT status FROM messages") == "1"; }, 30s))
       << engine.log();
   // What the format can't read is refused before it is stored: by its
