@@ -21,6 +21,7 @@
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/http_client.h"
+#include "tests/support/messages_lock.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/pg_cluster.h"
 #include "tests/support/test_database.h"
@@ -641,6 +642,102 @@ TEST(IntakeEndToEnd, HttpRespondModeRefusesAnAnswerThatIsNotValidHttp) {
   ASSERT_TRUE(r.ok()) << r.error().message << "\n" << engine.log();
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, "fine");
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+// ---- 4. The answer waits for the commit ------------------------------------
+//
+// A lock held on messages keeps the commit from happening: no 202, no
+// file moved and no record counted as stored before it (as the MLLP ACK in
+// EngineEndToEnd.TheAckWaitsForTheCommit).
+
+TEST(IntakeEndToEnd, HttpQueueModeAnswersNo202BeforeTheCommit) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/lab/interface.yaml",
+       "source:\n  http: { listen: 127.0.0.1:" + std::to_string(port) +
+           ", path: /lab }\nformat: json\ndestination:\n  file: { path: out/ }\n  output: json\n"},
+      {"interfaces/lab/transform.js", kPassThrough},
+  });
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  auto client = HttpClient::connect(port);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+
+  MessagesLock lock(db);
+  ASSERT_TRUE(lock.ok());
+  std::atomic<bool> answered{false};
+  std::optional<Result<HttpReply>> reply;
+  std::thread sender([&] {
+    reply.emplace(client->request("POST", "/lab", R"({"mrn":"HELD-1"})",
+                                  {{"Content-Type", "application/json"}}, 30000ms));
+    answered = true;
+  });
+  struct Join {  // on an early return too: the lock goes first, so the request ends
+    MessagesLock& lock;
+    std::thread& t;
+    ~Join() {
+      lock.release();
+      t.join();
+    }
+  } join{lock, sender};
+  ASSERT_TRUE(anInsertWaits(db)) << engine.log();
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_FALSE(answered) << "answered while the commit could not happen";
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "0");
+
+  lock.release();
+  ASSERT_TRUE(waitFor([&] { return answered.load(); }, 30s)) << engine.log();
+  ASSERT_TRUE(reply && reply->ok()) << (reply ? reply->error().message : "no reply");
+  EXPECT_EQ((*reply)->status, 202) << (*reply)->body;
+  EXPECT_EQ((*reply)->body, "{\"id\":" + db.value("SELECT id FROM messages") + "}\n");
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "1");
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+TEST(IntakeEndToEnd, AFileBatchIsNeitherMovedNorCountedStoredBeforeTheCommit) {
+  TestDatabase db;
+  TempProject project({
+      {"ductus.yaml", engineYaml()},
+      {"interfaces/csv/interface.yaml",
+       "source:\n  file: { path: in/, pattern: \"*.csv\", split: records, move_to: done/, "
+       "poll: 200ms }\nformat: csv\ndurability: strict\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/csv/transform.js", "export function transform() { return null; }\n"},
+  });
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+
+  MessagesLock lock(db);
+  ASSERT_TRUE(lock.ok());
+  const int rows = 1200;  // three batches of at most 500
+  std::string csv = "order_id,mrn\n";
+  for (int i = 0; i < rows; ++i) csv += std::to_string(i) + ",MRN" + std::to_string(i % 97) + "\n";
+  std::filesystem::path in = project.root() / "in", done = project.root() / "done";
+  std::filesystem::create_directories(in);
+  std::ofstream(in / ".orders.tmp", std::ios::binary) << csv;
+  std::filesystem::rename(in / ".orders.tmp", in / "orders.csv");
+  ASSERT_TRUE(waitFor([&] { return engine.log().find("storing orders.csv") != std::string::npos; },
+                      30s))
+      << engine.log();
+  ASSERT_TRUE(anInsertWaits(db)) << engine.log();
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_TRUE(std::filesystem::exists(in / "orders.csv")) << engine.log();
+  EXPECT_FALSE(std::filesystem::exists(done / "orders.csv")) << engine.log();
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "0");
+  // No progress saved: a restart now would store every record.
+  EXPECT_EQ(db.value("SELECT count(*) FROM source_state"), "0");
+  EXPECT_EQ(engine.log().find("orders.csv stored"), std::string::npos) << engine.log();
+
+  lock.release();
+  ASSERT_TRUE(waitFor([&] { return std::filesystem::exists(done / "orders.csv"); }, 60s))
+      << engine.log();
+  EXPECT_FALSE(std::filesystem::exists(in / "orders.csv"));
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), std::to_string(rows));
+  EXPECT_NE(engine.log().find("orders.csv stored (" + std::to_string(rows) + " message(s)) and moved"),
+            std::string::npos)
+      << engine.log();
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 

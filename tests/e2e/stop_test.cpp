@@ -20,6 +20,7 @@
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/exit_status.h"
+#include "tests/support/messages_lock.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_receiver.h"
 #include "tests/support/test_database.h"
@@ -34,41 +35,6 @@ std::string mllpProject(uint16_t port, uint16_t receiverPort) {
          " }\nformat: hl7v2\nordering: { key: PID.3.1, partitions: 16 }\n"
          "destination:\n  mllp: { host: 127.0.0.1, port: " +
          std::to_string(receiverPort) + " }\n";
-}
-
-// Holds LOCK TABLE messages IN EXCLUSIVE MODE on a connection of the test's
-// own until release(): every insert waits for it.
-class MessagesLock {
- public:
-  explicit MessagesLock(TestDatabase& db) : conn_(db.connect()) {
-    PQclear(PQexec(conn_, "BEGIN"));
-    PGresult* r = PQexec(conn_, "LOCK TABLE messages IN EXCLUSIVE MODE");
-    ok_ = PQresultStatus(r) == PGRES_COMMAND_OK;
-    if (!ok_) ADD_FAILURE() << PQerrorMessage(conn_);
-    PQclear(r);
-  }
-  ~MessagesLock() { release(); }
-  void release() {
-    if (!conn_) return;
-    PQclear(PQexec(conn_, "COMMIT"));
-    PQfinish(conn_);
-    conn_ = nullptr;
-  }
-  bool ok() const { return ok_; }
-
- private:
-  PGconn* conn_;
-  bool ok_ = false;
-};
-
-// A session of the engine waits on a lock: its insert is in flight.
-bool anInsertWaits(TestDatabase& db) {
-  return waitFor(
-      [&] {
-        return db.value("SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                        "current_database() AND wait_event_type = 'Lock'") != "0";
-      },
-      30s);
 }
 
 // One sender streaming new messages on one connection until its first
