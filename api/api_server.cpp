@@ -14,6 +14,9 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(uv_loop_t* loop, ApiServerOp
   hs.limits = options.limits;
   hs.maxBodyBytes = options.maxBodyBytes;
   hs.answerTimes = options.requestTimes;
+  // No browser may read an answer as another type than it says (a JSON
+  // error as HTML, a payload as script).
+  hs.headers = {{"X-Content-Type-Options", "nosniff"}};
   self->http_ = std::make_unique<net::HttpServer>(loop, hs);
   Router* r = self->router_.get();
   // The router lives as long as the server, which outlives its connections.

@@ -76,21 +76,6 @@ json nullable(const PgResult& r, int row, int col) {
   return r.isNull(row, col) ? json() : json(std::string(r.text(row, col)));
 }
 
-// RFC 3339's date-time ("2026-01-01T12:00:00Z", "2026-01-01T12:00:00.25+02:00"),
-// each field in its range, so Postgres never sees a value it would refuse
-// without naming the parameter.
-bool isRfc3339(const std::string& s) {
-  static const std::regex re(
-      R"(^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?([Zz]|[+-](\d{2}):(\d{2}))$)");
-  std::smatch m;
-  if (!std::regex_match(s, m, re)) return false;
-  auto n = [&](int i) { return m[i].matched ? std::stoi(m[i].str()) : 0; };
-  using namespace std::chrono;
-  year_month_day d{year(n(1)), month(static_cast<unsigned>(n(2))),
-                   day(static_cast<unsigned>(n(3)))};
-  return d.ok() && n(4) < 24 && n(5) < 60 && n(6) < 60 && n(9) < 24 && n(10) < 60;
-}
-
 std::string base64(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
@@ -216,14 +201,11 @@ Result<BrowseQuery> browseQuery(const ApiRequest& req) {
       return Error{"`status` must be pending, sent, filtered, quarantined or duplicate",
                    "invalid"};
   }
-  for (auto [name, field] : {std::pair{"from", &q.from}, std::pair{"to", &q.to}})
-    if (auto t = text(name)) {
-      if (!isRfc3339(*t))
-        return Error{"`" + std::string(name) + "` must be an RFC 3339 time such as "
-                         "2026-01-01T12:00:00Z",
-                     "invalid"};
-      *field = *t;
-    }
+  for (auto [name, field] : {std::pair{"from", &q.from}, std::pair{"to", &q.to}}) {
+    auto t = timeQuery(req, name);
+    if (!t) return t.error();
+    if (*t) *field = **t;
+  }
   for (auto [name, field] : {std::pair{"type", &q.type}, std::pair{"control_id", &q.controlId},
                              std::pair{"key", &q.key}})
     if (auto t = text(name)) {

@@ -147,8 +147,20 @@ class Authenticator {
                         std::function<void(Result<std::optional<Caller>>)> done) = 0;
 };
 
-// A JSON error response: {"error": code, "message": message}.
+// A JSON error response: {"error": code, "message": message}. A message
+// that carries PostgreSQL's own diagnostics (a handler passing a database
+// Error's text on) is not sent: it is logged under a request id, and the
+// answer (same status and code) carries the id instead, so no route can
+// show a caller the schema, a parameter or a row.
 net::HttpResponse jsonError(int status, std::string_view code, std::string_view message);
+// As jsonError, with "requestId": id in the body and X-Request-Id.
+net::HttpResponse jsonErrorWithId(int status, std::string_view code, std::string_view message,
+                                  const std::string& id);
+// 16 random hex digits naming one answer in the log.
+std::string newRequestId();
+// The 500 for a failure inside the engine: `cause` is logged under a new
+// request id, and the answer carries the id only.
+net::HttpResponse internalError(std::string_view cause);
 // A JSON response with the given body (already JSON text).
 net::HttpResponse jsonResponse(int status, std::string body);
 

@@ -201,8 +201,7 @@ void callHandler(const Route& route, const ApiRequest& request, net::HttpRespond
   try {
     route.handler(request, respond);
   } catch (const std::exception& e) {
-    spdlog::error("api: {} {} failed: {}", request.http.method, request.http.path, e.what());
-    respond(jsonError(500, "internal", "the operation failed inside the engine; see its log"));
+    respond(internalError(request.http.method + " " + request.http.path + ": " + e.what()));
   }
 }
 

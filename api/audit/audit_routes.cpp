@@ -26,8 +26,11 @@ Result<AuditQuery> readQuery(const ApiRequest& req, int64_t limitDefault, int64_
   AuditQuery q;
   q.actor = queryText(req, "actor");
   q.action = queryText(req, "action");
-  q.since = queryText(req, "since");
-  q.until = queryText(req, "until");
+  for (auto [name, field] : {std::pair{"since", &q.since}, std::pair{"until", &q.until}}) {
+    auto t = timeQuery(req, name);
+    if (!t) return t.error();
+    *field = *t;
+  }
   auto before = positiveQuery(req, "before");
   if (!before) return before.error();
   q.beforeId = *before;
@@ -138,8 +141,8 @@ std::vector<Route> auditRoutes(AuthDeps* d) {
         {"limit", "rows per page: 1-1000 (default 100); ndjson 1-100000 (default 10000)"},
         {"actor", "only this actor"},
         {"action", "only this action, e.g. session.create"},
-        {"since", "only rows at or after this time (ISO 8601)"},
-        {"until", "only rows before this time (ISO 8601)"},
+        {"since", "only rows at or after this RFC 3339 time"},
+        {"until", "only rows before this RFC 3339 time"},
         {"format", "json (default) or ndjson"}}});
   routes.push_back(
       {"GET", "/api/v1/me/activity", "listMyActivity",
@@ -159,8 +162,8 @@ std::vector<Route> auditRoutes(AuthDeps* d) {
        {{"before", "rows with a smaller id (the previous page's `next`)"},
         {"limit", "rows per page: 1-1000 (default 100)"},
         {"action", "only this action"},
-        {"since", "only rows at or after this time (ISO 8601)"},
-        {"until", "only rows before this time (ISO 8601)"}}});
+        {"since", "only rows at or after this RFC 3339 time"},
+        {"until", "only rows before this RFC 3339 time"}}});
   return routes;
 }
 

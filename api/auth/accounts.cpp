@@ -55,10 +55,11 @@ TokenInfo tokenRow(const PgResult& r, int row) {
   return t;
 }
 
-// A table's CHECK refusing a value (SQLSTATE 23514) or a malformed one (22xxx).
+// A name taken meanwhile (SQLSTATE 23505), in the engine's words. A value
+// a table refuses is checked before it is sent, so any other refusal is a
+// mistake kept as it is: the API answers it 500 and logs its cause.
 Error classify(const Error& e) {
-  if (e.code == "23514" || e.code.starts_with("22")) return Error{e.message, "invalid"};
-  if (e.code == "23505") return Error{e.message, "exists"};
+  if (e.code == "23505") return Error{"the name is taken", "exists"};
   return e;
 }
 

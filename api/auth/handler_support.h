@@ -15,13 +15,22 @@
 
 namespace ductus::api {
 
-// exists 409, not_found 404, invalid 400, busy 503 (Retry-After: 1),
-// anything else (the database) 503.
+// exists 409, not_found 404, invalid 400 and weak_password 400 (the
+// engine's own words), busy 503 (Retry-After: 1). A database Error's text
+// never reaches the caller: a statement, schema or value that doesn't fit
+// (SQLSTATE 42, 22, 23, XX, ...) or an Error without a SQLSTATE is the
+// engine's mistake, answered 500 internal; the database unable to serve
+// now (a lost connection, no room, a conflict, a trigger refusing a row)
+// answers 503 unavailable (Retry-After: 1). Both carry a requestId under
+// which the log has the real cause (it may quote a parameter, a row or
+// the schema).
 net::HttpResponse errorResponse(const Error& e);
 
 net::HttpResponse jsonOk(int status, const nlohmann::json& body);
 
-// The request's body as a JSON object, or the 400 to answer.
+// The request's body as a JSON object, or the 400 to answer. No string in
+// it (a member's name or value, at any depth) may hold a NUL: PostgreSQL's
+// text can't, and every body's text goes there.
 Result<nlohmann::json> bodyObject(const ApiRequest& request);
 
 // A string member, or nullopt when missing or not a string.
@@ -46,5 +55,13 @@ ApiHandler bindHandler(std::shared_ptr<Deps> deps,
 // A query parameter as a positive integer: nullopt when absent, an Error
 // when present and not one.
 Result<std::optional<int64_t>> positiveQuery(const ApiRequest& request, const std::string& name);
+
+// A query parameter as a time: nullopt when absent or empty, an "invalid"
+// Error when present and not an RFC 3339 date-time ("2026-01-01T12:00:00Z",
+// "2026-01-01T12:00:00.25+02:00") with each field in its range and the year
+// 1970 to 9999. Every route that takes a time reads it with this, so the
+// database never sees one it would refuse.
+Result<std::optional<std::string>> timeQuery(const ApiRequest& request, const std::string& name);
+bool isRfc3339(std::string_view s);
 
 }  // namespace ductus::api

@@ -88,12 +88,14 @@ class HttpConnection final : public StreamConnection {
     bool keepAlive = keepAlive_ && !draining();
     // The parser was held at the end of this request; the next one may go.
     llhttp_resume(&parser_);
+    withSettingsHeaders(r);
     endRequest(serialize(std::move(r), keepAlive, method_ == "HEAD"), keepAlive);
   }
 
   // ---- a streamed answer (HttpStream) ----
   // The parser stays held at the end of the request: none follows.
   HttpStream startStream(HttpResponse head, HttpStreamOptions options) {
+    withSettingsHeaders(head);
     std::string bytes = streamHead(head);
     if (method_ == "HEAD" || draining()) {
       endRequest(std::move(bytes), false);
@@ -314,11 +316,20 @@ class HttpConnection final : public StreamConnection {
     frameEnded();
     spdlog::info("{}: {} from {}: {} {}", name(), status, peer(), httpReason(status), why);
     HttpResponse r{status, {{"Content-Type", "text/plain"}}, std::string(why) + "\n"};
+    withSettingsHeaders(r);
     write(serialize(std::move(r), false, false));
     shutdownAndClose(true);
   }
 
   // ---- writing ----
+  void withSettingsHeaders(HttpResponse& r) const {
+    for (const auto& h : settings().headers) {
+      bool present = std::any_of(r.headers.begin(), r.headers.end(),
+                                 [&](const auto& x) { return iequals(x.first, h.first); });
+      if (!present) r.headers.push_back(h);
+    }
+  }
+
   static std::string serialize(HttpResponse r, bool keepAlive, bool head) {
     std::string out;
     out.reserve(256 + r.body.size());

@@ -152,6 +152,9 @@ struct HttpSettings {
   // Observes each answer's time, from its request's dispatch to the answer
   // handed to the connection; null: not timed. Must outlive the server.
   Histogram* answerTimes = nullptr;
+  // Added to every answer's head, the server's own errors (400, 408, 413,
+  // 431) and streams' included: the REST API's X-Content-Type-Options.
+  HttpHeaders headers;
 };
 
 class HttpServer {

@@ -213,6 +213,11 @@ TEST_F(EngineActionsTest, APauseNeedsAReasonAndADestinationThisEngineDelivers) {
   EXPECT_EQ(post(pausePath, json::object(), ops_).status, 400);
   EXPECT_EQ(post(pausePath, {{"reason", " \t"}}, ops_).status, 400);
   EXPECT_EQ(post(pausePath, {{"reason", std::string(1001, 'x')}}, ops_).status, 400);
+  // A NUL is refused in the engine's words, not PostgreSQL's.
+  auto nul = post(pausePath, {{"reason", std::string("down\0for now", 12)}}, ops_);
+  EXPECT_EQ(nul.status, 400) << nul.body;
+  for (const char* mark : {"ERROR:", "CONTEXT", "HINT", "portal", "audit"})
+    EXPECT_THAT(nul.body, ::testing::Not(::testing::HasSubstr(mark)));
   auto r = post("/api/v1/interfaces/adt/destinations/nosuch/pause", {{"reason", "x"}}, ops_);
   EXPECT_EQ(r.status, 404) << r.body;
   EXPECT_EQ(post("/api/v1/interfaces/lab/destinations/ehr/pause", {{"reason", "x"}}, ops_).status,

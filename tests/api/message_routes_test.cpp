@@ -361,6 +361,12 @@ TEST_F(MessageRoutesTest, DismissFiltersTheQuarantinedDeliveriesWithWhoAndWhy) {
   EXPECT_EQ(post(path(m1), {{"reason", "  "}}, ops_).status, 400);
   EXPECT_EQ(post(path(m1), {{"reason", std::string(1001, 'x')}}, ops_).status, 400);
   EXPECT_EQ(post(path(99999999), {{"reason", "x"}}, ops_).status, 404);
+  // A NUL is refused in the engine's words, before PostgreSQL can refuse
+  // it in its own (with the audit row's JSON).
+  auto nul = post(path(m1), {{"reason", std::string("sent\0by hand", 12)}}, ops_);
+  EXPECT_EQ(nul.status, 400) << nul.body;
+  for (const char* mark : {"ERROR:", "CONTEXT", "HINT", "portal", "audit", "\\u0000by"})
+    EXPECT_THAT(nul.body, ::testing::Not(::testing::HasSubstr(mark)));
   EXPECT_EQ(everything(), snapshot);
 
   auto r = post(path(m1), {{"reason", "sent by hand"}}, ops_);

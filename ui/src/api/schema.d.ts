@@ -1485,9 +1485,9 @@ export interface operations {
                 format?: string;
                 /** @description rows per page: 1-1000 (default 100); ndjson 1-100000 (default 10000) */
                 limit?: string;
-                /** @description only rows at or after this time (ISO 8601) */
+                /** @description only rows at or after this RFC 3339 time */
                 since?: string;
-                /** @description only rows before this time (ISO 8601) */
+                /** @description only rows before this RFC 3339 time */
                 until?: string;
             };
             header?: never;
@@ -1541,9 +1541,9 @@ export interface operations {
                 before?: string;
                 /** @description rows per page: 1-1000 (default 100) */
                 limit?: string;
-                /** @description only rows at or after this time (ISO 8601) */
+                /** @description only rows at or after this RFC 3339 time */
                 since?: string;
-                /** @description only rows before this time (ISO 8601) */
+                /** @description only rows before this RFC 3339 time */
                 until?: string;
             };
             header?: never;
