@@ -6,6 +6,7 @@
 
 #include "api/auth/accounts.h"
 #include "api/auth/handler_support.h"
+#include "api/auth/password_rules.h"
 
 namespace ductus::api {
 namespace {
@@ -73,6 +74,8 @@ struct SignIn {
   Role role = Role::Viewer;
   unsigned permissions = kNoPermission;
   bool mustChange = false;
+  // The address's share of sign-ins in flight, until this one is answered.
+  std::shared_ptr<SignInSlot> slot = {};
 
   ~SignIn() { OPENSSL_cleanse(password.data(), password.size()); }
 
@@ -90,12 +93,30 @@ struct SignIn {
   }
 };
 
+// 429 locked, audited: the same answer for a user's row and for a name
+// that is no user's.
+void answerLocked(std::shared_ptr<SignIn> s, AuditEntry e, int64_t seconds) {
+  std::string retry = std::to_string(std::max<int64_t>(1, seconds));
+  s->d.audit.write(e, [s, retry](Status) {
+    auto resp = jsonError(429, "locked", "too many failed sign-ins; try again in " + retry + " s");
+    resp.headers.emplace_back("Retry-After", retry);
+    s->respond(std::move(resp));
+  });
+}
+
 // Unknown and disabled users cost a hash too, so the answer's timing does
-// not tell which names exist.
+// not tell which names exist; their failures are counted in memory
+// (SignInGuard) and lock the name as a user's row would, so the lockout
+// does not tell either.
 void refuseAfterHashing(std::shared_ptr<SignIn> s, std::string reason) {
-  s->d.hasher.hash(s->password, [s, reason](Result<std::string> r) {
+  TimePoint now = s->d.clock();
+  if (auto left = s->d.signIns.lockedFor(s->name, now))
+    return answerLocked(s, s->entry("denied", "locked"), *left);
+  s->d.hasher.hash(s->password, [s, reason, now](Result<std::string> r) {
     if (!r && r.error().code == PasswordHasher::kBusy) return s->respond(errorResponse(r.error()));
-    s->d.audit.write(s->entry("denied", reason), [s](Status) { s->respond(invalidCredentials()); });
+    auto e = s->entry("denied", reason);
+    e.detail["locked"] = s->d.signIns.fail(s->name, now, s->d.policy);
+    s->d.audit.write(e, [s](Status) { s->respond(invalidCredentials()); });
   });
 }
 
@@ -149,8 +170,17 @@ void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
     return respond(jsonError(400, "invalid", "give {\"name\": ..., \"password\": ...}"));
   if (password->size() > d.policy.maxPasswordLength)
     return respond(jsonError(400, "invalid", "the password is too long"));
+  // One address gets its share of the hasher, never all of it.
+  if (!d.signIns.enter(req.http.peer, d.policy)) {
+    auto resp = jsonError(429, "too_many_sign_ins",
+                          "this address has " + std::to_string(d.policy.maxSignInsPerAddress) +
+                              " sign-ins under way; try again when they are answered");
+    resp.headers.emplace_back("Retry-After", "1");
+    return respond(std::move(resp));
+  }
+  auto slot = std::make_shared<SignInSlot>(d.signIns, req.http.peer);
   auto s = std::make_shared<SignIn>(SignIn{d, respond, *name, *password, req.http.peer, 0, {},
-                                           Role::Viewer, kNoPermission, false});
+                                           Role::Viewer, kNoPermission, false, slot});
   std::string now = pgTime(d.clock());
   withConnection(d.pool, respond, [s, now](LeasePtr l) {
     l->conn().query(
@@ -169,17 +199,11 @@ void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
           s->permissions = bits ? *bits : kNoPermission;
           s->mustChange = r->text(0, 4) == "t";
           if (r->text(0, 6) == "t") {
-            std::string retry = std::to_string(std::max<long long>(1, r->integer(0, 7)));
             auto e = s->entry("denied", "locked");
             e.targetKind = "user";
             e.targetId = std::to_string(s->userId);
             e.targetName = s->name;
-            return s->d.audit.write(e, [s, retry](Status) {
-              auto resp = jsonError(429, "locked",
-                                    "too many failed sign-ins; try again in " + retry + " s");
-              resp.headers.emplace_back("Retry-After", retry);
-              s->respond(std::move(resp));
-            });
+            return answerLocked(s, e, r->integer(0, 7));
           }
           s->d.hasher.verify(s->hash, s->password, [s](Result<bool> ok) {
             if (!ok) return s->respond(errorResponse(ok.error()));
@@ -369,10 +393,13 @@ void changePassword(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   if (!current || !next)
     return respond(jsonError(400, "invalid",
                              "give {\"currentPassword\": ..., \"newPassword\": ...}"));
-  if (next->size() < d.policy.minPasswordLength || next->size() > d.policy.maxPasswordLength)
-    return respond(jsonError(400, "weak_password",
-                             "the new password must have at least " +
-                                 std::to_string(d.policy.minPasswordLength) + " characters"));
+  // A change that keeps the password would lift mustChangePassword and end
+  // the other sessions while whoever knew it still does.
+  if (*next == *current)
+    return respond(jsonError(400, "same_password",
+                             "the new password is the current one: choose another"));
+  if (auto weak = checkNewPassword(*next, c.name, d.policy); !weak)
+    return respond(errorResponse(weak.error()));
   auto p = std::make_shared<PasswordChange>(PasswordChange{d, respond, c, *current, *next, {}});
   withConnection(d.pool, respond, [p](LeasePtr l) {
     l->conn().query(
@@ -446,6 +473,20 @@ Result<Grant> grantFields(const json& body) {
   return Grant{*name, *role, *perms};
 }
 
+// No one grants what they don't hold: a user or token made by the caller
+// has at most the caller's role and permissions, on every route that makes
+// one. Refused (403 beyond_caller), not cut down, so the answer says what
+// the caller may give.
+std::optional<net::HttpResponse> beyondCaller(const Caller& c, const Grant& g,
+                                              const std::string& what) {
+  if (static_cast<int>(g.role) <= static_cast<int>(c.role) && (g.permissions & ~c.permissions) == 0)
+    return std::nullopt;
+  auto held = permissionNames(c.permissions);
+  return jsonError(403, "beyond_caller",
+                   what + " can do no more than you: role " + std::string(roleName(c.role)) +
+                       ", permissions " + (held.empty() ? std::string("none") : json(held).dump()));
+}
+
 void listUsersRoute(AuthDeps& d, const ApiRequest&, ApiRespond respond) {
   withConnection(d.pool, respond, [&d, respond](LeasePtr l) {
     listUsers(l->conn(), d.clock(), [l, respond](Result<std::vector<UserInfo>> r) {
@@ -462,17 +503,16 @@ void createUserRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   if (!body) return respond(errorResponse(body.error()));
   auto grant = grantFields(*body);
   if (!grant) return respond(errorResponse(grant.error()));
+  if (auto no = beyondCaller(*req.caller, *grant, "a user you make"))
+    return respond(std::move(*no));
   auto password = stringField(*body, "password");
   bool generated = !password;
   if (generated) {
     auto p = newPassword();
     if (!p) return respond(jsonError(500, "internal", p.error().message));
     password = *p;
-  } else if (password->size() < d.policy.minPasswordLength ||
-             password->size() > d.policy.maxPasswordLength) {
-    return respond(jsonError(400, "weak_password",
-                             "the password must have at least " +
-                                 std::to_string(d.policy.minPasswordLength) + " characters"));
+  } else if (auto weak = checkNewPassword(*password, grant->name, d.policy); !weak) {
+    return respond(errorResponse(weak.error()));
   }
   NewUser u{grant->name, grant->role, grant->permissions, {}, generated};
   if (auto m = body->find("mustChangePassword"); m != body->end() && m->is_boolean())
@@ -554,6 +594,8 @@ void createTokenRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   if (!body) return respond(errorResponse(body.error()));
   auto grant = grantFields(*body);
   if (!grant) return respond(errorResponse(grant.error()));
+  if (auto no = beyondCaller(*req.caller, *grant, "a token you make"))
+    return respond(std::move(*no));
   createTokenOf(d, req, std::move(respond),
                 NewToken{grant->name, grant->role, grant->permissions, stringField(*body, "user")});
 }
@@ -584,14 +626,7 @@ void createMyToken(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
     return respond(jsonError(400, "invalid", "`user`: a token made here is always the caller's"));
   auto grant = grantFields(*body);
   if (!grant) return respond(errorResponse(grant.error()));
-  if (static_cast<int>(grant->role) > static_cast<int>(c.role) ||
-      (grant->permissions & ~c.permissions) != 0)
-    return respond(jsonError(403, "beyond_caller",
-                             "a token of yours can do no more than you: role " +
-                                 std::string(roleName(c.role)) + ", permissions " +
-                                 (permissionNames(c.permissions).empty()
-                                      ? std::string("none")
-                                      : json(permissionNames(c.permissions)).dump())));
+  if (auto no = beyondCaller(c, *grant, "a token of yours")) return respond(std::move(*no));
   createTokenOf(d, req, std::move(respond),
                 NewToken{grant->name, grant->role, grant->permissions, c.name});
 }

@@ -9,6 +9,7 @@
 #include "api/audit/audit_log.h"
 #include "api/auth/credentials.h"
 #include "api/auth/password_hasher.h"
+#include "api/auth/sign_in_guard.h"
 #include "api/route.h"
 #include "schema/pg_pool.h"
 
@@ -24,6 +25,8 @@ struct AuthDeps {
   // The session cookie's Secure attribute: on unless the API listens on
   // loopback only (isLoopbackHost of api.listen's host).
   bool secureCookies = true;
+  // Sign-ins in flight per address and unknown names' failures.
+  SignInGuard signIns = {};
 };
 
 // POST /api/v1/sessions, DELETE /api/v1/sessions/current, GET /api/v1/me,

@@ -23,6 +23,9 @@ struct AuthPolicy {
   // last_used_at / last_seen_at are written at most this often per token
   // or session: a busy script would otherwise write a row per call.
   std::chrono::seconds touchEvery = std::chrono::minutes(1);
+  // Sign-ins from one address hashing or waiting to at once; past it 429
+  // (api/auth/sign_in_guard.h). The hasher holds 2 running and 32 waiting.
+  size_t maxSignInsPerAddress = 4;
   size_t minPasswordLength = 12;
   size_t maxPasswordLength = 1024;
 };

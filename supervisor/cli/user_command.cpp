@@ -14,6 +14,7 @@
 #include "api/auth/accounts.h"
 #include "api/auth/credentials.h"
 #include "api/auth/password_hasher.h"
+#include "api/auth/password_rules.h"
 #include "common/config/loader.h"
 #include "schema/migrator.h"
 #include "supervisor/cli/command_line.h"
@@ -99,10 +100,11 @@ int createUser(const CreateArgs& a) {
     password = *p;
   } else {
     password = std::move(**given);
-    if (password.size() < policy.minPasswordLength) {
+    // The API's rules (api/auth/password_rules.h), so no password the
+    // console would refuse comes in this way.
+    if (auto weak = api::checkNewPassword(password, a.name, policy); !weak) {
       OPENSSL_cleanse(password.data(), password.size());
-      std::fprintf(stderr, "ductus user create: the password must have at least %zu characters\n",
-                   policy.minPasswordLength);
+      std::fprintf(stderr, "ductus user create: %s\n", weak.error().message.c_str());
       return kUsageError;
     }
   }

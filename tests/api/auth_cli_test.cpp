@@ -68,7 +68,7 @@ TEST(AuthCli, UsersAreCreatedListedAndDisabledWithAnAuditRowEach) {
   TestDatabase db;
   auto created = ductus({"user", "create", "alice", "--role", "admin", "--permission",
                          "payloads,audit", "--database", db.url()},
-                        "alice's long password\n");
+                        "a long password of hers\n");
   ASSERT_EQ(created.exit, 0) << created.all;
   EXPECT_THAT(created.all, HasSubstr("applied migration 0003_api_auth"));
   EXPECT_THAT(created.out, HasSubstr("created user alice (admin, permissions payloads,audit)"));
@@ -94,6 +94,17 @@ TEST(AuthCli, UsersAreCreatedListedAndDisabledWithAnAuditRowEach) {
                    "short")
                 .exit,
             2);
+  // The API's password rules, each named: the name, one character, the
+  // most used.
+  for (auto [password, rule] : std::vector<std::pair<std::string, std::string>>{
+           {"Carl-the-admin-2026", "name"},
+           {"cccccccccccccc", "repeated"},
+           {"1qaz2wsx3edc", "most used"}}) {
+    auto weak = ductus({"user", "create", "carl", "--role", "admin", "--database", db.url()},
+                       password);
+    EXPECT_EQ(weak.exit, 2) << password << ": " << weak.all;
+    EXPECT_THAT(weak.all, HasSubstr(rule)) << password;
+  }
 
   auto list = ductus({"user", "list", "--database", db.url()});
   ASSERT_EQ(list.exit, 0) << list.all;
@@ -115,7 +126,7 @@ TEST(AuthCli, UsersAreCreatedListedAndDisabledWithAnAuditRowEach) {
 TEST(AuthCli, ATokenIsPrintedOnceAloneAndRevokedByIdOrName) {
   TestDatabase db;
   ASSERT_EQ(ductus({"user", "create", "alice", "--role", "operator", "--database", db.url()},
-                   "alice's long password")
+                   "a long password of hers")
                 .exit,
             0);
   auto created = ductus({"token", "create", "ci", "--role", "admin", "--user", "alice",

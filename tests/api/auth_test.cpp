@@ -7,8 +7,10 @@
 
 #include <regex>
 #include <thread>
+#include <tuple>
 
 #include "api/auth/credentials.h"
+#include "api/auth/sign_in_guard.h"
 #include "tests/api/auth_fixture.h"
 
 namespace ductus::api::test {
@@ -234,8 +236,8 @@ TEST_F(AuthTest, AUserWhoMustChangeTheirPasswordMayDoNothingElseFirst) {
                 json{{"currentPassword", current}, {"newPassword", next}}.dump());
   };
   EXPECT_EQ(change("dave's first password", "short").status, 400);
-  EXPECT_EQ(change("not dave's password", "dave's second password").status, 403);
-  ASSERT_EQ(change("dave's first password", "dave's second password").status, 204);
+  EXPECT_EQ(change("not dave's password", "my second password").status, 403);
+  ASSERT_EQ(change("dave's first password", "my second password").status, 204);
   auto activity = call("GET", "/api/v1/me/activity", cookie(session));
   ASSERT_EQ(activity.status, 200) << activity.body;
   auto items = bodyOf(activity)["items"];
@@ -244,7 +246,7 @@ TEST_F(AuthTest, AUserWhoMustChangeTheirPasswordMayDoNothingElseFirst) {
   EXPECT_EQ(items[0]["outcome"], "ok");
   EXPECT_EQ(items[1]["outcome"], "denied");
   EXPECT_EQ(signIn("dave", "dave's first password").status, 401);
-  EXPECT_EQ(signIn("dave", "dave's second password").status, 201);
+  EXPECT_EQ(signIn("dave", "my second password").status, 201);
 }
 
 // The console's theme is kept with the user: system until they choose,
@@ -348,7 +350,7 @@ TEST_F(AuthTest, AUserMakesListsAndRevokesTokensOfTheirOwnAndNoOneElses) {
 }
 
 TEST_F(AuthTest, AdminsCreateUsersWithAGeneratedPasswordShownOnce) {
-  auto admin = makeToken("root", Role::Admin, kNoPermission);
+  auto admin = makeToken("root", Role::Admin, kPayloads);
   auto r = call("POST", "/api/v1/users", bearer(admin.token),
                 R"({"name": "erin", "role": "viewer", "permissions": ["payloads"]})");
   ASSERT_EQ(r.status, 201) << r.body;
@@ -371,6 +373,241 @@ TEST_F(AuthTest, AdminsCreateUsersWithAGeneratedPasswordShownOnce) {
   ASSERT_EQ(bodyOf(list)["items"].size(), 1u);
   EXPECT_EQ(bodyOf(list)["items"][0]["permissions"], json::array({"payloads"}));
   EXPECT_EQ(signIn("erin", password).status, 201);
+}
+
+// What an answer must never carry: PostgreSQL's own words.
+void expectNoDatabaseText(const ductus::test::HttpReply& r, const std::string& what) {
+  for (const char* mark : {"ERROR:", "CONTEXT", "HINT", "portal", "SELECT", "INSERT", "UPDATE",
+                           "timestamptz", "SQLSTATE", "$1"})
+    EXPECT_THAT(r.body, Not(HasSubstr(mark))) << what;
+}
+
+// An admin makes no user or token with more than the admin holds, as
+// /me/tokens already refused: a role above theirs or a permission they
+// lack is 403 beyond_caller, and nothing is made.
+TEST_F(AuthTest, NoAdminGrantsARoleOrPermissionItDoesNotHold) {
+  auto admin = makeToken("root", Role::Admin, kNoPermission);
+  for (auto [path, body] : std::vector<std::pair<std::string, std::string>>{
+           {"/api/v1/tokens", R"({"name": "reader", "role": "viewer", "permissions": ["payloads"]})"},
+           {"/api/v1/tokens", R"({"name": "auditor", "role": "admin", "permissions": ["audit"]})"},
+           {"/api/v1/users", R"({"name": "mallory", "role": "viewer", "permissions": ["payloads", "audit"]})"},
+           {"/api/v1/users", R"({"name": "mallory", "role": "admin", "permissions": ["audit"],
+                                 "password": "a long and unusual one"})"}}) {
+    auto r = call("POST", path, bearer(admin.token), body);
+    EXPECT_EQ(r.status, 403) << path << " " << body << ": " << r.body;
+    EXPECT_EQ(bodyOf(r)["error"], "beyond_caller") << r.body;
+  }
+  EXPECT_EQ(db_.value("SELECT count(*) FROM api_tokens"), "1");
+  EXPECT_EQ(db_.value("SELECT count(*) FROM users"), "0");
+
+  // An operator's own token can't be made an admin's by an admin of less.
+  auto payloadAdmin = makeToken("root-payloads", Role::Admin, kPayloads);
+  auto ok = call("POST", "/api/v1/tokens", bearer(payloadAdmin.token),
+                 R"({"name": "reader", "role": "operator", "permissions": ["payloads"]})");
+  EXPECT_EQ(ok.status, 201) << ok.body;
+  auto user = call("POST", "/api/v1/users", bearer(payloadAdmin.token),
+                   R"({"name": "vic", "role": "admin", "permissions": ["payloads"]})");
+  EXPECT_EQ(user.status, 201) << user.body;
+  auto more = call("POST", "/api/v1/users", bearer(payloadAdmin.token),
+                   R"({"name": "wim", "role": "viewer", "permissions": ["audit"]})");
+  EXPECT_EQ(more.status, 403) << more.body;
+}
+
+// A forced change must change: the same password again is 400, and the
+// user is still held to changing it.
+TEST_F(AuthTest, APasswordChangeToTheSamePasswordIsRefused) {
+  makeUser("gus", Role::Viewer, kNoPermission, "the first password of his", true);
+  std::string session = sessionOf(signIn("gus", "the first password of his"));
+  auto r = call("POST", "/api/v1/me/password", cookie(session, true),
+                json{{"currentPassword", "the first password of his"},
+                     {"newPassword", "the first password of his"}}
+                    .dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(bodyOf(r)["error"], "same_password");
+  EXPECT_EQ(db_.value("SELECT must_change_password FROM users WHERE name = 'gus'"), "t");
+  EXPECT_EQ(call("GET", "/api/v1/me/activity", cookie(session)).status, 403);
+}
+
+// Wherever a password is set: not the name nor holding it, not one
+// character (or spaces) over and over, not on the list of the most used;
+// the 400 says which rule.
+TEST_F(AuthTest, APasswordIsCheckedAgainstTheNameRepeatsAndTheMostUsed) {
+  auto admin = makeToken("root", Role::Admin, kNoPermission);
+  auto create = [&](const std::string& name, const std::string& password) {
+    return call("POST", "/api/v1/users", bearer(admin.token),
+                json{{"name", name}, {"role", "viewer"}, {"password", password}}.dump());
+  };
+  for (auto [name, password, rule] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"harriet-long", "harriet-long", "name"},
+           {"harriet", "I am HARRIET, 2026!", "name"},
+           {"harriet", "aaaaaaaaaaaa", "repeated"},
+           {"harriet", "  zzzzzzzzzzzzzz ", "repeated"},
+           {"harriet", "            ", "spaces"},
+           {"harriet", "1q2w3e4r5t6y", "most used"},
+           {"harriet", "QWERTYQWERTY", "most used"},
+           {"harriet", "short", "at least 12"}}) {
+    auto r = create(name, password);
+    EXPECT_EQ(r.status, 400) << password << ": " << r.body;
+    EXPECT_EQ(bodyOf(r)["error"], "weak_password") << r.body;
+    EXPECT_THAT(bodyOf(r)["message"].get<std::string>(), HasSubstr(rule)) << password;
+  }
+  EXPECT_EQ(db_.value("SELECT count(*) FROM users"), "0");
+  EXPECT_EQ(create("harriet", "violet tram at noon").status, 201);
+
+  // The same rules for a change of one's own.
+  std::string session = sessionOf(signIn("harriet", "violet tram at noon"));
+  auto change = [&](const std::string& next) {
+    return call("POST", "/api/v1/me/password", cookie(session, true),
+                json{{"currentPassword", "violet tram at noon"}, {"newPassword", next}}.dump());
+  };
+  for (std::string weak : {"harriet's new one", "xxxxxxxxxxxxxxx", "qazwsxedcrfv"}) {
+    auto r = change(weak);
+    EXPECT_EQ(r.status, 400) << weak << ": " << r.body;
+    EXPECT_EQ(bodyOf(r)["error"], "weak_password") << r.body;
+  }
+  EXPECT_EQ(change("amber lamps by the river").status, 204);
+}
+
+// Five failures lock a name that is no user's as they lock a user's: the
+// sixth try answers 429 locked alike, so the lockout tells no one which
+// names exist.
+TEST_F(AuthTest, TheLockoutAnswersAlikeForNamesThatAreNoUsers) {
+  makeUser("ines", Role::Viewer, kNoPermission, "ines's real password");
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(signIn("ines", "a wrong password").status, 401) << i;
+    EXPECT_EQ(signIn("nobody-here", "a wrong password").status, 401) << i;
+  }
+  auto real = signIn("ines", "a wrong password");
+  auto unknown = signIn("nobody-here", "a wrong password");
+  EXPECT_EQ(real.status, 429) << real.body;
+  EXPECT_EQ(unknown.status, 429) << unknown.body;
+  EXPECT_EQ(bodyOf(unknown)["error"], bodyOf(real)["error"]);
+  EXPECT_EQ(bodyOf(unknown)["message"], bodyOf(real)["message"]);
+  EXPECT_EQ(unknown.header("retry-after"), real.header("retry-after"));
+  advance(16min);
+  EXPECT_EQ(signIn("nobody-here", "a wrong password").status, 401);
+}
+
+TEST(SignInGuard, KeepsAtMostItsBoundOfNamesAndAShareOfSignInsPerAddress) {
+  SignInGuard g;
+  AuthPolicy p;
+  auto now = std::chrono::system_clock::now();
+  for (size_t i = 0; i < SignInGuard::kMaxNames + 50; ++i)
+    g.fail("name" + std::to_string(i), now + std::chrono::milliseconds(i), p);
+  EXPECT_EQ(g.namesKept(), SignInGuard::kMaxNames);
+  EXPECT_EQ(SignInGuard::addressOf("10.0.0.1:5431"), "10.0.0.1");
+  EXPECT_EQ(SignInGuard::addressOf("[::1]:5431"), "::1");
+  for (size_t i = 0; i < p.maxSignInsPerAddress; ++i)
+    EXPECT_TRUE(g.enter("10.0.0.1:" + std::to_string(1000 + i), p));
+  EXPECT_FALSE(g.enter("10.0.0.1:2000", p));
+  EXPECT_TRUE(g.enter("10.0.0.2:2000", p));
+  g.leave("10.0.0.1:1000");
+  EXPECT_TRUE(g.enter("10.0.0.1:2001", p));
+}
+
+// Many sign-ins at once from one address: past its share (4) the rest are
+// told 429 with Retry-After at once, never 503, and the hasher's queue
+// stays open to every other address.
+TEST_F(AuthTest, OneAddressGetsItsShareOfSignInsAndNoMore) {
+  constexpr int kAtOnce = 24;
+  std::vector<ductus::test::HttpReply> replies(kAtOnce);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kAtOnce; ++i)
+    threads.emplace_back([&, i] { replies[i] = signIn("guess" + std::to_string(i), "a guess"); });
+  for (auto& t : threads) t.join();
+  int throttled = 0;
+  for (auto& r : replies) {
+    EXPECT_NE(r.status, 503) << r.body;
+    if (r.status == 429) {
+      ++throttled;
+      EXPECT_EQ(bodyOf(r)["error"], "too_many_sign_ins") << r.body;
+      EXPECT_EQ(r.header("retry-after"), "1");
+    } else {
+      EXPECT_EQ(r.status, 401) << r.body;
+    }
+  }
+  EXPECT_GE(throttled, 1);
+  // Once answered, the address signs in again.
+  EXPECT_EQ(signIn("guess0", "a guess").status, 401);
+}
+
+// Times are read by the engine before any reaches SQL: a bad one is 400 in
+// the engine's words, never PostgreSQL's.
+TEST_F(AuthTest, ABadTimeInAQueryIsRefusedInTheEnginesWords) {
+  auto auditor = makeToken("auditor", Role::Viewer, kAudit);
+  makeUser("jan", Role::Viewer, kNoPermission, "jan's long password");
+  std::string session = sessionOf(signIn("jan", "jan's long password"));
+  for (auto [path, headers] : std::vector<std::pair<std::string, Headers>>{
+           {"/api/v1/audit?since=x", bearer(auditor.token)},
+           {"/api/v1/audit?until=2026-99-99", bearer(auditor.token)},
+           {"/api/v1/audit?since=0000-01-01T00:00:00Z", bearer(auditor.token)},
+           {"/api/v1/audit?format=ndjson&until=1969-12-31T23:59:59Z", bearer(auditor.token)},
+           {"/api/v1/me/activity?since=x", cookie(session)},
+           {"/api/v1/me/activity?until=10000-01-01T00:00:00Z", cookie(session)}}) {
+    auto r = call("GET", path, headers);
+    EXPECT_EQ(r.status, 400) << path << ": " << r.body;
+    EXPECT_EQ(bodyOf(r)["error"], "invalid") << r.body;
+    EXPECT_THAT(bodyOf(r)["message"].get<std::string>(), HasSubstr("RFC 3339")) << path;
+    expectNoDatabaseText(r, path);
+  }
+  auto fine = call("GET", "/api/v1/audit?since=2026-01-01T00:00:00Z&until=9999-12-31T23:59:59Z",
+                   bearer(auditor.token));
+  EXPECT_EQ(fine.status, 200) << fine.body;
+}
+
+// A NUL in any text of a body is refused before it reaches SQL.
+TEST_F(AuthTest, ANulInABodysTextIsRefusedInTheEnginesWords) {
+  makeUser("kim", Role::Viewer, kNoPermission, "kim's long password");
+  auto r = call("POST", "/api/v1/sessions", {},
+                json{{"name", std::string("kim\0x", 5)}, {"password", "kim's long password"}}
+                    .dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_THAT(bodyOf(r)["message"].get<std::string>(), HasSubstr("NUL")) << r.body;
+  expectNoDatabaseText(r, "sign-in");
+  std::string session = sessionOf(signIn("kim", "kim's long password"));
+  r = call("PUT", "/api/v1/me/settings", cookie(session, true),
+           json{{std::string("the\0me", 6), "dark"}}.dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  expectNoDatabaseText(r, "settings");
+}
+
+// What the database says when something unforeseen fails stays in the
+// log: the caller gets 500 and a request id to quote, which the log names
+// with the real cause.
+TEST_F(AuthTest, AnUnexpectedDatabaseErrorIs500WithARequestIdAndNoDatabaseText) {
+  makeUser("lou", Role::Viewer, kNoPermission, "lou's long password");
+  std::string session = sessionOf(signIn("lou", "lou's long password"));
+  db_.value("ALTER TABLE users RENAME COLUMN settings TO settings_moved");
+  auto r = call("GET", "/api/v1/me/settings", cookie(session));
+  EXPECT_EQ(r.status, 500) << r.body;
+  auto b = bodyOf(r);
+  EXPECT_EQ(b["error"], "internal") << r.body;
+  ASSERT_TRUE(b["requestId"].is_string()) << r.body;
+  std::string id = b["requestId"];
+  EXPECT_EQ(id.size(), 16u);
+  EXPECT_THAT(b["message"].get<std::string>(), HasSubstr(id));
+  EXPECT_EQ(r.header("x-request-id"), id);
+  expectNoDatabaseText(r, "settings");
+  EXPECT_THAT(r.body, Not(HasSubstr("settings_moved")));
+  EXPECT_THAT(r.body, Not(HasSubstr("column")));
+}
+
+// Every answer says its type is the one it names: the router's, a
+// handler's, an error's.
+TEST_F(AuthTest, EveryAnswerCarriesNosniff) {
+  auto t = makeToken("viewer", Role::Viewer, kNoPermission);
+  for (auto [method, path, headers, status] :
+       std::vector<std::tuple<std::string, std::string, Headers, int>>{
+           {"GET", "/api/v1/no-such-thing", {}, 404},
+           {"GET", "/api/v1/me", {}, 401},
+           {"GET", "/api/v1/me", bearer(t.token), 200},
+           {"PUT", "/api/v1/me", bearer(t.token), 405},
+           {"GET", "/api/v1/users", bearer(t.token), 403},
+           {"GET", "/api", {}, 404}}) {
+    auto r = call(method, path, headers);
+    EXPECT_EQ(r.status, status) << method << " " << path << ": " << r.body;
+    EXPECT_EQ(r.header("x-content-type-options"), "nosniff") << method << " " << path;
+  }
 }
 
 TEST(PasswordHasherLimits, PastTheQueueARequestIsRefusedAsBusy) {
