@@ -122,7 +122,7 @@ void refuseAfterHashing(std::shared_ptr<SignIn> s, std::string reason) {
 
 void startSession(std::shared_ptr<SignIn> s) {
   auto secret = newSessionSecret();
-  if (!secret) return s->respond(jsonError(500, "internal", secret.error().message));
+  if (!secret) return s->respond(internalError(secret.error().message));
   auto& d = s->d;
   TimePoint at = d.clock();
   std::string now = pgTime(at);
@@ -509,7 +509,7 @@ void createUserRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   bool generated = !password;
   if (generated) {
     auto p = newPassword();
-    if (!p) return respond(jsonError(500, "internal", p.error().message));
+    if (!p) return respond(internalError(p.error().message));
     password = *p;
   } else if (auto weak = checkNewPassword(*password, grant->name, d.policy); !weak) {
     return respond(errorResponse(weak.error()));
