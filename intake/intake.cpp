@@ -7,18 +7,23 @@ namespace ductus::intake {
 Intake::Intake(store::Store& store, IntakeSpec spec, std::function<void(int32_t)> wake)
     : store_(store), spec_(std::move(spec)), wake_(std::move(wake)) {}
 
-void Intake::accept(std::string payload,
-                    std::function<void(Result<store::StoredMessage>)> cb) {
-  auto pass = gate_->enter();
-  if (!pass) return cb(Error{"interface " + spec_.name + " is not accepting messages (stopping)"});
-  MessageKeys keys = intake::keysOf(spec_.keys, payload);
+store::NewMessage Intake::messageOf(std::string payload, MessageKeys& keys) const {
   store::NewMessage m;
   m.interfaceId = spec_.interfaceId;
   m.tier = spec_.tier;
   m.payload = std::move(payload);
   m.partitionKey = keys.lane;
-  m.dedupeKey = std::move(keys.dedupe);
   m.columns = std::move(keys.columns);
+  return m;
+}
+
+void Intake::accept(std::string payload,
+                    std::function<void(Result<store::StoredMessage>)> cb) {
+  auto pass = gate_->enter();
+  if (!pass) return cb(Error{"interface " + spec_.name + " is not accepting messages (stopping)"});
+  MessageKeys keys = intake::keysOf(spec_.keys, payload);
+  store::NewMessage m = messageOf(std::move(payload), keys);
+  m.dedupeKey = std::move(keys.dedupe);
   m.destinationIds = spec_.destinationIds;
   m.relaxed = spec_.relaxed;
   int32_t lane = keys.lane;
@@ -71,12 +76,7 @@ void Intake::acceptRefused(std::string payload, std::string reason,
   if (!pass) return cb(Error{"interface " + spec_.name + " is not accepting messages (stopping)"});
   // Keys too: the browser finds it by type, control id and key like any other.
   MessageKeys keys = intake::keysOf(spec_.keys, payload);
-  store::NewMessage m;
-  m.interfaceId = spec_.interfaceId;
-  m.tier = spec_.tier;
-  m.payload = std::move(payload);
-  m.partitionKey = keys.lane;
-  m.columns = std::move(keys.columns);
+  store::NewMessage m = messageOf(std::move(payload), keys);
   auto held = std::make_shared<Gate::Pass>(std::move(*pass));
   store_.insertRefused(std::move(m), std::move(reason), std::move(state),
                        [onStored = spec_.onStored, held, cb = std::move(cb)](

@@ -82,6 +82,9 @@ class Intake {
   void wake(int32_t lane) { wake_(lane); }
 
  private:
+  // The row every single insert starts from: this interface, its tier, the
+  // payload and what its keys say (lane and the browser's columns).
+  store::NewMessage messageOf(std::string payload, MessageKeys& keys) const;
   store::Store& store_;
   IntakeSpec spec_;
   std::function<void(int32_t)> wake_;
