@@ -22,12 +22,7 @@ struct Deps {
 
 constexpr size_t kMaxReasonBytes = 1000;
 
-net::HttpResponse actionError(const Error& e) {
-  if (e.code == "not_found") return jsonError(404, "not_found", e.message);
-  if (e.code == kActionConflict) return jsonError(409, "conflict", e.message);
-  if (e.code == "code") return jsonError(422, "code", e.message);
-  return errorResponse(e);
-}
+net::HttpResponse actionError(const Error& e) { return errorResponse(e); }
 
 json pauseJson(const std::optional<PauseInfo>& p) {
   if (!p) return nullptr;
@@ -91,8 +86,8 @@ void changePause(Deps& d, const ApiRequest& req, ApiRespond respond,
       steps.push_back([&d, entry, pausing = reason.has_value()](
                           const Results& r) -> Result<SqlStatement> {
         if (r[0].rows() == 0) {
-          if (pausing) return Error{"the database has no such destination", "not_found"};
-          return Error{"the destination is not paused", kActionConflict};
+          if (pausing) return Error{"the database has no such destination", ErrorKind::NotFound};
+          return Error{"the destination is not paused", ErrorKind::Conflict};
         }
         auto e = entry;
         auto p = store::pausesOf(r[0]);

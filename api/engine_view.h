@@ -117,7 +117,6 @@ struct InterfaceInfo {
 };
 
 // readKeys(): a message as the interface's intake would store it.
-inline constexpr const char* kNotRunHere = "not_run_here";
 struct MessageKeysView {
   int64_t interfaceId = 0;
   int16_t tier = 49;                    // the interface's retention tier (store::Tier)
@@ -139,10 +138,9 @@ struct DrainInfo {
   bool drained = false;
 };
 
-// Error codes of the actions below: "not_found" (no such interface or
-// destination here: 404), kActionConflict (not in a state the action
-// applies to: 409), "code" (the interface's code does not load: 422).
-inline constexpr const char* kActionConflict = "conflict";
+// Error kinds of the actions below: NotFound (no such interface or
+// destination here: 404), Conflict (not in a state the action applies to:
+// 409), Code (the interface's code does not load: 422).
 
 class EngineView {
  public:
@@ -164,13 +162,13 @@ class EngineView {
   virtual void wake(const std::string& interface) { (void)interface; }
   // What intake would store for this payload on this interface: its keys
   // read with the interface's settings, its tier and destinations (an
-  // edited copy, POST /messages/{id}/edit). An Error with code
-  // kNotRunHere when this engine doesn't run the interface's intake (a
+  // edited copy, POST /messages/{id}/edit). An Error of kind
+  // NotRunHere when this engine doesn't run the interface's intake (a
   // respond-mode interface has none). The default runs none.
   virtual Result<MessageKeysView> readKeys(const std::string& interface,
                                            std::string_view payload) {
     (void)payload;
-    return Error{"interface " + interface + " is not run by this engine", kNotRunHere};
+    return Error{"interface " + interface + " is not run by this engine", ErrorKind::NotRunHere};
   }
 
   // ---- actions (api/engine_actions.h), on the loop; the API has written
@@ -181,26 +179,26 @@ class EngineView {
   virtual Status setPaused(const std::string& interface, const std::string& destination,
                            std::optional<PauseInfo> pause) {
     (void)interface, (void)destination, (void)pause;
-    return Error{"no engine runs here", "unavailable"};
+    return Error{"no engine runs here", ErrorKind::Unavailable};
   }
   // Loads the interface's code again from disk into its workers, then wakes
-  // its loops. kActionConflict: it isn't stopped; "code": the new code does
+  // its loops. Conflict: it isn't stopped; Code: the new code does
   // not load (it stays stopped).
   virtual void restartInterface(const std::string& interface, std::function<void(Status)> done) {
     (void)interface;
-    done(Error{"no engine runs here", "unavailable"});
+    done(Error{"no engine runs here", ErrorKind::Unavailable});
   }
   // Closes every intake gate (state Draining); with stopWhenDrained the
   // engine stops once drained. Again while draining: only the stop flag
   // changes.
   virtual Status startDrain(bool stopWhenDrained) {
     (void)stopWhenDrained;
-    return Error{"no engine runs here", "unavailable"};
+    return Error{"no engine runs here", ErrorKind::Unavailable};
   }
-  // Opens the gates again. kActionConflict: not draining (or stopping).
-  virtual Status stopDrain() { return Error{"no engine runs here", "unavailable"}; }
+  // Opens the gates again. Conflict: not draining (or stopping).
+  virtual Status stopDrain() { return Error{"no engine runs here", ErrorKind::Unavailable}; }
   virtual void drainStatus(std::function<void(Result<DrainInfo>)> done) {
-    done(Error{"no engine runs here", "unavailable"});
+    done(Error{"no engine runs here", ErrorKind::Unavailable});
   }
 };
 

@@ -14,6 +14,7 @@
 #include "api/message_routes.h"
 #include "common/hl7/mllp.h"
 #include "common/text.h"
+#include "schema/pg_error.h"
 #include "schema/store_types.h"
 
 namespace ductus::api {
@@ -25,9 +26,6 @@ using LeasePtr = store::PgPool::LeasePtr;
 using Results = std::vector<PgResult>;
 
 using Deps = MessageDeps;
-
-// Error codes of this file, answered 409.
-constexpr const char* kStillPending = "still_pending";
 
 constexpr size_t kMaxReasonBytes = 1000;
 constexpr const char* kLatin1 = "iso-8859-1";
@@ -125,7 +123,7 @@ std::optional<std::string> utf8AsLatin1(std::string_view s) {
 // ours is tried again from BEGIN rather than answered 503.
 void runRetried(LeasePtr l, std::vector<TxStep> steps, TxDone done, int tries = 3) {
   runTransaction(l->conn(), steps, [l, steps, done, tries](Result<Results> r) mutable {
-    if (!r && tries > 1 && (r.error().code == "40P01" || r.error().code == "40001"))
+    if (!r && tries > 1 && store::pg::retryable(r.error()))
       return runRetried(l, std::move(steps), std::move(done), tries - 1);
     done(std::move(r));
   });
@@ -189,7 +187,7 @@ Result<BrowseQuery> browseQuery(const ApiRequest& req) {
   if (!limit) return limit.error();
   q.limit = limit->value_or(kBrowseLimitDefault);
   if (q.limit < 1 || q.limit > kBrowseLimitMax)
-    return Error{"`limit` must be 1 to " + std::to_string(kBrowseLimitMax), "invalid"};
+    return Error{"`limit` must be 1 to " + std::to_string(kBrowseLimitMax), ErrorKind::Invalid};
   auto text = [&](const char* name) -> std::optional<std::string> {
     auto it = req.query.find(name);
     if (it == req.query.end()) return std::nullopt;
@@ -199,7 +197,7 @@ Result<BrowseQuery> browseQuery(const ApiRequest& req) {
     q.status = statusOf(*s);
     if (!q.status)
       return Error{"`status` must be pending, sent, filtered, quarantined or duplicate",
-                   "invalid"};
+                   ErrorKind::Invalid};
   }
   for (auto [name, field] : {std::pair{"from", &q.from}, std::pair{"to", &q.to}}) {
     auto t = timeQuery(req, name);
@@ -209,7 +207,8 @@ Result<BrowseQuery> browseQuery(const ApiRequest& req) {
   for (auto [name, field] : {std::pair{"type", &q.type}, std::pair{"control_id", &q.controlId},
                              std::pair{"key", &q.key}})
     if (auto t = text(name)) {
-      if (t->empty()) return Error{"`" + std::string(name) + "` must not be empty", "invalid"};
+      if (t->empty())
+        return Error{"`" + std::string(name) + "` must not be empty", ErrorKind::Invalid};
       // Spelled as intake stores it, so a long key finds its hash.
       *field = store::searchableText(*t);
     }
@@ -416,7 +415,7 @@ void editInTransaction(Deps& d, std::shared_ptr<Edit> e, AuditEntry entry, Lease
                              {id}}));
   // 1: its deliveries still pending.
   steps.push_back([id](const Results& r) -> Result<SqlStatement> {
-    if (r[0].rows() == 0) return Error{"no message " + id, "not_found"};
+    if (r[0].rows() == 0) return Error{"no message " + id, ErrorKind::NotFound};
     return SqlStatement{
         "SELECT dst.name FROM messages m JOIN deliveries d ON d.message_id = m.id "
         "AND d.tier = m.tier AND d.received_at = m.received_at "
@@ -431,7 +430,7 @@ void editInTransaction(Deps& d, std::shared_ptr<Edit> e, AuditEntry entry, Lease
       for (int i = 0; i < r[1].rows(); ++i) names += (i ? ", " : "") + std::string(r[1].text(i, 0));
       return Error{"message " + id + " is still pending for " + names +
                        ": let it finish (or dismiss it) before sending a corrected copy",
-                   kStillPending};
+                   ErrorKind::StillPending};
     }
     const auto& k = e->keys;
     return SqlStatement{kInsertCopy,
@@ -474,7 +473,6 @@ void editInTransaction(Deps& d, std::shared_ptr<Edit> e, AuditEntry entry, Lease
   });
   runRetried(l, std::move(steps), [&d, l, e, respond](Result<Results> r) {
     if (!r) {
-      if (r.error().code == kStillPending) return respond(jsonError(409, kStillPending, r.error().message));
       return respond(errorResponse(r.error()));
     }
     auto& rs = *r;
@@ -548,13 +546,10 @@ void edit(Deps& d, const ApiRequest& req, ApiRespond respond) {
           if (auto s = hl7::mllp::refuseFramingBytes(e->payload, "the payload"); !s)
             return respond(jsonError(400, "invalid", s.error().message));
           if (!d.engine)
-            return respond(jsonError(409, kNotRunHere, "no engine behind this API"));
+            return respond(
+                errorResponse(Error{"no engine behind this API", ErrorKind::NotRunHere}));
           auto keys = d.engine->readKeys(e->interface, e->payload);
-          if (!keys) {
-            if (keys.error().code == kNotRunHere)
-              return respond(jsonError(409, kNotRunHere, keys.error().message));
-            return respond(errorResponse(keys.error()));
-          }
+          if (!keys) return respond(errorResponse(keys.error()));
           e->keys = std::move(*keys);
           auto a = entry;
           a.targetName = e->interface;

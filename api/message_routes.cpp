@@ -7,6 +7,7 @@
 #include <set>
 
 #include "api/auth/handler_support.h"
+#include "schema/pg_error.h"
 
 namespace ductus::api {
 namespace {
@@ -18,17 +19,11 @@ using Results = std::vector<PgResult>;
 
 using Deps = MessageDeps;
 
-// Error codes of this file's transactions, answered 409.
-constexpr const char* kNothing = "nothing_to_change";
-
 constexpr size_t kMaxReasonBytes = 1000;
 constexpr int64_t kQuarantineLimitDefault = 100;
 constexpr int64_t kQuarantineLimitMax = 500;
 
-net::HttpResponse answerError(const Error& e) {
-  if (e.code == kNothing) return jsonError(409, kNothing, e.message);
-  return errorResponse(e);
-}
+net::HttpResponse answerError(const Error& e) { return errorResponse(e); }
 
 std::string isoTime(const std::string& column) {
   return "to_char(" + column + " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')";
@@ -74,11 +69,12 @@ Result<std::optional<std::vector<std::string>>> destinationsField(const json& bo
   auto it = body.find("destinations");
   if (it == body.end() || it->is_null()) return std::optional<std::vector<std::string>>{};
   if (!it->is_array() || it->empty())
-    return Error{"`destinations` must be a non-empty list of destination names", "invalid"};
+    return Error{"`destinations` must be a non-empty list of destination names",
+                 ErrorKind::Invalid};
   std::set<std::string> names;
   for (auto& v : *it) {
     if (!v.is_string() || v.get<std::string>().empty())
-      return Error{"`destinations` must be a list of destination names", "invalid"};
+      return Error{"`destinations` must be a list of destination names", ErrorKind::Invalid};
     names.insert(v.get<std::string>());
   }
   return std::optional<std::vector<std::string>>(
@@ -103,7 +99,7 @@ Status allFound(const std::vector<int64_t>& ids, const PgResult& locked) {
   for (int64_t id : ids)
     if (!found.count(id)) missing += (missing.empty() ? "" : ", ") + std::to_string(id);
   if (missing.empty()) return {};
-  return Error{"no message " + missing, "not_found"};
+  return Error{"no message " + missing, ErrorKind::NotFound};
 }
 
 // A delivery flush updates its row before its message, this file the
@@ -112,7 +108,7 @@ Status allFound(const std::vector<int64_t>& ids, const PgResult& locked) {
 // ours, from BEGIN, rather than answer 503 for a race the caller can't see.
 void runRetried(LeasePtr l, std::vector<TxStep> steps, TxDone done, int tries = 3) {
   runTransaction(l->conn(), steps, [l, steps, done, tries](Result<Results> r) mutable {
-    if (!r && tries > 1 && (r.error().code == "40P01" || r.error().code == "40001"))
+    if (!r && tries > 1 && store::pg::retryable(r.error()))
       return runRetried(l, std::move(steps), std::move(done), tries - 1);
     done(std::move(r));
   });
@@ -233,7 +229,7 @@ void resend(Deps& d, const Caller& caller, std::vector<int64_t> ids,
         return Error{destinations ? "no finished delivery to the named destinations (pending "
                                     "already, or no such destination)"
                                   : "no quarantined delivery to resend",
-                     kNothing};
+                     ErrorKind::NothingToChange};
       std::set<int64_t> changed;
       for (int i = 0; i < r[1].rows(); ++i) changed.insert(r[1].integer(i, 0));
       return SqlStatement{
@@ -344,7 +340,8 @@ void dismiss(Deps& d, const ApiRequest& req, ApiRespond respond) {
           {std::to_string(id), why}};
     });
     steps.push_back([id](const Results& r) -> Result<SqlStatement> {
-      if (r[1].rows() == 0) return Error{"the message has no quarantined delivery", kNothing};
+      if (r[1].rows() == 0)
+        return Error{"the message has no quarantined delivery", ErrorKind::NothingToChange};
       return SqlStatement{
           "UPDATE messages m SET status = (SELECT CASE WHEN bool_or(d.status = 0) THEN 0 "
           "WHEN bool_or(d.status = 3) THEN 3 WHEN bool_or(d.status = 1) THEN 1 ELSE 2 END "

@@ -134,11 +134,10 @@ struct Route {
 // Identifies a caller from a request's credentials (Authorization: Bearer
 // dux_..., or the ductus_session cookie). Answers once, on the loop:
 // nullopt when the request carries none, an Error when they are wrong or
-// revoked (the server answers 401 for both). An Error whose code is
-// kUnavailable means the credentials could not be checked at all (the
-// database is down): the server answers 503 instead, so a client retries
-// rather than signing in again.
-inline constexpr const char* kUnavailable = "unavailable";
+// revoked (the server answers 401 for both). An Error of kind Unavailable
+// means the credentials could not be checked at all (the database is
+// down): the server answers 503 instead, so a client retries rather than
+// signing in again.
 
 class Authenticator {
  public:

@@ -315,7 +315,7 @@ void Router::handle(const net::HttpRequest& http, net::HttpRespond respond) {
               query = std::move(query)](Result<std::optional<Caller>> who) mutable {
         if (!*alive) return respond(jsonError(503, "unavailable", "the API is closing"));
         if (!who) {
-          if (who.error().code == kUnavailable) {
+          if (who.error().kind == ErrorKind::Unavailable) {
             spdlog::warn("api: credentials of {} could not be checked: {}", held->peer,
                          who.error().message);
             auto r = jsonError(503, "unavailable", "the credentials could not be checked now");
@@ -326,7 +326,7 @@ void Router::handle(const net::HttpRequest& http, net::HttpRespond respond) {
                         who.error().message);
           // Signed in, but told to choose a password of their own first:
           // who they are is known, so forbidden rather than unauthenticated.
-          if (who.error().code == "password_change_required")
+          if (who.error().kind == ErrorKind::PasswordChangeRequired)
             return respond(jsonError(403, "password_change_required", who.error().message));
           return respond(unauthenticated("the credentials are wrong, expired or revoked"));
         }

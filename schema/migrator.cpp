@@ -39,11 +39,14 @@ std::string lockKey() { return std::to_string(kMigrationLock); }
 
 void Migrator::readApplied(std::function<void(Result<std::vector<Applied>>)> cb) {
   conn_.query(kTableExists, {}, [this, cb](Result<PgResult> r) {
-    if (!r) return cb(Error{"reading applied migrations: " + r.error().message, r.error().code});
+    if (!r)
+      return cb(Error{"reading applied migrations: " + r.error().message, r.error().kind,
+                      r.error().sqlstate});
     if (r->text(0, 0) != "t") return cb(std::vector<Applied>{});
     conn_.query(kReadApplied, {}, [cb](Result<PgResult> r) {
       if (!r)
-        return cb(Error{"reading applied migrations: " + r.error().message, r.error().code});
+        return cb(Error{"reading applied migrations: " + r.error().message, r.error().kind,
+                        r.error().sqlstate});
       std::vector<Applied> out;
       for (int i = 0; i < r->rows(); ++i)
         out.push_back(Applied{static_cast<int>(r->integer(i, 0)), std::string(r->text(i, 1)),
@@ -60,40 +63,43 @@ void Migrator::migrate(std::function<void(Result<MigrateReport>)> cb) {
     conn_.query("SELECT pg_advisory_unlock($1::int8)", {lockKey()},
                 [cb, r = std::move(r)](Result<PgResult>) mutable { cb(std::move(r)); });
   };
-  conn_.query("SELECT pg_advisory_lock($1::int8)", {lockKey()}, [this, cb, finish](
-                                                                    Result<PgResult> r) {
-    if (!r) return cb(Error{"taking the migration lock: " + r.error().message, r.error().code});
-    conn_.query(kCreateTable, {}, [this, finish](Result<PgResult> r) {
-      if (!r)
-        return finish(Error{"creating ductus_migrations: " + r.error().message, r.error().code});
-      readApplied([this, finish](Result<std::vector<Applied>> applied) {
-        if (!applied) return finish(applied.error());
-        std::map<int, Applied> byVersion;
-        for (auto& a : *applied) byVersion[a.version] = a;
-        auto report = std::make_shared<MigrateReport>();
-        for (auto& m : migrations_) {
-          auto it = byVersion.find(m.version);
-          if (it == byVersion.end()) continue;
-          if (it->second.checksum != m.checksum)
-            return finish(Error{"migration " + m.name +
-                                " was changed after it was applied (checksum " +
-                                it->second.checksum.substr(0, 12) + "… in the database, " +
-                                m.checksum.substr(0, 12) +
-                                "… in this binary): applied migrations must never change"});
-          byVersion.erase(it);
-        }
-        for (auto& [v, a] : byVersion) report->unknown.push_back(a.name);
-        // What is left to apply: known versions absent from the database.
-        std::map<int, bool> done;
-        for (auto& a : *applied) done[a.version] = true;
-        std::vector<Migration> todo;
-        for (auto& m : migrations_)
-          if (!done.count(m.version)) todo.push_back(m);
-        migrations_ = std::move(todo);
-        applyFrom(0, report, finish);
+  conn_.query(
+      "SELECT pg_advisory_lock($1::int8)", {lockKey()}, [this, cb, finish](Result<PgResult> r) {
+        if (!r)
+          return cb(Error{"taking the migration lock: " + r.error().message, r.error().kind,
+                          r.error().sqlstate});
+        conn_.query(kCreateTable, {}, [this, finish](Result<PgResult> r) {
+          if (!r)
+            return finish(Error{"creating ductus_migrations: " + r.error().message, r.error().kind,
+                                r.error().sqlstate});
+          readApplied([this, finish](Result<std::vector<Applied>> applied) {
+            if (!applied) return finish(applied.error());
+            std::map<int, Applied> byVersion;
+            for (auto& a : *applied) byVersion[a.version] = a;
+            auto report = std::make_shared<MigrateReport>();
+            for (auto& m : migrations_) {
+              auto it = byVersion.find(m.version);
+              if (it == byVersion.end()) continue;
+              if (it->second.checksum != m.checksum)
+                return finish(Error{"migration " + m.name +
+                                    " was changed after it was applied (checksum " +
+                                    it->second.checksum.substr(0, 12) + "… in the database, " +
+                                    m.checksum.substr(0, 12) +
+                                    "… in this binary): applied migrations must never change"});
+              byVersion.erase(it);
+            }
+            for (auto& [v, a] : byVersion) report->unknown.push_back(a.name);
+            // What is left to apply: known versions absent from the database.
+            std::map<int, bool> done;
+            for (auto& a : *applied) done[a.version] = true;
+            std::vector<Migration> todo;
+            for (auto& m : migrations_)
+              if (!done.count(m.version)) todo.push_back(m);
+            migrations_ = std::move(todo);
+            applyFrom(0, report, finish);
+          });
+        });
       });
-    });
-  });
 }
 
 void Migrator::applyFrom(size_t i, std::shared_ptr<MigrateReport> report,
@@ -105,7 +111,7 @@ void Migrator::applyFrom(size_t i, std::shared_ptr<MigrateReport> report,
     return [error, name, step](Result<PgResult> r) {
       if (!r && !*error)
         *error = Error{"migration " + name + " failed (" + step + "): " + r.error().message,
-                       r.error().code};
+                       r.error().kind, r.error().sqlstate};
     };
   };
   conn_.script("BEGIN", note("begin"));
@@ -120,7 +126,7 @@ void Migrator::applyFrom(size_t i, std::shared_ptr<MigrateReport> report,
     conn_.script("COMMIT", [this, i, report, cb, name](Result<PgResult> r) {
       if (!r)
         return cb(Error{"migration " + name + " failed (commit): " + r.error().message,
-                        r.error().code});
+                        r.error().kind, r.error().sqlstate});
       report->applied.push_back(name);
       applyFrom(i + 1, report, cb);
     });

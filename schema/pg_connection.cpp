@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "schema/conninfo.h"
+#include "schema/pg_error.h"
 
 namespace ductus::store {
 namespace {
@@ -287,7 +288,7 @@ void PgConnection::stepQuery(int events) {
     if (st == PGRES_FATAL_ERROR || st == PGRES_BAD_RESPONSE || st == PGRES_NONFATAL_ERROR) {
       if (!error_) {
         const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-        error_ = Error{trimmed(PQresultErrorMessage(r)), code ? code : ""};
+        error_ = Error{trimmed(PQresultErrorMessage(r)), ErrorKind::Database, code ? code : ""};
       }
       PQclear(r);
     } else {
@@ -330,8 +331,8 @@ void PgConnection::fail(const std::string& why) {
   connectTimer_.reset();
   poll_.reset();
   pollFd_ = -1;
-  Error err{"postgres: " + (why.empty() ? std::string("connection lost") : why),
-            "08006"};  // connection_failure
+  Error err =
+      pg::connectionFailure("postgres: " + (why.empty() ? std::string("connection lost") : why));
   auto alive = alive_;
   if (auto cb = std::move(onConnect_)) {
     cb(err);

@@ -53,7 +53,7 @@ class PgConnection {
   void connect(const std::string& conninfo, ConnectCallback cb);
 
   // Queues a statement. cb runs on the loop with the (last) result, or an
-  // Error carrying the server's message and SQLSTATE in Error::code.
+  // Error carrying the server's message and SQLSTATE (kind Database, Error::sqlstate).
   void query(std::string sql, std::vector<Param> params, QueryCallback cb);
   // The same with a format per parameter (0 text, 1 binary; empty = text).
   void query(std::string sql, std::vector<Param> params, std::vector<int> formats,

@@ -37,8 +37,9 @@ struct PgPool::Shared : std::enable_shared_from_this<PgPool::Shared> {
         self->slots[i].conn->script(self->setup, [weak, i, cb = std::move(cb)](Result<PgResult> r) {
           auto self = weak.lock();
           if (!self || self->closed) return;
-          Status st = r ? Status{} : Status{Error{"setting up a connection: " + r.error().message,
-                                                  r.error().code}};
+          Status st = r ? Status{}
+                        : Status{Error{"setting up a connection: " + r.error().message,
+                                       r.error().kind, r.error().sqlstate}};
           self->connected(i, st, cb);
         });
         return;
@@ -57,7 +58,7 @@ struct PgPool::Shared : std::enable_shared_from_this<PgPool::Shared> {
       // waiters now rather than leaving them hanging (they retry).
       auto failed = std::move(waiters);
       waiters.clear();
-      for (auto& w : failed) w(Error{s.error().message, s.error().code});
+      for (auto& w : failed) w(Error{s.error().message, s.error().kind, s.error().sqlstate});
     }
     if (cb) cb(s);
     dispatch();

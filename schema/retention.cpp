@@ -1,4 +1,5 @@
 #include "schema/retention.h"
+#include "schema/pg_error.h"
 
 #include <cstdio>
 #include <map>
@@ -96,7 +97,7 @@ std::optional<Tier> tierOf(long long days) {
 
 // A lock not had within lock_timeout (55P03), or a statement cancelled while
 // it waited (57014): worth another try after a pause.
-bool lockWait(const Error& e) { return e.code == "55P03" || e.code == "57014"; }
+bool lockWait(const Error& e) { return pg::lockNotAvailable(e) || pg::queryCanceled(e); }
 
 std::string quoted(const std::string& name) { return "\"" + name + "\""; }
 

@@ -8,6 +8,7 @@
 #include "common/sha256.h"
 #include "common/text.h"
 #include "schema/pg_binary.h"
+#include "schema/pg_error.h"
 #include "schema/store_sql.h"
 
 namespace ductus::store {
@@ -115,11 +116,11 @@ void Store::start(Done cb) { pool_.start(std::move(cb)); }
 
 bool Store::retryable(const Error& e, int attempt) {
   if (attempt >= options_.maxRetries) return false;
-  if (e.code == "40001") {
+  if (pg::serializationFailure(e)) {
     ++stats_.serializationRetries;
     return true;
   }
-  if (e.code == "40P01") {
+  if (pg::deadlock(e)) {
     ++stats_.deadlockRetries;
     return true;
   }

@@ -9,6 +9,7 @@
 // missing, when it waits for as long as it takes.
 #include <spdlog/spdlog.h>
 
+#include "schema/pg_error.h"
 #include "schema/store.h"
 #include "schema/store_sql.h"
 
@@ -45,7 +46,7 @@ void Store::ensurePartitions(PartitionOptions options, Callback<PartitionReport>
       std::string what = std::string(step.table) + "_t" +
                          std::to_string(static_cast<int16_t>(step.tier));
       if (!r) {
-        if (r.error().code == "55P03") {
+        if (pg::lockNotAvailable(r.error())) {
           // lock_not_available: a long query holds the table; next hour.
           ++report->blocked;
           spdlog::info("partition maintenance of {} gave up waiting for its lock; retried later",

@@ -112,7 +112,7 @@ void Engine::start(std::function<void(Status)> done) {
   startedAt_ = std::chrono::system_clock::now();
   auto alive = alive_;
   auto fail = [done](const std::string& step, const Error& e) {
-    done(Error{step + ": " + e.message, e.code});
+    done(Error{step + ": " + e.message, e.kind, e.sqlstate});
   };
   migrate([this, alive, done, fail](Status s) {
     if (!*alive) return;
@@ -140,7 +140,8 @@ void Engine::start(std::function<void(Status)> done) {
           reconcile([this, alive, done, fail](Status s) {
             if (!*alive) return;
             // Owned elsewhere, or lanes that would vanish: said as they are.
-            if (!s && (s.error().code == kOwnedCode || s.error().code == kStrandedCode))
+            if (!s && (s.error().kind == ErrorKind::OwnedElsewhere ||
+                       s.error().kind == ErrorKind::Stranded))
               return done(s);
             if (!s) return fail("reconciling", s.error());
             // Nothing listens until every interface's code has loaded: a
@@ -148,7 +149,7 @@ void Engine::start(std::function<void(Status)> done) {
             startWorkers([this, alive, done, fail](Status s) {
               if (!*alive) return;
               // A load error's lines say file:line: what, as validate's do.
-              if (!s && s.error().code == "code") return done(s);
+              if (!s && s.error().kind == ErrorKind::Code) return done(s);
               if (!s) return fail("starting workers", s.error());
               if (auto d = buildDelivery(); !d) return fail("starting delivery", d.error());
               if (auto o = openSources(); !o) return fail("opening sources", o.error());
@@ -199,7 +200,8 @@ void Engine::takeCharge(std::function<void(Status)> done) {
     if (!s) return done(s);
     reconcile([this, alive, done](Status s) {
       if (!*alive) return;
-      if (!s) return done(Error{"reconciling: " + s.error().message, s.error().code});
+      if (!s)
+        return done(Error{"reconciling: " + s.error().message, s.error().kind, s.error().sqlstate});
       for (auto& f : ifaces_)
         if (f->waiting)
           for (auto& perDest : f->loops)
@@ -266,7 +268,8 @@ void Engine::startRetention(std::function<void(Status)> next) {
   auto alive = alive_;
   retention_->applyTiers([this, alive, next](Result<std::map<int64_t, store::Tier>> r) {
     if (!*alive) return;
-    if (!r) return next(Error{"retention: " + r.error().message, r.error().code});
+    if (!r)
+      return next(Error{"retention: " + r.error().message, r.error().kind, r.error().sqlstate});
     for (auto& f : ifaces_)
       if (auto it = r->find(f->id); it != r->end()) f->tier = it->second;
     next({});
@@ -337,7 +340,7 @@ void Engine::startWorkers(std::function<void(Status)> next) {
     if (errors->empty()) return next({});
     std::string text;
     for (auto& e : *errors) text += (text.empty() ? "" : "\n") + e;
-    next(Error{text, "code"});
+    next(Error{text, ErrorKind::Code});
   });
   for (auto& f : ifaces_) {
     const InterfaceConfig& c = *f->cfg;

@@ -135,9 +135,9 @@ Status EngineActions::setPaused(const std::string& interface, const std::string&
     for (auto& x : f->destinations)
       if (x.name == destination) d = &x;
   if (!d)
-    return Error{"this engine delivers to no destination " + destination + " of interface " +
-                     interface,
-                 "not_found"};
+    return Error{
+        "this engine delivers to no destination " + destination + " of interface " + interface,
+        ErrorKind::NotFound};
   if (pause) {
     bool was = pauses_.count(d->id) > 0;
     pauses_[d->id] = *pause;
@@ -165,30 +165,29 @@ std::optional<api::PauseInfo> EngineActions::pauseOf(int64_t destinationId) cons
 
 void EngineActions::restartInterface(const std::string& name, std::function<void(Status)> done) {
   Interface* f = find(name);
-  if (!f) return done(Error{"this engine runs no interface " + name, "not_found"});
+  if (!f) return done(Error{"this engine runs no interface " + name, ErrorKind::NotFound});
   if (!deps_.workers->isStopped(name))
     return done(Error{"interface " + name + " is running; only a stopped interface is restarted",
-                      api::kActionConflict});
+                      ErrorKind::Conflict});
   InterfaceSpec spec = interfaceSpecOf(*deps_.project, *f->config);
   auto alive = alive_;
   readModulesOffLoop(deps_.loop, spec, [this, alive, name, done](Result<ModuleSet> modules) {
-    if (!*alive || shutDown_) return done(Error{"the engine is stopping", "unavailable"});
-    if (!modules) return done(Error{name + ": " + modules.error().message, "code"});
+    if (!*alive || shutDown_) return done(Error{"the engine is stopping", ErrorKind::Unavailable});
+    if (!modules) return done(Error{name + ": " + modules.error().message, ErrorKind::Code});
     auto started = deps_.workers->restartInterface(
         name, std::move(*modules), [this, alive, name, done](Status s) {
-          if (!*alive) return done(Error{"the engine is stopping", "unavailable"});
+          if (!*alive) return done(Error{"the engine is stopping", ErrorKind::Unavailable});
           if (!s) {
             std::string why = placeLoadError(deps_.project->root, s.error().message);
             spdlog::error("interface {}: its code does not load; it stays stopped: {}", name, why);
-            return done(Error{why, "code"});
+            return done(Error{why, ErrorKind::Code});
           }
           spdlog::info("interface {}: restarted; delivering what waited", name);
           if (Interface* f = find(name); f && f->wake) f->wake();
           done({});
         });
     if (!started) {
-      auto& e = started.error();
-      done(Error{e.message, e.code == "running" ? api::kActionConflict : e.code});
+      done(started.error());
     }
   });
 }
@@ -196,7 +195,7 @@ void EngineActions::restartInterface(const std::string& name, std::function<void
 // ---- drain ------------------------------------------------------------------
 
 Status EngineActions::startDrain(bool stopWhenDrained) {
-  if (shutDown_) return Error{"the engine is stopping", api::kActionConflict};
+  if (shutDown_) return Error{"the engine is stopping", ErrorKind::Conflict};
   stopWhenDrained_ = stopWhenDrained;
   if (!draining_) {
     draining_ = true;
@@ -229,8 +228,8 @@ Status EngineActions::startDrain(bool stopWhenDrained) {
 }
 
 Status EngineActions::stopDrain() {
-  if (shutDown_) return Error{"the engine is stopping", api::kActionConflict};
-  if (!draining_) return Error{"the engine is not draining", api::kActionConflict};
+  if (shutDown_) return Error{"the engine is stopping", ErrorKind::Conflict};
+  if (!draining_) return Error{"the engine is not draining", ErrorKind::Conflict};
   draining_ = false;
   stopWhenDrained_ = false;
   if (drainCheck_) uv_timer_stop(drainCheck_.get());
@@ -262,11 +261,13 @@ void EngineActions::drainStatus(std::function<void(Result<api::DrainInfo>)> done
     for (auto& d : f.destinations)
       if (!pauses_.count(d.id)) counted.push_back(d.id);
   }
-  if (!deps_.waiting) return done(Error{"no queue counts here", "unavailable"});
+  if (!deps_.waiting) return done(Error{"no queue counts here", ErrorKind::Unavailable});
   auto alive = alive_;
   deps_.waiting([alive, info, counted, done](std::optional<std::map<int64_t, int64_t>> counts) {
-    if (!*alive) return done(Error{"the engine is stopping", "unavailable"});
-    if (!counts) return done(Error{"the store could not count the pending deliveries", "unavailable"});
+    if (!*alive) return done(Error{"the engine is stopping", ErrorKind::Unavailable});
+    if (!counts)
+      return done(
+          Error{"the store could not count the pending deliveries", ErrorKind::Unavailable});
     auto out = info;
     for (int64_t id : counted)
       if (auto it = counts->find(id); it != counts->end()) out.pending += it->second;

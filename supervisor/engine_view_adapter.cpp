@@ -135,13 +135,13 @@ Result<api::MessageKeysView> EngineViewAdapter::readKeys(const std::string& inte
   }
   return Error{"interface " + interface +
                    " is not run by this engine (not in its project, or it has no queue)",
-               api::kNotRunHere};
+               ErrorKind::NotRunHere};
 }
 
 // ---- actions: the engine's (supervisor/engine_actions.h) --------------------
 
 namespace {
-Error noActions() { return Error{"this engine takes no actions", "unavailable"}; }
+Error noActions() { return Error{"this engine takes no actions", ErrorKind::Unavailable}; }
 }  // namespace
 
 Status EngineViewAdapter::setPaused(const std::string& interface, const std::string& destination,
@@ -159,14 +159,14 @@ void EngineViewAdapter::restartInterface(const std::string& interface,
 Status EngineViewAdapter::startDrain(bool stopWhenDrained) {
   if (!actions_) return noActions();
   if (state_() == api::EngineState::Stopping)
-    return Error{"the engine is stopping", api::kActionConflict};
+    return Error{"the engine is stopping", ErrorKind::Conflict};
   return actions_->startDrain(stopWhenDrained);
 }
 
 Status EngineViewAdapter::stopDrain() {
   if (!actions_) return noActions();
   if (state_() == api::EngineState::Stopping)
-    return Error{"the engine is stopping", api::kActionConflict};
+    return Error{"the engine is stopping", ErrorKind::Conflict};
   return actions_->stopDrain();
 }
 

@@ -146,7 +146,7 @@ void Ownership::claim(std::function<void(Status)> done) {
     if (r->conflicts.empty()) return done({});
     std::string text;
     for (auto& c : r->conflicts) text += (text.empty() ? "" : "\n") + store::describeConflict(c);
-    done(Error{text, kOwnedCode});
+    done(Error{text, ErrorKind::OwnedElsewhere});
   });
 }
 
@@ -155,7 +155,9 @@ void Ownership::start(std::vector<OwnedInterface> interfaces, std::function<void
   auto alive = alive_;
   takeLock([this, alive, done](Status s) {
     if (!*alive) return;
-    if (!s) return done(Error{"taking the ownership lock: " + s.error().message, s.error().code});
+    if (!s)
+      return done(Error{"taking the ownership lock: " + s.error().message, s.error().kind,
+                        s.error().sqlstate});
     takeCharge(done);
   });
 }
@@ -184,15 +186,17 @@ void Ownership::guardLanes(bool releaseOnRefusal, std::function<void(Status)> do
       *conn_, counts,
       [this, alive, done, counts, releaseOnRefusal](Result<std::vector<store::StrandedLane>> r) {
         if (!*alive) return;
-        if (!r) return done(Error{"checking the lanes: " + r.error().message, r.error().code});
+        if (!r)
+          return done(Error{"checking the lanes: " + r.error().message, r.error().kind,
+                            r.error().sqlstate});
         if (r->empty()) return done({});
         std::string text;
         for (auto& l : store::describeStranded(*r, counts)) text += (text.empty() ? "" : "\n") + l;
-        if (!releaseOnRefusal) return done(Error{text, kStrandedCode});
+        if (!releaseOnRefusal) return done(Error{text, ErrorKind::Stranded});
         // Nothing will run: the claims go now rather than wait to be
         // found dead.
         store::release(*conn_, me_.id, [alive, done, text](Status) {
-          if (*alive) done(Error{text, kStrandedCode});
+          if (*alive) done(Error{text, ErrorKind::Stranded});
         });
       });
 }
@@ -203,7 +207,9 @@ void Ownership::prepare(std::vector<OwnedInterface> interfaces, std::string pred
   auto alive = alive_;
   takeLock([this, alive, done, predecessor](Status s) {
     if (!*alive) return;
-    if (!s) return done(Error{"taking the ownership lock: " + s.error().message, s.error().code});
+    if (!s)
+      return done(Error{"taking the ownership lock: " + s.error().message, s.error().kind,
+                        s.error().sqlstate});
     // Claiming nothing records this engine (and clears dead ones' rows).
     store::claim(*conn_, me_, {}, [this, alive, done, predecessor](Result<store::ClaimReport> r) {
       if (!*alive) return;
@@ -223,7 +229,7 @@ void Ownership::prepare(std::vector<OwnedInterface> interfaces, std::string pred
                           " (host " + e.host + ", pid " + std::to_string(e.pid) + ", version " +
                           e.version + ", started " + e.startedAt + ")";
             }
-            if (!text.empty()) return done(Error{text, kOwnedCode});
+            if (!text.empty()) return done(Error{text, ErrorKind::OwnedElsewhere});
             others_ = std::move(*r);
             guardLanes(false, done);
           });
@@ -300,7 +306,7 @@ void Ownership::retake() {
     if (!s) return again(s.error());
     claim([this, alive, again](Status s) {
       if (!*alive || state_ != State::Lost) return;
-      if (!s && s.error().code == kOwnedCode) {
+      if (!s && s.error().kind == ErrorKind::OwnedElsewhere) {
         state_ = State::Taken;
         conn_.reset();
         spdlog::error(

@@ -6,7 +6,7 @@
 // lock with a random key there, records the engine with that key, claims
 // every queued interface in one transaction (all or none), then runs the
 // lanes guard. Another live engine owning one of them fails the start with
-// code kOwnedCode (the run exits kExitOwnedElsewhere) and says who.
+// kind OwnedElsewhere (the run exits kExitOwnedElsewhere) and says who.
 //
 // monitor() then checks the connection every 2 s with a query that must
 // answer within 3 s (it also reads the other live engines for the status
@@ -44,10 +44,6 @@ namespace ductus::supervisor {
 // interfaces, at start or after a lost lock (RestartPreventExitStatus=3 in
 // the unit: restarting would only collide again).
 inline constexpr int kExitOwnedElsewhere = 3;
-// Error::code of such a refusal.
-inline constexpr const char* kOwnedCode = "owned";
-// Error::code of the lanes guard's refusal.
-inline constexpr const char* kStrandedCode = "stranded";
 
 struct OwnedInterface {
   int64_t id = 0;
@@ -69,7 +65,7 @@ class Ownership {
   struct Hooks {
     std::function<void()> lost;
     std::function<void()> regained;
-    std::function<void(const Error&)> taken;  // code kOwnedCode; says who
+    std::function<void(const Error&)> taken;  // kind OwnedElsewhere; says who
   };
 
   Ownership(uv_loop_t* loop, std::string conninfo, OwnershipTiming timing = {});
@@ -77,13 +73,13 @@ class Ownership {
   Ownership(const Ownership&) = delete;
   Ownership& operator=(const Ownership&) = delete;
 
-  // Lock, claims, lanes guard. Errors: kOwnedCode (one line per interface
-  // owned elsewhere), kStrandedCode (one line per interface), or the
+  // Lock, claims, lanes guard. Errors: OwnedElsewhere (one line per interface
+  // owned elsewhere), Stranded (one line per interface), or the
   // database's.
   void start(std::vector<OwnedInterface> interfaces, std::function<void(Status)> done);
   // A handover's new engine (supervisor/handover.h), before the old one
   // has released: its own lock and engines row, no claim; refused
-  // (kOwnedCode) as start() would be when a live engine other than
+  // (OwnedElsewhere) as start() would be when a live engine other than
   // `predecessor` owns one of the interfaces; then the lanes guard.
   // takeCharge() claims, once the predecessor released, and guards again.
   void prepare(std::vector<OwnedInterface> interfaces, std::string predecessor,

@@ -75,8 +75,9 @@ void AuditLog::write(AuditEntry e, std::function<void(Status)> done) {
     auto l = *lease;
     l->conn().query(std::move(s.sql), std::move(s.params),
                     [l, done = std::move(done)](Result<store::PgResult> r) {
-                      if (!r) return done(Error{"the audit log cannot be written: " +
-                                                r.error().message, r.error().code});
+                      if (!r)
+                        return done(Error{"the audit log cannot be written: " + r.error().message,
+                                          r.error().kind, r.error().sqlstate});
                       done(Status{});
                     });
   });

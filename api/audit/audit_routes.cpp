@@ -41,7 +41,7 @@ Result<AuditQuery> readQuery(const ApiRequest& req, int64_t limitDefault, int64_
   if (!limit) return limit.error();
   q.limit = limit->value_or(limitDefault);
   if (q.limit < 1 || q.limit > limitMax)
-    return Error{"`limit` must be 1 to " + std::to_string(limitMax), "invalid"};
+    return Error{"`limit` must be 1 to " + std::to_string(limitMax), ErrorKind::Invalid};
   return q;
 }
 

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "api/auth/credentials.h"
+#include "schema/pg_error.h"
 
 namespace ductus::api {
 namespace {
@@ -59,7 +60,7 @@ TokenInfo tokenRow(const PgResult& r, int row) {
 // a table refuses is checked before it is sent, so any other refusal is a
 // mistake kept as it is: the API answers it 500 and logs its cause.
 Error classify(const Error& e) {
-  if (e.code == "23505") return Error{"the name is taken", "exists"};
+  if (store::pg::uniqueViolation(e)) return Error{"the name is taken", ErrorKind::Exists};
   return e;
 }
 
@@ -111,7 +112,7 @@ void createUser(store::PgConnection& conn, NewUser user, AuditEntry who, TimePoi
        {user.name, user.passwordHash, std::string(roleName(user.role)),
         permissionsArray(user.permissions), user.mustChangePassword ? "true" : "false", at}}));
   steps.push_back([who, now, name = user.name](const Results& r) -> Result<SqlStatement> {
-    if (r[0].rows() == 0) return Error{"a user named '" + name + "' exists", "exists"};
+    if (r[0].rows() == 0) return Error{"a user named '" + name + "' exists", ErrorKind::Exists};
     auto u = userRow(r[0], 0);
     auto e = withTarget(who, "user.create", "user", u.id, u.name);
     e.detail["role"] = roleName(u.role);
@@ -142,7 +143,7 @@ void disableUser(store::PgConnection& conn, std::string name, AuditEntry who, Ti
                              "RETURNING " + userColumns(2),
                              {name, pgTime(now)}}));
   steps.push_back([name](const Results& r) -> Result<SqlStatement> {
-    if (r[0].rows() == 0) return Error{"no user is named '" + name + "'", "not_found"};
+    if (r[0].rows() == 0) return Error{"no user is named '" + name + "'", ErrorKind::NotFound};
     return SqlStatement{"DELETE FROM sessions WHERE user_id = $1",
                         {std::to_string(r[0].integer(0, 0))}};
   });
@@ -171,7 +172,7 @@ void createToken(store::PgConnection& conn, NewToken token, AuditEntry who, Time
   steps.push_back([token, who, at, hash = secretHash(*secret)](
                       const Results& r) -> Result<SqlStatement> {
     if (token.user && r[0].rows() == 0)
-      return Error{"no user is named '" + *token.user + "'", "not_found"};
+      return Error{"no user is named '" + *token.user + "'", ErrorKind::NotFound};
     return SqlStatement{
         "INSERT INTO api_tokens (name, token_hash, role, permissions, user_id, created_by, "
         "created_at) VALUES ($1, $2, $3, $4::text[], $5::bigint, $6, $7) "
@@ -180,7 +181,7 @@ void createToken(store::PgConnection& conn, NewToken token, AuditEntry who, Time
          r[0].optText(0, 0), who.actor, at}};
   });
   steps.push_back([who, now, name = token.name](const Results& r) -> Result<SqlStatement> {
-    if (r[1].rows() == 0) return Error{"a live token is named '" + name + "'", "exists"};
+    if (r[1].rows() == 0) return Error{"a live token is named '" + name + "'", ErrorKind::Exists};
     auto t = tokenRow(r[1], 0);
     auto e = withTarget(who, "token.create", "token", t.id, t.name);
     e.detail["role"] = roleName(t.role);
@@ -232,7 +233,7 @@ void revokeToken(store::PgConnection& conn, std::string idOrName, std::optional<
     if (r[0].rows() == 0)
       return Error{std::string(mine ? "none of your live tokens" : "no live token") +
                        " has the id or name '" + idOrName + "'",
-                   "not_found"};
+                   ErrorKind::NotFound};
     auto t = tokenRow(r[0], 0);
     return auditInsert(withTarget(who, "token.revoke", "token", t.id, t.name), now);
   });

@@ -3,8 +3,8 @@
 // audit row in one transaction on the caller's connection (a pool lease, or
 // the CLI's own connection), which must outlive the callback.
 //
-// Error codes: "exists" (the name is taken), "not_found", "invalid" (a
-// value the tables refuse).
+// Error kinds: Exists (the name is taken), NotFound, Invalid (a value the
+// tables refuse).
 #pragma once
 
 #include <cstdint>

@@ -113,7 +113,7 @@ void refuseAfterHashing(std::shared_ptr<SignIn> s, std::string reason) {
   if (auto left = s->d.signIns.lockedFor(s->name, now))
     return answerLocked(s, s->entry("denied", "locked"), *left);
   s->d.hasher.hash(s->password, [s, reason, now](Result<std::string> r) {
-    if (!r && r.error().code == PasswordHasher::kBusy) return s->respond(errorResponse(r.error()));
+    if (!r && r.error().kind == ErrorKind::Busy) return s->respond(errorResponse(r.error()));
     auto e = s->entry("denied", reason);
     e.detail["locked"] = s->d.signIns.fail(s->name, now, s->d.policy);
     s->d.audit.write(e, [s](Status) { s->respond(invalidCredentials()); });
@@ -134,7 +134,7 @@ void startSession(std::shared_ptr<SignIn> s) {
          "RETURNING id",
          {std::to_string(s->userId), now}}));
     steps.push_back([s, now, secret](const Results& r) -> Result<SqlStatement> {
-      if (r[0].rows() == 0) return Error{"locked or disabled meanwhile", "denied"};
+      if (r[0].rows() == 0) return Error{"locked or disabled meanwhile", ErrorKind::Denied};
       return SqlStatement{
           "INSERT INTO sessions (secret_hash, user_id, address, created_at, last_seen_at, "
           "expires_at) VALUES ($1, $2, $3, $4, $4, $4::timestamptz + $5::interval) RETURNING id",
@@ -147,7 +147,7 @@ void startSession(std::shared_ptr<SignIn> s) {
       return s->d.audit.statement(e);
     });
     runTransaction(l->conn(), std::move(steps), [s, l, secret](Result<Results> r) {
-      if (!r && r.error().code == "denied") return s->respond(invalidCredentials());
+      if (!r && r.error().kind == ErrorKind::Denied) return s->respond(invalidCredentials());
       if (!r) return s->respond(errorResponse(r.error()));
       auto resp = jsonOk(201, {{"user",
                                 {{"name", s->name},
@@ -275,10 +275,11 @@ Result<json> checkedSettings(const json& body) {
   for (auto& [k, v] : body.items()) {
     if (k == "theme") {
       if (!v.is_string() || (v != "system" && v != "light" && v != "dark"))
-        return Error{"settings: theme must be \"system\", \"light\" or \"dark\"", "invalid"};
+        return Error{"settings: theme must be \"system\", \"light\" or \"dark\"",
+                     ErrorKind::Invalid};
       out[k] = v;
     } else {
-      return Error{"settings: no setting named \"" + k + "\" (known: theme)", "invalid"};
+      return Error{"settings: no setting named \"" + k + "\" (known: theme)", ErrorKind::Invalid};
     }
   }
   return out;
@@ -293,7 +294,7 @@ json withDefaults(json settings) {
 Status requireUser(const Caller& c) {
   if (c.userId != 0) return {};
   return Error{"a token of no user has no settings: the console keeps them in the browser",
-               "not_found"};
+               ErrorKind::NotFound};
 }
 
 void getSettings(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
@@ -325,7 +326,7 @@ void putSettings(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
                                "updated_at = $3 WHERE id = $1 RETURNING settings",
                                {std::to_string(c.userId), settings.dump(), pgTime(d.clock())}}));
     steps.push_back([&d, c, settings](const Results& r) -> Result<SqlStatement> {
-      if (r[0].rows() == 0) return Error{"the caller's user is gone", "not_found"};
+      if (r[0].rows() == 0) return Error{"the caller's user is gone", ErrorKind::NotFound};
       auto e = auditEntryFor(c, "user.settings");
       e.targetKind = "user";
       e.targetId = std::to_string(c.userId);
@@ -436,22 +437,23 @@ void changePassword(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
 Result<unsigned> permissionsField(const json& body) {
   auto it = body.find("permissions");
   if (it == body.end() || it->is_null()) return kNoPermission;
-  if (!it->is_array()) return Error{"`permissions` must be a list", "invalid"};
+  if (!it->is_array()) return Error{"`permissions` must be a list", ErrorKind::Invalid};
   std::vector<std::string> names;
   for (auto& v : *it) {
-    if (!v.is_string()) return Error{"`permissions` must be a list of names", "invalid"};
+    if (!v.is_string()) return Error{"`permissions` must be a list of names", ErrorKind::Invalid};
     names.push_back(v.get<std::string>());
   }
   auto bits = permissionsFromNames(names);
-  if (!bits) return Error{bits.error().message, "invalid"};
+  if (!bits) return Error{bits.error().message, ErrorKind::Invalid};
   return bits;
 }
 
 Result<Role> roleField(const json& body) {
   auto name = stringField(body, "role");
-  if (!name) return Error{"`role` is required: viewer, operator or admin", "invalid"};
+  if (!name) return Error{"`role` is required: viewer, operator or admin", ErrorKind::Invalid};
   auto role = roleFromName(*name);
-  if (!role) return Error{"unknown role '" + *name + "' (viewer, operator or admin)", "invalid"};
+  if (!role)
+    return Error{"unknown role '" + *name + "' (viewer, operator or admin)", ErrorKind::Invalid};
   return *role;
 }
 
@@ -465,7 +467,8 @@ struct Grant {
 Result<Grant> grantFields(const json& body) {
   auto name = stringField(body, "name");
   if (!name || !isValidName(*name))
-    return Error{"`name`: a letter or digit, then up to 63 letters, digits or ._@-", "invalid"};
+    return Error{"`name`: a letter or digit, then up to 63 letters, digits or ._@-",
+                 ErrorKind::Invalid};
   auto role = roleField(body);
   if (!role) return role.error();
   auto perms = permissionsField(body);

@@ -8,9 +8,9 @@ namespace {
 
 using Done = std::function<void(Result<std::optional<Caller>>)>;
 
-Error unauthenticated(std::string why) { return Error{std::move(why), "unauthenticated"}; }
+Error unauthenticated(std::string why) { return Error{std::move(why), ErrorKind::Unauthenticated}; }
 Error unavailable(const Error& e) {
-  return Error{"the database cannot be asked who is calling: " + e.message, "unavailable"};
+  return Error{"the database cannot be asked who is calling: " + e.message, ErrorKind::Unavailable};
 }
 
 Role roleOr(std::string_view name, Role fallback) { return roleFromName(name).value_or(fallback); }
@@ -138,7 +138,7 @@ void StoreAuthenticator::bySession(std::string secret, std::string path, std::st
           c.address = address;
           if (r->text(0, 5) == "t" && !allowedBeforePasswordChange(path))
             return done(Error{"change your password first (POST /api/v1/me/password)",
-                              "password_change_required"});
+                              ErrorKind::PasswordChangeRequired});
           if (r->text(0, 6) == "t" && *alive)
             touch("UPDATE sessions SET last_seen_at = $2 WHERE id = $1 "
                   "AND last_seen_at < $3::timestamptz",

@@ -7,11 +7,11 @@
 // ductus_session cookie is looked up by its SHA-256 in sessions, alive
 // while used within the idle time and younger than its lifetime. A user
 // who must change their password may, through a session, only read /me,
-// change the password and sign out (Error code "password_change_required").
+// change the password and sign out (an Error of kind PasswordChangeRequired).
 //
-// Error codes of identify(): "unauthenticated" (wrong, revoked, expired:
-// 401), "password_change_required" (403), "unavailable" (the database
-// could not be asked: 503).
+// Error kinds of identify(): Unauthenticated (wrong, revoked, expired:
+// 401), PasswordChangeRequired (403), Unavailable (the database could not
+// be asked: 503).
 #pragma once
 
 #include <functional>

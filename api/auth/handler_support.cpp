@@ -6,43 +6,63 @@
 #include <chrono>
 #include <regex>
 
+#include "schema/pg_error.h"
+
 namespace ductus::api {
-namespace {
 
-// SQLSTATE classes that say the engine is wrong, not the database's state:
-// a statement or schema that doesn't fit (42, 0A, 21, 26, 34), a value the
-// engine should have checked first (22, 23: the names taken meanwhile are
-// answered before this), the database's own fault (XX). Anything else (a
-// lost connection, no room, a conflict, a trigger refusing the audit row)
-// is the database unable to serve now: 503, to be tried again.
-bool engineMistake(std::string_view code) {
-  if (code.size() != 5) return true;  // not PostgreSQL's: the engine's own failure
-  for (std::string_view c : {"42", "0A", "21", "26", "34", "22", "23", "XX"})
-    if (code.starts_with(c)) return true;
-  return false;
-}
-
-}  // namespace
-
+// The one mapping from an error's kind to an HTTP answer. The JSON `error`
+// is the kind's name, so a client tells "exists" from "conflict" without
+// reading the text.
 net::HttpResponse errorResponse(const Error& e) {
-  if (e.code == "exists") return jsonError(409, "exists", e.message);
-  if (e.code == "not_found") return jsonError(404, "not_found", e.message);
-  if (e.code == "invalid" || e.code == "weak_password") return jsonError(400, e.code, e.message);
-  if (e.code == "busy") {
-    auto r = jsonError(503, "unavailable", e.message);
-    r.headers.emplace_back("Retry-After", "1");
-    return r;
+  switch (e.kind) {
+    case ErrorKind::Invalid:
+    case ErrorKind::WeakPassword:
+      return jsonError(400, kindName(e.kind), e.message);
+    case ErrorKind::Unauthenticated:
+    case ErrorKind::Denied:
+      return jsonError(401, "unauthenticated", e.message);
+    case ErrorKind::PasswordChangeRequired:
+      return jsonError(403, kindName(e.kind), e.message);
+    case ErrorKind::NotFound:
+      return jsonError(404, kindName(e.kind), e.message);
+    case ErrorKind::Exists:
+    case ErrorKind::Conflict:
+    case ErrorKind::NothingToChange:
+    case ErrorKind::StillPending:
+    case ErrorKind::NotRunHere:
+      return jsonError(409, kindName(e.kind), e.message);
+    case ErrorKind::Code:
+      return jsonError(422, kindName(e.kind), e.message);
+    case ErrorKind::Busy: {
+      auto r = jsonError(503, "unavailable", e.message);
+      r.headers.emplace_back("Retry-After", "1");
+      return r;
+    }
+    case ErrorKind::Unavailable:
+    case ErrorKind::Database:
+      // A statement or schema that doesn't fit is the engine's mistake
+      // (500); anything else PostgreSQL says (a lost connection, no room, a
+      // trigger refusing the audit row) is the database unable to serve now.
+      if (e.kind == ErrorKind::Database && store::pg::engineMistake(e)) break;
+      {
+        std::string id = newRequestId();
+        spdlog::warn("api: request {}: the database can't serve it: {}{}", id, e.message,
+                     e.sqlstate.empty() ? "" : " (SQLSTATE " + e.sqlstate + ")");
+        auto r =
+            jsonErrorWithId(503, "unavailable",
+                            "the database is unavailable; try again (request id " + id + ")", id);
+        r.headers.emplace_back("Retry-After", "1");
+        return r;
+      }
+    case ErrorKind::Internal:
+    case ErrorKind::Config:
+    case ErrorKind::NotRunning:
+    case ErrorKind::OwnedElsewhere:
+    case ErrorKind::Stranded:
+      break;
   }
-  if (e.code == "unavailable" || !engineMistake(e.code)) {
-    std::string id = newRequestId();
-    spdlog::warn("api: request {}: the database can't serve it: {} (SQLSTATE {})", id, e.message,
-                 e.code);
-    auto r = jsonErrorWithId(503, "unavailable",
-                           "the database is unavailable; try again (request id " + id + ")", id);
-    r.headers.emplace_back("Retry-After", "1");
-    return r;
-  }
-  return internalError(e.code.empty() ? e.message : e.message + " (SQLSTATE " + e.code + ")");
+  return internalError(e.sqlstate.empty() ? e.message
+                                          : e.message + " (SQLSTATE " + e.sqlstate + ")");
 }
 
 net::HttpResponse jsonOk(int status, const nlohmann::json& body) {
@@ -75,9 +95,11 @@ std::optional<std::string> nulAt(const nlohmann::json& j, const std::string& pat
 
 Result<nlohmann::json> bodyObject(const ApiRequest& request) {
   auto j = nlohmann::json::parse(request.http.body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Error{"the body must be a JSON object", "invalid"};
+  if (j.is_discarded() || !j.is_object())
+    return Error{"the body must be a JSON object", ErrorKind::Invalid};
   if (auto at = nulAt(j, ""))
-    return Error{"`" + *at + "` holds a NUL character (\\u0000), which no text here may", "invalid"};
+    return Error{"`" + *at + "` holds a NUL character (\\u0000), which no text here may",
+                 ErrorKind::Invalid};
   return j;
 }
 
@@ -102,7 +124,7 @@ Result<std::optional<int64_t>> positiveQuery(const ApiRequest& request, const st
   auto& s = it->second;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size() || v < 0)
-    return Error{"`" + name + "` must be a whole number", "invalid"};
+    return Error{"`" + name + "` must be a whole number", ErrorKind::Invalid};
   return std::optional<int64_t>(v);
 }
 
@@ -124,9 +146,10 @@ Result<std::optional<std::string>> timeQuery(const ApiRequest& request, const st
   auto it = request.query.find(name);
   if (it == request.query.end() || it->second.empty()) return std::optional<std::string>{};
   if (!isRfc3339(it->second))
-    return Error{"`" + name + "` must be an RFC 3339 time from 1970 to 9999, such as "
-                 "2026-01-01T12:00:00Z",
-                 "invalid"};
+    return Error{"`" + name +
+                     "` must be an RFC 3339 time from 1970 to 9999, such as "
+                     "2026-01-01T12:00:00Z",
+                 ErrorKind::Invalid};
   return std::optional<std::string>(it->second);
 }
 

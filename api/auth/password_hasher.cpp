@@ -102,7 +102,7 @@ void pump(const std::shared_ptr<State>& s) {
     job->state = s;
     job->req.data = job.get();
     if (uv_queue_work(s->loop, &job->req, work, afterWork) != 0) {
-      Error e{"the password hashing pool could not start a job", "busy"};
+      Error e{"the password hashing pool could not start a job", ErrorKind::Busy};
       if (job->verify) job->verifyDone(e);
       else job->hashDone(e);
       continue;
@@ -141,7 +141,7 @@ void afterWork(uv_work_t* req, int status) {
 void PasswordHasher::submit(std::unique_ptr<Job> job) {
   auto& s = state_;
   if (s->waiting.size() >= s->limits.queued && s->running >= s->limits.concurrent) {
-    Error e{"too many sign-ins at once; try again shortly", std::string(kBusy)};
+    Error e{"too many sign-ins at once; try again shortly", ErrorKind::Busy};
     if (job->verify) job->verifyDone(e);
     else job->hashDone(e);
     return;

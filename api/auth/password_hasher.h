@@ -2,7 +2,7 @@
 // carries its own salt and cost). Hashing costs tens of milliseconds and
 // 19 MB on purpose, so on the engine it runs off the loop, on libuv's
 // thread pool, at most `concurrent` at once; more wait, and past `queued`
-// waiting a request is refused (Error code "busy": answer 503) instead of
+// waiting a request is refused (an Error of kind Busy: answer 503) instead of
 // piling up behind a password-guessing client.
 #pragma once
 
@@ -39,7 +39,6 @@ struct HashLimits {
 class PasswordHasher {
  public:
   using Limits = HashLimits;
-  static constexpr std::string_view kBusy = "busy";
 
   PasswordHasher(uv_loop_t* loop, Limits limits = {}, HashCost cost = {});
   // Waiting requests are dropped unanswered; running ones finish on their

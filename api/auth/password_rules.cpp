@@ -32,7 +32,7 @@ bool containsIgnoringCase(std::string_view hay, std::string_view needle) {
 
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
-Error weak(std::string message) { return Error{std::move(message), "weak_password"}; }
+Error weak(std::string message) { return Error{std::move(message), ErrorKind::WeakPassword}; }
 
 }  // namespace
 

@@ -13,7 +13,7 @@
 namespace ductus::api {
 
 // {} when `password` may be the password of the user `userName`; otherwise
-// an Error coded "weak_password" whose message names the rule it breaks.
+// an Error of kind WeakPassword whose message names the rule it breaks.
 Status checkNewPassword(std::string_view password, std::string_view userName,
                         const AuthPolicy& policy = {});
 

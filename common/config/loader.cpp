@@ -185,7 +185,7 @@ Result<Project> loadProject(const fs::path& root, const LoadOptions& options) {
   if (outcome.project) return std::move(*outcome.project);
   std::string message;
   for (auto& d : outcome.diagnostics) message += (message.empty() ? "" : "\n") + d.toString();
-  return Error{message, "config"};
+  return Error{message, ErrorKind::Config};
 }
 
 Result<fs::path> secretsKeyFileOf(const fs::path& root) {

@@ -38,18 +38,19 @@ Result<json> controlRequest(const std::string& path, const json& request, int ti
   if (!fd.valid()) return Error{std::string("socket: ") + std::strerror(errno)};
   if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
     int e = errno;
-    if (e == ENOENT || e == ENOTDIR) return Error{notRunning(path), "not_running"};
+    if (e == ENOENT || e == ENOTDIR) return Error{notRunning(path), ErrorKind::NotRunning};
     if (e == ECONNREFUSED)
-      return Error{"the engine isn't running (nothing answers on " + path + ")", "not_running"};
+      return Error{"the engine isn't running (nothing answers on " + path + ")",
+                   ErrorKind::NotRunning};
     if (e == EACCES || e == EPERM) {
       struct stat st {};
       if (stat(path.c_str(), &st) == 0)
         return Error{"permission denied: the engine runs as uid " + std::to_string(st.st_uid) +
                          " (you are uid " + std::to_string(geteuid()) + ")",
-                     "forbidden"};
+                     ErrorKind::Denied};
       return Error{
           "permission denied: " + path + " (you are uid " + std::to_string(geteuid()) + ")",
-          "forbidden"};
+          ErrorKind::Denied};
     }
     return Error{"connecting to " + path + ": " + std::strerror(e)};
   }

@@ -76,7 +76,7 @@ Result<DevAdmin> ensureDevAdmin(const fs::path& dir, const std::string& database
     api::NewUser u{admin.user, api::Role::Admin, api::kPayloads | api::kAudit, *hash, false};
     api::createUser(conn, u, who, now, [&, who, now, finish](Result<api::UserInfo> r) {
       if (!r) {
-        failed = Error{r.error().code == "exists"
+        failed = Error{r.error().kind == ErrorKind::Exists
                            ? "a user " + admin.user + " exists but " + file.string() +
                                  " is gone; start with --fresh, or make an account with "
                                  "`ductus user create`"

@@ -13,6 +13,7 @@
 
 #include "common/config/loader.h"
 #include "schema/pg_connection.h"
+#include "schema/pg_error.h"
 #include "schema/retention.h"
 #include "supervisor/cli/command_line.h"
 #include "supervisor/retention_job.h"
@@ -67,7 +68,7 @@ int fail(const char* command, const std::string& why) {
 
 // The interface_retention table comes with migration 0004.
 std::string explain(const Error& e) {
-  if (e.code == "42P01")
+  if (store::pg::undefinedTable(e))
     return e.message + " (the database predates retention: start the engine once, or run "
                        "`ductus migrate`)";
   return e.message;

@@ -267,12 +267,13 @@ void awaitRelease(Runner* r, size_t interfaces) {
         r->systemd->speak();  // systemd's main process from here
         r->engine->takeCharge([r, interfaces, stopNow, t0](Status s) {
           if (!s) {
-            if (s.error().code == kOwnedCode || s.error().code == kStrandedCode)
+            if (s.error().kind == ErrorKind::OwnedElsewhere ||
+                s.error().kind == ErrorKind::Stranded)
               logErrorLines(s.error().message);
             else
               spdlog::error("taking charge failed: {}", s.error().message);
             r->takeover->failed(s.error().message);
-            return stopNow(s.error().code == kOwnedCode ? kExitOwnedElsewhere : 1);
+            return stopNow(s.error().kind == ErrorKind::OwnedElsewhere ? kExitOwnedElsewhere : 1);
           }
           auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - t0)
@@ -371,7 +372,7 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
   r.engine = std::make_unique<Engine>(&r.loop, std::move(project), eo);
   r.engine->start([&](Status s) {
     if (!s && r.takeover) r.takeover->failed(s.error().message);
-    if (!s && s.error().code == "code") {
+    if (!s && s.error().kind == ErrorKind::Code) {
       // As validate prints them: file:line:column: message, one a line.
       std::string_view lines = s.error().message;
       while (!lines.empty()) {
@@ -385,7 +386,7 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
       uv_stop(&r.loop);
       return;
     }
-    if (!s && s.error().code == kOwnedCode) {
+    if (!s && s.error().kind == ErrorKind::OwnedElsewhere) {
       // Who owns what, one a line; then the exit a supervisor won't retry.
       logErrorLines(s.error().message);
       spdlog::error("another live engine on this database owns the interfaces above; nothing "
@@ -396,7 +397,7 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
       uv_stop(&r.loop);
       return;
     }
-    if (!s && s.error().code == kStrandedCode) {
+    if (!s && s.error().kind == ErrorKind::Stranded) {
       logErrorLines(s.error().message);
       spdlog::error("lowered ordering.partitions would strand pending messages; nothing was "
                     "started (`ductus validate --database URL` shows the same)");

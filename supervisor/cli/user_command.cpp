@@ -35,12 +35,14 @@ Result<std::string> databaseOf(const AccountsArgs& args) {
     auto project = config::loadProject(args.project, lo);
     if (!project)
       return Error{"the project " + args.project + " has errors:\n" + project.error().message,
-                   "config"};
+                   ErrorKind::Config};
     if (!project->engine.database.empty()) return project->engine.database;
   }
   if (const char* e = std::getenv("DUCTUS_DATABASE_URL"); e && *e) return std::string(e);
-  return Error{"no database: give --database URL, set database: in ductus.yaml, or set "
-               "DUCTUS_DATABASE_URL"};
+  return Error{
+      "no database: give --database URL, set database: in ductus.yaml, or set "
+      "DUCTUS_DATABASE_URL",
+      ErrorKind::Invalid};
 }
 
 // The password from stdin, unless stdin is a terminal or gives nothing:
@@ -195,7 +197,7 @@ int withAccountsDatabase(const char* command, const AccountsArgs& args,
   auto url = databaseOf(args);
   if (!url) {
     std::fprintf(stderr, "%s: %s\n", command, url.error().message.c_str());
-    return url.error().code.empty() ? kUsageError : 1;
+    return url.error().kind == ErrorKind::Invalid ? kUsageError : 1;
   }
   auto migrations = store::embeddedMigrations();
   if (!migrations) {

@@ -13,6 +13,7 @@
 #include "common/config/loader.h"
 #include "schema/ownership.h"
 #include "schema/pg_connection.h"
+#include "schema/pg_error.h"
 #include "supervisor/cli/command_line.h"
 #include "supervisor/cli/retention_command.h"
 #include "supervisor/cli/start_checks.h"
@@ -159,7 +160,7 @@ int checkLanes(const ValidateArgs& args) {
   uv_loop_close(&loop);
   if (!out) out.emplace(Error{"the database did not answer"});
   // 42P01: no tables yet, so nothing is stored in any lane.
-  if (!*out && out->error().code != "42P01") {
+  if (!*out && !store::pg::undefinedTable(out->error())) {
     std::fprintf(stderr, "lanes: not checked: %s\n", out->error().message.c_str());
     return 1;
   }

@@ -9,6 +9,7 @@
 #include "common/uv_handle.h"
 #include "proto/contract.h"
 #include "schema/conninfo.h"
+#include "schema/pg_error.h"
 #include "schema/pg_pool.h"
 
 extern char** environ;
@@ -19,15 +20,9 @@ namespace {
 // Appended to an error's text: the failure is transient (the message waits).
 const std::string kTransient = " " + std::string(proto::transientMarker());
 
-// Connection-level failures are worth retrying (the message waits); SQL
-// errors are the code's mistake (quarantine).
-bool transientSqlState(const std::string& code) {
-  return code.rfind("08", 0) == 0 || code == "40001" || code == "40P01" || code == "57P01" ||
-         code == "57P03" || code == "53300";
-}
-
-// query_canceled: what the statement_timeout set for each call raises.
-constexpr const char* kQueryCanceled = "57014";
+// Connection-level failures and lost races are worth retrying (the message
+// waits); other SQL errors are the code's mistake (quarantine).
+bool transient(const Error& e) { return store::pg::connectionLost(e) || store::pg::retryable(e); }
 
 // A query's rows as one JSON array, made by Postgres, with the count and
 // the JSON size beside it so a result over the caps is refused without
@@ -328,10 +323,10 @@ void ProjectServices::runDb(DbPool& pool, std::shared_ptr<DbCall> call) {
     pumpDb(*p);
   };
   auto failed = [call](const Error& e) {
-    if (e.code == kQueryCanceled)
+    if (store::pg::queryCanceled(e))
       return call->answer(call->timedOut("the server cancelled the statement: " + e.message));
     std::string msg = call->who() + ": " + e.message;
-    if (transientSqlState(e.code)) msg += kTransient;
+    if (transient(e)) msg += kTransient;
     call->answer(Error{msg});
   };
   using LeasePtr = store::PgPool::LeasePtr;

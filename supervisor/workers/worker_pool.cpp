@@ -488,9 +488,9 @@ Status WorkerPool::restartInterface(const std::string& name, ModuleSet modules,
   Interface* iface = nullptr;
   for (auto& i : interfaces_)
     if (i->spec.name == name) iface = i.get();
-  if (!iface) return Error{"no interface " + name, "not_found"};
-  if (!iface->stopped) return Error{"interface " + name + " is running", "running"};
-  if (shuttingDown_) return Error{"the workers are shutting down", "unavailable"};
+  if (!iface) return Error{"no interface " + name, ErrorKind::NotFound};
+  if (!iface->stopped) return Error{"interface " + name + " is running", ErrorKind::Conflict};
+  if (shuttingDown_) return Error{"the workers are shutting down", ErrorKind::Unavailable};
   iface->modules = std::move(modules);
   iface->stopped = false;
   iface->stopReason.clear();

@@ -19,7 +19,7 @@ namespace ductus::api::test {
 
 // "Authorization: Bearer ROLE[+payloads][+audit]" is a token of that role;
 // "Cookie: ductus_session=ROLE..." the same as a browser session; "Bearer
-// wrong" is refused, "Bearer down" can't be checked (kUnavailable). A
+// wrong" is refused, "Bearer down" can't be checked (ErrorKind::Unavailable). A
 // bearer starting "later-" is answered on a later turn of the loop, as a
 // real authenticator asking the database does.
 class FakeAuthenticator : public Authenticator {
@@ -40,7 +40,7 @@ class FakeAuthenticator : public Authenticator {
       return done(std::optional<Caller>());
     }
     if (who == "wrong") return done(Error{"no such token"});
-    if (who == "down") return done(Error{"the database is down", kUnavailable});
+    if (who == "down") return done(Error{"the database is down", ErrorKind::Unavailable});
     bool later = who.rfind("later-", 0) == 0;
     if (later) who = who.substr(6);
     Caller c;

@@ -619,7 +619,8 @@ TEST(PasswordHasherLimits, PastTheQueueARequestIsRefusedAsBusy) {
     for (int i = 0; i < 4; ++i)
       hasher->hash("a password", [&](Result<std::string> r) {
         if (r) ++ok;
-        else if (r.error().code == PasswordHasher::kBusy) ++busy;
+        else if (r.error().kind == ErrorKind::Busy)
+          ++busy;
         ++answered;
       });
     // One runs, one waits, two are refused at once.

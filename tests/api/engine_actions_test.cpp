@@ -61,7 +61,8 @@ class ActionEngine : public EngineView {
     {
       std::lock_guard lock(mutex_);
       calls.push_back("restart " + interface);
-      if (loadError) answer = Error{"interfaces/adt/transform.js:1:1: SyntaxError", "code"};
+      if (loadError)
+        answer = Error{"interfaces/adt/transform.js:1:1: SyntaxError", ErrorKind::Code};
       else stopped = false;
     }
     done(answer);

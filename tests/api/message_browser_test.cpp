@@ -44,7 +44,7 @@ class FakeEngine : public EngineView {
   }
   Result<MessageKeysView> readKeys(const std::string& interface,
                                    std::string_view payload) override {
-    if (interface != "adt") return Error{interface + " is not run here", kNotRunHere};
+    if (interface != "adt") return Error{interface + " is not run here", ErrorKind::NotRunHere};
     intake::KeySpec spec;
     spec.orderingKey = "PID.3.1";
     spec.partitions = 4;

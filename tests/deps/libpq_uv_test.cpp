@@ -84,7 +84,8 @@ TEST(LibpqOnLibuv, AServerErrorCarriesItsSqlstate) {
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_loop_close(&loop);
   ASSERT_TRUE(err.has_value());
-  EXPECT_EQ(err->code, "22012");  // division_by_zero
+  EXPECT_EQ(err->kind, ErrorKind::Database);
+  EXPECT_EQ(err->sqlstate, "22012");  // division_by_zero: what PostgreSQL said, kept
   EXPECT_NE(err->message.find("division by zero"), std::string::npos);
 }
 

@@ -26,7 +26,7 @@ TEST_F(Stress, EverythingAtOnceWithoutLockErrors) {
   constexpr int kSingles = 600, kBatches = 12, kBatchSize = 25, kKeys = 150;
   std::vector<std::string> errors;
   auto fail = [&](const std::string& what, const Error& e) {
-    errors.push_back(what + ": " + e.message + " (" + e.code + ")");
+    errors.push_back(what + ": " + e.message + " (" + kindName(e.kind) + " " + e.sqlstate + ")");
   };
   int pendingStored = 0, duplicates = 0, writesLeft = kSingles + kBatches;
   std::vector<int64_t> dests{destA_, destB_, destC_};

@@ -360,7 +360,7 @@ TEST(LoadProject, LoadProjectReturnsEveryDiagnosticInItsError) {
   LoadOptions o;
   auto r = loadProject(p.root(), o);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code, "config");
+  EXPECT_EQ(r.error().kind, ErrorKind::Config);
   EXPECT_THAT(r.error().message, HasSubstr("interface.yaml:5:10: timeout"));
   EXPECT_THAT(r.error().message, HasSubstr("interface.yaml:6:12: retention"));
 }

@@ -67,8 +67,8 @@ TEST_F(RestartTest, TheFixedCodeRunsInEveryWorkerOfTheGroup) {
   // Running now: a second restart is refused.
   auto again = pool().restartInterface("flaky", {});
   ASSERT_FALSE(again);
-  EXPECT_EQ(again.error().code, "running");
-  EXPECT_EQ(pool().restartInterface("nosuch", {}).error().code, "not_found");
+  EXPECT_EQ(again.error().kind, ErrorKind::Conflict);
+  EXPECT_EQ(pool().restartInterface("nosuch", {}).error().kind, ErrorKind::NotFound);
 }
 
 TEST_F(RestartTest, CodeThatDoesNotLoadLeavesItStopped) {
