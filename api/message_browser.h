@@ -12,6 +12,9 @@
 //   keys read from the new payload by the engine (EngineView::readKeys),
 //   the original's quarantined deliveries filtered as "replaced by edited
 //   copy N", the audit row in the same transaction.
+// The statements are the store's (schema/message_pages.h,
+// schema/message_actions.h); these handlers check the input, write the
+// audit detail and answer.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "api/audit/sql.h"
 #include "api/auth/auth_routes.h"
 #include "api/engine_view.h"
 #include "api/route.h"
@@ -28,27 +30,6 @@ namespace ductus::api {
 
 inline constexpr int64_t kBrowseLimitDefault = 50;
 inline constexpr int64_t kBrowseLimitMax = 500;
-
-// One page of the browser, as the query parameters asked for it (checked).
-struct BrowseQuery {
-  int64_t interfaceId = 0;
-  std::optional<int64_t> before;  // ids below this one
-  int64_t limit = kBrowseLimitDefault;
-  std::optional<int> status;        // messages.status
-  std::optional<std::string> from;  // received_at >= (timestamptz text)
-  std::optional<std::string> to;    // received_at <
-  // MSH-9 as stored ("ADT^A01^ADT_A01"): equal, or its first components
-  // ("ADT^A01", "ADT"), never a part of one ("ADT^A0").
-  std::optional<std::string> type;
-  std::optional<std::string> controlId;  // equal (searchableText)
-  std::optional<std::string> key;        // equal (searchableText)
-};
-
-// The browser's statement (public for the test that EXPLAINs it): limit + 1
-// rows, newest first, columns id, received_at (RFC 3339), status, type,
-// control id, key value, last_error, origin_id, the deliveries as JSON
-// text [{destination, status, attempts}].
-SqlStatement browseSelect(const BrowseQuery& q);
 
 // deps (its pool and audit log) must outlive the routes; null: the routes
 // for the OpenAPI document only, whose handlers answer 503. `engine` reads

@@ -8,7 +8,9 @@
 // - POST /api/v1/messages/{id}/dismiss: quarantined deliveries filtered, with
 //   who dismissed them and why.
 // Each change and its audit row go in one transaction: without its row, no
-// change (503).
+// change (503). The statements are the store's (schema/message_pages.h,
+// schema/message_actions.h); these handlers check the input, write the
+// audit detail and answer.
 #pragma once
 
 #include <cstdint>
@@ -33,13 +35,6 @@ struct MessageDeps {
 
 // Ids a batch resend takes at most, in one transaction.
 inline constexpr size_t kMaxResendIds = 500;
-
-// GET /api/v1/quarantine's statement (public for the test that EXPLAINs
-// it): columns message id, interface, destination, received_at, attempts,
-// last_error, updated_at; `limit` messages with all their quarantined
-// deliveries, newest first.
-SqlStatement quarantineSelect(std::optional<int64_t> before, int64_t limit,
-                              const std::optional<std::string>& interface);
 
 // deps (its pool and audit log) must outlive the routes; null: the routes
 // for the OpenAPI document only, whose handlers answer 503. `engine` wakes

@@ -115,16 +115,9 @@ Store::~Store() { *alive_ = false; }
 void Store::start(Done cb) { pool_.start(std::move(cb)); }
 
 bool Store::retryable(const Error& e, int attempt) {
-  if (attempt >= options_.maxRetries) return false;
-  if (pg::serializationFailure(e)) {
-    ++stats_.serializationRetries;
-    return true;
-  }
-  if (pg::deadlock(e)) {
-    ++stats_.deadlockRetries;
-    return true;
-  }
-  return false;
+  if (attempt >= options_.maxRetries || !pg::retryable(e)) return false;
+  ++(pg::deadlock(e) ? stats_.deadlockRetries : stats_.serializationRetries);
+  return true;
 }
 
 void Store::run(const Statement& s, std::vector<Param> params, std::vector<int> formats,

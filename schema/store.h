@@ -1,6 +1,8 @@
 // Store: every statement the engine runs to store and move messages, on a
-// pool of async libpq connections on the caller's libuv loop. Every call
-// returns at once and answers through its callback, on the loop.
+// pool of async libpq connections on the caller's libuv loop (what the API
+// reads and an operator changes of them: message_pages.h and
+// message_actions.h, on the same pool). Every call returns at once and
+// answers through its callback, on the loop.
 //
 // Locking rules (they keep per-key order and at-least-once delivery safe
 // when destinations, resends and retries touch the same rows at once):
@@ -171,7 +173,14 @@ class Store {
   void ensurePartitions(PartitionOptions options, Callback<PartitionReport> cb);
 
   const StoreStats& stats() const { return stats_; }
-  PgPool& pool() { return pool_; }
+  // The store's connections, lent to what the engine keeps beside the
+  // messages (accounts, sessions, the audit log, pauses) and to the API's
+  // reads and actions on messages (schema/message_pages.h,
+  // schema/message_actions.h), so the engine holds one pool of
+  // StoreOptions::poolSize connections. Every statement on messages and
+  // deliveries is this class's or those files': none is written elsewhere.
+  PgPool& sharedConnections() { return pool_; }
+  PgPool& pool() { return pool_; }  // (going: sharedConnections)
 
  private:
   struct Statement {

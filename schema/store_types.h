@@ -25,6 +25,38 @@ enum class MessageStatus : int16_t {
   Duplicate = 4,
 };
 
+// "pending", "sent", "filtered", "quarantined", "duplicate": the name the
+// API gives a status.
+constexpr const char* statusName(MessageStatus s) {
+  switch (s) {
+    case MessageStatus::Pending:
+      return "pending";
+    case MessageStatus::Sent:
+      return "sent";
+    case MessageStatus::Filtered:
+      return "filtered";
+    case MessageStatus::Quarantined:
+      return "quarantined";
+    case MessageStatus::Duplicate:
+      return "duplicate";
+  }
+  return "duplicate";
+}
+
+// The status of that name; nullopt for any other text.
+constexpr std::optional<MessageStatus> parseStatus(std::string_view name) {
+  for (auto s : {MessageStatus::Pending, MessageStatus::Sent, MessageStatus::Filtered,
+                 MessageStatus::Quarantined, MessageStatus::Duplicate})
+    if (name == statusName(s)) return s;
+  return std::nullopt;
+}
+
+// A status column's value; one this version doesn't know reads as the
+// last (Duplicate), as the API has always shown it.
+constexpr MessageStatus statusFromColumn(long long v) {
+  return v >= 0 && v <= 4 ? static_cast<MessageStatus>(v) : MessageStatus::Duplicate;
+}
+
 // A message's full primary key: every statement that names one message
 // passes all three, so Postgres touches one partition instead of all.
 // receivedAt is Postgres' own text of the timestamp (exact to the

@@ -1,7 +1,6 @@
 #include "api/audit/sql.h"
 
 #include <ctime>
-#include <memory>
 
 namespace ductus::api {
 
@@ -24,55 +23,6 @@ std::string pgTime(TimePoint t) {
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d.%06ld+00", tm.tm_year + 1900,
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
   return buf;
-}
-
-namespace {
-
-struct Tx {
-  store::PgConnection& conn;
-  std::vector<TxStep> steps;
-  TxDone done;
-  std::vector<store::PgResult> results;
-  size_t next = 0;
-};
-
-void rollback(std::shared_ptr<Tx> tx, Error why) {
-  tx->conn.script("ROLLBACK", [tx, why = std::move(why)](Result<store::PgResult>) {
-    tx->done(std::move(why));
-  });
-}
-
-void step(std::shared_ptr<Tx> tx) {
-  if (tx->next == tx->steps.size()) {
-    tx->conn.script("COMMIT", [tx](Result<store::PgResult> r) {
-      if (!r) return tx->done(r.error());
-      tx->done(std::move(tx->results));
-    });
-    return;
-  }
-  auto s = tx->steps[tx->next++](tx->results);
-  if (!s) return rollback(tx, s.error());
-  tx->conn.query(std::move(s->sql), std::move(s->params), [tx](Result<store::PgResult> r) {
-    if (!r) return rollback(tx, r.error());
-    tx->results.push_back(std::move(*r));
-    step(tx);
-  });
-}
-
-}  // namespace
-
-void runTransaction(store::PgConnection& conn, std::vector<TxStep> steps, TxDone done) {
-  auto tx = std::make_shared<Tx>(Tx{conn, std::move(steps), std::move(done), {}, 0});
-  conn.script("BEGIN", [tx](Result<store::PgResult> r) {
-    if (!r) return tx->done(r.error());
-    step(tx);
-  });
-}
-
-TxStep fixedStep(SqlStatement s) {
-  return [s = std::move(s)](const std::vector<store::PgResult>&) -> Result<SqlStatement> {
-    return s;
-  };
 }
 
 std::vector<std::string> parseTextArray(std::string_view text) {

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "api/message_browser.h"
+#include "schema/message_pages.h"
 #include "intake/message_keys.h"
 #include "tests/api/api_harness.h"
 #include "tests/api/auth_fixture.h"
@@ -351,11 +352,11 @@ TEST_F(MessageBrowserTest, TheBrowsersLookupsAreIndexScans) {
   ASSERT_FALSE(part.empty());
   std::string dpart = "deliveries" + part.substr(std::string("messages").size());
   struct Case {
-    BrowseQuery q;
+    store::BrowseQuery q;
     std::string index;
   };
-  auto query = [adt](std::function<void(BrowseQuery&)> set) {
-    BrowseQuery q;
+  auto query = [adt](std::function<void(store::BrowseQuery&)> set) {
+    store::BrowseQuery q;
     q.interfaceId = adt;
     set(q);
     return q;
@@ -364,7 +365,7 @@ TEST_F(MessageBrowserTest, TheBrowsersLookupsAreIndexScans) {
       {query([](auto&) {}), "interface_id_id_idx"},
       {query([](auto& q) { q.before = 20000; }), "interface_id_id_idx"},
       // Through the deliveries' partial index, then each message by id.
-      {query([](auto& q) { q.status = 3; }), "message_id_destination_id_idx"},
+      {query([](auto& q) { q.status = store::MessageStatus::Quarantined; }), "message_id_destination_id_idx"},
       {query([](auto& q) { q.controlId = "CTL-777"; }), "interface_id_control_id_idx"},
       {query([](auto& q) { q.key = "MRN-42"; }), "interface_id_key_value_id_idx"},
       {query([](auto& q) {
@@ -378,7 +379,7 @@ TEST_F(MessageBrowserTest, TheBrowsersLookupsAreIndexScans) {
   for (const char* mode : {"auto", "force_generic_plan"}) {
     db_.value(std::string("SELECT set_config('plan_cache_mode', '") + mode + "', false)");
     for (auto& c : cases) {
-      auto s = browseSelect(c.q);
+      auto s = store::browseSelect(c.q);
       std::vector<std::string> params;
       for (auto& p : s.params) params.push_back(*p);
       std::string plan;

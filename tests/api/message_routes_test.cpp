@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "api/message_routes.h"
+#include "schema/message_pages.h"
 #include "tests/api/auth_fixture.h"
 
 namespace ductus::api::test {
@@ -216,7 +217,7 @@ TEST_F(MessageRoutesTest, TheListReadsThePartialIndexNotTheTables) {
   ASSERT_FALSE(part.empty());
   for (bool filtered : {false, true})
     for (bool paged : {false, true}) {
-      auto q = quarantineSelect(paged ? std::optional<int64_t>(15000) : std::nullopt, 100,
+      auto q = store::quarantineSelect(paged ? std::optional<int64_t>(15000) : std::nullopt, 100,
                                 filtered ? std::optional<std::string>("adt") : std::nullopt);
       std::vector<std::string> params;
       for (auto& p : q.params) params.push_back(*p);
