@@ -12,6 +12,8 @@ cd "$root"
 # folder (longest prefix wins) -> the folders of ours it may include
 declare -A allowed=(
   [common]="common"
+  [common/config]="common"
+  [common/net]="common"
   [proto]="proto common"
   [schema]="schema common"
   [worker]="worker common proto"
@@ -20,12 +22,21 @@ declare -A allowed=(
   [supervisor]="supervisor common proto schema worker intake api"
   [api]="api common schema"
 )
+# folder -> folders inside an allowed one it still may not include: the
+# config model and the network core are both common/, and neither may
+# reach the other (net/ is handed its limits; config/ knows no sockets).
+declare -A denied=(
+  [common/config]="common/net"
+  [common/net]="common/config"
+)
 ours="common|proto|schema|worker|intake|supervisor|api"
 
 ruleOf() {  # the rule's key for a file
   local f="$1"
   case "$f" in
     supervisor/delivery/*) echo supervisor/delivery ;;
+    common/config/*) echo common/config ;;
+    common/net/*) echo common/net ;;
     *) echo "${f%%/*}" ;;
   esac
 }
@@ -49,7 +60,16 @@ while IFS= read -r file; do
     if [ $ok -eq 0 ]; then
       echo "$file:$line: includes \"$target\", but $key/ may include only: ${allowed[$key]}" >&2
       bad=1
+      continue
     fi
+    for d in ${denied[$key]:-}; do
+      case "$target" in
+        "$d"/*)
+          echo "$file:$line: includes \"$target\", but $key/ may not include $d/" >&2
+          bad=1
+          ;;
+      esac
+    done
   done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
 done < <(find common proto schema worker intake supervisor api -type f \( -name '*.h' -o -name '*.cpp' \) 2>/dev/null | sort)
 

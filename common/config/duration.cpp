@@ -42,13 +42,4 @@ std::optional<uint64_t> parseSize(std::string_view text) {
   return std::nullopt;
 }
 
-std::string formatDuration(Duration d) {
-  int64_t ms = d.count();
-  constexpr std::pair<const char*, int64_t> kUnits[] = {
-      {"d", 86'400'000}, {"h", 3'600'000}, {"m", 60'000}, {"s", 1000}};
-  for (auto [name, size] : kUnits)
-    if (ms != 0 && ms % size == 0) return std::to_string(ms / size) + name;
-  return std::to_string(ms) + "ms";
-}
-
 }  // namespace ductus::config

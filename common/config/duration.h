@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "common/config/model.h"
+#include "common/duration_text.h"
 
 namespace ductus::config {
 
@@ -18,7 +19,8 @@ std::optional<Duration> parseDuration(std::string_view text);
 // Sizes in binary multiples: B, KB (1024), MB, GB. nullopt otherwise.
 std::optional<uint64_t> parseSize(std::string_view text);
 
-// "5s", "250ms", "10m": the shortest exact form, for summaries.
-std::string formatDuration(Duration d);
+// "5s", "250ms", "10m": the shortest exact form, for summaries (in common/
+// so the network core can say its limits without including config/).
+using ductus::formatDuration;
 
 }  // namespace ductus::config

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <optional>
 
-#include "common/config/duration.h"
+#include "common/duration_text.h"
 
 namespace ductus::net {
 namespace {
@@ -256,9 +256,9 @@ class HttpConnection final : public StreamConnection {
   // The request begun `age` ago is still not complete: 408, as RFC 9110
   // says for a server that will not wait any longer.
   void frameExpired(std::chrono::milliseconds age) override {
-    fail(408, "request not complete " + config::formatDuration(age) +
+    fail(408, "request not complete " + formatDuration(age) +
                   " after its first byte (limits.frame_deadline is " +
-                  config::formatDuration(limits().frameDeadline) + ")");
+                  formatDuration(limits().frameDeadline) + ")");
   }
 
   HttpServer* server() const { return attached() ? server_ : nullptr; }

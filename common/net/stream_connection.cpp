@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <vector>
 
-#include "common/config/duration.h"
+#include "common/duration_text.h"
 #include "common/net/tcp_listener.h"
 
 namespace ductus::net {
@@ -34,7 +34,7 @@ uint64_t millis(std::chrono::milliseconds d) {
 
 // "30s", "1m", "250ms", as the limits are written in ductus.yaml.
 std::string asWritten(uint64_t ms) {
-  return config::formatDuration(std::chrono::milliseconds(static_cast<int64_t>(ms)));
+  return formatDuration(std::chrono::milliseconds(static_cast<int64_t>(ms)));
 }
 
 }  // namespace
