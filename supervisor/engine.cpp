@@ -22,6 +22,7 @@
 #include "common/version.h"
 #include "intake/file_source.h"
 #include "intake/http_respond.h"
+#include "common/net/curl_multi_uv.h"
 #include "common/net/http_server.h"
 #include "intake/intake.h"
 #include "intake/mllp_listener.h"
@@ -35,7 +36,6 @@
 #include "supervisor/delivery/delivery_loop.h"
 #include "supervisor/delivery/sender_factory.h"
 #include "supervisor/control_socket.h"
-#include "supervisor/delivery/senders/curl_multi_uv.h"
 #include "supervisor/engine_actions.h"
 #include "supervisor/engine_view_adapter.h"
 #include "supervisor/ownership.h"
@@ -360,7 +360,7 @@ void Engine::startWorkers(std::function<void(Status)> next) {
 }
 
 Status Engine::buildDelivery() {
-  curl_ = std::make_unique<senders::CurlMulti>(loop_);
+  curl_ = std::make_unique<net::CurlMulti>(loop_);
   activity_ = std::make_unique<delivery::ActivityCounters>();
   // Intakes first: a route's loop holds its target's intake.
   for (auto& f : ifaces_) {

@@ -48,12 +48,12 @@ class ScheduleSource;
 class FileSource;
 }  // namespace ductus::intake
 namespace ductus::net {
+class CurlMulti;
 class HttpServer;
-}
+}  // namespace ductus::net
 namespace ductus::senders {
 class Sender;
-class CurlMulti;
-}  // namespace ductus::senders
+}
 namespace ductus::delivery {
 class DeliveryLoop;
 class ActivityCounters;
@@ -181,7 +181,7 @@ class Engine {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<ProjectServices> services_;
   std::unique_ptr<WorkerPool> workers_;
-  std::unique_ptr<senders::CurlMulti> curl_;
+  std::unique_ptr<net::CurlMulti> curl_;
   // What happened to messages, per interface and destination (the delivery
   // loops and intakes count into it; gone after them).
   std::unique_ptr<delivery::ActivityCounters> activity_;

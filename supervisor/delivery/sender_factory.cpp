@@ -1,6 +1,6 @@
 #include "supervisor/delivery/sender_factory.h"
 
-#include "supervisor/delivery/senders/curl_multi_uv.h"
+#include "common/net/curl_multi_uv.h"
 #include "supervisor/delivery/senders/file_sender.h"
 #include "supervisor/delivery/senders/http_sender.h"
 #include "supervisor/delivery/senders/mllp_sender.h"

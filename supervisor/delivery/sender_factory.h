@@ -13,7 +13,7 @@
 #include "supervisor/delivery/senders/rate_limiter.h"
 #include "supervisor/delivery/senders/sender.h"
 
-namespace ductus::senders {
+namespace ductus::net {
 class CurlMulti;
 }
 
@@ -21,7 +21,7 @@ namespace ductus::delivery {
 
 struct SenderContext {
   uv_loop_t* loop = nullptr;
-  senders::CurlMulti* curl = nullptr;       // HTTP destinations share it
+  net::CurlMulti* curl = nullptr;       // HTTP destinations share it
   const config::Resources* resources = nullptr;
   std::filesystem::path projectRoot;        // relative file paths start here
 };

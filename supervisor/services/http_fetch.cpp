@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/http_syntax.h"
+#include "common/net/curl_easy.h"
+#include "common/net/curl_multi_uv.h"
 #include "common/text.h"
 #include "proto/contract.h"
-#include "supervisor/delivery/senders/curl_easy.h"
-#include "supervisor/delivery/senders/curl_multi_uv.h"
 
 namespace ductus::supervisor::services {
 namespace {
@@ -74,8 +74,8 @@ std::string answerJson(const HttpAnswer& answer) {
 }
 
 struct HttpFetch::Transfer {
-  senders::CurlEasy easy;
-  senders::CurlSlist headers;
+  net::CurlEasy easy;
+  net::CurlSlist headers;
   HttpCall call;  // its URL handle and body are read by libcurl in place
   HttpAnswer answer;
   size_t limit = 0;
@@ -232,7 +232,7 @@ void HttpFetch::onAnswerSoon(uv_timer_t* t) {
 }
 
 void HttpFetch::begin(HttpCall call, Done done, std::chrono::milliseconds shownTimeout) {
-  if (!multi_) multi_ = std::make_unique<senders::CurlMulti>(loop_);
+  if (!multi_) multi_ = std::make_unique<net::CurlMulti>(loop_);
   auto t = std::make_unique<Transfer>();
   t->call = std::move(call);
   t->limit = maxResponseBytes_;
@@ -250,9 +250,9 @@ void HttpFetch::begin(HttpCall call, Done done, std::chrono::milliseconds shownT
   t->easy.reset(curl_easy_init());
   CURL* e = t->easy.get();
   curl_easy_setopt(e, CURLOPT_CURLU, c.url.handle.get());
-  senders::setRequestOptions(e, c.timeout, t->headers.get(), t->error, &Transfer::onBody,
-                             &Transfer::onHeader, t.get());
-  senders::setMethodAndBody(e, c.method, c.body ? &*c.body : nullptr);
+  net::setRequestOptions(e, c.timeout, t->headers.get(), t->error, &Transfer::onBody,
+                         &Transfer::onHeader, t.get());
+  net::setMethodAndBody(e, c.method, c.body ? &*c.body : nullptr);
   transfers_.emplace(e, std::move(t));
   multi_->add(e, [this, e](CURLcode code) { finish(e, code); });
 }

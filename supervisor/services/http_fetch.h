@@ -1,6 +1,6 @@
 // HttpFetch: the HTTP half of the script services (fetch() and api(name)).
 // One request at a time per call, any number at once, through libcurl's
-// multi-socket API on the supervisor's loop (senders::CurlMulti), so a slow
+// multi-socket API on the supervisor's loop (net::CurlMulti), so a slow
 // server never blocks the loop. It knows nothing of resources.yaml: the
 // caller (ProjectServices) decides which URLs a script may reach and passes
 // a URL it has already checked, as a parsed CURLU handle, so the URL libcurl
@@ -39,7 +39,7 @@
 #include "common/result.h"
 #include "common/uv_handle.h"
 
-namespace ductus::senders {
+namespace ductus::net {
 class CurlMulti;
 }
 
@@ -129,7 +129,7 @@ class HttpFetch {
   size_t maxRunning_;
   size_t maxQueued_;
   // Made on the first request: a project that never fetches pays nothing.
-  std::unique_ptr<senders::CurlMulti> multi_;
+  std::unique_ptr<net::CurlMulti> multi_;
   std::map<CURL*, std::unique_ptr<Transfer>> transfers_;
   std::deque<Waiting> queue_;
   UvHandle<uv_timer_t> queueTimer_;  // the earliest deadline in queue_

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "supervisor/delivery/senders/loop_post.h"
+#include "common/net/loop_post.h"
 
 namespace ductus::senders {
 namespace {
@@ -167,7 +167,7 @@ struct FileSender::Job {
   void check(int rc) {
     if (rc < 0) {
       uv_fs_req_cleanup(&req);
-      postToLoop(loop(), [this, rc] { onStep(rc); });
+      net::postToLoop(loop(), [this, rc] { onStep(rc); });
     }
   }
 
@@ -337,7 +337,7 @@ struct FileSender::FolderSync {
   void submit(int rc) {
     if (rc < 0) {
       uv_fs_req_cleanup(&req);
-      postToLoop(state->loop, [this, rc] { onStep(rc); });
+      net::postToLoop(state->loop, [this, rc] { onStep(rc); });
     }
   }
 
@@ -482,14 +482,15 @@ FileSender::~FileSender() {
 
 void FileSender::send(SendRequest request, SendCallback cb) {
   if (closed_) {
-    postToLoop(state_->loop, [cb = std::move(cb)] { cb(SendOutcome::transient("sender closed")); });
+    net::postToLoop(state_->loop,
+                    [cb = std::move(cb)] { cb(SendOutcome::transient("sender closed")); });
     return;
   }
   auto name = expandFileName(settings_.nameTemplate, request, now_());
   if (!name) {
     // The template is the destination's config; every message would fail
     // alike. Transient keeps them queued until the config is fixed.
-    postToLoop(state_->loop, [cb = std::move(cb), e = name.error().message] {
+    net::postToLoop(state_->loop, [cb = std::move(cb), e = name.error().message] {
       cb(SendOutcome::transient(e));
     });
     return;
@@ -526,7 +527,7 @@ void FileSender::close(std::function<void()> done) {
   closed_ = true;
   if (!done) return;
   if (state_->inFlight == 0) {
-    postToLoop(state_->loop, std::move(done));
+    net::postToLoop(state_->loop, std::move(done));
   } else {
     state_->onIdle = std::move(done);
   }

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cctype>
 
-#include "common/text.h"
-#include "supervisor/delivery/senders/curl_easy.h"
 #include "common/http_syntax.h"
-#include "supervisor/delivery/senders/loop_post.h"
+#include "common/net/curl_easy.h"
+#include "common/net/loop_post.h"
+#include "common/text.h"
 
 namespace ductus::senders {
 namespace {
@@ -37,8 +37,8 @@ SendOutcome outcomeOfHttpStatus(long status, std::string_view reason, std::strin
 }
 
 struct HttpSender::Transfer {
-  CurlEasy easy;
-  CurlSlist headers;
+  net::CurlEasy easy;
+  net::CurlSlist headers;
   std::string method;
   std::string body;      // libcurl reads it in place (CURLOPT_POSTFIELDS)
   std::string response;  // the first kBodyExcerpt bytes
@@ -72,7 +72,7 @@ struct HttpSender::Transfer {
   }
 };
 
-HttpSender::HttpSender(CurlMulti& multi, HttpSenderSettings settings)
+HttpSender::HttpSender(net::CurlMulti& multi, HttpSenderSettings settings)
     : multi_(multi), settings_(std::move(settings)) {}
 
 HttpSender::~HttpSender() {
@@ -80,8 +80,8 @@ HttpSender::~HttpSender() {
 }
 
 void HttpSender::answerLater(SendCallback cb, SendOutcome outcome) {
-  postToLoop(multi_.loop(),
-             [cb = std::move(cb), o = std::move(outcome)]() mutable { cb(std::move(o)); });
+  net::postToLoop(multi_.loop(),
+                  [cb = std::move(cb), o = std::move(outcome)]() mutable { cb(std::move(o)); });
 }
 
 void HttpSender::send(SendRequest request, SendCallback cb) {
@@ -131,12 +131,12 @@ void HttpSender::send(SendRequest request, SendCallback cb) {
   t->body = std::move(request.payload);
   t->cb = std::move(cb);
   curl_easy_setopt(e, CURLOPT_URL, settings_.url.c_str());
-  setRequestOptions(e, settings_.timeout, t->headers.get(), t->error, &Transfer::onBody,
-                    &Transfer::onHeader, t.get());
+  net::setRequestOptions(e, settings_.timeout, t->headers.get(), t->error, &Transfer::onBody,
+                         &Transfer::onHeader, t.get());
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(settings_.connectTimeout.count()));
   // A destination's GET sends no body, whatever the transform returned.
-  setMethodAndBody(e, t->method, t->method == "GET" ? nullptr : &t->body);
+  net::setMethodAndBody(e, t->method, t->method == "GET" ? nullptr : &t->body);
   transfers_.emplace(e, std::move(t));
   multi_.add(e, [this, e](CURLcode code) { finish(e, code); });
 }
@@ -168,7 +168,7 @@ void HttpSender::close(std::function<void()> done) {
   transfers_.clear();
   for (auto& [easy, t] : running) multi_.cancel(easy);
   for (auto& [easy, t] : running) t->cb(SendOutcome::transient("sender closed"));
-  if (done) postToLoop(loop, std::move(done));
+  if (done) net::postToLoop(loop, std::move(done));
 }
 
 }  // namespace ductus::senders

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "supervisor/delivery/senders/curl_multi_uv.h"
+#include "common/net/curl_multi_uv.h"
 #include "supervisor/delivery/senders/sender.h"
 
 namespace ductus::senders {
@@ -39,7 +39,7 @@ SendOutcome outcomeOfHttpStatus(long status, std::string_view reason, std::strin
 class HttpSender final : public Sender {
  public:
   // `multi` must outlive the sender; many senders may share one.
-  HttpSender(CurlMulti& multi, HttpSenderSettings settings);
+  HttpSender(net::CurlMulti& multi, HttpSenderSettings settings);
   // Abandons transfers still running without calling their callbacks.
   ~HttpSender() override;
   HttpSender(const HttpSender&) = delete;
@@ -58,7 +58,7 @@ class HttpSender final : public Sender {
   void finish(CURL* easy, CURLcode code);
   void answerLater(SendCallback cb, SendOutcome outcome);
 
-  CurlMulti& multi_;
+  net::CurlMulti& multi_;
   HttpSenderSettings settings_;
   std::map<CURL*, std::unique_ptr<Transfer>> transfers_;
   bool closed_ = false;

@@ -8,7 +8,7 @@
 
 #include "common/hl7/message.h"
 #include "common/hl7/mllp.h"
-#include "supervisor/delivery/senders/loop_post.h"
+#include "common/net/loop_post.h"
 
 namespace ductus::senders {
 namespace {
@@ -103,7 +103,8 @@ std::string MllpSender::endpoint() const {
 
 void MllpSender::send(SendRequest request, SendCallback cb) {
   if (closed_) {
-    postToLoop(loop_, [cb = std::move(cb)] { cb(SendOutcome::transient("sender closed")); });
+    net::postToLoop(loop_,
+                    [cb = std::move(cb)] { cb(SendOutcome::transient("sender closed")); });
     return;
   }
   queue_.push_back({std::move(request), std::move(cb)});
@@ -111,7 +112,7 @@ void MllpSender::send(SendRequest request, SendCallback cb) {
   // synchronously and the caller must not be re-entered.
   if (!current_ && queue_.size() == 1) {
     std::weak_ptr<MllpSender*> owner = alive_;
-    postToLoop(loop_, [owner] {
+    net::postToLoop(loop_, [owner] {
       if (auto self = owner.lock()) (*self)->pump();
     });
   }
@@ -372,7 +373,7 @@ void MllpSender::close(std::function<void()> done) {
   for (auto& p : queued) p.cb(SendOutcome::transient("sender closed"));
   // Close callbacks run at the end of this loop iteration; `done` runs in
   // the next one, after them.
-  if (done) postToLoop(loop, std::move(done));
+  if (done) net::postToLoop(loop, std::move(done));
 }
 
 }  // namespace ductus::senders

@@ -19,7 +19,7 @@ class HttpSenderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(uv_loop_init(&loop_), 0);
-    multi_ = std::make_unique<CurlMulti>(&loop_);
+    multi_ = std::make_unique<net::CurlMulti>(&loop_);
   }
   void TearDown() override {
     senders_.clear();
@@ -51,7 +51,7 @@ class HttpSenderTest : public ::testing::Test {
   }
 
   uv_loop_t loop_;
-  std::unique_ptr<CurlMulti> multi_;
+  std::unique_ptr<net::CurlMulti> multi_;
   std::vector<std::unique_ptr<HttpSender>> senders_;
 };
 

@@ -1,8 +1,8 @@
-#include "supervisor/delivery/senders/curl_easy.h"
+#include "common/net/curl_easy.h"
 
 #include <sys/socket.h>
 
-namespace ductus::senders {
+namespace ductus::net {
 namespace {
 
 // libcurl opens its sockets without close-on-exec: a worker spawned while a
@@ -42,4 +42,4 @@ void setMethodAndBody(CURL* e, const std::string& method, const std::string* bod
   }
 }
 
-}  // namespace ductus::senders
+}  // namespace ductus::net

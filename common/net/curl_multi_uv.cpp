@@ -1,8 +1,8 @@
-#include "supervisor/delivery/senders/curl_multi_uv.h"
+#include "common/net/curl_multi_uv.h"
 
-#include "supervisor/delivery/senders/loop_post.h"
+#include "common/net/loop_post.h"
 
-namespace ductus::senders {
+namespace ductus::net {
 
 // One socket libcurl asked us to watch, with the uv_poll that watches it.
 struct CurlMulti::Socket {
@@ -131,4 +131,4 @@ void CurlMulti::collectFinished() {
   }
 }
 
-}  // namespace ductus::senders
+}  // namespace ductus::net

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-namespace ductus::senders {
+namespace ductus::net {
 
 struct CurlEasyCleanup {
   void operator()(CURL* e) const { curl_easy_cleanup(e); }
@@ -34,4 +34,4 @@ void setRequestOptions(CURL* e, std::chrono::milliseconds timeout, curl_slist* h
 // sends *body ("" when null), read in place: it must outlive the transfer.
 void setMethodAndBody(CURL* e, const std::string& method, const std::string* body);
 
-}  // namespace ductus::senders
+}  // namespace ductus::net

@@ -16,7 +16,7 @@
 
 #include "common/uv_handle.h"
 
-namespace ductus::senders {
+namespace ductus::net {
 
 class CurlMulti {
  public:
@@ -58,4 +58,4 @@ class CurlMulti {
   std::shared_ptr<CurlMulti*> alive_;
 };
 
-}  // namespace ductus::senders
+}  // namespace ductus::net

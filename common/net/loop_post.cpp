@@ -1,8 +1,8 @@
-#include "supervisor/delivery/senders/loop_post.h"
+#include "common/net/loop_post.h"
 
 #include <memory>
 
-namespace ductus::senders {
+namespace ductus::net {
 namespace {
 
 // One-shot timer that owns the function; freed in its close callback, as
@@ -32,4 +32,4 @@ void postToLoop(uv_loop_t* loop, std::function<void()> fn) {
   posted.release();  // owned by the timer until its close callback
 }
 
-}  // namespace ductus::senders
+}  // namespace ductus::net
