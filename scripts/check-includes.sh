@@ -19,8 +19,9 @@ declare -A allowed=(
   [worker]="worker common proto"
   [intake]="intake common schema"
   [supervisor/delivery]="supervisor/delivery common schema intake"
-  [supervisor]="supervisor common proto schema worker intake api"
+  [supervisor]="supervisor common proto schema worker intake api ctl"
   [api]="api common schema"
+  [ctl]="ctl common"
 )
 # folder -> folders inside an allowed one it still may not include: the
 # config model and the network core are both common/, and neither may
@@ -29,7 +30,7 @@ declare -A denied=(
   [common/config]="common/net"
   [common/net]="common/config"
 )
-ours="common|proto|schema|worker|intake|supervisor|api"
+ours="common|proto|schema|worker|intake|supervisor|api|ctl"
 
 ruleOf() {  # the rule's key for a file
   local f="$1"
@@ -71,7 +72,7 @@ while IFS= read -r file; do
       esac
     done
   done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
-done < <(find common proto schema worker intake supervisor api -type f \( -name '*.h' -o -name '*.cpp' \) 2>/dev/null | sort)
+done < <(find common proto schema worker intake supervisor api ctl -type f \( -name '*.h' -o -name '*.cpp' \) 2>/dev/null | sort)
 
 if [ $checked -eq 0 ]; then
   echo "check-includes: no source files under $root" >&2

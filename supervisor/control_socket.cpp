@@ -21,11 +21,13 @@
 #include "api/router.h"
 #include "common/fd.h"
 #include "common/version.h"
-#include "supervisor/cli/ctl_protocol.h"
+#include "ctl/protocol.h"
 
 namespace ductus::supervisor {
 namespace fs = std::filesystem;
 using nlohmann::json;
+using ctl::kControlMaxConnections;
+using ctl::kControlMaxLine;
 
 struct ControlSocket::Connection {
   ControlSocket* owner = nullptr;

@@ -1,5 +1,5 @@
 // ControlSocket: the engine's Unix socket for ductusctl (issue #21), one
-// JSON object a line each way (supervisor/cli/ctl_protocol.h).
+// JSON object a line each way (ctl/protocol.h).
 //
 // Who may talk: the socket file is mode 0600 (the owner alone can
 // connect) and each peer's uid, from SO_PEERCRED, must be the engine's or

@@ -7,10 +7,10 @@
 #include <string>
 #include <string_view>
 
+#include "common/command_line.h"
 #include "common/version.h"
 #include "supervisor/cli/api_spec_command.h"
 #include "supervisor/cli/check_command.h"
-#include "supervisor/cli/command_line.h"
 #include "supervisor/cli/migrate_command.h"
 #include "supervisor/cli/retention_command.h"
 #include "supervisor/cli/run_command.h"
@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
     return ductus::worker::workerMain(3, workerHelp);
   }
 
+  using namespace ductus;
   using namespace ductus::supervisor;
   CLI::App program{"Ductus, a healthcare integration engine.", "ductus"};
   prepareProgram(program);

@@ -18,11 +18,11 @@
 #include <string>
 #include <string_view>
 
+#include "common/command_line.h"
 #include "common/fd.h"
 #include "common/uv_handle.h"
 #include "common/version.h"
 #include "schema/pg_connection.h"
-#include "supervisor/cli/command_line.h"
 
 extern char** environ;
 

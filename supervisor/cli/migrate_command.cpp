@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "common/command_line.h"
 #include "schema/migrator.h"
-#include "supervisor/cli/command_line.h"
 
 namespace ductus::supervisor {
 namespace {

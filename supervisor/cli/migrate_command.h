@@ -11,7 +11,7 @@ class App;
 
 namespace ductus::supervisor {
 
-// Adds `migrate` and `upgrade`. See supervisor/cli/command_line.h for how
+// Adds `migrate` and `upgrade`. See common/command_line.h for how
 // commands are added and run.
 void addMigrateCommands(CLI::App& ductus, int& exitCode);
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "common/command_line.h"
 #include "common/config/loader.h"
 #include "schema/pg_connection.h"
 #include "schema/pg_error.h"
 #include "schema/retention.h"
-#include "supervisor/cli/command_line.h"
 #include "supervisor/retention_job.h"
 
 namespace ductus::supervisor {

@@ -16,18 +16,18 @@
 #include <string_view>
 
 #include "api/ui/ui_assets.h"
+#include "common/command_line.h"
 #include "common/config/address.h"
 #include "common/config/duration.h"
 #include "common/config/loader.h"
 #include "common/fd.h"
 #include "common/log.h"
 #include "common/partition.h"
-#include "supervisor/cli/command_line.h"
-#include "supervisor/cli/ctl_protocol.h"
+#include "ctl/client.h"
+#include "ctl/protocol.h"
 #include "supervisor/cli/dev_admin.h"
 #include "supervisor/cli/dev_postgres.h"
 #include "supervisor/cli/start_checks.h"
-#include "supervisor/cli/ctl_client.h"
 #include "supervisor/engine.h"
 #include "supervisor/handover.h"
 #include "supervisor/ownership.h"
@@ -71,7 +71,7 @@ struct RunArgs {
   bool fresh = false;
   std::string dataDir;
   std::string apiListen;  // --api-listen: "" = ductus.yaml's, "off", or HOST:PORT
-  std::string control;    // --control: "" = defaultControlPath(), best effort
+  std::string control;    // --control: "" = ctl::defaultControlPath(), best effort
 };
 
 // The options run and dev both take. Each command has its own RunArgs:
@@ -339,7 +339,7 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
   EngineOptions eo;
   eo.databaseUrl = database;
   eo.systemd = systemd.get();
-  eo.controlPath = args.control.empty() ? defaultControlPath() : args.control;
+  eo.controlPath = args.control.empty() ? ctl::defaultControlPath() : args.control;
   eo.controlRequired = !args.control.empty();
   eo.onOwnershipTaken = [&r](const Error&) { stopOwnedElsewhere(&r); };
   if (!dev) eo.handover = [&r](auto answer) { startHandover(&r, std::move(answer)); };
@@ -591,7 +591,7 @@ void addRunCommands(CLI::App& ductus, int& exitCode) {
       "with Ctrl-C.");
   devCmd->callback([devArgs, &exitCode] { exitCode = dev(*devArgs); });
 
-  auto control = std::make_shared<std::string>(defaultControlPath());
+  auto control = std::make_shared<std::string>(ctl::defaultControlPath());
   auto* handoverCmd = ductus.add_subcommand(
       "handover", "replace the running engine by a new one, refusing no connection");
   handoverCmd->add_option("--control", *control, "the engine's control socket (run --control)")
@@ -604,7 +604,7 @@ void addRunCommands(CLI::App& ductus, int& exitCode) {
       "once it has. Prints the new engine's pid and exits 0 when it runs; exits 1\n"
       "with the reason otherwise, the old engine still running when the new one\n"
       "failed to start (code that doesn't load, say). systemctl reload runs it.");
-  handoverCmd->callback([control, &exitCode] { exitCode = requestHandover(*control, false); });
+  handoverCmd->callback([control, &exitCode] { exitCode = ctl::requestHandover(*control, false); });
 }
 
 }  // namespace ductus::supervisor

@@ -9,7 +9,7 @@ class App;
 
 namespace ductus::supervisor {
 
-// Adds `run` and `dev`. See supervisor/cli/command_line.h for how commands
+// Adds `run` and `dev`. See common/command_line.h for how commands
 // are added and run.
 void addRunCommands(CLI::App& ductus, int& exitCode);
 

@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "common/command_line.h"
 #include "common/config/loader.h"
 #include "common/config/secrets.h"
-#include "supervisor/cli/command_line.h"
 
 namespace ductus::supervisor {
 namespace {

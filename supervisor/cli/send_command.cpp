@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/command_line.h"
 #include "common/config/address.h"
 #include "common/config/duration.h"
 #include "common/fd.h"
@@ -28,7 +29,6 @@
 #include "common/result.h"
 #include "common/text.h"
 #include "intake/record_splitter.h"
-#include "supervisor/cli/command_line.h"
 
 namespace ductus::supervisor {
 namespace {

@@ -15,15 +15,15 @@
 #include <string>
 #include <string_view>
 
+#include "common/command_line.h"
 #include "common/config/duration.h"
 #include "common/hl7/ack.h"
 #include "common/hl7/message.h"
 #include "common/log.h"
+#include "common/net/http_server.h"
 #include "common/result.h"
 #include "common/text.h"
-#include "common/net/http_server.h"
 #include "intake/mllp_listener.h"
-#include "supervisor/cli/command_line.h"
 
 namespace ductus::supervisor {
 namespace {

@@ -15,10 +15,10 @@
 #include <string_view>
 #include <vector>
 
+#include "common/command_line.h"
 #include "common/result.h"
 #include "common/text.h"
 #include "common/uv_handle.h"
-#include "supervisor/cli/command_line.h"
 #include "supervisor/workers/worker_pool.h"
 #include "supervisor/workers/worker_process.h"
 

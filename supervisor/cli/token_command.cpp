@@ -9,7 +9,7 @@
 
 #include "api/auth/accounts.h"
 #include "api/auth/credentials.h"
-#include "supervisor/cli/command_line.h"
+#include "common/command_line.h"
 #include "supervisor/cli/user_command.h"
 
 namespace ductus::supervisor {

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "common/command_line.h"
 #include "common/config/loader.h"
-#include "supervisor/cli/command_line.h"
 #include "supervisor/cli/start_checks.h"
 #include "supervisor/cli/worker_session.h"
 

@@ -15,9 +15,9 @@
 #include "api/auth/credentials.h"
 #include "api/auth/password_hasher.h"
 #include "api/auth/password_rules.h"
+#include "common/command_line.h"
 #include "common/config/loader.h"
 #include "schema/migrator.h"
-#include "supervisor/cli/command_line.h"
 
 namespace ductus::supervisor {
 namespace {

@@ -21,7 +21,7 @@ class App;
 
 namespace ductus::supervisor {
 
-// See supervisor/cli/command_line.h for how commands are added and run.
+// See common/command_line.h for how commands are added and run.
 void addUserCommand(CLI::App& ductus, int& exitCode);
 
 // What the user and token commands share.

@@ -9,12 +9,12 @@
 #include <string>
 #include <tuple>
 
+#include "common/command_line.h"
 #include "common/config/duration.h"
 #include "common/config/loader.h"
 #include "schema/ownership.h"
 #include "schema/pg_connection.h"
 #include "schema/pg_error.h"
-#include "supervisor/cli/command_line.h"
 #include "supervisor/cli/retention_command.h"
 #include "supervisor/cli/start_checks.h"
 

@@ -11,7 +11,7 @@ class App;
 
 namespace ductus::supervisor {
 
-// See supervisor/cli/command_line.h for how commands are added and run.
+// See common/command_line.h for how commands are added and run.
 void addValidateCommand(CLI::App& ductus, int& exitCode);
 
 }  // namespace ductus::supervisor

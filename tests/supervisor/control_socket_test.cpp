@@ -20,8 +20,8 @@
 
 #include "api/engine_view.h"
 #include "common/fd.h"
-#include "supervisor/cli/ctl_client.h"
-#include "supervisor/cli/ctl_protocol.h"
+#include "ctl/client.h"
+#include "ctl/protocol.h"
 #include "tests/support/exit_status.h"
 #include "tests/support/loop_thread.h"
 
@@ -30,7 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using supervisor::controlRequest;
+using ctl::controlRequest;
 using supervisor::ControlSocket;
 using ::testing::HasSubstr;
 
@@ -166,7 +166,7 @@ TEST_F(ControlSocketTest, RefusesALineTooLongAndCloses) {
   ASSERT_TRUE(listen());
   Fd fd = connectRaw();
   ASSERT_TRUE(fd.valid());
-  std::string big(supervisor::kControlMaxLine + 1000, 'x');
+  std::string big(ctl::kControlMaxLine + 1000, 'x');
   // The engine may close before taking it all; what it said is still read.
   for (size_t off = 0; off < big.size();) {
     ssize_t n = send(fd.get(), big.data() + off, big.size() - off, MSG_NOSIGNAL);

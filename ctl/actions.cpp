@@ -1,4 +1,4 @@
-#include "supervisor/cli/ctl_actions.h"
+#include "ctl/actions.h"
 
 #include <cstdio>
 #include <memory>
@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "supervisor/cli/ctl_client.h"
+#include "ctl/client.h"
 
-namespace ductus::supervisor {
+namespace ductus::ctl {
 using nlohmann::json;
 
 namespace {
@@ -398,4 +398,4 @@ void addCtlActionCommands(CLI::App& program, int& exitCode) {
   });
 }
 
-}  // namespace ductus::supervisor
+}  // namespace ductus::ctl

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ductus::supervisor {
+namespace ductus {
 
 // Every usage error exits 2, CLI11's (105-114 of its own) included: the
 // code the commands' own argument checks and the loops before CLI11 used,
@@ -191,4 +191,4 @@ inline int runProgram(CLI::App& program, int argc, char** argv, int& exitCode) {
   }
 }
 
-}  // namespace ductus::supervisor
+}  // namespace ductus

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace ductus::supervisor {
+namespace ductus::ctl {
 
 inline constexpr size_t kControlMaxLine = 64 * 1024;  // a request, newline excluded
 inline constexpr size_t kControlMaxConnections = 16;
@@ -37,4 +37,4 @@ inline std::string defaultControlPath() {
   return "/tmp/ductus-" + std::to_string(geteuid()) + "/control";
 }
 
-}  // namespace ductus::supervisor
+}  // namespace ductus::ctl

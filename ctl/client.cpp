@@ -1,4 +1,4 @@
-#include "supervisor/cli/ctl_client.h"
+#include "ctl/client.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/fd.h"
-#include "supervisor/cli/ctl_protocol.h"
+#include "ctl/protocol.h"
 
-namespace ductus::supervisor {
+namespace ductus::ctl {
 using nlohmann::json;
 
 namespace {
@@ -291,4 +291,4 @@ void addCtlCommands(CLI::App& program, int& exitCode) {
   });
 }
 
-}  // namespace ductus::supervisor
+}  // namespace ductus::ctl

@@ -2,13 +2,14 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "common/command_line.h"
 #include "common/version.h"
-#include "supervisor/cli/command_line.h"
-#include "supervisor/cli/ctl_actions.h"
-#include "supervisor/cli/ctl_client.h"
+#include "ctl/actions.h"
+#include "ctl/client.h"
 
 int main(int argc, char** argv) {
-  using namespace ductus::supervisor;
+  using namespace ductus;
+  using namespace ductus::ctl;
   CLI::App program{
       "The operator's client: talks to a running engine over its control socket\n"
       "($RUNTIME_DIRECTORY/control).",

@@ -3,7 +3,7 @@
 // table for people or as the engine's JSON (--json) for scripts.
 //
 // Exit codes: 0 answered, 1 the engine isn't running, refused the caller
-// or answered an error, 2 called wrong (command_line.h).
+// or answered an error, 2 called wrong (common/command_line.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -14,7 +14,7 @@
 
 #include "common/result.h"
 
-namespace ductus::supervisor {
+namespace ductus::ctl {
 
 // Sends `request` as one line to the socket at `path` and reads one answer
 // line. Errors are said for the operator: "the engine isn't running (no
@@ -45,4 +45,4 @@ std::string ctlText(const nlohmann::json& v);
 // the header.
 void printTable(const std::vector<std::vector<std::string>>& rows);
 
-}  // namespace ductus::supervisor
+}  // namespace ductus::ctl

@@ -7,8 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
-namespace ductus::supervisor {
+namespace ductus::ctl {
 
 void addCtlActionCommands(CLI::App& program, int& exitCode);
 
-}  // namespace ductus::supervisor
+}  // namespace ductus::ctl
