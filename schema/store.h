@@ -180,7 +180,6 @@ class Store {
   // StoreOptions::poolSize connections. Every statement on messages and
   // deliveries is this class's or those files': none is written elsewhere.
   PgPool& sharedConnections() { return pool_; }
-  PgPool& pool() { return pool_; }  // (going: sharedConnections)
 
  private:
   struct Statement {

@@ -186,7 +186,7 @@ void Engine::start(std::function<void(Status)> done) {
 void Engine::startRunning() {
   retention_->start();
   watchOwnership();
-  api::recordEngineStart(store_->pool(), *audit_, instance(), [](Status s) {
+  api::recordEngineStart(store_->sharedConnections(), *audit_, instance(), [](Status s) {
     if (!s) spdlog::warn("engine.start is not in the audit log: {}", s.error().message);
   });
 }
@@ -448,7 +448,8 @@ Status Engine::buildDelivery() {
     acted.push_back(std::move(a));
   }
   actions_ = std::make_unique<EngineActions>(
-      EngineActions::Deps{loop_, &project_, workers_.get(), &store_->pool(), options_.systemd,
+      EngineActions::Deps{loop_, &project_, workers_.get(), &store_->sharedConnections(),
+                          options_.systemd,
                           [this](auto answer) {
                             store_->waitingCounts(
                                 [answer](Result<std::map<int64_t, int64_t>> r) {
@@ -647,17 +648,18 @@ Status Engine::openApi() {
     if (o) o->describe(e);
   });
   // The engine's own rows and the housekeeping go on with the API off.
-  audit_ = std::make_unique<api::AuditLog>(store_->pool());
+  audit_ = std::make_unique<api::AuditLog>(store_->sharedConnections());
   api::HousekeepingOptions ho;
   ho.auditKeep = std::chrono::duration_cast<std::chrono::seconds>(project_.engine.auditKeep);
-  housekeeping_ = std::make_unique<api::ApiHousekeeping>(loop_, store_->pool(), *audit_, ho);
+  housekeeping_ =
+      std::make_unique<api::ApiHousekeeping>(loop_, store_->sharedConnections(), *audit_, ho);
   housekeeping_->start();
   // Who calls: tokens and sessions looked up in the store on every call,
   // passwords hashed off the loop; every change audited.
   hasher_ = std::make_unique<api::PasswordHasher>(loop_);
-  storeAuthenticator_ = std::make_unique<api::StoreAuthenticator>(store_->pool());
+  storeAuthenticator_ = std::make_unique<api::StoreAuthenticator>(store_->sharedConnections());
   authDeps_ = std::make_unique<api::AuthDeps>(api::AuthDeps{
-      store_->pool(), *hasher_, *audit_, api::systemClock(), {},
+      store_->sharedConnections(), *hasher_, *audit_, api::systemClock(), {},
       !api::isLoopbackHost(project_.engine.apiListen.host)});
   // ductusctl's actions: the same operations through the control socket,
   // whatever api.listen says.

@@ -187,7 +187,7 @@ class StatementTimeout : public StoreTest {
  protected:
   std::string setting(Store& store, const std::string& name) {
     auto r = await<PgResult>(&loop_, [&](auto cb) {
-      store.pool().acquire([cb, name](Result<PgPool::LeasePtr> l) {
+      store.sharedConnections().acquire([cb, name](Result<PgPool::LeasePtr> l) {
         if (!l) return cb(l.error());
         (*l)->conn().query("SELECT current_setting($1)", {name},
                            [cb, lease = *l](Result<PgResult> r) { cb(std::move(r)); });

@@ -755,7 +755,7 @@ TEST_F(SmallPool, StatementsQueueForAFreeConnection) {
       ++reads;
       if (r) rows += static_cast<int>(r->rows.size());
     });
-  EXPECT_EQ(store_->pool().waiting(), 8u);
+  EXPECT_EQ(store_->sharedConnections().waiting(), 8u);
   while (reads < 10 && uv_run(&loop_, UV_RUN_ONCE)) {
   }
   EXPECT_EQ(rows, 10 * 40);
@@ -823,7 +823,7 @@ TEST_F(SmallPool, AStoreStoppedWithAStatementInFlightLetsGoOfItsConnection) {
   // the connection and its libpq state outlive the engine (LeakSanitizer
   // failed the quiet-restart e2e test on it, under load).
   std::weak_ptr<PgPool::Lease> held;
-  store_->pool().acquire([&](Result<PgPool::LeasePtr> l) {
+  store_->sharedConnections().acquire([&](Result<PgPool::LeasePtr> l) {
     ASSERT_TRUE(l.ok());
     held = *l;
     (*l)->conn().query("SELECT pg_sleep(30)", {}, [lease = *l](Result<PgResult>) {});
