@@ -796,22 +796,19 @@ void Engine::maintainPartitions() {
   });
 }
 
-void Engine::stop(std::function<void()> done) { stopWith(nullptr, std::move(done)); }
+void Engine::stop(std::function<void()> done) { beginStop(false, nullptr, std::move(done)); }
 
 void Engine::handOver(std::function<void()> released, std::function<void()> done) {
   if (control_) control_->keepFile(true);  // the new engine serves on it now
-  stopWith(released ? std::move(released) : [] {}, std::move(done));
+  beginStop(true, released ? std::move(released) : [] {}, std::move(done));
 }
 
-// `released` set: a handover's stop (handOver()).
-void Engine::stopWith(std::function<void()> released, std::function<void()> done) {
+void Engine::beginStop(bool handover, std::function<void()> released,
+                       std::function<void()> done) {
   if (stopping_) return;
   stopping_ = true;
-  bool handover = released != nullptr;
+  stop_ = {StopPhase::CloseListeners, handover, std::move(released), std::move(done)};
   if (actions_) actions_->shutdown();  // a drain's check ends; the gates close below
-  // The claims go last, once nothing of this engine touches the queues; in
-  // a handover, as soon as the loops stopped: the new engine waits for them.
-  if (ownership_ && !handover) done = [o = ownership_.get(), done] { o->release(done); };
   if (options_.systemd && !handover)
     options_.systemd->tell("STOPPING=1\nSTATUS=draining: listeners closed, answering the "
                            "messages in flight");
@@ -825,84 +822,96 @@ void Engine::stopWith(std::function<void()> released, std::function<void()> done
   activityReporter_.reset();
   schedules_.clear();
   files_.clear();
-  auto alive = alive_;
-  // 3. Workers, then senders' connections.
-  auto stopWorkersAndSenders = [this, alive, done] {
-    if (!*alive) return;
-    workers_->shutdown([this, alive, done] {
+  runStopPhase();
+}
+
+// Each phase starts its work and hands the next phase to what answers
+// last (a Countdown); a phase with nothing to wait for goes on at once.
+void Engine::runStopPhase() {
+  auto nextPhase = [this, alive = alive_](StopPhase p) {
+    return [this, alive, p] {
       if (!*alive) return;
-      // The API closes last: /health says 503 all through the stop.
-      auto senders = Countdown::make([this, alive, done] {
+      stop_.phase = p;
+      runStopPhase();
+    };
+  };
+  switch (stop_.phase) {
+    case StopPhase::CloseListeners: {
+      if (!stop_.handover) {
+        stop_.phase = StopPhase::CloseGates;
+        return runStopPhase();
+      }
+      auto listeners = Countdown::make(nextPhase(StopPhase::CloseGates));
+      for (auto& l : mllp_)
+        if (l) l->close(listeners->add());
+      for (auto& [k, s] : http_) s->close(listeners->add());
+      return listeners->start();
+    }
+    case StopPhase::CloseGates: {
+      auto intake = Countdown::make(nextPhase(StopPhase::StopLoops));
+      for (auto& f : ifaces_)
+        if (f->intake) {
+          f->intake->gate().close();
+          f->intake->gate().onDrained(intake->add());
+        }
+      if (!stop_.handover) {
+        for (auto& l : mllp_)
+          if (l) l->close(intake->add());
+        // Still answering what was in flight when a drain closed them; the
+        // stop waits for them too (close() again: they stay until the
+        // engine goes).
+        std::vector<intake::MllpListener*> closing;
+        for (auto& l : mllpClosing_) closing.push_back(l.get());
+        for (auto* l : closing) l->close(intake->add());
+        for (auto& [k, s] : http_) s->close(intake->add());
+      }
+      return intake->start();
+    }
+    case StopPhase::StopLoops: {
+      if (options_.systemd)
+        options_.systemd->tell("STATUS=stopping: delivery loops flushing, then the workers");
+      auto loops = Countdown::make(
+          nextPhase(stop_.handover ? StopPhase::ReleaseClaims : StopPhase::StopWorkers));
+      for (auto& f : ifaces_)
+        for (auto& perDest : f->loops)
+          for (auto& l : perDest) l->stop(loops->add());
+      return loops->start();
+    }
+    case StopPhase::ReleaseClaims: {
+      auto released = [this, alive = alive_, next = nextPhase(StopPhase::StopWorkers)] {
         if (!*alive) return;
-        recordStop([this, alive, done] {
-          if (!*alive) return;
-          if (!api_) return done();
-          api_->close(done);
-        });
-      });
+        if (auto r = std::exchange(stop_.released, nullptr)) r();
+        next();
+      };
+      if (!ownership_) return released();
+      return ownership_->release(released);
+    }
+    case StopPhase::StopWorkers:
+      return workers_->shutdown(nextPhase(StopPhase::CloseSenders));
+    case StopPhase::CloseSenders: {
+      auto senders = Countdown::make(nextPhase(StopPhase::RecordStop));
       for (auto& f : ifaces_)
         for (auto& s : f->senders)
           if (s) s->close(senders->add());
-      senders->start();
-    });
-  };
-  // 2. Delivery loops finish the message in hand and flush.
-  auto stopLoops = [this, alive, stopWorkersAndSenders, released] {
-    if (!*alive) return;
-    if (options_.systemd)
-      options_.systemd->tell("STATUS=stopping: delivery loops flushing, then the workers");
-    std::function<void()> afterLoops = stopWorkersAndSenders;
-    if (released)
-      afterLoops = [this, alive, released, stopWorkersAndSenders] {
-        if (!*alive) return;
-        auto go = [released, stopWorkersAndSenders] {
-          released();
-          stopWorkersAndSenders();
-        };
-        if (!ownership_) return go();
-        ownership_->release(go);
-      };
-    auto loops = Countdown::make(afterLoops);
-    for (auto& f : ifaces_)
-      for (auto& perDest : f->loops)
-        for (auto& l : perDest) l->stop(loops->add());
-    loops->start();
-  };
-  // 1. No new messages: gates and listeners close; in-flight stores are
-  //    answered first (the listeners close connections after their answer).
-  //    In a handover the listeners close first: each connection is
-  //    answered and closed, its sender reconnects to the new engine, and
-  //    none hears a closed gate's AE or 503.
-  auto intake = Countdown::make(stopLoops);
-  auto closeGates = [this, intake] {
-    for (auto& f : ifaces_)
-      if (f->intake) {
-        f->intake->gate().close();
-        f->intake->gate().onDrained(intake->add());
+      return senders->start();
+    }
+    case StopPhase::RecordStop:
+      return recordStop(nextPhase(StopPhase::CloseApi));
+    case StopPhase::CloseApi: {
+      auto next = nextPhase(stop_.handover ? StopPhase::Done : StopPhase::ReleaseOwnership);
+      if (!api_) return next();
+      return api_->close(next);
+    }
+    case StopPhase::ReleaseOwnership:
+      if (!ownership_) {
+        stop_.phase = StopPhase::Done;
+        return runStopPhase();
       }
-  };
-  if (handover) {
-    auto listeners = Countdown::make([alive, closeGates, intake] {
-      if (!*alive) return;
-      closeGates();
-      intake->start();
-    });
-    for (auto& l : mllp_)
-      if (l) l->close(listeners->add());
-    for (auto& [k, s] : http_) s->close(listeners->add());
-    listeners->start();
-    return;
+      return ownership_->release(nextPhase(StopPhase::Done));
+    case StopPhase::Done:
+      if (auto d = std::exchange(stop_.done, nullptr)) d();
+      return;
   }
-  closeGates();
-  for (auto& l : mllp_)
-    if (l) l->close(intake->add());
-  // Still answering what was in flight when a drain closed them; the stop
-  // waits for them too (close() again: they stay until the engine goes).
-  std::vector<intake::MllpListener*> closing;
-  for (auto& l : mllpClosing_) closing.push_back(l.get());
-  for (auto* l : closing) l->close(intake->add());
-  for (auto& [k, s] : http_) s->close(intake->add());
-  intake->start();
 }
 
 }  // namespace ductus::supervisor

@@ -166,7 +166,40 @@ class Engine {
   // After the start (or the takeover): retention, the ownership check,
   // engine.start in the audit log.
   void startRunning();
-  void stopWith(std::function<void()> released, std::function<void()> done);
+  // A stop's phases, in order. runStopPhase() runs the current one and,
+  // once all its work has answered, the next: one function drives the
+  // whole stop, plain (stop()) or a handover's (handOver()).
+  enum class StopPhase {
+    // A handover only: the listeners close first. Each connection is
+    // answered and closed, its sender reconnects to the same socket, which
+    // the new engine serves, and none hears a closed gate's AE or 503.
+    CloseListeners,
+    // No new messages: every gate closes (and, in a plain stop, every
+    // listener, and those a drain closed); the stores in flight are
+    // answered first.
+    CloseGates,
+    // The delivery loops finish the message in hand and flush.
+    StopLoops,
+    // A handover only: the claims go as soon as the loops stopped (the
+    // new engine waits for them); then `released`.
+    ReleaseClaims,
+    StopWorkers,
+    CloseSenders,  // their connections
+    RecordStop,    // engine.stop in the audit log, 3 s at most
+    // The API closes last: /health says 503 all through the stop.
+    CloseApi,
+    // A plain stop only: the claims go last, once nothing of this engine
+    // touches the queues.
+    ReleaseOwnership,
+    Done,  // `done`
+  };
+  struct StopState {
+    StopPhase phase = StopPhase::CloseListeners;
+    bool handover = false;
+    std::function<void()> released, done;
+  };
+  void beginStop(bool handover, std::function<void()> released, std::function<void()> done);
+  void runStopPhase();
   // Who this run is in the audit log (host, project folder, version, pid).
   api::EngineInstance instance() const;
   // Writes engine.stop, then `then` (after 3 s without an answer, anyway).
@@ -224,6 +257,7 @@ class Engine {
   std::unique_ptr<ControlSocket> control_;
   std::unique_ptr<Ownership> ownership_;
   bool stopping_ = false;
+  StopState stop_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
