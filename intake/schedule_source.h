@@ -10,7 +10,6 @@
 #include <uv.h>
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <optional>
 
@@ -28,13 +27,9 @@ namespace ductus::intake {
 class ScheduleSource {
  public:
   using Clock = std::chrono::system_clock;
-  // Where the source reads the time: the system clock, or a test's (a cron
-  // schedule's next minute without waiting a real one). The loop's timer
-  // still waits in real time, as long as this clock says is left.
-  using Now = std::function<Clock::time_point()>;
-  static Result<std::unique_ptr<ScheduleSource>> make(uv_loop_t* loop, Intake& intake,
-                                                      const config::ScheduleSource& cfg,
-                                                      Now now = Clock::now);
+  static Result<std::unique_ptr<ScheduleSource>> make(uv_loop_t* loop,
+                                                      Intake& intake,
+                                                      const config::ScheduleSource& cfg);
   ~ScheduleSource();
 
   // No run fires until resume() (the engine lost its ownership lock); a
@@ -44,8 +39,8 @@ class ScheduleSource {
   bool paused() const { return paused_; }
 
  private:
-  ScheduleSource(uv_loop_t* loop, Intake& intake, Now now)
-      : loop_(loop), intake_(intake), now_(std::move(now)) {}
+  ScheduleSource(uv_loop_t* loop, Intake& intake)
+      : loop_(loop), intake_(intake) {}
   void begin();
   void arm();
   void tick();
@@ -54,7 +49,6 @@ class ScheduleSource {
 
   uv_loop_t* loop_;
   Intake& intake_;
-  Now now_;
   std::optional<std::chrono::milliseconds> every_;
   std::optional<Cron> cron_;
   std::optional<Clock::time_point> previous_;

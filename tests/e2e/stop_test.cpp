@@ -1,4 +1,4 @@
-// Stopping the engine (`ductus run`'s SIGTERM, supervisor/cli/run_command.cpp):
+// Stopping the engine (`ductus run`'s SIGTERM, supervisor/engine_process.h):
 // listeners close, every store in flight is answered, delivery loops flush,
 // then it exits 0; past --stop-timeout it exits 1 anyway; a second signal
 // exits 1 at once. A real engine, real MLLP senders, and a lock on

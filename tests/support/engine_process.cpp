@@ -14,7 +14,6 @@
 #include <string_view>
 #include <thread>
 
-#include "tests/support/mllp_project.h"
 #include "tests/support/test_env.h"
 
 extern char** environ;
@@ -31,8 +30,6 @@ TempProject::TempProject(const std::map<std::string, std::string>& files) {
     std::ofstream(p, std::ios::binary) << text;
   }
 }
-
-TempProject::TempProject(const MllpProject& project) : TempProject(project.files()) {}
 
 TempProject::~TempProject() {
   std::error_code ec;
