@@ -28,8 +28,9 @@ std::string iso(ScheduleSource::Clock::time_point t) {
 
 Result<std::unique_ptr<ScheduleSource>> ScheduleSource::make(uv_loop_t* loop,
                                                              Intake& intake,
-                                                             const config::ScheduleSource& cfg) {
-  std::unique_ptr<ScheduleSource> s(new ScheduleSource(loop, intake));
+                                                             const config::ScheduleSource& cfg,
+                                                             Now now) {
+  std::unique_ptr<ScheduleSource> s(new ScheduleSource(loop, intake, std::move(now)));
   if (cfg.every) {
     if (cfg.every->count() <= 0) return Error{"schedule: every must be positive"};
     s->every_ = *cfg.every;
@@ -61,7 +62,7 @@ void ScheduleSource::begin() {
           if (!j.is_discarded() && j.contains("previous") && j["previous"].is_number())
             previous_ = Clock::time_point(std::chrono::milliseconds(j["previous"].get<int64_t>()));
         }
-        auto now = Clock::now();
+        auto now = now_();
         if (every_) {
           due_ = now;  // every: runs at start
         } else if (previous_ && nextAfter(*previous_) <= now) {
@@ -74,7 +75,7 @@ void ScheduleSource::begin() {
 }
 
 void ScheduleSource::arm() {
-  auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(due_ - Clock::now());
+  auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(due_ - now_());
   auto ms = std::clamp<int64_t>(wait.count(), 0, 60'000);
   uv_timer_start(
       timer_.get(),
@@ -99,7 +100,7 @@ void ScheduleSource::tick() {
     idle_ = true;  // the timer stops here; resume() ticks
     return;
   }
-  if (Clock::now() < due_) return arm();
+  if (now_() < due_) return arm();
   fire(due_);
 }
 
@@ -112,7 +113,7 @@ void ScheduleSource::fire(Clock::time_point due) {
     auto advance = [this](Clock::time_point from) {
       busy_ = false;
       due_ = nextAfter(from);
-      auto now = Clock::now();
+      auto now = now_();
       if (due_ <= now) due_ = every_ ? now + *every_ : nextAfter(now);
       arm();
     };
@@ -120,7 +121,7 @@ void ScheduleSource::fire(Clock::time_point due) {
       spdlog::warn("{}: schedule: checking for a pending run failed: {}", name,
                    pending.error().message);
       busy_ = false;
-      due_ = Clock::now() + std::chrono::seconds(5);
+      due_ = now_() + std::chrono::seconds(5);
       return arm();
     }
     if (*pending) {
@@ -140,7 +141,7 @@ void ScheduleSource::fire(Clock::time_point due) {
             spdlog::warn("{}: schedule: storing the run due {} failed: {}; trying again", name,
                          iso(due), r.error().message);
             busy_ = false;
-            due_ = Clock::now() + std::chrono::seconds(5);
+            due_ = now_() + std::chrono::seconds(5);
             return arm();
           }
           previous_ = due;

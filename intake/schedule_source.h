@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -27,9 +28,13 @@ namespace ductus::intake {
 class ScheduleSource {
  public:
   using Clock = std::chrono::system_clock;
-  static Result<std::unique_ptr<ScheduleSource>> make(uv_loop_t* loop,
-                                                      Intake& intake,
-                                                      const config::ScheduleSource& cfg);
+  // Where the source reads the time: the system clock, or a test's (a cron
+  // schedule's next minute without waiting a real one). The loop's timer
+  // still waits in real time, as long as this clock says is left.
+  using Now = std::function<Clock::time_point()>;
+  static Result<std::unique_ptr<ScheduleSource>> make(uv_loop_t* loop, Intake& intake,
+                                                      const config::ScheduleSource& cfg,
+                                                      Now now = Clock::now);
   ~ScheduleSource();
 
   // No run fires until resume() (the engine lost its ownership lock); a
@@ -39,8 +44,8 @@ class ScheduleSource {
   bool paused() const { return paused_; }
 
  private:
-  ScheduleSource(uv_loop_t* loop, Intake& intake)
-      : loop_(loop), intake_(intake) {}
+  ScheduleSource(uv_loop_t* loop, Intake& intake, Now now)
+      : loop_(loop), intake_(intake), now_(std::move(now)) {}
   void begin();
   void arm();
   void tick();
@@ -49,6 +54,7 @@ class ScheduleSource {
 
   uv_loop_t* loop_;
   Intake& intake_;
+  Now now_;
   std::optional<std::chrono::milliseconds> every_;
   std::optional<Cron> cron_;
   std::optional<Clock::time_point> previous_;

@@ -129,8 +129,7 @@ size_t ConnectionSet::fromAddress(const std::string& host) const {
 }
 
 bool StreamConnection::idle() const {
-  return !closing_ && !shutdown_ && !busy_ && !inFrame_ && !held_ && !paced_ &&
-         pendingBytes() == 0 && unread() == 0;
+  return parsing() && !frameSince_ && pendingBytes() == 0 && unread() == 0;
 }
 
 StreamConnection* ConnectionSet::longestIdle(uint64_t now, const StreamConnection* newcomer) const {
@@ -315,7 +314,7 @@ void StreamConnection::start() {
   uv_tcp_nodelay(&tcp_, 1);
   setKeepAlive();
   lastActive_ = now();
-  startReading();
+  enter(Phase::Open);
 }
 
 void StreamConnection::setKeepAlive() {
@@ -336,19 +335,63 @@ void StreamConnection::setKeepAlive() {
 }
 
 void StreamConnection::closeWhenIdle() {
-  if (!busy_) return closeNow();
+  if (phase_ != Phase::Answering && phase_ != Phase::Streaming) return closeNow();
   draining_ = true;
   // A stream has no end of its own to wait for. A peer behind on it would
   // hold the listener's close until the idle timeout: it is cut instead.
-  if (streaming_) return unread() > 0 ? closeNow() : shutdownAndClose(false);
-  stopReading();
+  if (phase_ == Phase::Streaming) return unread() > 0 ? closeNow() : shutdownAndClose(false);
+  syncReading();  // Answering and draining: nothing more is read
 }
 
 void StreamConnection::closeNow() {
-  if (closing_) return;
-  closing_ = true;
+  if (phase_ == Phase::Closed) return;
+  enter(Phase::Closed);
   if (auto s = inflight_.lock()) s->conn_ = nullptr;
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &StreamConnection::onClose);
+}
+
+void StreamConnection::enter(Phase next) {
+  if (phase_ == Phase::Closed) return;  // never left
+  // A lingering connection's wait counts from the shutdown.
+  if (next != Phase::Lingering) phaseSince_ = now();
+  phase_ = next;
+  syncReading();
+}
+
+bool StreamConnection::wantsToRead() const {
+  switch (phase_) {
+    case Phase::Accepted:
+    case Phase::ShuttingDown:
+    case Phase::Closed:
+      return false;
+    case Phase::Lingering:
+      return true;  // what the peer still sends is dropped, held or not
+    case Phase::Streaming:
+      return !backpressure_.heldSince;
+    case Phase::Open:
+    case Phase::Answering:
+      // Paced alone does not stop reading: pending_ takes it, up to `full`.
+      return !backpressure_.heldSince && !backpressure_.full && !eofSeen_ &&
+             !(phase_ == Phase::Answering && draining_);
+  }
+  return false;
+}
+
+void StreamConnection::syncReading() {
+  bool want = wantsToRead();
+  if (want == reading_) return;
+  if (!want) {
+    // uv_close stops reading itself; the handle may be closing already.
+    if (phase_ != Phase::Closed) uv_read_stop(stream());
+    reading_ = false;
+    return;
+  }
+  if (int rc = uv_read_start(stream(), &onAlloc, &onRead); rc < 0) {
+    failed(IoStep::StartRead, rc);
+    closeNow();
+    return;
+  }
+  reading_ = true;
 }
 
 void StreamConnection::onClose(uv_handle_t* h) {
@@ -367,9 +410,9 @@ void StreamConnection::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   if (n == 0) return;  // EAGAIN
   if (n > 0) return self->consume(buf->base, static_cast<size_t>(n));
   // Lingering after an error answer: the peer has closed (or reset); done.
-  if (self->shutdown_) return self->closeNow();
+  if (self->shutDown()) return self->closeNow();
   // A stream's peer has nothing more to send: its end is its leaving.
-  if (self->streaming_) return self->closeNow();
+  if (self->phase_ == Phase::Streaming) return self->closeNow();
   if (n != UV_EOF) {
     self->failed(IoStep::Read, static_cast<int>(n));
     return self->closeNow();
@@ -377,9 +420,9 @@ void StreamConnection::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   // A peer may close its side while it waits for the answer to its last
   // request: that request, and any after it already read, are answered
   // first.
-  if (self->busy_ || self->pendingBytes() > 0) {
+  if (self->phase_ == Phase::Answering || self->pendingBytes() > 0) {
     self->eofSeen_ = true;
-    self->stopReading();
+    self->syncReading();
   } else {
     self->endOfInput();
   }
@@ -394,57 +437,49 @@ void StreamConnection::onWrite(uv_write_t* req, int status) {
     self->failed(IoStep::Write, status);
     return self->closeNow();
   }
-  if (self->closing_) return;
+  if (self->phase_ == Phase::Closed) return;
   if (self->writesInFlight_ == 0 && !self->outbox_.empty())
     self->submit(std::exchange(self->outbox_, {}));
-  if (self->closing_) return;
-  if (self->paced_) {
-    self->paced_ = false;
-    if (!self->held_) return self->goOn();
+  if (self->phase_ == Phase::Closed) return;
+  Backpressure& bp = self->backpressure_;
+  if (bp.pacedSince) {
+    bp.pacedSince.reset();
+    if (!bp.heldSince) return self->goOn();
   }
   // Half of the limit, not the limit itself: reading is not stopped and
   // started again around every answer of a peer that reads slowly.
-  if (self->held_ && self->unread() <= self->limits_.unreadAnswers / 2) self->release();
+  if (bp.heldSince && self->unread() <= self->limits_.unreadAnswers / 2) self->release();
 }
 
 void StreamConnection::onShutdown(uv_shutdown_t* req, int status) {
   std::unique_ptr<uv_shutdown_t> owned(req);
   auto* self = static_cast<StreamConnection*>(req->handle->data);
-  if (self->closing_) return;
+  if (self->phase_ == Phase::Closed) return;
   if (status < 0 || !self->lingerAfterShutdown_) return self->closeNow();
-  self->startReading();  // read and drop until the peer closes
-}
-
-void StreamConnection::startReading() {
-  if (reading_ || closing_ || (held_ && !shutdown_)) return;
-  if (int rc = uv_read_start(stream(), &onAlloc, &onRead); rc < 0) {
-    failed(IoStep::StartRead, rc);
-    closeNow();
-    return;
-  }
-  reading_ = true;
-}
-
-void StreamConnection::stopReading() {
-  if (!reading_) return;
-  uv_read_stop(stream());
-  reading_ = false;
+  self->enter(Phase::Lingering);  // read and drop until the peer closes
 }
 
 void StreamConnection::consume(const char* p, size_t n) {
-  if (shutdown_ || streaming_) return drop(n);
-  if (busy_ || held_ || paced_) {
+  if (shutDown() || phase_ == Phase::Streaming) return drop(n);
+  if (!parsing()) {
     pending_.append(p, n);
-    if (pendingBytes() >= pendingLimit_) stopReading();
+    if (pendingBytes() >= pendingLimit_) {
+      backpressure_.full = true;
+      syncReading();
+    }
     return;
   }
   size_t used = feedAll(p, n);
-  if (closing_ || shutdown_) return;
+  if (phase_ == Phase::Closed || shutDown()) return;
   // The handler answered with a stream at once: what followed the request
   // is no request.
-  if (streaming_) return drop(n - used);
+  if (phase_ == Phase::Streaming) return drop(n - used);
   if (used < n) pending_.append(p + used, n - used);
-  if ((busy_ || paced_) && pendingBytes() >= pendingLimit_) stopReading();
+  if ((phase_ == Phase::Answering || backpressure_.pacedSince) &&
+      pendingBytes() >= pendingLimit_) {
+    backpressure_.full = true;
+    syncReading();
+  }
 }
 
 // Read after a shutdown (lingering) or during a stream: what the peer still
@@ -459,7 +494,7 @@ size_t StreamConnection::feedAll(const char* p, size_t n) {
   feeding_ = true;
   // Held or paced: the peer has not taken the answers already given, so no
   // request is parsed (nor answered) until it does.
-  while (!busy_ && !closing_ && !shutdown_ && !held_ && !paced_ && used < n)
+  while (parsing() && used < n)
     used += feed(p + used, n - used);
   feeding_ = false;
   return used;
@@ -483,13 +518,11 @@ void StreamConnection::drainPending() {
 
 void StreamConnection::frameBegun() {
   lastActive_ = now();
-  if (inFrame_) return;
-  inFrame_ = true;
-  frameSince_ = lastActive_;
+  if (!frameSince_) frameSince_ = lastActive_;
 }
 
 void StreamConnection::frameEnded() {
-  inFrame_ = false;
+  frameSince_.reset();
   lastActive_ = now();
 }
 
@@ -498,33 +531,32 @@ void StreamConnection::frameExpired(std::chrono::milliseconds) { closeNow(); }
 void StreamConnection::beginRequest(const std::shared_ptr<AnswerSlot>& slot) {
   // A connection closed under the protocol (a failed write) takes no
   // request: the answer, when it comes, goes nowhere.
-  if (closing_) return;
+  if (phase_ == Phase::Closed) return;
   slot->conn_ = this;
   inflight_ = slot;
-  busy_ = true;
+  enter(Phase::Answering);
 }
 
 void StreamConnection::beginStream(const std::shared_ptr<AnswerSlot>& slot) {
-  if (closing_) return;
+  if (phase_ == Phase::Closed) return;
   slot->conn_ = this;
   inflight_ = slot;
-  busy_ = true;
-  streaming_ = true;
   // Read behind the request: no request follows a stream.
   pending_ = std::string();
   pendingAt_ = 0;
+  backpressure_.full = false;
   if (eofSeen_) return closeNow();
   // Reading stopped behind the request; from here it goes on, to see the
   // peer leave.
-  if (!shutdown_) startReading();
+  if (!shutDown()) enter(Phase::Streaming);
 }
 
 void StreamConnection::endRequest(std::string answer, bool keepOpen) {
   inflight_.reset();
-  busy_ = false;
   lastActive_ = now();
+  if (phase_ == Phase::Answering) enter(Phase::Open);
   write(std::move(answer));
-  if (closing_) return;
+  if (phase_ == Phase::Closed) return;
   if (!keepOpen || draining_) return shutdownAndClose(false);
   // Answered from inside feed(): the loop on the stack stops until the
   // answer is written (answerNow).
@@ -534,23 +566,23 @@ void StreamConnection::endRequest(std::string answer, bool keepOpen) {
 
 void StreamConnection::answerNow(std::string answer) {
   write(std::move(answer));
-  if (feeding_ && !closing_) pace();
+  if (feeding_ && phase_ != Phase::Closed) pace();
 }
 
 void StreamConnection::pace() {
   if (writesInFlight_ == 0) return;
-  paced_ = true;
-  pacedSince_ = now();
+  backpressure_.pacedSince = now();
 }
 
 // Nothing in flight: what the peer sent next is parsed, then reading
 // resumes.
 void StreamConnection::goOn() {
-  if (busy_ || closing_ || shutdown_ || held_ || paced_) return;
+  if (!parsing()) return;
   drainPending();
-  if (busy_ || closing_ || shutdown_ || held_ || paced_) return;
+  if (!parsing()) return;
   if (eofSeen_) return endOfInput();
-  startReading();
+  backpressure_.full = false;
+  syncReading();
 }
 
 void StreamConnection::endOfInput() {
@@ -559,7 +591,7 @@ void StreamConnection::endOfInput() {
 }
 
 void StreamConnection::write(std::string bytes) {
-  if (closing_ || shutdown_) return;
+  if (!writable()) return;
   // Reading stopped at unreadAnswers; a peer still this far behind when
   // another answer is due has stopped reading altogether.
   if (size_t queued = unread(); queued > limits_.unreadAnswers * kUnreadHardCapFactor) {
@@ -573,7 +605,8 @@ void StreamConnection::write(std::string bytes) {
     outbox_.append(bytes);
   else
     submit(std::move(bytes));
-  if (!closing_ && !held_ && unread() > limits_.unreadAnswers) holdBack();
+  if (phase_ != Phase::Closed && !backpressure_.heldSince && unread() > limits_.unreadAnswers)
+    holdBack();
 }
 
 void StreamConnection::submit(std::string bytes) {
@@ -590,58 +623,58 @@ void StreamConnection::submit(std::string bytes) {
 }
 
 void StreamConnection::holdBack() {
-  held_ = true;
-  heldSince_ = now();
+  backpressure_.heldSince = now();
   // TCP now holds the peer back: what it sends waits in the kernel.
-  stopReading();
+  syncReading();
   spdlog::debug("{}: {} has {} bytes of answers unread; reading from it stops until it takes them",
                 listenerName(), peer_, unread());
 }
 
 void StreamConnection::release() {
-  held_ = false;
-  if (streaming_) return startReading();
+  backpressure_.heldSince.reset();
   // With a request in flight, reading goes on as consume() would have left it.
-  if (busy_) {
-    if (!eofSeen_ && pendingBytes() < pendingLimit_) startReading();
-    return;
-  }
+  if (phase_ == Phase::Answering && pendingBytes() < pendingLimit_) backpressure_.full = false;
+  syncReading();
   goOn();
 }
 
 void StreamConnection::shutdownAndClose(bool linger) {
-  if (closing_ || shutdown_) return;
-  shutdown_ = true;
-  shutdownAt_ = now();
+  if (!writable()) return;
   // A closing listener waits for this connection: no lingering then.
   lingerAfterShutdown_ = linger && !draining_;
-  stopReading();
+  enter(Phase::ShuttingDown);
   // libuv writes nothing after a shutdown: the outbox goes first.
   if (!outbox_.empty()) submit(std::exchange(outbox_, {}));
-  if (closing_) return;
+  if (phase_ == Phase::Closed) return;
   auto req = std::make_unique<uv_shutdown_t>();
   if (uv_shutdown(req.get(), stream(), &onShutdown) < 0) return closeNow();
   req.release();  // freed in onShutdown
 }
 
 void StreamConnection::sweep(uint64_t now) {
-  if (closing_) return;
   auto past = [now](uint64_t since, std::chrono::milliseconds limit) {
     return now >= since && now - since >= millis(limit);
   };
-  if (shutdown_) {
-    // Waiting for the peer to take the last answer, or to close: a peer
-    // that does neither does not keep the connection.
-    if (past(shutdownAt_, limits_.idleTimeout)) closeNow();
-    return;
+  switch (phase_) {
+    case Phase::Accepted:
+    case Phase::Closed:
+      return;
+    case Phase::ShuttingDown:
+    case Phase::Lingering:
+      // Waiting for the peer to take the last answer, or to close: a peer
+      // that does neither does not keep the connection.
+      if (past(phaseSince_, limits_.idleTimeout)) closeNow();
+      return;
+    case Phase::Open:
+    case Phase::Answering:
+    case Phase::Streaming:
+      break;
   }
   // Not taking its answers: over limits_.unreadAnswers, or an answer given
   // from inside feed() still not written. Either way nothing is read or
   // parsed, and the peer is waited for no longer than unreadGrace.
-  if (held_ || paced_) {
-    uint64_t since = held_ && paced_ ? std::min(heldSince_, pacedSince_)
-                     : held_         ? heldSince_
-                                     : pacedSince_;
+  if (backpressure_.parsingWaits()) {
+    uint64_t since = backpressure_.since();
     if (past(since, limits_.unreadGrace)) {
       spdlog::warn(
           "{}: closing the connection from {}: answers unread for {} ({} bytes; "
@@ -651,15 +684,16 @@ void StreamConnection::sweep(uint64_t now) {
     }
     return;
   }
-  if (inFrame_) {
-    if (past(frameSince_, limits_.frameDeadline)) {
-      inFrame_ = false;
-      frameExpired(std::chrono::milliseconds(now - frameSince_));
-      if (!closing_ && !shutdown_) closeNow();
+  if (frameSince_) {
+    uint64_t since = *frameSince_;
+    if (past(since, limits_.frameDeadline)) {
+      frameSince_.reset();
+      frameExpired(std::chrono::milliseconds(now - since));
+      if (writable()) closeNow();
     }
     return;
   }
-  if (busy_ || pendingBytes() > 0) return;
+  if (phase_ != Phase::Open || pendingBytes() > 0) return;
   if (past(lastActive_, limits_.idleTimeout)) {
     spdlog::debug("{}: closing the connection from {}: idle for {}", listenerName(), peer_,
                   asWritten(now - lastActive_));

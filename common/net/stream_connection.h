@@ -26,11 +26,13 @@
 
 #include <uv.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -238,6 +240,66 @@ class StreamConnection {
  protected:
   enum class IoStep { StartRead, Read, Write };
 
+  // Where a connection is in its life; exactly one at a time, changed only
+  // by enter(). Whether it reads follows from the phase and the
+  // backpressure below (wantsToRead()), never set on its own. A new phase
+  // (TLS's handshake, between Accepted and Open) is one value here, its
+  // line in wantsToRead() and sweep(), and the calls that enter and leave it.
+  enum class Phase : uint8_t {
+    // Built and accepted, not started: the set may still refuse it. Not
+    // reading. Leaves by start() (Open) or closeNow() (Closed).
+    Accepted,
+    // Between requests, or inside one not yet complete (frameSince_): reads
+    // and parses what the peer sends, unless backpressure holds it. The
+    // idle timeout and the frame deadline apply. Leaves when the protocol
+    // has a request (Answering) or a stream (Streaming), shuts down
+    // (ShuttingDown), or closes (Closed).
+    Open,
+    // A request is with the handler: nothing is parsed; what the peer sends
+    // waits in pending_, up to pendingLimit_, then reading stops. Leaves by
+    // endRequest() (Open, or ShuttingDown when the connection is not kept
+    // or the listener is draining), beginStream() (Streaming), or Closed.
+    Answering,
+    // The answer is a stream (beginStream): no request follows; what the
+    // peer sends is read and dropped, to see it leave. No idle timeout.
+    // Leaves only by a shutdown (the stream's end) or Closed.
+    Streaming,
+    // The last answer is queued and the write side is being shut down: not
+    // reading, nothing more is written. Leaves for Lingering (the shutdown
+    // is done and the peer may still send) or Closed; after
+    // limits().idleTimeout from the shutdown, Closed.
+    ShuttingDown,
+    // Shut down after an error answer: reads and drops what the peer still
+    // sends (up to kLingerBytes) so the kernel sends no RST over the answer.
+    // Leaves for Closed when the peer closes, or limits().idleTimeout after
+    // the shutdown.
+    Lingering,
+    // uv_close has been called: nothing is read, written or swept; the close
+    // callback deletes the connection. Never left.
+    Closed,
+  };
+
+  // Why parsing, or reading, waits for the peer apart from the phase: any of
+  // these at once, or none. A since-time is what the sweep needs
+  // (limits().unreadGrace runs from the earlier of the two).
+  struct Backpressure {
+    // An answer given from inside feed() is not written yet: nothing more is
+    // parsed until it is (reading goes on, into pending_).
+    std::optional<uint64_t> pacedSince;
+    // Over limits().unreadAnswers unread: nothing is read or parsed until
+    // the peer has taken half of it.
+    std::optional<uint64_t> heldSince;
+    // pendingLimit_ bytes wait behind a request or a paced answer: reading
+    // stops until they are parsed (goOn) or a hold ends with room again.
+    bool full = false;
+
+    bool parsingWaits() const { return pacedSince || heldSince; }
+    uint64_t since() const {
+      return pacedSince && heldSince ? std::min(*pacedSince, *heldSince)
+                                     : pacedSince.value_or(heldSince.value_or(0));
+    }
+  };
+
   // pendingLimit: how many bytes may wait behind the request in flight
   // before reading stops; 0 stops it as soon as a request is complete.
   explicit StreamConnection(size_t pendingLimit);
@@ -270,6 +332,10 @@ class StreamConnection {
   // Whether the connection closes after the answer in flight (its listener
   // is closing).
   bool draining() const { return draining_; }
+  // Where the connection is (tests and the log; the protocol asks writable()).
+  Phase phase() const { return phase_; }
+  const Backpressure& backpressure() const { return backpressure_; }
+  bool reading() const { return reading_; }
   // The limits the connection was accepted under.
   const ConnectionLimits& limits() const { return limits_; }
   // The loop's clock, in milliseconds.
@@ -296,7 +362,7 @@ class StreamConnection {
   // shutdown once everything is written, or at once if the peer is behind.
   void beginStream(const std::shared_ptr<AnswerSlot>& slot);
   // Whether write() still sends: not closing, not shut down.
-  bool writable() const { return !closing_ && !shutdown_; }
+  bool writable() const { return !shutDown() && phase_ != Phase::Closed; }
   // Bytes of answers not yet taken by the peer's kernel: libuv's write
   // queue and the outbox.
   size_t unread() const;
@@ -339,8 +405,16 @@ class StreamConnection {
   void start();
   void setKeepAlive();
   void closeWhenIdle();
-  void startReading();
-  void stopReading();
+  // The one place a phase changes: records when (what the sweep needs) and
+  // starts or stops reading as the new phase wants.
+  void enter(Phase next);
+  // Whether the connection should be reading now (phase, backpressure, the
+  // peer's end of input); syncReading() makes it so.
+  bool wantsToRead() const;
+  void syncReading();
+  // A request may be parsed now: Open, and no answer holds parsing back.
+  bool parsing() const { return phase_ == Phase::Open && !backpressure_.parsingWaits(); }
+  bool shutDown() const { return phase_ == Phase::ShuttingDown || phase_ == Phase::Lingering; }
   void consume(const char* p, size_t n);
   void drop(size_t n);
   size_t feedAll(const char* p, size_t n);
@@ -371,24 +445,17 @@ class StreamConnection {
   std::string outbox_;
   size_t writesInFlight_ = 0;
   size_t lingered_ = 0;
+  Phase phase_ = Phase::Accepted;
+  uint64_t phaseSince_ = 0;  // entered phase_ (Lingering keeps ShuttingDown's)
+  Backpressure backpressure_;
   uint64_t lastActive_ = 0;  // accepted, a request begun or ended, an answer given
-  uint64_t frameSince_ = 0;  // when the partial request began (inFrame_)
-  uint64_t heldSince_ = 0;   // when unread answers went over the limit (held_)
-  uint64_t pacedSince_ = 0;  // when paced_ was set
-  uint64_t shutdownAt_ = 0;  // when shutdown_ was set
-  bool inFrame_ = false;     // a request has begun and is not complete
-  bool held_ = false;        // over limits_.unreadAnswers: not reading, not parsing
-  bool paced_ = false;       // answered from inside feed(): parsing waits for the write
-  bool busy_ = false;     // a request is with the handler
-  bool streaming_ = false;  // its answer is a stream (beginStream): busy_ for good
+  std::optional<uint64_t> frameSince_;  // a request has begun and is not complete
+  bool reading_ = false;  // libuv is reading: follows wantsToRead()
   bool feeding_ = false;  // feed() is on the stack
-  bool reading_ = false;
   bool eofSeen_ = false;  // the peer closed; close after answering what it sent
-  bool closing_ = false;
-  bool draining_ = false;
+  bool draining_ = false;  // the listener is closing: shut down after the answer in flight
   bool evicted_ = false;  // closed for a new connection (set_->evicting_ counts it)
-  bool shutdown_ = false;
-  bool lingerAfterShutdown_ = false;
+  bool lingerAfterShutdown_ = false;  // ShuttingDown goes on to Lingering
   std::weak_ptr<AnswerSlot> inflight_;
 };
 

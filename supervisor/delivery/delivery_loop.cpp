@@ -16,8 +16,6 @@ namespace {
 
 using store::MessageStatus;
 
-uint64_t lastStream = 0;  // streams for pipelined senders, one per read
-
 std::string runawayText(Outcome::Kind k, const std::string& data) {
   std::string why = k == Outcome::Kind::RunawayHeap ? "runaway: the script filled its heap"
                                                     : "runaway: the script ran past its timeout";
@@ -64,11 +62,35 @@ int64_t DeliveryLoop::receivedAtMs(const std::string& t) {
 }
 
 void DeliveryLoop::wake() {
-  if (stopping_ || state_ == State::Stopped) return;
-  if (state_ == State::Idle && !holds_) {
-    if (!windowArmed_) idleUntilWindow();
-  } else {
-    wakeAgain_ = true;
+  if (stopping_ || phase_ == Phase::Stopped) return;
+  // Idle implies no hold: a held loop is Parked.
+  if (phase_ == Phase::Idle) return idleUntilWindow();
+  if (phase_ != Phase::Windowing) wakeAgain_ = true;
+}
+
+void DeliveryLoop::enter(Phase next, std::chrono::milliseconds wait) {
+  if (phase_ == Phase::Stopped) return;  // never left
+  phase_ = next;
+  switch (next) {
+    case Phase::Idle:
+      return armTimer(timing_.safetyNet);
+    case Phase::Windowing:
+      return armTimer(timing_.wakeWindow);  // replaces the safety net's wait
+    case Phase::BackingOff:
+      return armTimer(wait);
+    case Phase::Parked:
+      uv_timer_stop(timer_.get());
+      return;
+    case Phase::Stopped:
+      uv_timer_stop(timer_.get());
+      uv_timer_stop(flushTimer_.get());
+      uv_timer_stop(settleTimer_.get());  // what is left, the next start settles
+      return;
+    case Phase::Reading:
+    case Phase::AwaitingFlushes:
+    case Phase::Working:
+    case Phase::Flushing:
+      return;  // no timer of the phase's own (a rate limit's wait is backpressure)
   }
 }
 
@@ -78,13 +100,14 @@ void DeliveryLoop::armTimer(std::chrono::milliseconds delay) {
       [](uv_timer_t* t) {
         auto* self = static_cast<DeliveryLoop*>(t->data);
         if (!self) return;
-        switch (self->state_) {
-          case State::Idle:
-          case State::BackingOff:
+        switch (self->phase_) {
+          case Phase::Idle:
+          case Phase::Windowing:
+          case Phase::BackingOff:
             if (self->stopping_) return self->maybeStopped();
             if (self->holds_) return self->park();
             return self->read();
-          case State::Working:
+          case Phase::Working:
             return self->next();  // a rate limit's wait is over
           default:
             return;
@@ -95,22 +118,16 @@ void DeliveryLoop::armTimer(std::chrono::milliseconds delay) {
 
 void DeliveryLoop::idleUntilWindow() {
   if (holds_) return park();
-  state_ = State::Idle;
-  windowArmed_ = true;
-  armTimer(timing_.wakeWindow);  // replaces the safety net's wait
+  enter(Phase::Windowing);
 }
 
 void DeliveryLoop::read() {
   if (holds_) return park();
-  state_ = State::Reading;
   wakeAgain_ = false;
-  windowArmed_ = false;
   // Rows whose outcome is still being recorded would be read as pending
   // and sent twice: the read waits for those flushes.
-  if (backgroundFlushes_ > 0) {
-    readAfterFlushes_ = true;
-    return;
-  }
+  if (backgroundFlushes_ > 0) return enter(Phase::AwaitingFlushes);
+  enter(Phase::Reading);
   auto alive = alive_;
   store_.readQueue(target_.destinationId, lanes_, 0,
                    [this, alive](Result<store::QueueRead> r) {
@@ -129,19 +146,19 @@ void DeliveryLoop::onRows(std::vector<store::QueuedDelivery> rows) {
   // Held while reading: the rows stay pending for the read after release.
   if (holds_ && !stopping_) return park();
   if (rows.empty()) {
-    state_ = State::Idle;
     if (stopping_) return maybeStopped();
     if (wakeAgain_) return idleUntilWindow();
-    armTimer(timing_.safetyNet);
-    return;
+    return enter(Phase::Idle);
   }
-  state_ = State::Working;
+  enter(Phase::Working);
   items_.clear();
   items_.reserve(rows.size());
   for (auto& row : rows) items_.push_back(Item{std::move(row), std::nullopt, false, std::nullopt});
   pos_ = 0;
   sendPos_ = 0;
-  stream_ = ++lastStream;
+  // A stream of the sender's own: the destination's other loops (slots)
+  // share the sender, so only it can keep their streams apart.
+  stream_ = target_.sender ? target_.sender->newStream() : 0;
   // Every transform of the read at once: the workers pipeline them, and the
   // outputs are still delivered strictly in order below. If a delivery
   // fails, the outputs after it are dropped and transformed again later
@@ -166,13 +183,13 @@ void DeliveryLoop::onRows(std::vector<store::QueuedDelivery> rows) {
                       if (generation_ != generation) return;
                       items_[i].outcome = std::move(o);
                       // Not only for pos_: a pipelined sender may start on it.
-                      if (state_ == State::Working) next();
+                      if (phase_ == Phase::Working) next();
                     });
   }
 }
 
 void DeliveryLoop::next() {
-  if (inNext_ || rateWaiting_) return;
+  if (inNext_ || backpressure_ != Backpressure::None) return;
   inNext_ = true;
   bool waiting = false;
   while (pos_ < items_.size()) {
@@ -198,14 +215,14 @@ void DeliveryLoop::next() {
           continue;
         }
         if (d.kind == senders::RateDecision::Kind::Wait) {
-          rateWaiting_ = true;  // hold the loop until the timer
+          backpressure_ = Backpressure::RateLimit;  // hold the loop until the timer
           auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d.wait).count() + 1;
           uv_timer_start(
               timer_.get(),
               [](uv_timer_t* t) {
                 auto* self = static_cast<DeliveryLoop*>(t->data);
                 if (!self) return;
-                self->rateWaiting_ = false;
+                self->backpressure_ = Backpressure::None;
                 self->next();
               },
               static_cast<uint64_t>(ms), 0);
@@ -217,7 +234,7 @@ void DeliveryLoop::next() {
       waiting = true;
       break;
     }
-    if (state_ != State::Working) {  // failed(): flushing, then backing off
+    if (phase_ != Phase::Working) {  // failed(): flushing, then backing off
       inNext_ = false;
       return;
     }
@@ -227,7 +244,7 @@ void DeliveryLoop::next() {
   // Cut short by a hold: the rest of the read is read again after release.
   if (pos_ < items_.size()) wakeAgain_ = true;
   // The read is done (or we are stopping): flush, then look again.
-  state_ = State::Flushing;
+  enter(Phase::Flushing);
   auto alive = alive_;
   flush([this, alive](bool ok) {
     if (!*alive) return;
@@ -289,7 +306,7 @@ void DeliveryLoop::launch(size_t i) {
     if (generation_ != generation) return;  // the read was abandoned
     items_[i].sending = false;
     items_[i].sent = std::move(out);
-    if (state_ == State::Working) next();
+    if (phase_ == Phase::Working) next();
   });
 }
 
@@ -412,7 +429,7 @@ void DeliveryLoop::failed(const std::string& why) {
   if (target_.maxAttempts > 0 && attempts >= static_cast<int>(target_.maxAttempts)) {
     finished(MessageStatus::Quarantined,
              "gave up after " + std::to_string(attempts) + " attempts: " + why, std::nullopt);
-    if (state_ == State::Working && !inNext_) next();
+    if (phase_ == Phase::Working && !inNext_) next();
     return;
   }
   ++counters_.retries;
@@ -429,7 +446,7 @@ void DeliveryLoop::failed(const std::string& why) {
   items_.clear();
   pos_ = 0;
   generation_.reset();
-  state_ = State::Flushing;
+  enter(Phase::Flushing);
   auto alive = alive_;
   flush([this, alive, delay](bool) {
     if (!*alive) return;
@@ -439,11 +456,10 @@ void DeliveryLoop::failed(const std::string& why) {
 }
 
 void DeliveryLoop::backOff(std::chrono::milliseconds delay) {
-  state_ = State::BackingOff;
+  enter(Phase::BackingOff, delay);
   if (timing_.onBackoff) timing_.onBackoff(delay);
   if (stopping_) return maybeStopped();
   if (holds_) return park();  // release reads at once: the wait ends with the hold
-  armTimer(delay);
 }
 
 void DeliveryLoop::readAgainOrIdle() {
@@ -455,17 +471,14 @@ void DeliveryLoop::readAgainOrIdle() {
     return park();
   }
   if (interfaceStopped_) {
-    state_ = State::Idle;  // woken reads find it stopped at once again
     interfaceStopped_ = false;
-    armTimer(timing_.safetyNet);
-    return;
+    return enter(Phase::Idle);  // woken reads find it stopped at once again
   }
   // A full read means more are waiting: read on now. A short one emptied
   // the lanes, unless something was stored meanwhile (a wake came).
   if (lastReadFull_) return read();
   if (wakeAgain_) return idleUntilWindow();
-  state_ = State::Idle;
-  armTimer(timing_.safetyNet);
+  enter(Phase::Idle);
 }
 
 void DeliveryLoop::batched() {
@@ -481,7 +494,7 @@ void DeliveryLoop::batched() {
 // The read goes on while these outcomes are recorded: they are other rows
 // than the ones still in hand, so the order of the two flushes is free.
 void DeliveryLoop::flushInBackground() {
-  if (state_ != State::Working || (batch_.empty() && routed_.empty())) return;
+  if (phase_ != Phase::Working || (batch_.empty() && routed_.empty())) return;
   ++backgroundFlushes_;
   auto alive = alive_;
   flush([this, alive](bool ok) {
@@ -489,9 +502,8 @@ void DeliveryLoop::flushInBackground() {
     if (!ok) backgroundFlushFailed_ = true;
     if (--backgroundFlushes_ > 0) return;
     bool failed = std::exchange(backgroundFlushFailed_, false);
-    if (state_ == State::Stopped) return maybeStopped();
-    if (readAfterFlushes_) {
-      readAfterFlushes_ = false;
+    if (phase_ == Phase::Stopped) return maybeStopped();
+    if (phase_ == Phase::AwaitingFlushes) {
       if (stopping_) return maybeStopped();
       // As after a failed flush in next(): the rows are still pending.
       if (failed) return backOff(timing_.backoff.after(flushFailures_++));
@@ -610,16 +622,17 @@ void DeliveryLoop::settle(std::vector<store::MessageRef> refs, int attempt) {
 void DeliveryLoop::stop(std::function<void()> done) {
   stopping_ = true;
   stopDone_ = std::move(done);
-  if (state_ == State::Idle || state_ == State::BackingOff) {
+  if (phase_ == Phase::Idle || phase_ == Phase::Windowing || phase_ == Phase::Parked ||
+      phase_ == Phase::BackingOff) {
     uv_timer_stop(timer_.get());
     auto alive = alive_;
-    state_ = State::Flushing;
+    enter(Phase::Flushing);
     flush([this, alive](bool) {
       if (*alive) maybeStopped();
     });
     return;
   }
-  if (state_ == State::Working && !rateWaiting_) {
+  if (phase_ == Phase::Working && backpressure_ == Backpressure::None) {
     // Waiting for a transform: stop at the message in hand.
     uv_timer_stop(timer_.get());
     next();
@@ -630,15 +643,16 @@ void DeliveryLoop::stop(std::function<void()> done) {
 void DeliveryLoop::hold(Hold why) {
   bool already = holds_ != 0;
   holds_ |= static_cast<uint8_t>(why);
-  if (already || stopping_ || state_ == State::Stopped) return;
-  switch (state_) {
-    case State::Idle:
-    case State::BackingOff:
+  if (already || stopping_ || phase_ == Phase::Stopped) return;
+  switch (phase_) {
+    case Phase::Idle:
+    case Phase::Windowing:
+    case Phase::BackingOff:
       return park();
-    case State::Working:
-      if (rateWaiting_) {  // the wait would only delay the hold
+    case Phase::Working:
+      if (backpressure_ == Backpressure::RateLimit) {  // the wait would only delay the hold
         uv_timer_stop(timer_.get());
-        rateWaiting_ = false;
+        backpressure_ = Backpressure::None;
       }
       return next();  // ends at the message in hand, flushes, parks
     default:
@@ -648,13 +662,13 @@ void DeliveryLoop::hold(Hold why) {
 
 void DeliveryLoop::release(Hold why) {
   holds_ &= static_cast<uint8_t>(~static_cast<uint8_t>(why));
-  if (holds_ || stopping_ || state_ == State::Stopped) return;
+  if (holds_ || stopping_ || phase_ == Phase::Stopped) return;
   // Parked: read now, whether or not a wake came meanwhile (the safety
   // net's read was skipped too). Not after the wake window: that gathers
   // messages arriving together, and these have been waiting all along (a
   // handover's pause was 10 ms longer for it). Still finishing what it had
   // in hand: that path goes on as if never held, and reads again after it.
-  if (state_ == State::Idle) return read();
+  if (phase_ == Phase::Parked || phase_ == Phase::Idle || phase_ == Phase::Windowing) return read();
   wakeAgain_ = true;
 }
 
@@ -662,19 +676,12 @@ void DeliveryLoop::park() {
   items_.clear();
   pos_ = 0;
   generation_.reset();  // outcomes of transforms still running are ignored
-  windowArmed_ = false;
-  state_ = State::Idle;
-  uv_timer_stop(timer_.get());
+  enter(Phase::Parked);
   if (stopping_) maybeStopped();
 }
 
 void DeliveryLoop::maybeStopped() {
-  if (state_ != State::Stopped) {
-    state_ = State::Stopped;
-    uv_timer_stop(timer_.get());
-    uv_timer_stop(flushTimer_.get());
-    uv_timer_stop(settleTimer_.get());  // what is left, the next start settles
-  }
+  enter(Phase::Stopped);  // no-op once there
   if (backgroundFlushes_ > 0) return;  // the last one calls again
   if (auto d = std::move(stopDone_)) d();
 }

@@ -116,11 +116,51 @@ class DeliveryLoop {
   void release(Hold why);
   bool held() const { return holds_ != 0; }
 
+  // Where the loop is; exactly one at a time, changed only by enter(), which
+  // arms or stops the loop's timer as the phase needs. A stop (stopping_)
+  // and the holds (holds_) are not phases: they say where the phase goes
+  // next.
+  enum class Phase : uint8_t {
+    // Nothing in hand; the timer is the safety net's. wake() goes to
+    // Windowing, the timer to Reading, a hold to Parked, stop() to Flushing.
+    Idle,
+    // Woken while idle: the timer is the wake window's, so messages that
+    // arrive together share one read. The timer goes to Reading.
+    Windowing,
+    // Held with nothing in hand: no timer, no read. The release of the last
+    // hold goes to Reading; stop() to Flushing.
+    Parked,
+    // A queue read is in flight. Its rows go to Working; no rows to Idle or
+    // Windowing; a failure to BackingOff; a hold (when it ends) to Parked.
+    Reading,
+    // A read is due but waits for background flushes: rows whose outcome
+    // is being recorded would be read as pending and sent twice. The last
+    // flush's end goes to Reading (or BackingOff, if one failed).
+    AwaitingFlushes,
+    // A read's rows in hand: transforms and sends, delivered in order; a
+    // rate limit's wait (backpressure_) can hold it. The read done, a hold
+    // or a stop goes to Flushing; a transient failure to Flushing, then
+    // BackingOff.
+    Working,
+    // The read's outcomes are being recorded (the end of a read, before a
+    // back-off, at a stop). Then Reading (a full read), Idle, Windowing,
+    // Parked, BackingOff or Stopped.
+    Flushing,
+    // A failure's wait; the timer goes to Reading, a hold to Parked.
+    BackingOff,
+    // stop(): no timer, nothing read; done once background flushes end.
+    // Never left.
+    Stopped,
+  };
+  Phase phase() const { return phase_; }
+
   const DeliveryTarget& target() const { return target_; }
   const DeliveryCounters& counters() const { return counters_; }
 
  private:
-  enum class State { Idle, Reading, Working, Flushing, BackingOff, Stopped };
+  // What holds a Working loop back besides its transforms and sends: the
+  // rate limit's wait, which the timer ends (a hold or a stop cuts it).
+  enum class Backpressure : uint8_t { None, RateLimit };
   struct Item {
     store::QueuedDelivery row;
     std::optional<Outcome> outcome;         // the transform's
@@ -148,6 +188,8 @@ class DeliveryLoop {
   void readAgainOrIdle();
   void idleUntilWindow();
   void backOff(std::chrono::milliseconds delay);
+  // The one place the phase changes; `wait` is BackingOff's.
+  void enter(Phase next, std::chrono::milliseconds wait = {});
   void armTimer(std::chrono::milliseconds delay);
   void maybeStopped();
   // Held: stops where it is (the read in hand is abandoned, its rows stay
@@ -174,19 +216,17 @@ class DeliveryLoop {
   UvHandle<uv_timer_t> settleTimer_;
   UvHandle<uv_timer_t> flushTimer_;
   int backgroundFlushes_ = 0;  // in flight; a stop and the next read wait for them
-  bool readAfterFlushes_ = false;
   std::vector<store::MessageRef> unsettled_;  // their settle failed: retried
   int settleAttempt_ = 0;
 
-  State state_ = State::Idle;
-  bool wakeAgain_ = false;
-  bool windowArmed_ = false;   // idle, and the timer is the wake window's
+  Phase phase_ = Phase::Idle;
+  Backpressure backpressure_ = Backpressure::None;
+  bool wakeAgain_ = false;     // woken while busy or held: read again after
   bool lastReadFull_ = false;  // the last read stopped at its row or byte limit: more wait
   bool inNext_ = false;       // inside next(), so callbacks don't re-enter it
-  bool rateWaiting_ = false;  // a rate limit's wait holds the loop until the timer
   size_t sendPos_ = 0;        // the next item whose send may start (pipelined senders)
   size_t sendsInFlight_ = 0;
-  uint64_t stream_ = 0;       // this read's order at a pipelined sender
+  uint64_t stream_ = 0;       // this read's order at a pipelined sender (Sender::newStream)
   bool interfaceStopped_ = false;
   std::shared_ptr<int> generation_;  // outcomes of an abandoned read are ignored
   bool stopping_ = false;

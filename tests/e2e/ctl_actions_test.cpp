@@ -15,6 +15,7 @@
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
 
@@ -46,13 +47,8 @@ class CtlActions : public ::testing::Test {
     dir_ = mkdtemp(tmpl);
     control_ = (dir_ / "control").string();
     port_ = freePort();
-    project_ = std::make_unique<TempProject>(std::map<std::string, std::string>{
-        {"ductus.yaml", engineYaml()},
-        {"interfaces/adt/interface.yaml",
-         "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port_) +
-             " }\nformat: hl7v2\nordering: { key: PID.3.1 }\ndestination:\n  file: { path: out/ }\n"},
-        {"interfaces/adt/transform.js", kTransform},
-    });
+    project_ = std::make_unique<TempProject>(MllpProject{
+        .port = port_, .settings = "ordering: { key: PID.3.1 }\n", .transform = kTransform});
     engine_ = std::make_unique<EngineProcess>(project_->root(), db_.url());
     engine_->setExtraArgs({"--control", control_});
     ASSERT_TRUE(engine_->start()) << engine_->log();

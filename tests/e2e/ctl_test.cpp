@@ -18,6 +18,7 @@
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
 
@@ -45,13 +46,7 @@ class Ctl : public ::testing::Test {
                               fs::perms::others_read | fs::perms::others_exec);
     control_ = (dir_ / "control").string();
     port_ = freePort();
-    project_ = std::make_unique<TempProject>(std::map<std::string, std::string>{
-        {"ductus.yaml", engineYaml()},
-        {"interfaces/adt/interface.yaml",
-         "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port_) +
-             " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
-        {"interfaces/adt/transform.js", kPassThrough},
-    });
+    project_ = std::make_unique<TempProject>(MllpProject{.port = port_});
     engine_ = std::make_unique<EngineProcess>(project_->root(), db_.url());
     engine_->setExtraArgs({"--control", control_});
   }

@@ -20,6 +20,7 @@
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/pg_cluster.h"
 
 namespace ductus::test {
@@ -71,13 +72,7 @@ TEST(DiskFull, AcksTurnToAeWhileItIsFullAndEveryAcknowledgedMessageIsDeliveredAf
   PgCluster pg(disk.dir() / "pg");
   ASSERT_TRUE(pg.start());
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(MllpProject{.port = port});
   EngineProcess engine(project.root(), pg.url());
   ASSERT_TRUE(engine.start());
 

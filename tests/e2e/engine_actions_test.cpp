@@ -23,6 +23,7 @@
 #include "tests/support/exit_status.h"
 #include "tests/support/http_client.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/mllp_receiver.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
@@ -72,12 +73,6 @@ class Api {
 };
 
 // MLLP in, to an MLLP receiver of the test's.
-std::string mllpToMllp(uint16_t in, uint16_t out) {
-  return "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(in) +
-         " }\nformat: hl7v2\ndestination:\n  mllp: { host: 127.0.0.1, port: " +
-         std::to_string(out) + " }\n";
-}
-
 std::string ackOf(MllpClient& c, const std::string& msg) {
   auto ack = c.exchange(msg, 10000ms);
   return ack ? readAck(*ack).code : "no answer: " + ack.error().message;
@@ -104,9 +99,7 @@ TEST(EngineActions, APausedDestinationWaitsAcrossARestartAndDeliversInOrderWhenR
   TestDatabase db;
   MllpReceiver receiver;
   uint16_t port = freePort(), apiPort = freePort();
-  TempProject project({{"ductus.yaml", engineYaml()},
-                       {"interfaces/adt/interface.yaml", mllpToMllp(port, receiver.port())},
-                       {"interfaces/adt/transform.js", kPassThrough}});
+  TempProject project(MllpProject{.port = port, .destination = mllpDestination(receiver.port())});
   EngineProcess engine(project.root(), db.url());
   engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
   ASSERT_TRUE(engine.start()) << engine.log();
@@ -148,14 +141,13 @@ TEST(EngineActions, ARestartRunsTheFixedCodeOfAStoppedInterfaceAndDeliversWhatWa
   TestDatabase db;
   MllpReceiver receiver;
   uint16_t port = freePort(), apiPort = freePort();
-  TempProject project(
-      {{"ductus.yaml", engineYaml()},
-       {"interfaces/adt/interface.yaml",
-        mllpToMllp(port, receiver.port()) + "timeout: 200ms\n"},
-       {"interfaces/adt/transform.js",
-        "export function transform(msg) {\n"
-        "  if (msg.get('MSH.10').startsWith('SPIN')) { while (true) {} }\n"
-        "  return msg;\n}\n"}});
+  TempProject project(MllpProject{.port = port,
+                                  .settings = "timeout: 200ms\n",
+                                  .destination = mllpDestination(receiver.port()),
+                                  .transform = "export function transform(msg) {\n"
+                                               "  if (msg.get('MSH.10').startsWith('SPIN')) { "
+                                               "while (true) {} }\n"
+                                               "  return msg;\n}\n"});
   EngineProcess engine(project.root(), db.url());
   engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
   ASSERT_TRUE(engine.start()) << engine.log();
@@ -209,9 +201,7 @@ TEST(EngineActions, ADrainClosesTheGatesUntilEndedAndWithStopEndsTheEngineOnceDr
   std::atomic<bool> down{true};
   MllpReceiver receiver([&](const std::string&, int) { return down ? "AE" : "AA"; });
   uint16_t port = freePort(), apiPort = freePort();
-  TempProject project({{"ductus.yaml", engineYaml()},
-                       {"interfaces/adt/interface.yaml", mllpToMllp(port, receiver.port())},
-                       {"interfaces/adt/transform.js", kPassThrough}});
+  TempProject project(MllpProject{.port = port, .destination = mllpDestination(receiver.port())});
   EngineProcess engine(project.root(), db.url());
   engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
   ASSERT_TRUE(engine.start()) << engine.log();

@@ -28,6 +28,7 @@
 #include "tests/support/exit_status.h"
 #include "tests/support/http_client.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/mllp_receiver.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
@@ -60,13 +61,7 @@ void expectFirstArrivalsInOrder(const std::vector<std::string>& arrivals) {
 TEST(EngineEndToEnd, TheAckWaitsForTheCommit) {
   TestDatabase db;
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(MllpProject{.port = port});
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
 
@@ -101,15 +96,9 @@ TEST(EngineEndToEnd, PerKeyOrderHoldsWhileOneKeysFirstMessageFailsThreeTimes) {
     return id == "K3-0" && times < 3 ? "AE" : "AA";
   });
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\nordering: { key: PID.3.1, partitions: 16 }\n"
-           "destination:\n  mllp: { host: 127.0.0.1, port: " +
-           std::to_string(receiver.port()) + " }\n"},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(MllpProject{.port = port,
+                                  .settings = "ordering: { key: PID.3.1, partitions: 16 }\n",
+                                  .destination = mllpDestination(receiver.port())});
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
 
@@ -153,15 +142,11 @@ TEST(EngineEndToEnd, ADestinationThatIsDownBlocksOnlyItself) {
   uint16_t nobody = 0;
   Fd refusing = closedPort(&nobody);  // held, so nothing listens there
   ASSERT_TRUE(refusing.valid());
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\ndestinations:\n  archive:\n    file: { path: out/ }\n"
-           "  lab:\n    mllp: { host: 127.0.0.1, port: " +
-           std::to_string(nobody) + " }\n"},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(MllpProject{
+      .port = port,
+      .destination = "destinations:\n  archive:\n    file: { path: out/ }\n"
+                     "  lab:\n    mllp: { host: 127.0.0.1, port: " +
+                     std::to_string(nobody) + " }\n"});
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
   auto c = MllpClient::connect("127.0.0.1", port);
@@ -197,16 +182,10 @@ TEST(EngineEndToEnd, KillNineMidTrafficLosesNothingAcknowledgedAndKeepsOrder) {
   TestDatabase db;
   MllpReceiver receiver;
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\nordering: { key: PID.3.1, partitions: 16 }\n"
-           "dedupe: { key: MSH.10 }\n"
-           "destination:\n  mllp: { host: 127.0.0.1, port: " +
-           std::to_string(receiver.port()) + " }\n"},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(MllpProject{.port = port,
+                                  .settings = "ordering: { key: PID.3.1, partitions: 16 }\n"
+                                              "dedupe: { key: MSH.10 }\n",
+                                  .destination = mllpDestination(receiver.port())});
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
 
@@ -364,14 +343,9 @@ TEST(EngineEndToEnd, AnHttp404QuarantinesTheMessageWithTheStatusInLastError) {
   TestDatabase db;
   FixedHttpServer http(404);
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\ndestination:\n  http: { url: \"http://127.0.0.1:" +
-           std::to_string(http.port()) + "/in\" }\n"},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(MllpProject{.port = port,
+                                  .destination = "destination:\n  http: { url: \"http://127.0.0.1:" +
+                                                 std::to_string(http.port()) + "/in\" }\n"});
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
   auto c = MllpClient::connect("127.0.0.1", port);
@@ -544,19 +518,15 @@ TEST(EngineEndToEnd, Hl7apysCustomDelimitersPassThroughByteForByte) {
   TestDatabase db;
   MllpReceiver receiver;
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\nordering: { key: PID.3.1, partitions: 4 }\n"
-           "destination:\n  mllp: { host: 127.0.0.1, port: " +
-           std::to_string(receiver.port()) + " }\n"},
-      {"interfaces/adt/transform.js",
-       "export function transform(msg) {\n"
-       "  if (msg.get(\"MSH.10\") !== \"430102\" || msg.get(\"PID.3[2].1\") !== \"777\")\n"
-       "    throw new Error(\"misread: \" + msg.get(\"MSH.10\") + \" \" + msg.get(\"PID.3[2].1\"));\n"
-       "  return msg;\n}\n"},
-  });
+  TempProject project(MllpProject{
+      .port = port,
+      .settings = "ordering: { key: PID.3.1, partitions: 4 }\n",
+      .destination = mllpDestination(receiver.port()),
+      .transform =
+          "export function transform(msg) {\n"
+          "  if (msg.get(\"MSH.10\") !== \"430102\" || msg.get(\"PID.3[2].1\") !== \"777\")\n"
+          "    throw new Error(\"misread: \" + msg.get(\"MSH.10\") + \" \" + msg.get(\"PID.3[2].1\"));\n"
+          "  return msg;\n}\n"});
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
   const std::string msg =
@@ -685,13 +655,7 @@ TEST(EngineEndToEnd, TheEngineRaisesItsOpenFilesLimitToTheHardLimit) {
   if (own.rlim_max < 1024 || own.rlim_max == RLIM_INFINITY)
     GTEST_SKIP() << "hard limit " << own.rlim_max;
   TestDatabase db;
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(freePort()) +
-           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(MllpProject{.port = freePort()});
   rlimit low = own;
   low.rlim_cur = 256;  // what the engine inherits
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
@@ -769,13 +733,7 @@ TEST(EngineEndToEnd, AnUnsupportedKindIsRefusedBeforeTheDatabase) {
 TEST(EngineEndToEnd, TheApiAnswersHealthAndSays503WhileStopping) {
   TestDatabase db;
   uint16_t port = freePort(), api = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(MllpProject{.port = port});
   EngineProcess engine(project.root(), db.url());
   engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(api)});
   ASSERT_TRUE(engine.start());

@@ -32,6 +32,7 @@
 #include "tests/support/engine_process.h"
 #include "tests/support/exit_status.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/mllp_receiver.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
@@ -80,14 +81,8 @@ class Handover : public ::testing::Test {
     dir_ = mkdtemp(tmpl);
     control_ = (dir_ / "control").string();
     port_ = freePort();
-    project_ = std::make_unique<TempProject>(std::map<std::string, std::string>{
-        {"ductus.yaml", engineYaml()},
-        {"interfaces/adt/interface.yaml",
-         "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port_) +
-             " }\nformat: hl7v2\ndestination:\n  mllp: { host: 127.0.0.1, port: " +
-             std::to_string(receiver_.port()) + " }\n"},
-        {"interfaces/adt/transform.js", kPassThrough},
-    });
+    project_ = std::make_unique<TempProject>(
+        MllpProject{.port = port_, .destination = mllpDestination(receiver_.port())});
     engine_ = std::make_unique<EngineProcess>(project_->root(), db_.url());
     engine_->setExtraArgs({"--control", control_});
   }

@@ -23,6 +23,7 @@
 #include "tests/support/http_client.h"
 #include "tests/support/messages_lock.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/pg_cluster.h"
 #include "tests/support/test_database.h"
 
@@ -381,13 +382,7 @@ TEST(IntakeEndToEnd, AQuietPostgresRestartCostsTheNextMessageNoAe) {
   PgCluster pg;
   ASSERT_TRUE(pg.start());
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(MllpProject{.port = port});
   EngineProcess engine(project.root(), pg.url());
   ASSERT_TRUE(engine.start());
   auto c = MllpClient::connect("127.0.0.1", port);
@@ -420,13 +415,9 @@ TEST(IntakeEndToEnd, AQuietPostgresRestartCostsTheNextMessageNoAe) {
 TEST(IntakeEndToEnd, ControlIdsThatAreNotUtf8StillDedupe) {
   TestDatabase db;
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\ndedupe: { key: MSH.10 }\ndestination:\n  file: { path: out/ }\n"},
-      {"interfaces/adt/transform.js", "export function transform() { return null; }\n"},
-  });
+  TempProject project(MllpProject{.port = port,
+                                  .settings = "dedupe: { key: MSH.10 }\n",
+                                  .transform = "export function transform() { return null; }\n"});
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
   auto c = MllpClient::connect("127.0.0.1", port);
@@ -451,14 +442,11 @@ TEST(IntakeEndToEnd, ControlIdsThatAreNotUtf8StillDedupe) {
 TEST(IntakeEndToEnd, KillNineWhileFourSendersStream5000EachLosesNothingAcknowledged) {
   TestDatabase db;
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\ndurability: strict\ndestination:\n  file: { path: out/ }\n"},
+  TempProject project(MllpProject{
+      .port = port,
+      .settings = "durability: strict\n",
       // Filtered: this test is about intake, not 20,000 output files.
-      {"interfaces/adt/transform.js", "export function transform() { return null; }\n"},
-  });
+      .transform = "export function transform() { return null; }\n"});
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
 

@@ -17,6 +17,7 @@
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/mllp_receiver.h"
 #include "tests/support/test_database.h"
 
@@ -44,16 +45,11 @@ TEST(EngineLanes, PerKeyOrderHoldsWithTheLanesSplitAcrossThreeDeliveryLoops) {
     return controlId == "K0-0" && !release ? "AE" : "AA";
   });
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\nisolation: dedicated\nworkers: " + std::to_string(kSlots) +
-           "\nordering: { key: PID.3.1, partitions: " + std::to_string(kPartitions) +
-           " }\ndestination:\n  mllp: { host: 127.0.0.1, port: " +
-           std::to_string(receiver.port()) + " }\n"},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(MllpProject{
+      .port = port,
+      .settings = "isolation: dedicated\nworkers: " + std::to_string(kSlots) +
+                  "\nordering: { key: PID.3.1, partitions: " + std::to_string(kPartitions) + " }\n",
+      .destination = mllpDestination(receiver.port())});
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
 

@@ -25,6 +25,7 @@
 #include "tests/support/engine_process.h"
 #include "tests/support/exit_status.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
 
@@ -35,18 +36,10 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-std::string mllpInterface(uint16_t port, const std::string& extra = "") {
-  return "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) + " }\nformat: hl7v2\n" +
-         extra + "destination:\n  file: { path: out/ }\n";
-}
-
 // A project of MLLP interfaces (name -> port) writing files to out/.
 std::map<std::string, std::string> projectFiles(const std::map<std::string, uint16_t>& ifaces) {
-  std::map<std::string, std::string> files{{"ductus.yaml", engineYaml()}};
-  for (auto& [name, port] : ifaces) {
-    files["interfaces/" + name + "/interface.yaml"] = mllpInterface(port);
-    files["interfaces/" + name + "/transform.js"] = kPassThrough;
-  }
+  std::map<std::string, std::string> files;
+  for (auto& [name, port] : ifaces) files.merge(MllpProject{.port = port, .name = name}.files());
   return files;
 }
 
@@ -284,13 +277,11 @@ TEST(Ownership, LoweredPartitionsThatWouldStrandPendingMessagesRefuseTheStart) {
   TestDatabase db;
   uint16_t port = freePort();
   // Nothing listens there: every delivery stays pending, backing off.
-  std::string yaml8 = "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-                      " }\nformat: hl7v2\nordering: { key: PID.3.1, partitions: 8 }\n"
-                      "destination:\n  mllp: { host: 127.0.0.1, port: " +
-                      std::to_string(freePort()) + " }\n";
-  TempProject p({{"ductus.yaml", engineYaml()},
-                 {"interfaces/adt/interface.yaml", yaml8},
-                 {"interfaces/adt/transform.js", kPassThrough}});
+  MllpProject adt{.port = port,
+                  .settings = "ordering: { key: PID.3.1, partitions: 8 }\n",
+                  .destination = mllpDestination(freePort())};
+  std::string yaml8 = adt.interfaceYaml();
+  TempProject p(adt);
   auto e = engineOn(p, db.url());
   ASSERT_TRUE(e->start());
   {

@@ -15,6 +15,7 @@
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/mllp_receiver.h"
 #include "tests/support/test_database.h"
 
@@ -34,9 +35,9 @@ std::set<std::string> idsAt(TestDatabase& db, const std::string& destination,
   return {v.begin(), v.end()};
 }
 
-std::string yaml(uint16_t port, const std::string& destinations) {
-  return "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-         " }\nformat: hl7v2\ndestinations:\n" + destinations;
+// The adt interface with these named destinations.
+MllpProject withDestinations(uint16_t port, const std::string& destinations) {
+  return {.port = port, .destination = "destinations:\n" + destinations};
 }
 
 TEST(EngineReconcile, DestinationsChangedBetweenRunsGetWhatIsStillPendingAndNothingFinished) {
@@ -46,13 +47,9 @@ TEST(EngineReconcile, DestinationsChangedBetweenRunsGetWhatIsStillPendingAndNoth
   MllpReceiver lab([](const std::string& id, int) { return id[0] == 'P' ? "AE" : "AA"; });
   uint16_t port = freePort();
   const std::string archive = "  archive:\n    file: { path: out-archive/ }\n";
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       yaml(port, archive + "  lab:\n    mllp: { host: 127.0.0.1, port: " +
-                      std::to_string(lab.port()) + " }\n")},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(withDestinations(
+      port, archive + "  lab:\n    mllp: { host: 127.0.0.1, port: " + std::to_string(lab.port()) +
+                " }\n"));
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
   {
@@ -76,8 +73,8 @@ TEST(EngineReconcile, DestinationsChangedBetweenRunsGetWhatIsStillPendingAndNoth
 
   // lab removed, billing added.
   {
-    std::ofstream(project.root() / "interfaces/adt/interface.yaml")
-        << yaml(port, archive + "  billing:\n    file: { path: out-billing/ }\n");
+    auto changed = withDestinations(port, archive + "  billing:\n    file: { path: out-billing/ }\n");
+    std::ofstream(project.root() / changed.interfacePath()) << changed.interfaceYaml();
   }
   ASSERT_TRUE(engine.start());
   EXPECT_NE(engine.log().find("adt: reconciled: 2 deliveries added, 2 to removed destinations "

@@ -16,6 +16,7 @@
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
 
@@ -52,13 +53,7 @@ TEST(ReplacedBinary, AWorkerRestartedAfterTheBinaryWasReplacedIsStillTheEnginesO
   fs::copy_file(ductusBinary(), copy);
   fs::permissions(copy, fs::perms::owner_all);
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(MllpProject{.port = port});
   EngineProcess engine(project.root(), db.url());
   engine.setBinary(copy.string());
   ASSERT_TRUE(engine.start()) << engine.log();

@@ -13,6 +13,7 @@
 #include "tests/support/engine_process.h"
 #include "tests/support/exit_status.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
 
@@ -21,10 +22,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string yaml(uint16_t port, const std::string& retention) {
-  return "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-         " }\nformat: hl7v2\nretention: " + retention +
-         "\ndedupe: { key: MSH.10, window: 2d }\ndestination:\n  file: { path: out/ }\n";
+// The adt interface keeping its messages this long.
+MllpProject keeping(uint16_t port, const std::string& retention) {
+  return {.port = port,
+          .settings = "retention: " + retention + "\ndedupe: { key: MSH.10, window: 2d }\n"};
 }
 
 // The tier the message with this control id was stored in.
@@ -52,11 +53,7 @@ ChildOutput ductus(std::vector<std::string> args, const std::string& url) {
 TEST(EngineRetention, TheJobDropsOldPeriodsAndAShorterTierWaitsForAConfirmation) {
   TestDatabase db;
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml", yaml(port, "7w")},
-      {"interfaces/adt/transform.js", kPassThrough},
-  });
+  TempProject project(keeping(port, "7w"));
   const std::string yamlPath = (project.root() / "interfaces/adt/interface.yaml").string();
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
@@ -77,7 +74,7 @@ TEST(EngineRetention, TheJobDropsOldPeriodsAndAShorterTierWaitsForAConfirmation)
   ASSERT_EQ(db.value("SELECT to_regclass('messages_t7_" + old + "') IS NOT NULL"), "t");
 
   // Shortened to 1w: the engine says it waits, and keeps the 7w tier.
-  { std::ofstream(yamlPath) << yaml(port, "1w"); }
+  { std::ofstream(yamlPath) << keeping(port, "1w").interfaceYaml(); }
   ASSERT_TRUE(engine.start());
   EXPECT_NE(engine.log().find("retention confirm adt"), std::string::npos) << engine.log();
   send(port, "A-2");

@@ -31,6 +31,7 @@
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
+#include "tests/support/mllp_project.h"
 #include "tests/support/test_database.h"
 
 namespace ductus::test {
@@ -179,19 +180,16 @@ TEST(Soak, IdleAndGarbagePeersNeitherStarveHonestSendersNorGrowTheSupervisor) {
   raiseOwnOpenFiles();
   TestDatabase db;
   uint16_t port = freePort();
-  TempProject project({
+  TempProject project(MllpProject{
+      .port = port,
+      // Filtered: this test is about intake, not thousands of files.
+      .transform = "export function transform() { return null; }\n",
       // 2,000 idle + 50 garbage + 4 honest, all from 127.0.0.1, fit under
       // 3,000 (the per-address cap raised to match: this test is about
       // load, the next about one address taking every slot); the defaults
       // for the rest (idle 5m, frame deadline 60s, unread answers 1MB).
-      {"ductus.yaml", engineYaml() + "limits:\n  connections_per_listener: 3000\n"
-                                     "  connections_per_address: 3000\n"},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
-      // Filtered: this test is about intake, not thousands of files.
-      {"interfaces/adt/transform.js", "export function transform() { return null; }\n"},
-  });
+      .engine = engineYaml() + "limits:\n  connections_per_listener: 3000\n"
+                               "  connections_per_address: 3000\n"});
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
   const pid_t pid = engine.pid();
@@ -283,13 +281,8 @@ TEST(Soak, OneAddressHoldingIdleConnectionsDoesNotShutOutASenderFromAnother) {
   raiseOwnOpenFiles();
   TestDatabase db;
   uint16_t port = freePort();
-  TempProject project({
-      {"ductus.yaml", engineYaml()},
-      {"interfaces/adt/interface.yaml",
-       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
-           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
-      {"interfaces/adt/transform.js", "export function transform() { return null; }\n"},
-  });
+  TempProject project(
+      MllpProject{.port = port, .transform = "export function transform() { return null; }\n"});
   EngineProcess engine(project.root(), db.url());
   ASSERT_TRUE(engine.start());
   const pid_t pid = engine.pid();

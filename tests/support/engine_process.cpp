@@ -14,6 +14,7 @@
 #include <string_view>
 #include <thread>
 
+#include "tests/support/mllp_project.h"
 #include "tests/support/test_env.h"
 
 extern char** environ;
@@ -30,6 +31,8 @@ TempProject::TempProject(const std::map<std::string, std::string>& files) {
     std::ofstream(p, std::ios::binary) << text;
   }
 }
+
+TempProject::TempProject(const MllpProject& project) : TempProject(project.files()) {}
 
 TempProject::~TempProject() {
   std::error_code ec;

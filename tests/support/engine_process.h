@@ -15,10 +15,14 @@
 
 namespace ductus::test {
 
+struct MllpProject;  // tests/support/mllp_project.h
+
 // A temporary project folder: files given as path -> text.
 class TempProject {
  public:
   explicit TempProject(const std::map<std::string, std::string>& files);
+  // The one-MLLP-interface project most end-to-end tests run.
+  explicit TempProject(const MllpProject& project);
   ~TempProject();
   const std::filesystem::path& root() const { return root_; }
 

@@ -84,6 +84,14 @@ class Sender {
   // leaving nothing behind.
   virtual size_t pipelineDepth() const { return 1; }
   virtual void close(std::function<void()> done) = 0;
+
+  // A stream (SendRequest::stream) this sender has never handed out: each
+  // of a destination's loops (one per slot) shares its sender, so the
+  // sender, not a loop, keeps their streams apart.
+  uint64_t newStream() { return ++lastStream_; }
+
+ private:
+  uint64_t lastStream_ = 0;
 };
 
 }  // namespace ductus::senders

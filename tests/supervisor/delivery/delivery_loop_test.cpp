@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,7 @@ class FakeSender : public senders::Sender {
 
   void send(senders::SendRequest r, SendCallback cb) override {
     sent.push_back(r.payload);
+    streams.push_back(r.stream);
     sentAt.push_back(uv_now(loop_));
     if (hold && hold(r.payload)) {
       held.emplace_back(std::move(r.payload), std::move(cb));
@@ -105,6 +107,7 @@ class FakeSender : public senders::Sender {
   };
   std::function<bool(const std::string&)> hold;
   std::vector<std::string> sent;
+  std::vector<uint64_t> streams;  // each send's SendRequest::stream
   std::vector<uint64_t> sentAt;  // the loop's clock, ms
   std::vector<std::pair<std::string, SendCallback>> held;
 
@@ -641,6 +644,51 @@ TEST_F(DeliveryLoopTest, AHeldLoopStops) {
   loop.wake();
   // TearDown stops every loop and fails if one does not.
   EXPECT_TRUE(sender_->sent.empty());
+}
+
+TEST_F(DeliveryLoopTest, AHeldIdleLoopIsParkedWithoutATimerAndReadsAtOnceOnRelease) {
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return loop.phase() == DeliveryLoop::Phase::Idle; }));
+  loop.hold(Hold::Paused);
+  EXPECT_EQ(loop.phase(), DeliveryLoop::Phase::Parked);
+  int64_t id = stored("M", {destA_});
+  loop.wake();  // remembered, not acted on
+  EXPECT_EQ(loop.phase(), DeliveryLoop::Phase::Parked);
+  loop.release(Hold::Paused);
+  // No wake window: what waited all along is read now.
+  EXPECT_EQ(loop.phase(), DeliveryLoop::Phase::Reading);
+  ASSERT_TRUE(waitFor([&] { return status(id, destA_) == static_cast<int>(MessageStatus::Sent); }));
+  ASSERT_TRUE(waitFor([&] { return loop.phase() == DeliveryLoop::Phase::Idle; }));
+  loop.wake();
+  EXPECT_EQ(loop.phase(), DeliveryLoop::Phase::Windowing);
+  bool stopped = false;
+  loop.stop([&] { stopped = true; });
+  ASSERT_TRUE(waitFor([&] { return stopped; }));
+  EXPECT_EQ(loop.phase(), DeliveryLoop::Phase::Stopped);
+  // Never left.
+  loop.wake();
+  loop.hold(Hold::Paused);
+  loop.release(Hold::Paused);
+  EXPECT_EQ(loop.phase(), DeliveryLoop::Phase::Stopped);
+  loops_.clear();  // stopped already: TearDown's stop would wait for nothing
+}
+
+TEST_F(DeliveryLoopTest, TheLoopsOfOneDestinationSendOnStreamsOfTheirOwnAtTheSharedSender) {
+  sender_->depth = 16;  // pipelined, as the file sender: streams keep order
+  for (int i = 0; i < 3; ++i) {
+    stored("A" + std::to_string(i), {destA_}, 0);
+    stored("B" + std::to_string(i), {destA_}, 1);
+  }
+  start(target(destA_, sender_.get()), {0});
+  start(target(destA_, sender_.get()), {1});
+  ASSERT_TRUE(waitFor([&] { return pending(destA_) == 0; }));
+  ASSERT_EQ(sender_->streams.size(), 6u);
+  std::set<uint64_t> a, b;
+  for (size_t i = 0; i < sender_->sent.size(); ++i) {
+    EXPECT_NE(sender_->streams[i], 0u);
+    (sender_->sent[i][0] == 'A' ? a : b).insert(sender_->streams[i]);
+  }
+  for (uint64_t s : a) EXPECT_EQ(b.count(s), 0u) << "two loops shared stream " << s;
 }
 
 }  // namespace
