@@ -39,7 +39,7 @@ json deliveriesOf(const std::vector<store::DeliveryRow>& rows, bool full) {
   json out = json::array();
   for (auto& d : rows) {
     json o = {{"destination", d.destination},
-              {"status", d.status ? json(store::statusName(*d.status)) : json()},
+              {"status", store::statusName(d.status)},
               {"attempts", d.attempts}};
     if (full) {
       o["lastError"] = orNull(d.lastError);

@@ -19,9 +19,8 @@ std::optional<int64_t> optInteger(const PgResult& r, int row, int col) {
 
 // The deliveries of the message row `m` as JSON text, by destination name.
 std::string deliveriesJson(const std::string& m, const std::string& fields) {
-  return "(SELECT json_agg(json_build_object('destination', dst.name, 'status', "
-         "(ARRAY['pending','sent','filtered','quarantined'])[d.status + 1], 'attempts', "
-         "d.attempts" +
+  return "(SELECT json_agg(json_build_object('destination', dst.name, 'status', d.status, "
+         "'attempts', d.attempts" +
          fields +
          ") ORDER BY dst.name) FROM deliveries d JOIN destinations dst ON dst.id = "
          "d.destination_id WHERE d.message_id = " +
@@ -44,7 +43,7 @@ std::vector<DeliveryRow> deliveryRows(const PgResult& r, int row, int col) {
     if (!o.is_object()) continue;
     DeliveryRow d;
     d.destination = text(o, "destination").value_or("");
-    if (auto s = text(o, "status")) d.status = parseStatus(*s);
+    d.status = statusFromColumn(o.value("status", int64_t{0}));
     d.attempts = o.value("attempts", int64_t{0});
     d.lastError = text(o, "lastError");
     d.updatedAt = text(o, "updatedAt");

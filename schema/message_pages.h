@@ -63,7 +63,7 @@ struct BrowseQuery {
 // three fields; one message's (messageDetail) all of them.
 struct DeliveryRow {
   std::string destination;
-  std::optional<MessageStatus> status;  // nullopt: a status this version doesn't know
+  MessageStatus status = MessageStatus::Pending;  // never Duplicate
   int64_t attempts = 0;
   std::optional<std::string> lastError;
   std::optional<std::string> updatedAt;  // RFC 3339
@@ -81,8 +81,8 @@ struct MessageRow {
 
 // limit + 1 rows, newest first, columns id, received_at (RFC 3339), status,
 // type, control id, key value, last_error, origin_id, the deliveries as
-// JSON text [{destination, status, attempts}]. Public for the test that
-// EXPLAINs it.
+// JSON text [{destination, status (a number), attempts}]. Public for the
+// test that EXPLAINs it.
 SqlStatement browseSelect(const BrowseQuery& q);
 
 struct MessagePage {
