@@ -12,7 +12,7 @@ namespace ductus::proto {
 // "[ductus:transient]": in an error's text, the failure is transient (the
 // message waits and is retried).
 inline std::string_view transientMarker() {
-  auto t = TRANSIENT_MARKER.get();
+  auto t = wire::TRANSIENT_MARKER.get();
   return {t.cStr(), t.size()};
 }
 

@@ -7,7 +7,9 @@
 # takes none.
 @0x9a64c2d303451d0f;
 
-$import "/capnp/c++.capnp".namespace("ductus::proto");
+# The generated C++ is the codec's alone (proto/worker_codec.cpp); everything
+# else speaks proto/worker_messages.h.
+$import "/capnp/c++.capnp".namespace("ductus::proto::wire");
 
 # ---- supervisor -> worker -------------------------------------------------
 

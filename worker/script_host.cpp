@@ -136,10 +136,10 @@ Status ScriptHost::init() {
   auto kind = [&](const char* name, OutcomeKind k) {
     kinds->Set(ctx, str(isolate_, name), v8::Integer::New(isolate_, static_cast<int>(k))).Check();
   };
-  kind("output", OutcomeKind::OUTPUT);
-  kind("filtered", OutcomeKind::FILTERED);
-  kind("quarantine", OutcomeKind::QUARANTINE);
-  kind("transient", OutcomeKind::TRANSIENT);
+  kind("output", OutcomeKind::Output);
+  kind("filtered", OutcomeKind::Filtered);
+  kind("quarantine", OutcomeKind::Quarantine);
+  kind("transient", OutcomeKind::Transient);
   native->Set(ctx, str(isolate_, "outcomeKinds"), kinds).Check();
   native->Set(ctx, str(isolate_, "transientMarker"), str(isolate_, proto::transientMarker()))
       .Check();
@@ -365,7 +365,7 @@ void ScriptHost::runGuarded(uint64_t callId, Clock::time_point deadline, F&& bod
 
 void ScriptHost::afterTermination(bool wholeQueueLost) {
   isolate_->CancelTerminateExecution();
-  OutcomeKind kind = heapHit_ ? OutcomeKind::RUNAWAY_HEAP : OutcomeKind::RUNAWAY_TIMEOUT;
+  OutcomeKind kind = heapHit_ ? OutcomeKind::RunawayHeap : OutcomeKind::RunawayTimeout;
   uint64_t culprit = currentCall_;
   if (calls_.count(culprit)) {
     settle(culprit, kind,
@@ -375,7 +375,7 @@ void ScriptHost::afterTermination(bool wholeQueueLost) {
   if (wholeQueueLost || heapHit_) {
     std::vector<uint64_t> others;
     for (auto& [id, c] : calls_) others.push_back(id);
-    for (uint64_t id : others) settle(id, OutcomeKind::TRANSIENT, proto::transientText(kNeighbourStopped));
+    for (uint64_t id : others) settle(id, OutcomeKind::Transient, proto::transientText(kNeighbourStopped));
     requests_.clear();
   }
   if (heapHit_) mustExit_ = true;
@@ -390,7 +390,7 @@ void ScriptHost::invoke(uint64_t callId, uint32_t functionId, std::string_view p
                         const CallMeta& meta) {
   auto fit = functions_.find(functionId);
   if (fit == functions_.end()) {
-    out_.outcome(callId, OutcomeKind::TRANSIENT,
+    out_.outcome(callId, OutcomeKind::Transient,
                  proto::transientText("function " + std::to_string(functionId) +
                                       " is not loaded in this worker"));
     return;
@@ -450,7 +450,7 @@ void ScriptHost::runTests(uint64_t callId, uint32_t interfaceId) {
       uint64_t id = static_cast<uint64_t>(info.Data().As<v8::Number>()->Value());
       bool ok = info.Length() > 0 && info[0]->IsString();
       std::string text = info.Length() > 0 ? utf8(info.GetIsolate(), info[0]) : std::string();
-      self->settle(id, ok ? OutcomeKind::OUTPUT : OutcomeKind::QUARANTINE, text);
+      self->settle(id, ok ? OutcomeKind::Output : OutcomeKind::Quarantine, text);
     };
     auto data = v8::Number::New(isolate_, static_cast<double>(callId));
     auto then = v8::Function::New(ctx, onDone, data).ToLocalChecked();
@@ -488,11 +488,11 @@ void ScriptHost::expireOverdue(Clock::time_point now) {
     if (c.deadline <= now) overdue.emplace_back(id, c.servicesOutstanding > 0);
   for (auto [id, waitingForService] : overdue) {
     if (waitingForService)
-      settle(id, OutcomeKind::TRANSIENT,
+      settle(id, OutcomeKind::Transient,
              proto::transientText(
                  "a service (db, fetch, api) did not answer within the timeout"));
     else
-      settle(id, OutcomeKind::RUNAWAY_TIMEOUT,
+      settle(id, OutcomeKind::RunawayTimeout,
              "the script did not finish within its timeout (a promise that never settles?)");
   }
   if (!overdue.empty()) {
@@ -526,10 +526,10 @@ void ScriptHost::nativeDone(const v8::FunctionCallbackInfo<v8::Value>& info) {
   int encoding = info[3]->Int32Value(ctx).FromMaybe(1);
   // Only what a script may end with; anything else is the SDK's bug, and
   // a quarantine shows it to a person.
-  if (kind < static_cast<int>(OutcomeKind::OUTPUT) || kind > static_cast<int>(OutcomeKind::TRANSIENT))
-    kind = static_cast<int>(OutcomeKind::QUARANTINE);
+  if (kind < static_cast<int>(OutcomeKind::Output) || kind > static_cast<int>(OutcomeKind::Transient))
+    kind = static_cast<int>(OutcomeKind::Quarantine);
   auto text = info[2].As<v8::String>();
-  bool output = kind == static_cast<int>(OutcomeKind::OUTPUT);
+  bool output = kind == static_cast<int>(OutcomeKind::Output);
   if (output && encoding != 1 && text->ContainsOnlyOneByte()) {
     // The common case (HL7 in latin1): the bytes go from V8 straight to
     // where they are sent from, with no string of our own in between.
@@ -560,19 +560,22 @@ void ScriptHost::nativeRequest(const v8::FunctionCallbackInfo<v8::Value>& info) 
   ScriptHost* self = hostOf(iso);
   auto ctx = iso->GetCurrentContext();
   std::string kindName = utf8(iso, info[0]);
-  ServiceKind kind;
-  if (kindName == "dbQuery") kind = ServiceKind::DbQuery;
-  else if (kindName == "dbExecute") kind = ServiceKind::DbExecute;
-  else if (kindName == "fetch") kind = ServiceKind::Fetch;
-  else if (kindName == "env") kind = ServiceKind::Env;
-  else if (kindName == "secret") kind = ServiceKind::Secret;
+  auto arg = [&](int i) {
+    return info.Length() > i && !info[i]->IsUndefined() ? utf8(iso, info[i]) : std::string();
+  };
+  // Db: resource, sql, params JSON. Fetch: url, api name, init JSON.
+  // Env/Secret: the name.
+  std::string a1 = arg(1), a2 = arg(2), a3 = arg(3);
+  proto::ServiceRequest request;
+  if (kindName == "dbQuery") request.what = proto::DbQuery{a1, a2, a3};
+  else if (kindName == "dbExecute") request.what = proto::DbExecute{a1, a2, a3};
+  else if (kindName == "fetch") request.what = proto::Fetch{a1, a2, a3};
+  else if (kindName == "env") request.what = proto::Env{a1};
+  else if (kindName == "secret") request.what = proto::Secret{a1};
   else {
     iso->ThrowException(v8::Exception::TypeError(str(iso, "unknown service " + kindName)));
     return;
   }
-  auto arg = [&](int i) {
-    return info.Length() > i && !info[i]->IsUndefined() ? utf8(iso, info[i]) : std::string();
-  };
   v8::Local<v8::Promise::Resolver> r = v8::Promise::Resolver::New(ctx).ToLocalChecked();
   uint64_t id = self->nextRequestId_++;
   uint64_t callId = self->currentCall_;
@@ -583,7 +586,10 @@ void ScriptHost::nativeRequest(const v8::FunctionCallbackInfo<v8::Value>& info) 
     auto left = std::chrono::ceil<std::chrono::milliseconds>(c->second.deadline - Clock::now());
     timeLeftMs = static_cast<uint32_t>(std::clamp<int64_t>(left.count(), 1, UINT32_MAX));
   }
-  self->out_.service(id, callId, kind, arg(1), arg(2), arg(3), timeLeftMs);
+  request.requestId = id;
+  request.callId = callId;
+  request.timeLeftMs = timeLeftMs;
+  self->out_.service(request);
   info.GetReturnValue().Set(r->GetPromise());
 }
 

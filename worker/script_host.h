@@ -25,14 +25,14 @@
 #include <vector>
 
 #include "common/result.h"
-#include "proto/worker.capnp.h"
+#include "common/call_meta.h"
+#include "proto/worker_messages.h"
 #include "worker/watchdog.h"
 
 namespace ductus::worker {
 
-// What a call came to: the protocol's own enum (proto/worker.capnp).
+// What a call came to: the protocol's own enum (proto/worker_messages.h).
 using OutcomeKind = proto::OutcomeKind;
-enum class ServiceKind { DbQuery, DbExecute, Fetch, Env, Secret };
 
 class HostOutput {
  public:
@@ -45,39 +45,15 @@ class HostOutput {
   virtual void output(uint64_t callId, size_t size, kj::FunctionParam<void(char*)> write) {
     std::string bytes(size, '\0');
     write(bytes.data());
-    outcome(callId, OutcomeKind::OUTPUT, bytes);
+    outcome(callId, OutcomeKind::Output, bytes);
   }
-  // Fetch: a = url, b = api name, c = init JSON. Db: a = resource, b = sql,
-  // c = params JSON. Env/Secret: a = name. timeLeftMs: what is left of the
-  // call's timeout (0: not asked from a call).
-  virtual void service(uint64_t requestId, uint64_t callId, ServiceKind kind, std::string_view a,
-                       std::string_view b, std::string_view c, uint32_t timeLeftMs) = 0;
+  // A script asks for a service (its views valid during the call only).
+  virtual void service(const proto::ServiceRequest& request) = 0;
   virtual void log(uint64_t callId, std::string_view level, std::string_view text) = 0;
 };
 
-struct FunctionDef {
-  uint32_t functionId = 0;
-  std::string exportName;
-  std::string inputFormat;  // hl7v2 | json | text | csv | csv-record | xml | http
-  std::string outputFormat;
-  std::string charset;  // auto | utf-8 | iso-8859-1; empty = auto
-};
-
-struct InterfaceDef {
-  uint32_t interfaceId = 0;
-  std::string name;
-  std::string entry;  // "interfaces/<name>/transform.js"
-  std::map<std::string, std::string> modules;  // specifier -> source
-  std::vector<FunctionDef> functions;
-  std::chrono::milliseconds timeout{5000};
-};
-
-struct CallMeta {
-  int64_t messageId = 0;
-  int64_t receivedAtMs = 0;
-  std::string destination;
-  int64_t originId = 0;
-};
+// An interface as the host loads it: the protocol's load message.
+using InterfaceDef = proto::Load;
 
 class ScriptHost {
  public:

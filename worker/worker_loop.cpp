@@ -6,13 +6,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
-
-#include <capnp/serialize.h>
-#include <kj/io.h>
+#include <variant>
 
 #include "proto/frame.h"
-#include "proto/worker.capnp.h"
+#include "proto/worker_codec.h"
 #include "proto/worker_exit.h"
 #include "worker/confine.h"
 #include "worker/script_host.h"
@@ -21,12 +20,6 @@
 
 namespace ductus::worker {
 namespace {
-
-kj::ArrayPtr<const capnp::byte> bytesOf(std::string_view s) {
-  return kj::arrayPtr(reinterpret_cast<const capnp::byte*>(s.data()), s.size());
-}
-
-capnp::Text::Reader textOf(std::string_view s) { return capnp::Text::Reader(s.data(), s.size()); }
 
 // Collects outgoing frames; flush() writes them in one go after each batch
 // of incoming frames, so pipelined calls cost one write per batch.
@@ -39,80 +32,30 @@ class FrameOutput : public HostOutput {
 
   explicit FrameOutput(int fd) : fd_(fd) {}
 
-  void ready() {
-    append(8, [](capnp::MessageBuilder& b) { b.initRoot<proto::FromWorker>().setReady(); });
-  }
-  void pong(uint64_t v) {
-    append(8, [&](capnp::MessageBuilder& b) { b.initRoot<proto::FromWorker>().setPong(v); });
-  }
+  void ready() { proto::encode(buf_, proto::Ready{}); }
+  void pong(uint64_t v) { proto::encode(buf_, proto::Pong{v}); }
   void loaded(uint32_t interfaceId, const Status& result) override {
-    append(64, [&](capnp::MessageBuilder& b) {
-      auto l = b.initRoot<proto::FromWorker>().initLoaded();
-      l.setInterfaceId(interfaceId);
-      if (result) l.setOk();
-      else l.setError(result.error().message);
-    });
+    proto::Loaded l{interfaceId, std::nullopt};
+    if (!result) l.error = result.error().message;
+    proto::encode(buf_, l);
   }
   void outcome(uint64_t callId, OutcomeKind kind, std::string_view data) override {
     std::string tooBig;
     if (data.size() > kMaxOutputBytes) {
       tooBig = "the output is " + std::to_string(data.size()) +
                " bytes; a call may return at most " + std::to_string(kMaxOutputBytes);
-      kind = OutcomeKind::QUARANTINE;
+      kind = OutcomeKind::Quarantine;
       data = tooBig;
     }
-    append(data.size() / sizeof(capnp::word) + 16, [&](capnp::MessageBuilder& b) {
-      auto o = b.initRoot<proto::FromWorker>().initOutcome();
-      o.setCallId(callId);
-      o.setKind(kind);
-      o.setData(bytesOf(data));
-    });
+    proto::encode(buf_, proto::Outcome{callId, kind, data});
   }
   void output(uint64_t callId, size_t size, kj::FunctionParam<void(char*)> write) override {
     if (size > kMaxOutputBytes) return HostOutput::output(callId, size, write);  // refused there
-    append(size / sizeof(capnp::word) + 16, [&](capnp::MessageBuilder& b) {
-      auto o = b.initRoot<proto::FromWorker>().initOutcome();
-      o.setCallId(callId);
-      o.setKind(OutcomeKind::OUTPUT);
-      write(reinterpret_cast<char*>(o.initData(static_cast<unsigned>(size)).begin()));
-    });
+    proto::encodeOutput(buf_, callId, size, write);
   }
-  void service(uint64_t requestId, uint64_t callId, ServiceKind kind, std::string_view a,
-               std::string_view b2, std::string_view c, uint32_t timeLeftMs) override {
-    size_t hint = (a.size() + b2.size() + c.size()) / sizeof(capnp::word) + 32;
-    append(hint, [&](capnp::MessageBuilder& b) {
-      auto s = b.initRoot<proto::FromWorker>().initService();
-      s.setRequestId(requestId);
-      s.setCallId(callId);
-      s.setTimeLeftMs(timeLeftMs);
-      switch (kind) {
-        case ServiceKind::DbQuery:
-        case ServiceKind::DbExecute: {
-          auto d = kind == ServiceKind::DbQuery ? s.initDbQuery() : s.initDbExecute();
-          d.setResource(textOf(a));
-          d.setSql(textOf(b2));
-          d.setParamsJson(textOf(c));
-          break;
-        }
-        case ServiceKind::Fetch: {
-          auto f = s.initFetch();
-          f.setUrl(textOf(a));
-          f.setApi(textOf(b2));
-          f.setInitJson(textOf(c));
-          break;
-        }
-        case ServiceKind::Env: s.setEnv(textOf(a)); break;
-        case ServiceKind::Secret: s.setSecret(textOf(a)); break;
-      }
-    });
-  }
+  void service(const proto::ServiceRequest& request) override { proto::encode(buf_, request); }
   void log(uint64_t callId, std::string_view level, std::string_view text) override {
-    append((level.size() + text.size()) / sizeof(capnp::word) + 16, [&](capnp::MessageBuilder& b) {
-      auto l = b.initRoot<proto::FromWorker>().initLog();
-      l.setCallId(callId);
-      l.setLevel(textOf(level));
-      l.setText(textOf(text));
-    });
+    proto::encode(buf_, proto::Log{callId, level, text});
   }
 
   // False when the supervisor is gone.
@@ -132,61 +75,41 @@ class FrameOutput : public HostOutput {
   }
 
  private:
-  // Built in place behind the frames already waiting for flush().
-  void append(size_t hintWords, kj::FunctionParam<void(capnp::MessageBuilder&)> fill) {
-    proto::appendFrame(buf_, hintWords, fill);
-  }
   int fd_;
-  std::string buf_;
+  std::string buf_;  // frames built in place, waiting for flush()
 };
-
-std::string_view viewOf(capnp::Data::Reader d) {
-  return {reinterpret_cast<const char*>(d.begin()), d.size()};
-}
 
 // How long answers may wait in the buffer while a read's calls run.
 constexpr auto kFlushEvery = std::chrono::milliseconds(10);
 
-// False when the worker should stop (shutdown).
-bool dispatch(ScriptHost& host, FrameOutput& out, proto::ToWorker::Reader msg) {
-  switch (msg.which()) {
-    case proto::ToWorker::LOAD: {
-      auto l = msg.getLoad();
-      InterfaceDef def;
-      def.interfaceId = l.getInterfaceId();
-      def.name = l.getName();
-      def.entry = l.getEntry();
-      for (auto m : l.getModules()) def.modules[m.getSpecifier()] = m.getSource();
-      for (auto f : l.getFunctions())
-        def.functions.push_back({f.getFunctionId(), f.getExportName(), f.getInputFormat(),
-                                 f.getOutputFormat(), f.getCharset()});
-      def.timeout = std::chrono::milliseconds(l.getTimeoutMs() ? l.getTimeoutMs() : 5000);
-      (void)host.load(def);
-      return true;
-    }
-    case proto::ToWorker::INVOKE: {
-      auto inv = msg.getInvoke();
-      auto m = inv.getMeta();
-      CallMeta meta{m.getMessageId(), m.getReceivedAtMs(), m.getDestination(), m.getOriginId()};
-      host.invoke(inv.getCallId(), inv.getFunctionId(), viewOf(inv.getPayload()), meta);
-      return true;
-    }
-    case proto::ToWorker::SERVICE_REPLY: {
-      auto r = msg.getServiceReply();
-      if (r.isOk()) host.serviceReply(r.getRequestId(), true, viewOf(r.getOk()));
-      else host.serviceReply(r.getRequestId(), false, std::string_view(r.getError().cStr()));
-      return true;
-    }
-    case proto::ToWorker::RUN_TESTS: {
-      auto t = msg.getRunTests();
-      host.runTests(t.getCallId(), t.getInterfaceId());
-      return true;
-    }
-    case proto::ToWorker::PING: out.pong(msg.getPing()); return true;
-    case proto::ToWorker::SHUTDOWN: return false;
+// One decoded command, done. False when the worker should stop (shutdown).
+struct Dispatch {
+  ScriptHost& host;
+  FrameOutput& out;
+
+  bool operator()(proto::Load& l) {
+    if (l.timeout.count() == 0) l.timeout = std::chrono::milliseconds(5000);
+    (void)host.load(l);
+    return true;
   }
-  return true;
-}
+  bool operator()(const proto::Invoke& i) {
+    host.invoke(i.callId, i.functionId, i.payload, i.meta);
+    return true;
+  }
+  bool operator()(const proto::ServiceReply& r) {
+    host.serviceReply(r.requestId, r.ok, r.text);
+    return true;
+  }
+  bool operator()(const proto::RunTests& t) {
+    host.runTests(t.callId, t.interfaceId);
+    return true;
+  }
+  bool operator()(const proto::Ping& p) {
+    out.pong(p.value);
+    return true;
+  }
+  bool operator()(const proto::Shutdown&) { return false; }
+};
 
 }  // namespace
 
@@ -246,14 +169,14 @@ int serveWorker(const char* argv0, int fd, size_t heapMb) {
           return proto::kExitBroken;
         }
         if (!*f) break;
-        try {
-          if (!dispatch(**host, out, (*f)->getRoot<proto::ToWorker>())) {
-            out.flush();
-            return proto::kExitDone;
-          }
-        } catch (const kj::Exception& e) {
-          std::fprintf(stderr, "worker: malformed frame: %s\n", e.getDescription().cStr());
+        auto command = proto::decodeCommand(**f);
+        if (!command) {
+          std::fprintf(stderr, "worker: %s\n", command.error().message.c_str());
           return proto::kExitBroken;
+        }
+        if (!std::visit(Dispatch{**host, out}, *command)) {
+          out.flush();
+          return proto::kExitDone;
         }
         if ((*host)->mustExit()) break;
         // A read may carry hundreds of calls: their answers go out as they

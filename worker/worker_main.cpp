@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/config/model.h"
 #include "proto/worker_exit.h"
 #include "worker/confine.h"
 #include "worker/v8_isolate.h"
@@ -20,7 +21,7 @@
 namespace ductus::worker {
 namespace {
 
-constexpr size_t kDefaultHeapMb = 256;
+constexpr size_t kDefaultHeapMb = config::kDefaultHeapMb;
 
 void usage(FILE* out) {
   std::fputs(

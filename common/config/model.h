@@ -66,6 +66,10 @@ struct HostPort {
 
 // ---- ductus.yaml ----------------------------------------------------------
 
+// isolates.heap_mb when not given: every worker heap's default (the pool,
+// `ductus try`/`validate`/`test`, `ductus worker` without --heap-mb).
+inline constexpr uint32_t kDefaultHeapMb = 512;
+
 struct EngineConfig {
   // Empty when not given: `ductus dev` provides one, `ductus run` takes
   // --database or DUCTUS_DATABASE_URL. Substitution allowed.
@@ -74,7 +78,7 @@ struct EngineConfig {
   HostPort apiListen{"127.0.0.1", 7700};
   Location apiListenAt;
   uint32_t isolateWorkers = 0;  // 0 = one per core
-  uint32_t heapMb = 512;
+  uint32_t heapMb = kDefaultHeapMb;
   Retention retention = Retention::SevenWeeks;  // each interface's default
   uint64_t maxMessageBytes = kDefaultMaxMessageBytes;
   // secrets: { key_file: ... }, resolved against the project folder; empty

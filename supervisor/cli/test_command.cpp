@@ -19,7 +19,9 @@
 #include "common/result.h"
 #include "common/text.h"
 #include "common/uv_handle.h"
-#include "supervisor/workers/worker_pool.h"
+#include "common/config/model.h"
+#include "proto/worker_exit.h"
+#include "supervisor/workers/interface_spec.h"
 #include "supervisor/workers/worker_process.h"
 
 namespace ductus::supervisor {
@@ -199,63 +201,51 @@ class TestFileRun : public WorkerProcess::Events {
     return r;
   }
 
-  void onFrame(WorkerProcess& w, proto::FromWorker::Reader msg) override {
-    switch (msg.which()) {
-      case proto::FromWorker::LOADED:
-        if (msg.getLoaded().isError()) {
-          loadError_ = msg.getLoaded().getError();
-          finished_ = true;
-          w.kill("the test file does not load");
-        }
-        return;
-      case proto::FromWorker::LOG:
-        std::printf("    | %s\n", msg.getLog().getText().cStr());
-        logs_ += msg.getLog().getText().cStr();
-        logs_ += '\n';
-        return;
-      case proto::FromWorker::SERVICE: {
-        // Only reached outside a test (mocks are in place while one runs).
-        capnp::MallocMessageBuilder b;
-        auto reply = b.initRoot<proto::ToWorker>().initServiceReply();
-        reply.setRequestId(msg.getService().getRequestId());
-        reply.setError(
-            "ductus test answers no services outside a test; mock them inside it "
-            "(mock.db, mock.fetch, mock.env, mock.secret)");
-        w.send(b);
-        return;
-      }
-      case proto::FromWorker::OUTCOME: {
-        auto o = msg.getOutcome();
-        if (!loadError_.empty()) return;
-        auto d = o.getData();
-        std::string data(reinterpret_cast<const char*>(d.begin()), d.size());
-        if (o.getKind() == proto::OutcomeKind::OUTPUT) {
-          results_ = std::move(data);
-        } else if (o.getKind() == proto::OutcomeKind::RUNAWAY_HEAP) {
-          loadError_ = "the tests used more memory than the heap limit allows";
-        } else if (o.getKind() == proto::OutcomeKind::RUNAWAY_TIMEOUT) {
-          loadError_ =
-              "the tests ran past " + std::to_string(kFileTimeout.count()) + " ms and were stopped";
-        } else if (o.getKind() == proto::OutcomeKind::QUARANTINE) {
-          loadError_ = std::move(data);
-        } else {
-          loadError_ = "the tests did not finish";
-        }
-        finished_ = true;
-        capnp::MallocMessageBuilder b;
-        b.initRoot<proto::ToWorker>().setShutdown();
-        w.send(b);
-        return;
-      }
-      default: return;
+  void onLoaded(WorkerProcess& w, const proto::Loaded& m) override {
+    if (m.error) {
+      loadError_ = *m.error;
+      finished_ = true;
+      w.kill("the test file does not load");
     }
+  }
+
+  void onLog(WorkerProcess&, const proto::Log& m) override {
+    std::string text(m.text);
+    std::printf("    | %s\n", text.c_str());
+    logs_ += text;
+    logs_ += '\n';
+  }
+
+  void onService(WorkerProcess& w, const proto::ServiceRequest& m) override {
+    // Only reached outside a test (mocks are in place while one runs).
+    w.send(proto::ServiceReply{m.requestId, false,
+                               "ductus test answers no services outside a test; mock them inside "
+                               "it (mock.db, mock.fetch, mock.env, mock.secret)"});
+  }
+
+  void onOutcome(WorkerProcess& w, const proto::Outcome& m) override {
+    if (!loadError_.empty()) return;
+    std::string data(m.data);
+    if (m.kind == proto::OutcomeKind::Output) {
+      results_ = std::move(data);
+    } else if (m.kind == proto::OutcomeKind::RunawayHeap) {
+      loadError_ = "the tests used more memory than the heap limit allows";
+    } else if (m.kind == proto::OutcomeKind::RunawayTimeout) {
+      loadError_ =
+          "the tests ran past " + std::to_string(kFileTimeout.count()) + " ms and were stopped";
+    } else if (m.kind == proto::OutcomeKind::Quarantine) {
+      loadError_ = std::move(data);
+    } else {
+      loadError_ = "the tests did not finish";
+    }
+    finished_ = true;
+    w.send(proto::Shutdown{});
   }
 
   void onExit(WorkerProcess&, int64_t status, int signal, const std::string& why) override {
     exited_ = true;
     if (!finished_) {
-      loadError_ = "the worker exited " +
-                   (signal ? "on signal " + std::to_string(signal) : "with code " + std::to_string(status)) +
+      loadError_ = "the worker exited " + proto::howExited(status, signal) +
                    (why.empty() ? "" : " (" + why + ")");
       finished_ = true;
     }
@@ -272,36 +262,21 @@ class TestFileRun : public WorkerProcess::Events {
 
   FileResult runTestsOn(uv_loop_t* loop) {
     FileResult r;
-    auto w = WorkerProcess::spawn(loop, {"/proc/self/exe", 256}, *this);
+    auto w = WorkerProcess::spawn(loop, {"/proc/self/exe", config::kDefaultHeapMb}, *this);
     if (!w) {
       std::printf("  FAIL %s: %s\n", entry_.c_str(), w.error().message.c_str());
       r.failed = 1;
       r.loadError = w.error().message;
       return r;
     }
-    {
-      capnp::MallocMessageBuilder b;
-      auto l = b.initRoot<proto::ToWorker>().initLoad();
-      l.setInterfaceId(1);
-      l.setName(iface_);
-      l.setEntry(entry_);
-      auto mods = l.initModules(static_cast<unsigned>(modules_.modules.size()));
-      unsigned i = 0;
-      for (auto& [spec, source] : modules_.modules) {
-        mods[i].setSpecifier(spec);
-        mods[i].setSource(source);
-        ++i;
-      }
-      l.setTimeoutMs(static_cast<uint32_t>(kFileTimeout.count()));
-      (*w)->send(b);
-    }
-    {
-      capnp::MallocMessageBuilder b;
-      auto t = b.initRoot<proto::ToWorker>().initRunTests();
-      t.setCallId(1);
-      t.setInterfaceId(1);
-      (*w)->send(b);
-    }
+    proto::Load load;
+    load.interfaceId = 1;
+    load.name = iface_;
+    load.entry = entry_;
+    load.modules = std::move(modules_.modules);
+    load.timeout = kFileTimeout;
+    (*w)->send(load);
+    (*w)->send(proto::RunTests{1, 1});
     while (!exited_) uv_run(loop, UV_RUN_ONCE);
     w->reset();
 

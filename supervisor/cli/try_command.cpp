@@ -163,7 +163,7 @@ int tryMessage(const TryArgs& args) {
                  .count();
   bool failed = false;
   for (size_t k = 0; k < spec.functions.size(); ++k) {
-    const FunctionSpec& f = spec.functions[k];
+    const proto::FunctionDef& f = spec.functions[k];
     if (iface->respondMode())
       std::printf("respond: %s()\n", f.exportName.c_str());
     else

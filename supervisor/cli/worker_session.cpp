@@ -1,6 +1,6 @@
 #include "supervisor/cli/worker_session.h"
 
-#include <capnp/message.h>
+#include "proto/worker_exit.h"
 
 namespace ductus::supervisor {
 namespace {
@@ -11,13 +11,15 @@ constexpr std::chrono::milliseconds kGrace{2000};
 // A worker asked to stop that has not within this is killed.
 constexpr std::chrono::milliseconds kShutdownWait{5000};
 
+using delivery::Outcome;
+
 Outcome::Kind kindOf(proto::OutcomeKind k) {
   switch (k) {
-    case proto::OutcomeKind::OUTPUT: return Outcome::Kind::Output;
-    case proto::OutcomeKind::FILTERED: return Outcome::Kind::Filtered;
-    case proto::OutcomeKind::TRANSIENT: return Outcome::Kind::Transient;
-    case proto::OutcomeKind::RUNAWAY_TIMEOUT: return Outcome::Kind::RunawayTimeout;
-    case proto::OutcomeKind::RUNAWAY_HEAP: return Outcome::Kind::RunawayHeap;
+    case proto::OutcomeKind::Output: return Outcome::Kind::Output;
+    case proto::OutcomeKind::Filtered: return Outcome::Kind::Filtered;
+    case proto::OutcomeKind::Transient: return Outcome::Kind::Transient;
+    case proto::OutcomeKind::RunawayTimeout: return Outcome::Kind::RunawayTimeout;
+    case proto::OutcomeKind::RunawayHeap: return Outcome::Kind::RunawayHeap;
     default: return Outcome::Kind::Quarantine;
   }
 }
@@ -38,9 +40,7 @@ Result<std::unique_ptr<WorkerSession>> WorkerSession::start(const Options& optio
 
 WorkerSession::~WorkerSession() {
   if (proc_ && !proc_->exited()) {
-    capnp::MallocMessageBuilder b;
-    b.initRoot<proto::ToWorker>().setShutdown();
-    proc_->send(b);
+    proc_->send(proto::Shutdown{});
     runUntil([] { return false; }, kShutdownWait);
   }
   proc_.reset();
@@ -68,9 +68,7 @@ bool WorkerSession::runUntil(const std::function<bool()>& done, std::chrono::mil
 Status WorkerSession::load(uint32_t interfaceId, const InterfaceSpec& spec,
                            const ModuleSet& modules, const std::vector<uint32_t>& functionIds) {
   if (exited()) return Error{"the worker has exited" + exitText_};
-  capnp::MallocMessageBuilder b;
-  fillLoad(b.initRoot<proto::ToWorker>().initLoad(), interfaceId, spec, modules, functionIds);
-  proc_->send(b);
+  proc_->send(loadOf(interfaceId, spec, modules, functionIds));
   waitingLoad_ = interfaceId;
   loaded_.reset();
   runUntil([this] { return loaded_.has_value(); }, spec.timeout + kGrace);
@@ -79,21 +77,11 @@ Status WorkerSession::load(uint32_t interfaceId, const InterfaceSpec& spec,
   return Error{modules.entry + ": the worker exited while loading it" + exitText_};
 }
 
-Outcome WorkerSession::invoke(uint32_t functionId, const std::string& payload,
+delivery::Outcome WorkerSession::invoke(uint32_t functionId, const std::string& payload,
                               const CallMeta& meta, std::chrono::milliseconds timeout) {
   if (exited()) return {Outcome::Kind::Quarantine, "the worker has exited" + exitText_};
   uint64_t callId = nextCallId_++;
-  capnp::MallocMessageBuilder b;
-  auto inv = b.initRoot<proto::ToWorker>().initInvoke();
-  inv.setCallId(callId);
-  inv.setFunctionId(functionId);
-  inv.setPayload(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(payload.data()), payload.size()));
-  auto m = inv.initMeta();
-  m.setMessageId(meta.messageId);
-  m.setReceivedAtMs(meta.receivedAtMs);
-  m.setDestination(meta.destination);
-  m.setOriginId(meta.originId);
-  proc_->send(b);
+  proc_->send(proto::Invoke{callId, functionId, payload, meta});
   waitingCall_ = callId;
   outcome_.reset();
   runUntil([this] { return outcome_.has_value(); }, timeout + kGrace);
@@ -102,46 +90,29 @@ Outcome WorkerSession::invoke(uint32_t functionId, const std::string& payload,
   return {Outcome::Kind::RunawayHeap, "the worker died while running the script" + exitText_};
 }
 
-void WorkerSession::onFrame(WorkerProcess& w, proto::FromWorker::Reader msg) {
-  switch (msg.which()) {
-    case proto::FromWorker::LOADED: {
-      auto l = msg.getLoaded();
-      if (l.getInterfaceId() != waitingLoad_) return;
-      loaded_ = l.isError() ? Status(Error{l.getError()}) : Status();
-      return;
-    }
-    case proto::FromWorker::OUTCOME: {
-      auto o = msg.getOutcome();
-      if (o.getCallId() != waitingCall_) return;
-      auto d = o.getData();
-      outcome_ = Outcome{kindOf(o.getKind()),
-                         std::string(reinterpret_cast<const char*>(d.begin()), d.size())};
-      return;
-    }
-    case proto::FromWorker::SERVICE: {
-      auto s = msg.getService();
-      Result<std::string> answer =
-          services_ ? services_(serviceCallOf(s)) : Result<std::string>(Error{"no services here"});
-      capnp::MallocMessageBuilder b;
-      auto reply = b.initRoot<proto::ToWorker>().initServiceReply();
-      reply.setRequestId(s.getRequestId());
-      if (answer)
-        reply.setOk(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(answer->data()), answer->size()));
-      else
-        reply.setError(answer.error().message);
-      w.send(b);
-      return;
-    }
-    case proto::FromWorker::LOG:
-      if (logs_) logs_(msg.getLog().getLevel(), msg.getLog().getText());
-      return;
-    default: return;
-  }
+void WorkerSession::onLoaded(WorkerProcess&, const proto::Loaded& m) {
+  if (m.interfaceId != waitingLoad_) return;
+  loaded_ = m.error ? Status(Error{*m.error}) : Status();
+}
+
+void WorkerSession::onOutcome(WorkerProcess&, const proto::Outcome& m) {
+  if (m.callId != waitingCall_) return;
+  outcome_ = Outcome{kindOf(m.kind), std::string(m.data)};
+}
+
+void WorkerSession::onService(WorkerProcess& w, const proto::ServiceRequest& m) {
+  Result<std::string> answer =
+      services_ ? services_(serviceCallOf(m)) : Result<std::string>(Error{"no services here"});
+  w.send(answer ? proto::ServiceReply{m.requestId, true, *answer}
+                : proto::ServiceReply{m.requestId, false, answer.error().message});
+}
+
+void WorkerSession::onLog(WorkerProcess&, const proto::Log& m) {
+  if (logs_) logs_(std::string(m.level), std::string(m.text));
 }
 
 void WorkerSession::onExit(WorkerProcess&, int64_t status, int signal, const std::string& why) {
-  exitText_ = " (" + (signal ? "on signal " + std::to_string(signal) : "with code " + std::to_string(status)) +
-              (why.empty() ? "" : ": " + why) + ")";
+  exitText_ = " (" + proto::howExited(status, signal) + (why.empty() ? "" : ": " + why) + ")";
 }
 
 }  // namespace ductus::supervisor

@@ -17,16 +17,21 @@
 
 #include "common/result.h"
 #include "common/uv_handle.h"
-#include "supervisor/workers/worker_pool.h"
+#include "common/config/model.h"
+#include "supervisor/delivery/transformer.h"
+#include "supervisor/workers/interface_spec.h"
+#include "supervisor/workers/service_call.h"
 #include "supervisor/workers/worker_process.h"
 
 namespace ductus::supervisor {
+
+using delivery::Outcome;
 
 class WorkerSession : public WorkerProcess::Events {
  public:
   struct Options {
     std::string binary = "/proc/self/exe";
-    size_t heapMb = 256;
+    size_t heapMb = config::kDefaultHeapMb;
   };
   // A script's request for a service during a call: JSON text, or an error
   // the script sees thrown.
@@ -52,13 +57,16 @@ class WorkerSession : public WorkerProcess::Events {
 
   // One call of a loaded function. The worker's watchdog stops a script at
   // `timeout`; this side kills the worker if it stays silent 2 s longer.
-  Outcome invoke(uint32_t functionId, const std::string& payload, const CallMeta& meta,
-                 std::chrono::milliseconds timeout);
+  delivery::Outcome invoke(uint32_t functionId, const std::string& payload, const CallMeta& meta,
+                           std::chrono::milliseconds timeout);
 
   // The worker has gone (crashed, killed, or exited after a heap overflow).
   bool exited() const { return !proc_ || proc_->exited(); }
 
-  void onFrame(WorkerProcess& w, proto::FromWorker::Reader msg) override;
+  void onLoaded(WorkerProcess& w, const proto::Loaded& m) override;
+  void onOutcome(WorkerProcess& w, const proto::Outcome& m) override;
+  void onService(WorkerProcess& w, const proto::ServiceRequest& m) override;
+  void onLog(WorkerProcess& w, const proto::Log& m) override;
   void onExit(WorkerProcess& w, int64_t status, int signal, const std::string& why) override;
 
  private:
@@ -77,7 +85,7 @@ class WorkerSession : public WorkerProcess::Events {
   uint32_t waitingLoad_ = 0;
   std::optional<Status> loaded_;
   uint64_t waitingCall_ = 0;
-  std::optional<Outcome> outcome_;
+  std::optional<delivery::Outcome> outcome_;
   std::string exitText_;
 };
 

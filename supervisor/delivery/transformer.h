@@ -9,15 +9,12 @@
 #include <functional>
 #include <string>
 
+#include "common/call_meta.h"
+
 namespace ductus::delivery {
 
-// What a call knows of the message besides its bytes.
-struct CallMeta {
-  int64_t messageId = 0;
-  int64_t receivedAtMs = 0;
-  std::string destination;
-  int64_t originId = 0;  // the message a route copied it from; 0 if not routed
-};
+// What a call knows of the message besides its bytes (common/call_meta.h).
+using ductus::CallMeta;
 
 struct Outcome {
   enum class Kind {

@@ -23,12 +23,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
-#include <filesystem>
 #include <functional>
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,113 +33,25 @@
 #include "common/result.h"
 #include "common/uv_handle.h"
 #include "supervisor/delivery/transformer.h"
-#include "supervisor/workers/worker_process.h"
+#include "supervisor/workers/interface_spec.h"
+#include "supervisor/workers/service_call.h"
+#include "supervisor/workers/worker_status.h"
 
 namespace ductus::supervisor {
 
-// What the supervisor fills from the project's config (interface.yaml).
-struct FunctionSpec {
-  std::string exportName = "transform";
-  std::string inputFormat = "hl7v2";  // hl7v2 | json | text | csv | xml | http
-  std::string outputFormat = "hl7v2";
-  std::string destination;
-  std::string charset = "auto";  // auto | utf-8 | iso-8859-1: how the SDK reads the bytes
-};
-
-struct InterfaceSpec {
-  std::string name;
-  std::filesystem::path dir;         // interfaces/<name>
-  std::filesystem::path projectLib;  // <project>/lib; may not exist
-  std::string entryFile = "transform.js";
-  std::vector<FunctionSpec> functions;
-  std::chrono::milliseconds timeout{5000};
-  bool dedicated = false;
-  int workers = 1;  // dedicated only
-};
-
-// The module sources of an interface, as the worker receives them:
-// "interfaces/<name>/<file>" and "lib/<file>" -> text.
-struct ModuleSet {
-  std::string entry;
-  std::map<std::string, std::string> modules;
-};
-
-// Reads every .js/.mjs file of the interface folder and of lib/ (blocking:
-// call it at startup or on libuv's thread pool, never on the loop).
-// includeTests: also *.test.js (for `ductus test`).
-Result<ModuleSet> readInterfaceModules(const InterfaceSpec& spec, bool includeTests = false);
-
-// The interface as its workers run it: the module, the functions
-// interface.yaml names (the respond function, or one per destination, in
-// destination order) and the input format each is handed. The engine,
-// `ductus validate` and `ductus try` all load code through this, so they
-// agree on what the code is given.
-InterfaceSpec interfaceSpecOf(const config::Project& project, const config::InterfaceConfig& c);
-
-// The load frame for an interface: its modules and one binding per
-// function, with the ids the caller chose (parallel to spec.functions).
-void fillLoad(proto::LoadInterface::Builder load, uint32_t interfaceId, const InterfaceSpec& spec,
-              const ModuleSet& modules, const std::vector<uint32_t>& functionIds);
-
-// A worker's load error names modules as the worker knows them
-// ("interfaces/x/transform.js:3:9: ..."); this places it in the project
-// folder, as config errors are, so an editor opens the right file.
-std::string placeLoadError(const std::filesystem::path& projectRoot, const std::string& error);
-
 // The call's contract lives with delivery, which the pool serves.
-using delivery::CallMeta;
 using delivery::Outcome;
 using delivery::outcomeKindName;
 
-// A request from a script for something outside its worker. The supervisor
-// wires Postgres, libcurl and resources.yaml behind this; tests fake it.
-struct ServiceCall {
-  enum class Kind { DbQuery, DbExecute, Fetch, Env, Secret };
-  Kind kind;
-  std::string interfaceName;  // who asked (best effort after an await in a shared worker)
-  std::string resource;       // db: resources.yaml name
-  std::string sql;
-  std::string paramsJson;
-  std::string url;            // fetch: url, or the path under an api
-  std::string api;            // fetch through api(name): its name
-  std::string initJson;
-  std::string name;           // env / secret
-  // What the worker said is left of the asking call's timeout (it settles
-  // the call at its deadline whatever the service does): a service should
-  // not take longer. Only ever shortens the service's own timeout.
-  std::optional<std::chrono::milliseconds> timeLeft;
-};
-
-// A worker's SERVICE frame as the call it asks for (interfaceName left for
-// the caller, which knows the worker's calls).
-ServiceCall serviceCallOf(proto::ServiceRequest::Reader request);
-
-class ServiceHandler {
- public:
-  virtual ~ServiceHandler() = default;
-  // Answers once, on the loop, with JSON text (or an Error whose message
-  // contains "[ductus:transient]" when the call should be retried). May
-  // answer after the asking worker is gone: the pool ignores such replies.
-  virtual void call(const ServiceCall& call, std::function<void(Result<std::string>)> reply) = 0;
-};
-
-// Answers env() from an allowlist directly and passes the rest on.
-class AllowlistedEnv : public ServiceHandler {
- public:
-  AllowlistedEnv(std::map<std::string, std::string> values, ServiceHandler* next)
-      : values_(std::move(values)), next_(next) {}
-  void call(const ServiceCall& call, std::function<void(Result<std::string>)> reply) override;
-
- private:
-  std::map<std::string, std::string> values_;
-  ServiceHandler* next_;
-};
+struct InterfaceState;
+struct WorkerGroup;
+struct WorkerSlot;
 
 class WorkerPool : public delivery::Transformer {
  public:
   struct Options {
     std::string binary = "/proc/self/exe";
-    size_t heapMb = 256;
+    size_t heapMb = config::kDefaultHeapMb;
     int sharedWorkers = 2;
     // How long past a call's timeout the worker may stay silent before it
     // is SIGKILLed. Its own watchdog answers within milliseconds.
@@ -151,6 +59,9 @@ class WorkerPool : public delivery::Transformer {
     size_t maxInFlightPerWorker = 256;
     // Consecutive runaway timeouts that stop an interface.
     int timeoutsToStop = 3;
+    // What tells a worker that died right after starting (restarted with a
+    // growing wait) from one that lived: the tests' crash loops set it.
+    std::function<std::chrono::steady_clock::time_point()> clock = std::chrono::steady_clock::now;
   };
   using StopListener = std::function<void(const std::string& interfaceName, const std::string& why)>;
 
@@ -188,61 +99,41 @@ class WorkerPool : public delivery::Transformer {
   size_t restarts() const { return restarts_; }
 
   // Each worker of each group, shared group first (the API's GET /engine).
-  struct WorkerStatus {
-    std::string group;
-    int slot = 0;
-    pid_t pid = 0;                // 0: not running now
-    const char* state = "down";   // "starting" (until ready), "running", "down"
-    uint64_t restarts = 0;        // starts after the first
-    size_t callsInFlight = 0;
-  };
+  using WorkerStatus = supervisor::WorkerStatus;
   std::vector<WorkerStatus> workers() const;
 
  private:
-  struct Group;
-  struct Interface;
-  struct Slot;
-  struct InFlight {
-    uint64_t callId;
-    Interface* iface;
-    std::chrono::steady_clock::time_point sentAt;
-    // timeout + grace: how long the worker may stay silent while it holds
-    // this call before it is SIGKILLed.
-    std::chrono::milliseconds silence;
-    OutcomeCallback done;
-    bool culprit = false;
-  };
-  struct Queued {
-    FunctionId fn;
-    std::string payload;
-    CallMeta meta;
-    OutcomeCallback done;
-  };
+  friend struct WorkerSlot;  // hands the pool its worker's events
+  friend struct WorkerGroup;
 
-  Slot* pickSlot(Group& g);
-  void send(Slot& slot, Interface& iface, FunctionId fn, std::string payload, const CallMeta& meta,
-            OutcomeCallback done);
-  void drainBacklog(Group& g);
-  void startSlot(Slot& slot);
+  WorkerSlot* pickSlot(WorkerGroup& g);
+  void send(WorkerSlot& slot, InterfaceState& iface, FunctionId fn, std::string payload,
+            const CallMeta& meta, OutcomeCallback done);
+  void drainBacklog(WorkerGroup& g);
+  void startSlot(WorkerSlot& slot);
   // Starts the slot's worker again after `delay` (one timer per slot).
-  void restartLater(Slot& slot, std::chrono::milliseconds delay);
-  void loadInto(Slot& slot, Interface& iface);
+  void restartLater(WorkerSlot& slot, std::chrono::milliseconds delay);
+  void loadInto(WorkerSlot& slot, InterfaceState& iface);
   // Answers every `loaded` still waiting in the group with this error.
-  void failPendingLoads(Group& g, const std::string& why);
-  void onFrame(Slot& slot, proto::FromWorker::Reader msg);
-  void onExit(Slot& slot, int64_t status, int signal, const std::string& why);
-  void finish(Interface& iface, OutcomeCallback& done, Outcome outcome);
+  void failPendingLoads(WorkerGroup& g, const std::string& why);
+  // What a worker says, one handler per message.
+  void onLoaded(WorkerSlot& slot, const proto::Loaded& m);
+  void onOutcome(WorkerSlot& slot, const proto::Outcome& m);
+  void onService(WorkerSlot& slot, const proto::ServiceRequest& m);
+  void onLog(WorkerSlot& slot, const proto::Log& m);
+  void onExit(WorkerSlot& slot, int64_t status, int signal, const std::string& why);
+  void finish(InterfaceState& iface, OutcomeCallback& done, Outcome outcome);
   // quiet: the caller of addInterface hears why (its first load failed)
   // and says it; no log line, no stop listener.
-  void stopInterface(Interface& iface, const std::string& why, bool quiet = false);
+  void stopInterface(InterfaceState& iface, const std::string& why, bool quiet = false);
   void checkDeadlines();
 
   uv_loop_t* loop_;
   Options options_;
   ServiceHandler& services_;
-  std::vector<std::unique_ptr<Group>> groups_;  // [0] is the shared group
-  std::vector<std::unique_ptr<Interface>> interfaces_;
-  std::unordered_map<FunctionId, std::pair<Interface*, uint32_t>> functions_;  // -> iface, index
+  std::vector<std::unique_ptr<WorkerGroup>> groups_;  // [0] is the shared group
+  std::vector<std::unique_ptr<InterfaceState>> interfaces_;
+  std::unordered_map<FunctionId, std::pair<InterfaceState*, uint32_t>> functions_;  // -> iface, index
   UvHandle<uv_timer_t> deadlineTimer_;
   StopListener stopListener_;
   uint64_t nextCallId_ = 1;

@@ -7,10 +7,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
-
-#include <capnp/serialize.h>
-#include <kj/io.h>
 
 #include "common/fd.h"
 
@@ -141,20 +140,6 @@ WorkerProcess::~WorkerProcess() {
   // not run after its close (data is cleared first).
 }
 
-void WorkerProcess::send(capnp::MessageBuilder& message) {
-  if (exited_ || killing()) return;  // a killed worker reads nothing more
-  // Serialized straight behind what is already queued: no flat copy first.
-  proto::AppendTo out(pending_);
-  capnp::writeMessage(out, message);
-  flushSoon();
-}
-
-void WorkerProcess::send(size_t hintWords, kj::FunctionParam<void(capnp::MessageBuilder&)> fill) {
-  if (exited_ || killing()) return;
-  proto::appendFrame(pending_, hintWords, fill);
-  flushSoon();
-}
-
 void WorkerProcess::flushSoon() {
   // An idle handle, not a check: it also keeps the loop from blocking in
   // poll first when the call was sent from a timer or before uv_run.
@@ -226,18 +211,29 @@ void WorkerProcess::onRead(ssize_t n) {
     auto f = reader_.next();
     if (!f) return kill(f.error().message);
     if (!*f) break;
-    try {
-      auto msg = (*f)->getRoot<proto::FromWorker>();
-      if (msg.isReady()) {
-        ready_ = true;
-        events_.onReady(*this);
-      } else {
-        events_.onFrame(*this, msg);
-      }
-    } catch (const kj::Exception& e) {
-      return kill(std::string("malformed frame: ") + e.getDescription().cStr());
-    }
+    auto msg = proto::decodeEvent(**f);
+    if (!msg) return kill(msg.error().message);
+    deliver(*msg);
   }
+}
+
+void WorkerProcess::deliver(proto::WorkerEvent& m) {
+  if (std::holds_alternative<proto::Ready>(m)) {
+    ready_ = true;
+    events_.onReady(*this);
+    return;
+  }
+  events_.onHeard(*this);
+  std::visit(
+      [&](const auto& x) {
+        using M = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<M, proto::Loaded>) events_.onLoaded(*this, x);
+        else if constexpr (std::is_same_v<M, proto::Outcome>) events_.onOutcome(*this, x);
+        else if constexpr (std::is_same_v<M, proto::ServiceRequest>) events_.onService(*this, x);
+        else if constexpr (std::is_same_v<M, proto::Log>) events_.onLog(*this, x);
+        else if constexpr (std::is_same_v<M, proto::Pong>) events_.onPong(*this, x);
+      },
+      m);
 }
 
 void WorkerProcess::onExitCb(uv_process_t* p, int64_t status, int signal) {

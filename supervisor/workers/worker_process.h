@@ -1,16 +1,15 @@
 // WorkerProcess: one `ductus worker` child, seen from the supervisor's libuv
 // loop. Spawned with uv_spawn (so the exec error comes back synchronously and
 // libuv reaps its own pid), the child's end of a Unix socketpair inherited as
-// fd 3. Frames from the worker are read with proto::FrameReader and handed to
-// Events; a malformed or oversized frame kills the worker, never the
-// supervisor. Writes are coalesced: one uv_write in flight at a time, the
+// fd 3. It is the supervisor's end of the worker protocol: frames from the
+// worker are read with proto::FrameReader, decoded (proto/worker_codec.h) and
+// handed to Events as typed messages; a malformed or oversized frame kills
+// the worker, never the supervisor. What it sends is encoded the same way. Writes are coalesced: one uv_write in flight at a time, the
 // rest appended behind it.
 #pragma once
 
 #include <sys/types.h>
 #include <uv.h>
-
-#include <capnp/message.h>
 
 #include <cstdint>
 #include <memory>
@@ -18,8 +17,10 @@
 
 #include "common/result.h"
 #include "common/uv_handle.h"
+#include "common/config/model.h"
 #include "proto/frame.h"
-#include "proto/worker.capnp.h"
+#include "proto/worker_codec.h"
+#include "proto/worker_messages.h"
 
 namespace ductus::supervisor {
 
@@ -27,16 +28,22 @@ class WorkerProcess {
  public:
   struct Options {
     std::string binary;   // the ductus binary ("/proc/self/exe" in the engine)
-    size_t heapMb = 256;  // isolates.heap_mb
+    size_t heapMb = config::kDefaultHeapMb;  // isolates.heap_mb
   };
 
   class Events {
    public:
     virtual ~Events() = default;
-    // Every frame but `ready` (which only sets ready()). May throw
-    // kj::Exception on a malformed message: the worker is then killed.
-    virtual void onFrame(WorkerProcess& w, proto::FromWorker::Reader msg) = 0;
+    // One per message the worker sends, decoded whole first; its views
+    // are valid during the call only. onHeard comes before each but
+    // `ready` (the worker is alive and working).
     virtual void onReady(WorkerProcess& w) {}
+    virtual void onHeard(WorkerProcess& w) {}
+    virtual void onLoaded(WorkerProcess& w, const proto::Loaded& m) {}
+    virtual void onOutcome(WorkerProcess& w, const proto::Outcome& m) {}
+    virtual void onService(WorkerProcess& w, const proto::ServiceRequest& m) {}
+    virtual void onLog(WorkerProcess& w, const proto::Log& m) {}
+    virtual void onPong(WorkerProcess& w, const proto::Pong& m) {}
     // The process is gone (reaped). exitStatus/termSignal as libuv reports
     // them; why says what the supervisor did, if anything ("killed: ...").
     virtual void onExit(WorkerProcess& w, int64_t exitStatus, int termSignal,
@@ -50,10 +57,15 @@ class WorkerProcess {
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
-  void send(capnp::MessageBuilder& message);
-  // The same, with the message built straight into the write queue (see
-  // proto::appendFrame): for calls, whose payloads are the bulk of the bytes.
-  void send(size_t hintWords, kj::FunctionParam<void(capnp::MessageBuilder&)> fill);
+  // Queues a message (proto::Load, Invoke, ServiceReply, RunTests, Ping,
+  // Shutdown), built straight into the write queue: a call's payload is
+  // copied once. Nothing is sent to a worker that is exiting or killed.
+  template <typename Message>
+  void send(const Message& m) {
+    if (exited_ || killing()) return;  // a killed worker reads nothing more
+    proto::encode(pending_, m);
+    flushSoon();
+  }
   // SIGKILL; onExit follows with why = reason.
   void kill(const std::string& reason);
 
@@ -70,6 +82,8 @@ class WorkerProcess {
   void flush();
   // n bytes were read into reader_.space() (or EOF / an error when < 0).
   void onRead(ssize_t n);
+  // One decoded message, to events_.
+  void deliver(proto::WorkerEvent& m);
   static void onExitCb(uv_process_t* p, int64_t status, int signal);
 
   uv_loop_t* loop_;

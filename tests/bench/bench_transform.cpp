@@ -87,14 +87,13 @@ class CountingOutput : public worker::HostOutput {
   }
   void outcome(uint64_t, worker::OutcomeKind kind, std::string_view data) override {
     ++outcomes;
-    if (kind != worker::OutcomeKind::OUTPUT) {
+    if (kind != worker::OutcomeKind::Output) {
       ++failures;
       lastError = std::string(data);
     }
     bytes += data.size();
   }
-  void service(uint64_t, uint64_t, worker::ServiceKind, std::string_view, std::string_view,
-               std::string_view, uint32_t) override {}
+  void service(const proto::ServiceRequest&) override {}
   void log(uint64_t, std::string_view, std::string_view) override {}
   uint64_t outcomes = 0, failures = 0, bytes = 0;
   std::string lastError;
@@ -164,7 +163,7 @@ class InProcess {
     // BENCH_V8_FLAGS=--perf-basic-prof lets `perf report` name JIT frames.
     if (const char* flags = std::getenv("BENCH_V8_FLAGS")) v8::V8::SetFlagsFromString(flags);
     if (auto s = worker::initV8(argv0); !s) return false;
-    auto iso = worker::Isolate::create(size_t{256} << 20);
+    auto iso = worker::Isolate::create(size_t{config::kDefaultHeapMb} << 20);
     if (!iso) {
       std::fprintf(stderr, "%s\n", iso.error().message.c_str());
       return false;
@@ -181,7 +180,8 @@ class InProcess {
     def.name = "bench";
     def.entry = "interfaces/bench/transform.js";
     def.modules[def.entry] = kTransform;
-    def.functions = {{1, "transform", "hl7v2", "hl7v2", "auto"}, {2, "noop", "hl7v2", "hl7v2", "auto"}};
+    def.functions = {{"transform", "hl7v2", "hl7v2", "", "auto", 1},
+                     {"noop", "hl7v2", "hl7v2", "", "auto", 2}};
     if (!host_->load(def)) return false;
     round(2000);  // warm up
     return true;

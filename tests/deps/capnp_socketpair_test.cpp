@@ -21,6 +21,8 @@
 namespace ductus::proto {
 namespace {
 
+using wire::ToWorker;  // the generated code, as the codec uses it
+
 void fillInvoke(capnp::MessageBuilder& b, uint64_t callId, const std::string& payload) {
   auto inv = b.initRoot<ToWorker>().initInvoke();
   inv.setCallId(callId);

@@ -1,99 +1,62 @@
-// The worker frame reader: proto/frame.h's FrameReader with the limits the
-// supervisor uses, fed the input (a worker's byte stream) in pieces of
-// random sizes, half of them through space()/commit() as the supervisor's
-// socket reads go, half through feed(). Every frame it yields is read as
-// proto::FromWorker the way the supervisor does (supervisor/workers/
-// worker_process.cpp, worker_pool.cpp): every field, texts and data copied
-// out, a kj::Exception caught and taken as a malformed frame, which ends the
-// stream (the supervisor kills that worker), as does an Error from next().
+// The worker frame reader and decoder: proto/frame.h's FrameReader with the
+// limits the supervisor uses, fed the input (a worker's byte stream) in
+// pieces of random sizes, half of them through space()/commit() as the
+// supervisor's socket reads go, half through feed(). Every frame it yields
+// is decoded as the supervisor does (proto::decodeEvent, as
+// supervisor/workers/worker_process.cpp): every field, texts and data read;
+// an Error ends the stream (the supervisor kills that worker), as does an
+// Error from next().
 //
-// Checked beyond the sanitizers: nothing but kj::Exception escapes a read
-// (anything else would end the fuzzer as an uncaught exception); space()
-// gives the room asked for; bufferedBytes() never exceeds what was fed.
-#include <capnp/message.h>
-#include <kj/exception.h>
-
+// Checked beyond the sanitizers: nothing escapes a decode (an exception
+// would end the fuzzer uncaught); space() gives the room asked for;
+// bufferedBytes() never exceeds what was fed.
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
+#include <variant>
 
 #include "proto/frame.h"
-#include "proto/worker.capnp.h"
+#include "proto/worker_codec.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {
 
 using namespace ductus;
 
-// Reads every field of a frame; returns a sum of what it read, so nothing is
-// optimised away.
-size_t readFromWorker(proto::FromWorker::Reader msg) {
-  size_t n = 0;
-  switch (msg.which()) {
-    case proto::FromWorker::READY:
-      break;
-    case proto::FromWorker::LOADED: {
-      auto l = msg.getLoaded();
-      n += l.getInterfaceId();
-      if (l.isError()) {
-        std::string error = l.getError();
-        n += error.size();
-      } else if (l.isOk()) {
-        n += 1;
-      }
-      break;
-    }
-    case proto::FromWorker::OUTCOME: {
-      auto o = msg.getOutcome();
-      n += o.getCallId();
-      n += static_cast<size_t>(o.getKind());
-      auto d = o.getData();
-      std::string data(reinterpret_cast<const char*>(d.begin()), d.size());
-      n += data.size();
-      break;
-    }
-    case proto::FromWorker::SERVICE: {
-      auto s = msg.getService();
-      n += s.getRequestId() + s.getCallId();
-      switch (s.which()) {
-        case proto::ServiceRequest::DB_QUERY:
-        case proto::ServiceRequest::DB_EXECUTE: {
-          auto d = s.isDbQuery() ? s.getDbQuery() : s.getDbExecute();
-          std::string resource = d.getResource(), sql = d.getSql(), params = d.getParamsJson();
-          n += resource.size() + sql.size() + params.size();
-          break;
+// Reads every field of a decoded message; returns a sum of what it read, so
+// nothing is optimised away.
+size_t readEvent(const proto::WorkerEvent& event) {
+  return std::visit(
+      [](const auto& m) -> size_t {
+        using M = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<M, proto::Loaded>) {
+          return m.interfaceId + (m.error ? m.error->size() : 1);
+        } else if constexpr (std::is_same_v<M, proto::Outcome>) {
+          return m.callId + static_cast<size_t>(m.kind) + std::string(m.data).size();
+        } else if constexpr (std::is_same_v<M, proto::ServiceRequest>) {
+          size_t n = m.requestId + m.callId + m.timeLeftMs;
+          std::visit(
+              [&](const auto& s) {
+                using S = std::decay_t<decltype(s)>;
+                if constexpr (std::is_same_v<S, proto::Fetch>)
+                  n += std::string(s.url).size() + s.api.size() + s.initJson.size();
+                else if constexpr (std::is_same_v<S, proto::Env> || std::is_same_v<S, proto::Secret>)
+                  n += std::string(s.name).size();
+                else
+                  n += std::string(s.resource).size() + s.sql.size() + s.paramsJson.size();
+              },
+              m.what);
+          return n;
+        } else if constexpr (std::is_same_v<M, proto::Log>) {
+          return m.callId + m.level.size() + std::string(m.text).size();
+        } else if constexpr (std::is_same_v<M, proto::Pong>) {
+          return m.value;
+        } else {
+          return 0;
         }
-        case proto::ServiceRequest::FETCH: {
-          auto f = s.getFetch();
-          std::string url = f.getUrl(), api = f.getApi(), init = f.getInitJson();
-          n += url.size() + api.size() + init.size();
-          break;
-        }
-        case proto::ServiceRequest::ENV: {
-          std::string name = s.getEnv();
-          n += name.size();
-          break;
-        }
-        case proto::ServiceRequest::SECRET: {
-          std::string name = s.getSecret();
-          n += name.size();
-          break;
-        }
-      }
-      break;
-    }
-    case proto::FromWorker::LOG: {
-      auto l = msg.getLog();
-      n += l.getCallId();
-      std::string level = l.getLevel();
-      n += level.size() + std::strlen(l.getText().cStr());
-      break;
-    }
-    case proto::FromWorker::PONG:
-      n += msg.getPong();
-      break;
-  }
-  return n;
+      },
+      event);
 }
 
 }  // namespace
@@ -126,12 +89,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto f = reader.next();
       if (!f) return 0;  // the supervisor kills the worker: nothing more is read
       if (!*f) break;
-      try {
-        auto msg = (*f)->getRoot<proto::FromWorker>();
-        sink = sink + readFromWorker(msg);
-      } catch (const kj::Exception&) {
-        return 0;  // a malformed frame: the worker is killed
-      }
+      auto event = proto::decodeEvent(**f);
+      if (!event) return 0;  // a malformed frame: the worker is killed
+      sink = sink + readEvent(*event);
     }
   }
   return 0;

@@ -28,10 +28,10 @@ capnp::Text::Reader textOf(std::string_view s) {
   return {s.data(), s.size()};
 }
 
-using Fill = std::function<void(proto::FromWorker::Builder)>;
+using Fill = std::function<void(proto::wire::FromWorker::Builder)>;
 
 void append(std::string& out, size_t hintWords, const Fill& fill) {
-  proto::appendFrame(out, hintWords, [&](capnp::MessageBuilder& b) { fill(b.initRoot<proto::FromWorker>()); });
+  proto::appendFrame(out, hintWords, [&](capnp::MessageBuilder& b) { fill(b.initRoot<proto::wire::FromWorker>()); });
 }
 
 const char* const kHl7 =
@@ -53,19 +53,19 @@ const Fill kLoadedError = [](auto w) {
 const Fill kOutput = [](auto w) {
   auto o = w.initOutcome();
   o.setCallId(7);
-  o.setKind(proto::OutcomeKind::OUTPUT);
+  o.setKind(proto::wire::OutcomeKind::OUTPUT);
   o.setData(bytesOf(kHl7));
 };
 const Fill kQuarantine = [](auto w) {
   auto o = w.initOutcome();
   o.setCallId(8);
-  o.setKind(proto::OutcomeKind::QUARANTINE);
+  o.setKind(proto::wire::OutcomeKind::QUARANTINE);
   o.setData(bytesOf("TypeError: x is undefined\n    at transform (transform.js:4:10)"));
 };
 const Fill kTransient = [](auto w) {
   auto o = w.initOutcome();
   o.setCallId(9);
-  o.setKind(proto::OutcomeKind::TRANSIENT);
+  o.setKind(proto::wire::OutcomeKind::TRANSIENT);
   o.setData(bytesOf("[ductus:transient] the lab API answered 503"));
 };
 const Fill kDbQuery = [](auto w) {
@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
   // One message over several segments (a builder with a tiny first segment
   // and fixed growth), as capnp::writeMessage frames it.
   capnp::MallocMessageBuilder multi(2, capnp::AllocationStrategy::FIXED_SIZE);
-  kOutput(multi.initRoot<proto::FromWorker>());
+  kOutput(multi.initRoot<proto::wire::FromWorker>());
   write(dir, "multi-segment", proto::serialize(multi));
   return 0;
 }

@@ -26,23 +26,30 @@ std::vector<int64_t> startTimesMs(const std::filesystem::path& file) {
   return out;
 }
 
-TEST_F(PoolTest, AWorkerThatDiesAtEveryStartIsRestartedAfterGrowingWaits) {
-  const auto starts = project_ / "starts";
-  // The worker's environment is empty: absolute paths only.
-  writeFile("dies-at-start.sh",
-            "#!/bin/sh\n/bin/date +%s%N >> '" + starts.string() + "'\nexit 1\n");
-  const auto script = project_ / "dies-at-start.sh";
-  ASSERT_EQ(chmod(script.c_str(), 0755), 0);
-  writeFile("interfaces/a/transform.js", "export function transform(m) { return m; }\n");
+class CrashLoopTest : public PoolTest {
+ protected:
+  // A pool of one stand-in worker that notes when it started in `starts`
+  // and exits 1, with one interface to start it for.
+  void startDyingWorkers(supervisor::WorkerPool::Options o, const std::filesystem::path& starts) {
+    // The worker's environment is empty: absolute paths only.
+    writeFile("dies-at-start.sh",
+              "#!/bin/sh\n/bin/date +%s%N >> '" + starts.string() + "'\nexit 1\n");
+    const auto script = project_ / "dies-at-start.sh";
+    ASSERT_EQ(chmod(script.c_str(), 0755), 0);
+    writeFile("interfaces/a/transform.js", "export function transform(m) { return m; }\n");
+    o.binary = script.string();
+    o.sharedWorkers = 1;
+    pool_ = std::make_unique<supervisor::WorkerPool>(&loop_, o, services_);
+    auto s = spec("a");
+    auto modules = supervisor::readInterfaceModules(s);
+    ASSERT_TRUE(modules.ok()) << modules.error().message;
+    ASSERT_TRUE(pool_->addInterface(s, std::move(*modules)).ok());
+  }
+};
 
-  supervisor::WorkerPool::Options o;
-  o.binary = script.string();
-  o.sharedWorkers = 1;
-  pool_ = std::make_unique<supervisor::WorkerPool>(&loop_, o, services_);
-  auto s = spec("a");
-  auto modules = supervisor::readInterfaceModules(s);
-  ASSERT_TRUE(modules.ok()) << modules.error().message;
-  ASSERT_TRUE(pool_->addInterface(s, std::move(*modules)).ok());
+TEST_F(CrashLoopTest, AWorkerThatDiesAtEveryStartIsRestartedAfterGrowingWaits) {
+  const auto starts = project_ / "starts";
+  ASSERT_NO_FATAL_FAILURE(startDyingWorkers({}, starts));
 
   // Five starts: the first, one at once, then after 400, 800 and 1600 ms.
   ASSERT_TRUE(runUntil([&] { return startTimesMs(starts).size() >= 5; }, 60s))
@@ -56,6 +63,20 @@ TEST_F(PoolTest, AWorkerThatDiesAtEveryStartIsRestartedAfterGrowingWaits) {
   for (size_t i = 1; i < 5; ++i)
     EXPECT_GE(t[i] - t[i - 1], waits[i - 1] * 3 / 4)
         << "start " << i + 1 << " came " << t[i] - t[i - 1] << " ms after start " << i;
+}
+
+// The window that tells a quick death from a worker that lived is read on
+// the pool's clock (Options::clock): here every worker "lives" ten seconds
+// by it before dying, so none is a quick death and each is started again at
+// once, where the back-off would wait 400 + 800 + 1600 + 3200 ms.
+TEST_F(CrashLoopTest, AWorkerThatLivedPastTheQuickDeathWindowIsRestartedAtOnce) {
+  const auto starts = project_ / "starts";
+  supervisor::WorkerPool::Options o;
+  o.clock = [t = std::chrono::steady_clock::now()]() mutable { return t += 10s; };
+  ASSERT_NO_FATAL_FAILURE(startDyingWorkers(o, starts));
+
+  EXPECT_TRUE(runUntil([&] { return startTimesMs(starts).size() >= 6; }, 3s))
+      << startTimesMs(starts).size() << " starts in 3 s";
 }
 
 }  // namespace

@@ -10,12 +10,9 @@
 #include <sstream>
 #include <string>
 
-#include <capnp/message.h>
-#include <capnp/serialize.h>
-#include <kj/io.h>
 
 #include "proto/frame.h"
-#include "proto/worker.capnp.h"
+#include "proto/worker_codec.h"
 #include "tests/supervisor/workers/pool_fixture.h"
 
 namespace ductus::test {
@@ -294,22 +291,10 @@ TEST_F(PoolTest, AWorkerNamingAnInterfaceOfAnotherGroupIsKilledAndThatInterfaceR
   // group's) only says ready; every later one (the shared group's) then
   // claims that interface 1, the dedicated one, failed to load.
   auto write = [&](const std::string& name, bool attack) {
-    kj::VectorOutputStream bytes;
-    {
-      capnp::MallocMessageBuilder b;
-      b.initRoot<proto::FromWorker>().setReady();
-      capnp::writeMessage(bytes, b);
-    }
-    if (attack) {
-      capnp::MallocMessageBuilder b;
-      auto l = b.initRoot<proto::FromWorker>().initLoaded();
-      l.setInterfaceId(1);
-      l.setError("interfaces/x.js:1: pwned");
-      capnp::writeMessage(bytes, b);
-    }
-    auto a = bytes.getArray();
-    std::ofstream(project_ / name, std::ios::binary)
-        .write(reinterpret_cast<const char*>(a.begin()), static_cast<std::streamsize>(a.size()));
+    std::string bytes;
+    proto::encode(bytes, proto::Ready{});
+    if (attack) proto::encode(bytes, proto::Loaded{1, "interfaces/x.js:1: pwned"});
+    std::ofstream(project_ / name, std::ios::binary) << bytes;
   };
   write("ready.bin", false);
   write("attack.bin", true);

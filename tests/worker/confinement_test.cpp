@@ -26,7 +26,6 @@ using namespace std::chrono_literals;
 
 struct QuietEvents : supervisor::WorkerProcess::Events {
   bool exited = false;
-  void onFrame(supervisor::WorkerProcess&, proto::FromWorker::Reader) override {}
   void onExit(supervisor::WorkerProcess&, int64_t, int, const std::string&) override {
     exited = true;
   }
