@@ -2,12 +2,8 @@
 
 #include <openssl/evp.h>
 
-#include <algorithm>
-#include <charconv>
-#include <chrono>
 #include <map>
 #include <memory>
-#include <regex>
 
 #include "api/audit/audit_log.h"
 #include "api/auth/handler_support.h"
@@ -26,11 +22,8 @@ using store::BrowseQuery;
 
 using Deps = MessageDeps;
 
-constexpr size_t kMaxReasonBytes = 1000;
 constexpr const char* kLatin1 = "iso-8859-1";
 constexpr const char* kUtf8 = "utf-8";
-
-json orNull(const std::optional<std::string>& s) { return s ? json(*s) : json(); }
 
 // A message's deliveries as the API shows them: destination, status and
 // attempts, and with `full` the last error, when, and whether an output
@@ -49,13 +42,6 @@ json deliveriesOf(const std::vector<store::DeliveryRow>& rows, bool full) {
     out.push_back(std::move(o));
   }
   return out;
-}
-
-std::optional<int64_t> positiveId(std::string_view s) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
-  return v;
 }
 
 std::string base64(std::string_view bytes) {

@@ -11,19 +11,6 @@
 #include "schema/message_pages.h"
 
 namespace ductus::api {
-namespace {
-
-using json = nlohmann::json;
-
-using Deps = MessageDeps;
-
-constexpr size_t kMaxReasonBytes = 1000;
-constexpr int64_t kQuarantineLimitDefault = 100;
-constexpr int64_t kQuarantineLimitMax = 500;
-
-net::HttpResponse answerError(const Error& e) { return errorResponse(e); }
-
-json orNull(const std::optional<std::string>& s) { return s ? json(*s) : json(); }
 
 std::optional<int64_t> positiveId(std::string_view s) {
   int64_t v = 0;
@@ -31,6 +18,21 @@ std::optional<int64_t> positiveId(std::string_view s) {
   if (ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
   return v;
 }
+
+nlohmann::json orNull(const std::optional<std::string>& s) {
+  return s ? nlohmann::json(*s) : nlohmann::json();
+}
+
+namespace {
+
+using json = nlohmann::json;
+
+using Deps = MessageDeps;
+
+constexpr int64_t kQuarantineLimitDefault = 100;
+constexpr int64_t kQuarantineLimitMax = 500;
+
+net::HttpResponse answerError(const Error& e) { return errorResponse(e); }
 
 // The request's body as an object; an empty body is an empty object (the
 // body of a plain resend is optional).

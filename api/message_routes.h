@@ -15,7 +15,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/auth/auth_routes.h"
@@ -35,6 +37,14 @@ struct MessageDeps {
 
 // Ids a batch resend takes at most, in one transaction.
 inline constexpr size_t kMaxResendIds = 500;
+
+// A reason (a dismissal's, an edit's) is at most this long.
+inline constexpr size_t kMaxReasonBytes = 1000;
+
+// Shared by the message handlers: a path's message id (a positive whole
+// number, else nullopt), and a column that may be NULL as JSON.
+std::optional<int64_t> positiveId(std::string_view s);
+nlohmann::json orNull(const std::optional<std::string>& s);
 
 // deps (its pool and audit log) must outlive the routes; null: the routes
 // for the OpenAPI document only, whose handlers answer 503. `engine` wakes
