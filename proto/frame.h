@@ -7,7 +7,8 @@
 // outgoing ones are built where they will be written from.
 //
 // Reading fields of a Frame can still throw kj::Exception on a malformed
-// message; callers treat that like a framing error and drop the peer.
+// message: only the codec (proto/worker_codec.h) reads them, and it turns
+// that into an Error, on which the caller drops the peer.
 #pragma once
 
 #include <capnp/message.h>
