@@ -1,8 +1,9 @@
 // What the API reads of messages and deliveries, as typed rows: the
 // quarantine list, the message browser's pages, one message with its
-// deliveries, its payload and saved outputs. Every statement here is paged
-// through an index (migrations 0005 and 0006; the tests EXPLAIN them) and
-// runs on one leased connection of the pool given, answering on its loop.
+// deliveries, its payload and saved outputs. The list and the pages are
+// read through their indexes (migrations 0005 and 0006; tests/api EXPLAIN
+// them), one message by its id. Each call runs on a connection of the pool
+// given and answers on its loop.
 #pragma once
 
 #include <cstdint>
