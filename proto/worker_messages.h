@@ -50,6 +50,10 @@ struct FunctionDef {
 
 // ---- supervisor -> worker ---------------------------------------------------
 
+// A load's timeout (and each call's) when none is given; 0 on the wire
+// means this too.
+inline constexpr std::chrono::milliseconds kDefaultLoadTimeout{5000};
+
 // Load an interface: its entry module, the source of every module it may
 // import ("interfaces/<name>/<file>", "lib/<file>"), its functions.
 struct Load {
@@ -58,7 +62,7 @@ struct Load {
   std::string entry;
   std::map<std::string, std::string> modules;  // specifier -> source
   std::vector<FunctionDef> functions;
-  std::chrono::milliseconds timeout{0};  // 0: the worker's default
+  std::chrono::milliseconds timeout = kDefaultLoadTimeout;
 };
 
 // Run one function on one payload (the bytes as stored).

@@ -88,7 +88,7 @@ struct Dispatch {
   FrameOutput& out;
 
   bool operator()(proto::Load& l) {
-    if (l.timeout.count() == 0) l.timeout = std::chrono::milliseconds(5000);
+    if (l.timeout.count() == 0) l.timeout = proto::kDefaultLoadTimeout;
     (void)host.load(l);
     return true;
   }

@@ -71,6 +71,17 @@ TEST(WorkerCodec, ALoadComesBackWhole) {
   EXPECT_EQ(got->timeout, std::chrono::milliseconds(1234));
 }
 
+// One made without a timeout (the in-process benchmark's) gets the
+// default, not 0 ms, which would stop every call at once.
+TEST(WorkerCodec, ALoadWithoutATimeoutHasTheDefaultOne) {
+  std::string bytes;
+  encode(bytes, Load{});
+  OneFrame f(bytes);
+  auto m = f.command();
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(std::get<Load>(*m).timeout, std::chrono::milliseconds(5000));
+}
+
 TEST(WorkerCodec, EveryOtherCommandComesBackAsSent) {
   // Binary payload bytes, NUL and CR included, come back byte for byte.
   const std::string payload = "MSH|^~\\&|\r\0\xff\x01 PID|1"s;
