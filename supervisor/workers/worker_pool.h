@@ -87,7 +87,7 @@ class WorkerPool : public delivery::Transformer {
   // stops it again). A worker compiles a module once and keeps it, so the
   // workers that hold the old code are restarted rather than asked to load
   // it again (their other calls are retried, as after any worker exit).
-  // Error "not_found": no such interface; "running": it isn't stopped.
+  // ErrorKind::NotFound: no such interface; Conflict: it isn't stopped.
   Status restartInterface(const std::string& interfaceName, ModuleSet modules,
                           std::function<void(Status)> loaded = {});
 
@@ -104,7 +104,6 @@ class WorkerPool : public delivery::Transformer {
 
  private:
   friend struct WorkerSlot;  // hands the pool its worker's events
-  friend struct WorkerGroup;
 
   WorkerSlot* pickSlot(WorkerGroup& g);
   void send(WorkerSlot& slot, InterfaceState& iface, FunctionId fn, std::string payload,
