@@ -70,4 +70,19 @@ inline UvHandle<uv_timer_t> makeTimer(uv_loop_t* loop, void* data) {
   return t;
 }
 
+// What a loop's owner does last: close every handle still open (a run cut
+// short leaves some behind, their owners gone), let the close callbacks
+// run, and close the loop. Returns uv_loop_close's code: UV_EBUSY while a
+// request (a write, a thread-pool job) is still pending.
+inline int closeLoop(uv_loop_t* loop) {
+  uv_walk(
+      loop,
+      [](uv_handle_t* h, void*) {
+        if (!uv_is_closing(h)) uv_close(h, nullptr);
+      },
+      nullptr);
+  uv_run(loop, UV_RUN_DEFAULT);
+  return uv_loop_close(loop);
+}
+
 }  // namespace ductus

@@ -176,14 +176,7 @@ EngineProcess::~EngineProcess() {
   stopTimer_.reset();
   // Close whatever is still open (a stop cut short by an error leaves
   // handles behind), let the close callbacks run, then free the loop.
-  uv_walk(
-      &loop_,
-      [](uv_handle_t* h, void*) {
-        if (!uv_is_closing(h)) uv_close(h, nullptr);
-      },
-      nullptr);
-  uv_run(&loop_, UV_RUN_DEFAULT);
-  if (int rc = uv_loop_close(&loop_); rc != 0)
+  if (int rc = closeLoop(&loop_); rc != 0)
     spdlog::warn("event loop still busy at exit: {}", uv_strerror(rc));
 }
 

@@ -13,6 +13,7 @@
 
 #include "common/command_line.h"
 #include "common/config/loader.h"
+#include "common/uv_handle.h"
 #include "schema/pg_connection.h"
 #include "schema/pg_error.h"
 #include "schema/retention.h"
@@ -33,16 +34,7 @@ struct Args {
 class Loop {
  public:
   Loop() { uv_loop_init(&loop_); }
-  ~Loop() {
-    uv_walk(
-        &loop_,
-        [](uv_handle_t* h, void*) {
-          if (!uv_is_closing(h)) uv_close(h, nullptr);
-        },
-        nullptr);
-    uv_run(&loop_, UV_RUN_DEFAULT);
-    uv_loop_close(&loop_);
-  }
+  ~Loop() { closeLoop(&loop_); }
   uv_loop_t* get() { return &loop_; }
 
   template <typename T>

@@ -12,6 +12,7 @@
 #include "common/command_line.h"
 #include "common/config/duration.h"
 #include "common/config/loader.h"
+#include "common/uv_handle.h"
 #include "schema/ownership.h"
 #include "schema/pg_connection.h"
 #include "schema/pg_error.h"
@@ -150,14 +151,7 @@ int checkLanes(const ValidateArgs& args) {
     while (!out && uv_run(&loop, UV_RUN_ONCE)) {
     }
   }
-  uv_walk(
-      &loop,
-      [](uv_handle_t* h, void*) {
-        if (!uv_is_closing(h)) uv_close(h, nullptr);
-      },
-      nullptr);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  uv_loop_close(&loop);
+  closeLoop(&loop);
   if (!out) out.emplace(Error{"the database did not answer"});
   // 42P01: no tables yet, so nothing is stored in any lane.
   if (!*out && !store::pg::undefinedTable(out->error())) {
