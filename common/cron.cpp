@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <ctime>
+#include <optional>
 #include <vector>
 
 namespace ductus {
@@ -171,6 +172,37 @@ Result<Cron> parseCron(std::string_view text) {
   return c;
 }
 
+namespace {
+
+// The earliest instant after `base` that is the local time year-mon-day
+// hour:min: none when the clock skipped it (spring forward), and of the two
+// a repeated hour has (fall back), the earlier one still after `base`.
+// mktime is asked with each tm_isdst and its answer converted back, since
+// with tm_isdst = -1 it resolves a repeated hour by a guess kept from its
+// earlier calls: the same schedule would fire at different times.
+std::optional<std::time_t> firstInstantAfter(int year, int mon, int day, int hour, int min,
+                                             std::time_t base) {
+  std::optional<std::time_t> first;
+  for (int isdst : {0, 1}) {
+    std::tm cand{};
+    cand.tm_year = year - 1900;
+    cand.tm_mon = mon;
+    cand.tm_mday = day;
+    cand.tm_hour = hour;
+    cand.tm_min = min;
+    cand.tm_isdst = isdst;
+    std::time_t t = std::mktime(&cand);
+    std::tm back{};
+    if (t == -1 || !localtime_r(&t, &back)) continue;
+    bool same = back.tm_year == year - 1900 && back.tm_mon == mon && back.tm_mday == day &&
+                back.tm_hour == hour && back.tm_min == min && (back.tm_isdst > 0) == (isdst > 0);
+    if (same && t > base && (!first || t < *first)) first = t;
+  }
+  return first;
+}
+
+}  // namespace
+
 bool Cron::dayMatches(int mday, int mon0, int wday) const {
   bool dom = daysOfMonth_[mday];
   bool dow = daysOfWeek_[wday];
@@ -222,18 +254,8 @@ std::chrono::system_clock::time_point Cron::next(std::chrono::system_clock::time
       carry();
       continue;
     }
-    std::tm cand{};
-    cand.tm_year = year - 1900;
-    cand.tm_mon = mon;
-    cand.tm_mday = day;
-    cand.tm_hour = hour;
-    cand.tm_min = min;
-    cand.tm_isdst = -1;
-    std::time_t t = std::mktime(&cand);
-    // mktime moves a time that doesn't exist (spring forward) to another
-    // hour: that time is skipped.
-    bool exists = t != -1 && cand.tm_hour == hour && cand.tm_min == min;
-    if (exists && t > base) return system_clock::from_time_t(t);
+    if (auto t = firstInstantAfter(year, mon, day, hour, min, base))
+      return system_clock::from_time_t(*t);
     ++min;
     carry();
   }

@@ -13,8 +13,10 @@
 //
 // Daylight saving time: times are computed on the local calendar (mktime).
 // A time inside a skipped hour (spring forward) does not exist and does not
-// fire that day; a time inside a repeated hour (fall back) may fire in both
-// occurrences. Schedules that must fire exactly once a day should avoid
+// fire that day; a time inside a repeated hour (fall back) fires at its
+// earliest occurrence after the start of the walk, and again in the second
+// occurrence when the walk starts inside it: the answer depends on `after`
+// alone, never on earlier calls of mktime. Schedules that must fire exactly once a day should avoid
 // 01:00-03:00 local time, as with Vixie cron.
 #pragma once
 
@@ -30,8 +32,12 @@ namespace ductus {
 class Cron {
  public:
   // The first firing time strictly after `after` (whole minutes, local time).
-  // Parsing refuses expressions that can never fire (e.g. "0 0 30 2 *"), so
-  // there always is one.
+  // Parsing refuses expressions whose days never come (e.g. "0 0 30 2 *").
+  // time_point::max() when every time the expression names is one the local
+  // clock skips: "0 2 29 3 sun" in Europe's zones (29 March is a Sunday only
+  // when it is the day the clock springs forward over 02:xx). The walk gives
+  // up after thousands of years' worth of candidates; in UTC it always finds
+  // one.
   std::chrono::system_clock::time_point next(std::chrono::system_clock::time_point after) const;
 
   const std::string& text() const { return text_; }

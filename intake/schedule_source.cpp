@@ -70,6 +70,12 @@ void ScheduleSource::begin() {
         } else {
           due_ = nextAfter(now);
         }
+        if (due_ == Clock::time_point::max())
+          spdlog::error(
+              "{}: schedule: cron \"{}\" never fires in this server's time zone: every "
+              "time it names is skipped when the clock springs forward; name another "
+              "hour or day",
+              intake_.spec().name, cron_->text());
         arm();
       });
 }

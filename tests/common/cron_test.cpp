@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <utility>
 
 #include "common/cron.h"
 
@@ -108,6 +109,47 @@ TEST_F(CronTest, SkippedLocalTimeInSpringForwardDoesNotFireThatDay) {
   EXPECT_EQ(t, at(2026, 3, 30, 0, 30));
   // An ordinary time on the change day is still found: 04:00 CEST = 02:00 UTC.
   EXPECT_EQ(next("0 4 * * *", at(2026, 3, 28, 12, 0)), at(2026, 3, 29, 2, 0));
+}
+
+// mktime() resolves a time of the repeated hour (fall back) by a guess
+// kept from its earlier calls, so next() must not leave the choice to it:
+// whatever mktime was last asked, the earliest occurrence after `after` is
+// the firing. Found by the cron fuzzer (the same input, two answers).
+TEST_F(CronTest, ARepeatedHourFiresAtItsEarliestOccurrenceWhateverMktimeDidBefore) {
+  // Europe/Berlin goes back from 03:00 CEST to 02:00 CET on 2026-10-25
+  // (01:00 UTC): 02:30 local is 00:30 UTC, then again 01:30 UTC.
+  setenv("TZ", "Europe/Berlin", 1);
+  tzset();
+  auto prime = [](int month, int isdst) {
+    std::tm tm{};
+    tm.tm_year = 2026 - 1900;
+    tm.tm_mon = month - 1;
+    tm.tm_mday = 15;
+    tm.tm_hour = 12;
+    tm.tm_isdst = isdst;
+    (void)std::mktime(&tm);
+  };
+  for (auto [month, isdst] :
+       {std::pair{1, 0}, std::pair{7, 1}, std::pair{12, 0}, std::pair{6, -1}}) {
+    SCOPED_TRACE(testing::Message() << "mktime last asked for month " << month);
+    prime(month, isdst);
+    EXPECT_EQ(next("30 2 25 10 *", at(2026, 1, 1, 0, 0)), at(2026, 10, 25, 0, 30));
+    prime(month, isdst);
+    // From inside the second 02:xx (02:40 CET), 02:45 CET is 5 minutes away.
+    EXPECT_EQ(next("45 2 * * *", at(2026, 10, 25, 1, 40)), at(2026, 10, 25, 1, 45));
+  }
+}
+
+// 29 March is a Sunday only in years when it is the last Sunday of March,
+// the day Europe's clocks spring over 02:xx: in Berlin "0 2 29 3 */7" names
+// no time that exists, and next() says so instead of walking forever. The
+// same expression fires in UTC (2037-03-29 is the next such Sunday after
+// 2027). Found by the cron fuzzer.
+TEST_F(CronTest, AnExpressionWhoseEveryTimeTheClockSkipsNeverFiresThereButDoesInUtc) {
+  EXPECT_EQ(next("0 2 29 3 */7", at(2027, 1, 1, 0, 0)), at(2037, 3, 29, 2, 0));
+  setenv("TZ", "Europe/Berlin", 1);
+  tzset();
+  EXPECT_EQ(next("0 2 29 3 */7", at(2027, 1, 1, 0, 0)), system_clock::time_point::max());
 }
 
 }  // namespace
