@@ -93,9 +93,14 @@ function apply(t: Theme): void {
 apply(theme.get());
 theme.subscribe(() => apply(theme.get()));
 
+// Choices made on this page: a choice made while the saved theme is still
+// on its way wins over it (the answer would otherwise undo the click).
+let choices = 0;
+
 async function loadTheme(): Promise<void> {
+  const before = choices;
   const r = await raw('get', '/api/v1/me/settings');
-  if (!r.ok) return;
+  if (!r.ok || choices !== before) return;
   const t = (r.data as { theme?: unknown } | null)?.theme;
   if (t === 'system' || t === 'light' || t === 'dark') {
     theme.set(t);
@@ -113,6 +118,7 @@ function rememberLocally(t: Theme): void {
 }
 
 export async function chooseTheme(t: Theme): Promise<void> {
+  choices++;
   theme.set(t);
   rememberLocally(t);
   // A 404 (no such route yet, or a token without a user) leaves it local.
