@@ -17,6 +17,10 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(uv_loop_t* loop, ApiServerOp
   // No browser may read an answer as another type than it says (a JSON
   // error as HTML, a payload as script).
   hs.headers = {{"X-Content-Type-Options", "nosniff"}};
+  // Over HTTPS, a browser that has been here once never tries plain HTTP
+  // again for a year (the console's cookie and every password stay in TLS).
+  if (options.guard.tls) hs.headers.emplace_back("Strict-Transport-Security", "max-age=31536000");
+  hs.guard = options.guard;
   self->http_ = std::make_unique<net::HttpServer>(loop, hs);
   Router* r = self->router_.get();
   // The router lives as long as the server, which outlives its connections.

@@ -37,6 +37,8 @@ struct ApiServerOptions {
   // The console served on every path outside /api; null: a JSON 404 there.
   // Must outlive the server.
   const UiTable* ui = &embeddedUi();
+  // api: { tls:, allow: }: with TLS every answer carries HSTS.
+  net::ListenerGuard guard;
 };
 
 class ApiServer {

@@ -235,7 +235,9 @@ MllpListener::MllpListener(uv_loop_t* loop, MllpSettings settings, Handler handl
     : loop_(loop),
       settings_(std::move(settings)),
       handler_(std::move(handler)),
-      connections_(settings_.name, settings_.limits) {}
+      connections_(settings_.name, settings_.limits) {
+  connections_.guard(settings_.guard);
+}
 
 MllpListener::~MllpListener() = default;
 

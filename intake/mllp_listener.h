@@ -54,6 +54,8 @@ struct MllpSettings {
   // A name for logs, e.g. the interface's.
   std::string name = "mllp";
   net::ConnectionLimits limits;
+  // allow: and tls: (common/net/listener_guard.h); empty: plain, everyone.
+  net::ListenerGuard guard;
 };
 
 class MllpConnection;

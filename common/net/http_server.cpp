@@ -457,7 +457,9 @@ std::string tooManyConnections() {
 HttpServer::HttpServer(uv_loop_t* loop, HttpSettings settings)
     : loop_(loop),
       settings_(std::move(settings)),
-      connections_(settings_.name, settings_.limits, tooManyConnections()) {}
+      connections_(settings_.name, settings_.limits, tooManyConnections()) {
+  connections_.guard(settings_.guard);
+}
 
 HttpServer::~HttpServer() = default;
 

@@ -155,6 +155,8 @@ struct HttpSettings {
   // Added to every answer's head, the server's own errors (400, 408, 413,
   // 431) and streams' included: the REST API's X-Content-Type-Options.
   HttpHeaders headers;
+  // allow: and tls: (listener_guard.h); empty: plain, everyone.
+  ListenerGuard guard;
 };
 
 class HttpServer {

@@ -98,6 +98,15 @@ bool ConnectionSet::admit(uv_stream_t* server, StreamConnection* c) {
     host = hostOf(ss);
   }
   startSweeping(server->loop);  // the sweep says the counts not logged
+  // allow:: before anything is read or said, so a peer not on the list
+  // learns nothing of what listens here.
+  if (guard_.admits && !guard_.admits(ss)) {
+    ++guard_.counts->refused;
+    logGuardRefusal(uv_now(server->loop), host, c->peer_.empty() ? "?" : c->peer_,
+                    "its address is not in allow:; dropped unread");
+    c->closeNow();
+    return false;
+  }
   if (!host.empty() && fromAddress(host) >= limits_.connectionsPerAddress) {
     refuseAccepted(c, std::to_string(fromAddress(host)) + " connections from " + host +
                           " are open, the most limits.connections_per_address allows");
@@ -174,6 +183,19 @@ void ConnectionSet::logRefusal(uv_loop_t* loop, const std::string& peer, const s
   spdlog::warn("{}: refused a connection from {}{}: {}; refusals are logged at most once every {}",
                name_, peer,
                unsaid ? " (and " + std::to_string(unsaid) + " more since the last line)"
+                      : std::string(),
+               why, asWritten(millis(limits_.logEvery)));
+}
+
+void ConnectionSet::logGuardRefusal(uint64_t now, const std::string& host, const std::string& peer,
+                                    const std::string& why) {
+  // Bounded: many addresses refused once each cost no more than this.
+  if (guardLog_.size() >= 10000 && !guardLog_.count(host)) guardLog_.clear();
+  uint64_t unsaid = 0;
+  if (!guardLog_[host].admit(now, millis(limits_.logEvery), &unsaid)) return;
+  spdlog::warn("{}: refused {}{}: {}; refusals from one address are logged at most once every {}",
+               name_, peer,
+               unsaid ? " (and " + std::to_string(unsaid) + " more from it since the last line)"
                       : std::string(),
                why, asWritten(millis(limits_.logEvery)));
 }
@@ -314,6 +336,16 @@ void StreamConnection::start() {
   uv_tcp_nodelay(&tcp_, 1);
   setKeepAlive();
   lastActive_ = now();
+  if (set_ && set_->guard_.tls) {
+    tls::SslPtr ssl = set_->guard_.tls->session();
+    if (!ssl) {
+      spdlog::error("{}: no TLS session for the connection from {}: the certificate is not usable",
+                    listenerName(), peer_);
+      return closeNow();
+    }
+    tls_ = std::make_unique<tls::Session>(std::move(ssl));
+    return enter(Phase::Handshake);
+  }
   enter(Phase::Open);
 }
 
@@ -364,6 +396,8 @@ bool StreamConnection::wantsToRead() const {
     case Phase::ShuttingDown:
     case Phase::Closed:
       return false;
+    case Phase::Handshake:
+      return true;
     case Phase::Lingering:
       return true;  // what the peer still sends is dropped, held or not
     case Phase::Streaming:
@@ -408,24 +442,90 @@ void StreamConnection::onAlloc(uv_handle_t*, size_t, uv_buf_t* buf) {
 void StreamConnection::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   auto* self = static_cast<StreamConnection*>(s->data);
   if (n == 0) return;  // EAGAIN
-  if (n > 0) return self->consume(buf->base, static_cast<size_t>(n));
+  if (n > 0) {
+    // Shut down: what still comes is dropped unread, TLS or not.
+    if (self->tls_ && !self->shutDown()) return self->receiveTls(buf->base, static_cast<size_t>(n));
+    return self->consume(buf->base, static_cast<size_t>(n));
+  }
   // Lingering after an error answer: the peer has closed (or reset); done.
   if (self->shutDown()) return self->closeNow();
   // A stream's peer has nothing more to send: its end is its leaving.
   if (self->phase_ == Phase::Streaming) return self->closeNow();
+  if (self->phase_ == Phase::Handshake) {
+    // A port check connects and closes without a byte: not worth a line.
+    if (n == UV_EOF && !self->tlsBytesSeen_) {
+      spdlog::debug("{}: {} closed before a TLS handshake", self->listenerName(), self->peer_);
+      return self->closeNow();
+    }
+    self->handshakeFailed(n == UV_EOF ? "the peer closed during the TLS handshake"
+                                      : std::string("reading failed during the TLS handshake: ") +
+                                            uv_strerror(static_cast<int>(n)));
+    return self->closeNow();
+  }
   if (n != UV_EOF) {
     self->failed(IoStep::Read, static_cast<int>(n));
     return self->closeNow();
   }
+  self->peerEnded();
+}
+
+void StreamConnection::peerEnded() {
   // A peer may close its side while it waits for the answer to its last
   // request: that request, and any after it already read, are answered
   // first.
-  if (self->phase_ == Phase::Answering || self->pendingBytes() > 0) {
-    self->eofSeen_ = true;
-    self->syncReading();
+  if (phase_ == Phase::Answering || pendingBytes() > 0) {
+    eofSeen_ = true;
+    syncReading();
   } else {
-    self->endOfInput();
+    endOfInput();
   }
+}
+
+void StreamConnection::receiveTls(const char* p, size_t n) {
+  tlsBytesSeen_ = true;
+  std::string plain;
+  const bool handshaking = phase_ == Phase::Handshake;
+  tls::Session::State state = tls_->receive(std::string_view(p, n), plain);
+  flushTls();  // handshake messages, alerts, tickets: in order, before any answer
+  if (phase_ == Phase::Closed) return;
+  if (state == tls::Session::State::Handshaking) return;
+  if (state == tls::Session::State::Failed) {
+    if (handshaking) return handshakeFailed(tls_->reason());
+    // After the handshake a TLS error is the connection's end, like a
+    // failed read: nothing it sent after can be trusted to be whole.
+    spdlog::debug("{}: TLS from {} failed: {}", listenerName(), peer_, tls_->reason());
+    return shutdownAndClose(false);
+  }
+  if (handshaking) {
+    if (set_ && set_->guard_.tls) {
+      if (auto why = set_->guard_.tls->refusal(tls_->peerCertificate()))
+        return handshakeFailed(*why);
+    }
+    if (set_) ++set_->guard_.counts->handshakes;
+    spdlog::debug("{}: {} from {}", listenerName(), tls_->version(), peer_);
+    lastActive_ = now();
+    enter(Phase::Open);
+  }
+  if (!plain.empty()) consume(plain.data(), plain.size());
+  // close_notify: the peer has nothing more to send.
+  if (state == tls::Session::State::Closed && phase_ != Phase::Closed && !shutDown() &&
+      phase_ != Phase::Streaming)
+    peerEnded();
+}
+
+void StreamConnection::handshakeFailed(const std::string& why) {
+  if (set_) {
+    ++set_->guard_.counts->handshakeFailures;
+    set_->logGuardRefusal(now(), host_, peer_.empty() ? "?" : peer_, "TLS: " + why);
+  }
+  // Its alert is queued already: let it out, then close.
+  if (phase_ == Phase::Closed) return;
+  tls_->fail(why);
+  shutdownAndClose(false);
+}
+
+void StreamConnection::flushTls() {
+  if (tls_ && tls_->hasOutput() && phase_ != Phase::Closed) submitRaw(tls_->takeOutput());
 }
 
 void StreamConnection::onWrite(uv_write_t* req, int status) {
@@ -610,6 +710,15 @@ void StreamConnection::write(std::string bytes) {
 }
 
 void StreamConnection::submit(std::string bytes) {
+  if (tls_) {
+    tls_->send(bytes);
+    bytes = tls_->takeOutput();
+    if (bytes.empty()) return;
+  }
+  submitRaw(std::move(bytes));
+}
+
+void StreamConnection::submitRaw(std::string bytes) {
   auto w = std::make_unique<WriteReq>();
   w->data = std::move(bytes);
   uv_buf_t b = uv_buf_init(w->data.data(), w->data.size());
@@ -643,8 +752,13 @@ void StreamConnection::shutdownAndClose(bool linger) {
   // A closing listener waits for this connection: no lingering then.
   lingerAfterShutdown_ = linger && !draining_;
   enter(Phase::ShuttingDown);
-  // libuv writes nothing after a shutdown: the outbox goes first.
+  // libuv writes nothing after a shutdown: the outbox goes first, then
+  // TLS's close_notify, so the peer can tell an end from a cut.
   if (!outbox_.empty()) submit(std::exchange(outbox_, {}));
+  if (tls_ && tls_->state() == tls::Session::State::Open && phase_ != Phase::Closed) {
+    tls_->close();
+    flushTls();
+  }
   if (phase_ == Phase::Closed) return;
   auto req = std::make_unique<uv_shutdown_t>();
   if (uv_shutdown(req.get(), stream(), &onShutdown) < 0) return closeNow();
@@ -658,6 +772,15 @@ void StreamConnection::sweep(uint64_t now) {
   switch (phase_) {
     case Phase::Accepted:
     case Phase::Closed:
+      return;
+    case Phase::Handshake:
+      if (set_ && past(phaseSince_, set_->guard_.handshakeTimeout)) {
+        ++set_->guard_.counts->handshakeFailures;
+        set_->logGuardRefusal(now, host_, peer_.empty() ? "?" : peer_,
+                              "TLS: the handshake did not finish within " +
+                                  asWritten(millis(set_->guard_.handshakeTimeout)));
+        closeNow();
+      }
       return;
     case Phase::ShuttingDown:
     case Phase::Lingering:

@@ -39,6 +39,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/net/listener_guard.h"
+#include "common/tls/session.h"
 #include "common/uv_handle.h"
 
 namespace ductus::net {
@@ -192,6 +194,10 @@ class ConnectionSet {
   // Connections open from `host` (hostOf(): "127.0.0.1", "2001:db8::1").
   size_t fromAddress(const std::string& host) const;
 
+  // allow: and tls: for connections accepted from here on (listener_guard.h).
+  void guard(ListenerGuard g) { guard_ = std::move(g); }
+  const ListenerGuard& guard() const { return guard_; }
+
  private:
   friend class StreamConnection;
   bool statusOk(int status) const;
@@ -214,6 +220,10 @@ class ConnectionSet {
   void sweep();
   void sayRefused(uint64_t count);
   void sayEvicted(uint64_t count);
+  // A connection refused by allow: or TLS, logged at most once per
+  // limits.logEvery for each address (with the count of the rest).
+  void logGuardRefusal(uint64_t now, const std::string& host, const std::string& peer,
+                       const std::string& why);
 
   const std::string name_;
   const ConnectionLimits limits_;
@@ -225,6 +235,10 @@ class ConnectionSet {
   UvHandle<uv_timer_t> sweeper_;  // runs while there is something to sweep
   LogThrottle refusedLog_;
   LogThrottle evictedLog_;
+  ListenerGuard guard_;
+  // Per address, for logGuardRefusal; emptied when it grows past a bound
+  // (many addresses each refused once cost no more than that).
+  std::unordered_map<std::string, LogThrottle> guardLog_;
   bool closing_ = false;
   std::function<void()> onClosed_;
 };
@@ -243,12 +257,19 @@ class StreamConnection {
   // Where a connection is in its life; exactly one at a time, changed only
   // by enter(). Whether it reads follows from the phase and the
   // backpressure below (wantsToRead()), never set on its own. A new phase
-  // (TLS's handshake, between Accepted and Open) is one value here, its
-  // line in wantsToRead() and sweep(), and the calls that enter and leave it.
+  // is one value here, its line in wantsToRead() and sweep(), and the
+  // calls that enter and leave it.
   enum class Phase : uint8_t {
     // Built and accepted, not started: the set may still refuse it. Not
-    // reading. Leaves by start() (Open) or closeNow() (Closed).
+    // reading. Leaves by start() (Handshake with TLS, else Open) or
+    // closeNow() (Closed).
     Accepted,
+    // TLS: the handshake runs; the protocol sees nothing yet. Reads what the
+    // peer sends into the session, writes the session's answers. Leaves for
+    // Open once the handshake is done and the client's certificate allowed,
+    // else Closed (its reason logged once a minute per address); Closed
+    // too after the guard's handshakeTimeout.
+    Handshake,
     // Between requests, or inside one not yet complete (frameSince_): reads
     // and parses what the peer sends, unless backpressure holds it. The
     // idle timeout and the frame deadline apply. Leaves when the protocol
@@ -422,6 +443,14 @@ class StreamConnection {
   void goOn();
   void endOfInput();
   void submit(std::string bytes);
+  // Bytes as they go on the wire (TLS's output, or plain text without it).
+  void submitRaw(std::string bytes);
+  // TLS: what the peer sent goes through the session.
+  void receiveTls(const char* p, size_t n);
+  void handshakeFailed(const std::string& why);
+  void flushTls();
+  // The peer has nothing more to send (a TCP EOF, or TLS's close_notify).
+  void peerEnded();
   void pace();
   void holdBack();
   void release();
@@ -457,6 +486,8 @@ class StreamConnection {
   bool evicted_ = false;  // closed for a new connection (set_->evicting_ counts it)
   bool lingerAfterShutdown_ = false;  // ShuttingDown goes on to Lingering
   std::weak_ptr<AnswerSlot> inflight_;
+  std::unique_ptr<tls::Session> tls_;  // null without TLS
+  bool tlsBytesSeen_ = false;          // the peer has sent something of a handshake
 };
 
 }  // namespace ductus::net
