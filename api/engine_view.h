@@ -54,6 +54,24 @@ struct PeerEngineInfo {
   std::vector<std::string> interfaces;  // what it owns
 };
 
+// A listener's allow: and TLS counts since the engine started
+// (common/net/listener_guard.h).
+struct ListenerInfo {
+  std::string name;     // "api", the interface's name, or "host:port" for an HTTP port
+  std::string address;  // "127.0.0.1:2575"
+  bool tls = false;
+  uint64_t handshakes = 0;         // finished and allowed
+  uint64_t handshakeFailures = 0;  // failed, timed out, a client certificate refused
+  uint64_t refused = 0;            // dropped unread by allow:
+};
+
+// A certificates: entry of resources.yaml as the engine serves it now.
+struct CertificateInfo {
+  std::string name;
+  std::string subject;
+  std::chrono::system_clock::time_point notAfter;
+};
+
 struct EngineInfo {
   std::chrono::system_clock::time_point startedAt;
   EngineState state = EngineState::Serving;
@@ -65,6 +83,8 @@ struct EngineInfo {
   std::string engineId;
   std::string ownership;
   std::vector<PeerEngineInfo> otherEngines;
+  std::vector<ListenerInfo> listeners;
+  std::vector<CertificateInfo> certificates;
 };
 
 // How long something took since the engine started, in buckets. `bounds`

@@ -206,6 +206,32 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
   m.family("ductus_draining", "gauge", "1 while the engine drains: gates closed, queues emptying.");
   m.sample("ductus_draining", {}, engine.state == EngineState::Draining ? 1 : 0);
 
+  m.family("ductus_tls_handshakes_total", "counter",
+           "TLS handshakes a listener finished and allowed, since the engine started.");
+  m.family("ductus_tls_handshake_failures_total", "counter",
+           "TLS handshakes a listener refused: failed, timed out, or a client certificate not "
+           "allowed.");
+  m.family("ductus_connections_refused_total", "counter",
+           "Connections a listener dropped unread because their address is not in its allow:.");
+  for (auto& l : engine.listeners) {
+    if (l.tls) {
+      m.sample("ductus_tls_handshakes_total", {{"listener", l.name}},
+               static_cast<double>(l.handshakes));
+      m.sample("ductus_tls_handshake_failures_total", {{"listener", l.name}},
+               static_cast<double>(l.handshakeFailures));
+    }
+    m.sample("ductus_connections_refused_total", {{"listener", l.name}},
+             static_cast<double>(l.refused));
+  }
+  m.family("ductus_certificate_expiry_timestamp_seconds", "gauge",
+           "When a certificates: entry's certificate expires (Unix time; a CA alone: its "
+           "earliest), as loaded now: a renewal on disk moves it within a minute.");
+  for (auto& c : engine.certificates)
+    m.sample("ductus_certificate_expiry_timestamp_seconds", {{"certificate", c.name}},
+             static_cast<double>(
+                 std::chrono::duration_cast<std::chrono::seconds>(c.notAfter.time_since_epoch())
+                     .count()));
+
   // A group's slots summed: a group is what a person configured.
   std::map<std::string, int64_t> restarts;
   for (auto& w : engine.workers) restarts[w.group] += w.restarts;

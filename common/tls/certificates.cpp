@@ -199,6 +199,12 @@ std::shared_ptr<const Loaded> Certificates::entry(const std::string& name) const
   return it == loaded_.end() ? nullptr : it->second;
 }
 
+bool Certificates::fromFiles(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  auto it = sources_.find(name);
+  return it != sources_.end() && it->second.fromFiles();
+}
+
 uint64_t Certificates::generation() const {
   std::lock_guard lock(mutex_);
   return generation_;

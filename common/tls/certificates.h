@@ -131,6 +131,8 @@ class Certificates : public std::enable_shared_from_this<Certificates> {
   // Every entry as loaded now (for the expiry gauge and `cert show`).
   std::vector<std::shared_ptr<const Loaded>> entries() const;
   std::shared_ptr<const Loaded> entry(const std::string& name) const;
+  // Whether the entry comes from files (a renewal on disk is looked for).
+  bool fromFiles(const std::string& name) const;
   // Counts the reloads that replaced an entry: users rebuild what they
   // made from the entries when it moves.
   uint64_t generation() const;
