@@ -7,7 +7,6 @@
 #include <string>
 
 namespace ductus::config {
-namespace {
 
 bool isIpv4(std::string_view s) {
   in_addr a;
@@ -18,6 +17,8 @@ bool isIpv6(std::string_view s) {
   in6_addr a;
   return inet_pton(AF_INET6, std::string(s).c_str(), &a) == 1;
 }
+
+namespace {
 
 bool isDnsName(std::string_view s) {
   if (s.empty() || s.size() > 253) return false;

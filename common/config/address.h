@@ -10,6 +10,8 @@ namespace ductus::config {
 
 // A DNS name (RFC 1123 labels), an IPv4 address or an IPv6 address.
 bool isValidHost(std::string_view host);
+bool isIpv4(std::string_view s);
+bool isIpv6(std::string_view s);
 
 // "127.0.0.1:2575", "0.0.0.0:80", "[::1]:8080", "lab.example:2575". The
 // port must be 1-65535.

@@ -24,8 +24,9 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
 
   if (YamlReader::has(root, "api")) {
     YAML::Node api = root["api"];
-    if (r.map(api, "api", {"listen"},
-              {{"tls", "TLS on the API listener"}, {"allow", "address allow-lists"}})) {
+    if (r.map(api, "api", {"listen", "tls", "allow"})) {
+      e.apiTls = parseListenerTls(r, api, "api");
+      e.apiAllow = parseAllowList(r, api, "api");
       if (YamlReader::raw(api, "listen") == "off") {
         e.apiEnabled = false;
       } else if (YamlReader::has(api, "listen")) {
@@ -103,15 +104,14 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
   return e;
 }
 
-namespace {
-
-// Resource names are what interfaces and code refer to: db("lab"), api: lab.
 bool isValidName(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
   for (char c : name)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
   return true;
 }
+
+namespace {
 
 // Calls each(name, node) for every entry of the mapping at root[key].
 template <typename F>
@@ -137,12 +137,11 @@ void forEachNamed(YamlReader& r, const YAML::Node& root, std::string_view key, F
 
 }  // namespace
 
-Resources parseResources(YamlReader& r, const YAML::Node& root) {
+Resources parseResources(YamlReader& r, const YAML::Node& root,
+                         const std::filesystem::path& projectRoot) {
   Resources res;
-  if (!r.map(root, "", {"databases", "apis"},
-             {{"certificates", "certificate and key pairs for TLS"},
-              {"ldap", "directory connections"},
-              {"sftp", "named SFTP servers"}}))
+  if (!r.map(root, "", {"databases", "apis", "certificates"},
+             {{"ldap", "directory connections"}, {"sftp", "named SFTP servers"}}))
     return res;
   forEachNamed(r, root, "databases", [&](const std::string& name, const std::string& path,
                                          const YAML::Node& n, Location at) {
@@ -178,6 +177,7 @@ Resources parseResources(YamlReader& r, const YAML::Node& root) {
       api.timeout = *v;
     res.apis.emplace(name, std::move(api));
   });
+  res.certificates = parseCertificates(r, root, projectRoot);
   return res;
 }
 

@@ -14,9 +14,6 @@ using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-const std::vector<Unsupported> kListenerUnsupported = {
-    {"tls", "TLS on listeners"}, {"allow", "address allow-lists"}};
-
 // A path written in a project file: relative, inside the project (".." would
 // let one interface write into another's or the engine's files).
 bool isInsideProject(const std::string& p) {
@@ -91,14 +88,19 @@ void parseSource(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) 
   std::string path = "source." + kind;
   if (kind == "mllp") {
     MllpSource s;
-    if (r.map(n, path, {"listen"}, kListenerUnsupported))
+    if (r.map(n, path, {"listen", "tls", "allow"})) {
       if (auto hp = r.hostPort(n, "listen", path)) s.listen = *hp;
+      s.tls = parseListenerTls(r, n, path);
+      s.allow = parseAllowList(r, n, path);
+    }
     iface.sourceDescribe = "mllp " + s.listen.toString();
     iface.source = s;
   } else if (kind == "http") {
     HttpSource s;
-    if (r.map(n, path, {"listen", "path", "mode"}, kListenerUnsupported)) {
+    if (r.map(n, path, {"listen", "path", "mode", "tls", "allow"})) {
       if (auto hp = r.hostPort(n, "listen", path)) s.listen = *hp;
+      s.tls = parseListenerTls(r, n, path);
+      s.allow = parseAllowList(r, n, path);
       if (auto v = r.text(n, "path", path)) {
         if (v->empty() || v->front() != '/') r.error(n["path"], path + ".path", "expected a path starting with /");
         else s.path = *v;

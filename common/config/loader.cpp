@@ -115,7 +115,7 @@ LoadOutcome loadProjectWithDiagnostics(const fs::path& root, const LoadOptions& 
   std::string resourcesFile = shownPath(root, "resources.yaml");
   if (auto doc = readYaml(root / "resources.yaml", resourcesFile, false, out)) {
     YamlReader r(resourcesFile, out, subst);
-    project.resources = parseResources(r, *doc);
+    project.resources = parseResources(r, *doc, root);
   }
 
   fs::path interfaces = root / "interfaces";

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/config/diagnostic.h"
+#include "common/tls/settings.h"
 
 namespace ductus::config {
 
@@ -77,6 +78,8 @@ struct EngineConfig {
   bool apiEnabled = true;  // `api: { listen: off }` disables it
   HostPort apiListen{"127.0.0.1", 7700};
   Location apiListenAt;
+  std::optional<tls::ListenerTls> apiTls;  // api: { tls: } (HSTS with it)
+  tls::AllowList apiAllow;                 // api: { allow: }
   uint32_t isolateWorkers = 0;  // 0 = one per core
   uint32_t heapMb = kDefaultHeapMb;
   Retention retention = Retention::SevenWeeks;  // each interface's default
@@ -120,17 +123,25 @@ struct ApiResource {
 struct Resources {
   std::map<std::string, DatabaseResource> databases;
   std::map<std::string, ApiResource> apis;
+  // certificates: for TLS, by name (common/tls/settings.h).
+  std::map<std::string, tls::CertificateSource> certificates;
 };
 
 // ---- sources ---------------------------------------------------------------
 
 struct MllpSource {
   HostPort listen;
+  std::optional<tls::ListenerTls> tls;
+  tls::AllowList allow;
 };
 
 enum class HttpMode { Queue, Respond };
 struct HttpSource {
   HostPort listen;
+  // Shared by every interface on the same port (their endpoints are one
+  // server's): the checks refuse different ones.
+  std::optional<tls::ListenerTls> tls;
+  tls::AllowList allow;
   std::string path = "/";
   HttpMode mode = HttpMode::Queue;
 };

@@ -6,6 +6,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
 
 #include "common/config/model.h"
 #include "common/config/yaml_reader.h"
@@ -15,8 +18,22 @@ namespace ductus::config {
 // ductus.yaml
 EngineConfig parseEngine(YamlReader& r, const YAML::Node& root, const std::filesystem::path& projectRoot);
 
+// Resource names are what interfaces and code refer to: db("lab"), api:
+// lab, tls: { certificate: server }: letters, digits, _ and -, at most 64.
+bool isValidName(const std::string& name);
+
 // resources.yaml
-Resources parseResources(YamlReader& r, const YAML::Node& root);
+Resources parseResources(YamlReader& r, const YAML::Node& root,
+                         const std::filesystem::path& projectRoot);
+
+// TLS and allow: (tls_file.cpp). certificates: of resources.yaml, files
+// resolved against the project; a listener's tls: and allow: in `map`
+// (absent: nullopt / an empty list).
+std::map<std::string, tls::CertificateSource> parseCertificates(
+    YamlReader& r, const YAML::Node& root, const std::filesystem::path& projectRoot);
+std::optional<tls::ListenerTls> parseListenerTls(YamlReader& r, const YAML::Node& map,
+                                                 const std::string& path);
+tls::AllowList parseAllowList(YamlReader& r, const YAML::Node& map, const std::string& path);
 
 // interfaces/<name>/interface.yaml; name, folder and file are already set
 // in iface, and the engine's defaults (retention, max size) applied.

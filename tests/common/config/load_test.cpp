@@ -176,20 +176,79 @@ TEST(LoadProject, AnUnknownNestedKeyIsPlacedAtItsOwnLineAndColumn) {
 
 TEST(LoadProject, SettingsNotImplementedYetAreRefusedNotIgnored) {
   ProjectDir p;
-  p.write("ductus.yaml", "alerts: { keep: 1y }\napi: { listen: 127.0.0.1:7700, tls: { certificate: a } }\n");
-  p.write("resources.yaml", "certificates: {}\n");
+  p.write("ductus.yaml", "alerts: { keep: 1y }\n");
+  p.write("resources.yaml", "ldap: {}\n");
   p.iface("adt",
           "source:\n"
-          "  mllp: { listen: 127.0.0.1:2575, allow: [10.0.0.0/8] }\n"
+          "  mllp: { listen: 127.0.0.1:2575 }\n"
           "owners: [team-a]\n"
           "destination:\n"
           "  file: { path: out/ }\n");
   std::string e = p.errors();
   EXPECT_THAT(e, HasSubstr("ductus.yaml:1:1: alerts: `alerts` (alert rules, channels and the heartbeat) is not supported yet"));
-  EXPECT_THAT(e, HasSubstr("ductus.yaml:2:32: api.tls: `tls` (TLS on the API listener) is not supported yet"));
-  EXPECT_THAT(e, HasSubstr("resources.yaml:1:1: certificates: `certificates`"));
-  EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:2:35: source.mllp.allow: `allow` (address allow-lists) is not supported yet"));
+  EXPECT_THAT(e, HasSubstr("resources.yaml:1:1: ldap: `ldap`"));
   EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:3:1: owners: `owners` (owners of an interface) is not supported yet"));
+}
+
+// tls:, allow: and certificates: as issue #30 writes them, and each
+// mistake at its line with what was expected.
+TEST(LoadProject, TlsAllowAndCertificatesAreReadAndTheirMistakesPlaced) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "api: { listen: 0.0.0.0:7700, tls: { certificate: server }, allow: [10.0.0.0/8] }\n");
+  p.write("resources.yaml",
+          "certificates:\n"
+          "  server: { cert_file: tls/server.pem, key_file: tls/server.key }\n"
+          "  analyzers: { ca_file: tls/ca.pem }\n"
+          "  text: { cert: \"PEM\", key: \"KEY\" }\n");
+  p.iface("adt",
+          "source:\n"
+          "  mllp: { listen: 127.0.0.1:2575, tls: { certificate: server, clients: { ca: analyzers, "
+          "subjects: [\"CN=lab-analyzer\", lab-gw.hospital.org] } }, allow: [127.0.0.2, "
+          "10.20.0.0/16, \"2001:db8::/32\", lab-gw.hospital.org] }\n"
+          "destination:\n"
+          "  file: { path: out/ }\n");
+  auto loaded = p.load();
+  ASSERT_TRUE(loaded.project) << p.errors();
+  auto& project = loaded.project;
+  const auto& m = std::get<config::MllpSource>(project->interfaces.at(0).source);
+  ASSERT_TRUE(m.tls);
+  EXPECT_EQ(m.tls->certificate, "server");
+  EXPECT_EQ(m.tls->clientCa, "analyzers");
+  EXPECT_EQ(m.tls->subjects, (std::vector<std::string>{"CN=lab-analyzer", "lab-gw.hospital.org"}));
+  EXPECT_EQ(m.allow.entries.size(), 4u);
+  ASSERT_TRUE(project->engine.apiTls);
+  EXPECT_EQ(project->engine.apiAllow.entries, std::vector<std::string>{"10.0.0.0/8"});
+  const auto& certs = project->resources.certificates;
+  ASSERT_EQ(certs.size(), 3u);
+  EXPECT_EQ(certs.at("server").certFile, p.root() / "tls/server.pem");
+  EXPECT_EQ(certs.at("analyzers").caFile, p.root() / "tls/ca.pem");
+  EXPECT_EQ(certs.at("text").certPem, "PEM");
+
+  ProjectDir bad;
+  bad.write("resources.yaml",
+            "certificates:\n"
+            "  half: { cert_file: a.pem }\n"
+            "  twice: { cert_file: a.pem, cert: x, key_file: a.key }\n"
+            "  empty: {}\n");
+  bad.iface("adt",
+            "source:\n"
+            "  mllp: { listen: 127.0.0.1:2575, tls: { clients: { ca: x, subjects: [\"XX=y\"] } }, "
+            "allow: [10.0.0.0/33, \"not a host\"] }\n"
+            "destination:\n"
+            "  file: { path: out/ }\n");
+  bad.iface("empty",
+            "source:\n  mllp: { listen: 127.0.0.1:2576, allow: [] }\ndestination:\n  file: { path: "
+            "out/ }\n");
+  std::string e = bad.errors();
+  EXPECT_THAT(e, HasSubstr("resources.yaml:2:9: certificates.half: a certificate needs its key"));
+  EXPECT_THAT(e, HasSubstr("certificates.twice.cert: give cert_file or cert, not both"));
+  EXPECT_THAT(e, HasSubstr("certificates.empty: expected a pair"));
+  EXPECT_THAT(e, HasSubstr("source.mllp.tls.certificate"));
+  EXPECT_THAT(e, HasSubstr("\"XX\" in subject \"XX=y\" is not one of CN, O, OU, C, L, ST, DC"));
+  EXPECT_THAT(e, HasSubstr("`10.0.0.0/33` is not an address"));
+  EXPECT_THAT(e, HasSubstr("`not a host` is not an address"));
+  EXPECT_THAT(e, HasSubstr("an empty allow: list would refuse every connection"));
 }
 
 TEST(LoadProject, EveryErrorOfAProjectIsReportedInOneRun) {
