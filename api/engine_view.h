@@ -57,8 +57,7 @@ struct PeerEngineInfo {
 // A listener's allow: and TLS counts since the engine started
 // (common/net/listener_guard.h).
 struct ListenerInfo {
-  std::string name;     // "api", the interface's name, or "host:port" for an HTTP port
-  std::string address;  // "127.0.0.1:2575"
+  std::string name;  // "api", the interface's name, or "host:port" for an HTTP port
   bool tls = false;
   uint64_t handshakes = 0;         // finished and allowed
   uint64_t handshakeFailures = 0;  // failed, timed out, a client certificate refused

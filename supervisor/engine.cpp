@@ -9,21 +9,21 @@
 
 #include "api/api_server.h"
 #include "api/audit/audit_log.h"
+#include "api/audit/engine_events.h"
 #include "api/auth/auth_routes.h"
 #include "api/auth/authenticator.h"
 #include "api/auth/credentials.h"
-#include "api/auth/password_hasher.h"
-#include "api/audit/engine_events.h"
 #include "api/auth/local_caller.h"
+#include "api/auth/password_hasher.h"
 #include "api/housekeeping.h"
 #include "api/router.h"
 #include "api/routes.h"
 #include "common/countdown.h"
+#include "common/net/curl_multi_uv.h"
+#include "common/net/http_server.h"
 #include "common/version.h"
 #include "intake/file_source.h"
 #include "intake/http_respond.h"
-#include "common/net/curl_multi_uv.h"
-#include "common/net/http_server.h"
 #include "intake/intake.h"
 #include "intake/mllp_listener.h"
 #include "intake/schedule_source.h"
@@ -32,10 +32,11 @@
 #include "schema/migrator.h"
 #include "schema/pg_connection.h"
 #include "schema/store.h"
+#include "supervisor/certificate_watch.h"
+#include "supervisor/control_socket.h"
 #include "supervisor/delivery/activity.h"
 #include "supervisor/delivery/delivery_loop.h"
 #include "supervisor/delivery/sender_factory.h"
-#include "supervisor/control_socket.h"
 #include "supervisor/engine_actions.h"
 #include "supervisor/engine_view_adapter.h"
 #include "supervisor/ownership.h"
@@ -114,6 +115,16 @@ void Engine::start(std::function<void(Status)> done) {
   auto fail = [done](const std::string& step, const Error& e) {
     done(Error{step + ": " + e.message, e.kind, e.sqlstate});
   };
+  // Before the database: a start with a broken or expired certificate
+  // changes nothing there.
+  certificates_ = options_.certificates;
+  if (!certificates_) {
+    std::vector<tls::CertificateSource> sources;
+    for (const auto& [name, s] : project_.resources.certificates) sources.push_back(s);
+    auto loaded = tls::Certificates::load(std::move(sources));
+    if (!loaded) return fail("loading certificates", loaded.error());
+    certificates_ = *loaded;
+  }
   migrate([this, alive, done, fail](Status s) {
     if (!*alive) return;
     if (!s) return fail("migrating the database", s.error());
@@ -161,6 +172,7 @@ void Engine::start(std::function<void(Status)> done) {
                   spdlog::info("systemd: the stored socket {} has no listener any more: closed",
                                name);
               if (auto c = openControl(); !c) return fail("opening the control socket", c.error());
+              certificateWatch_ = std::make_unique<CertificateWatch>(loop_, certificates_);
               partitionTimer_ = makeTimer(loop_, this);
               uv_timer_start(
                   partitionTimer_.get(),
@@ -487,6 +499,21 @@ void Engine::wake(Iface& f, int32_t lane) {
     if (slot < perDest.size()) perDest[slot]->wake();
 }
 
+Result<net::ListenerGuard> Engine::guardFor(const std::string& name,
+                                            const std::optional<tls::ListenerTls>& tls,
+                                            const tls::AllowList& allow) {
+  if (auto it = guards_.find(name); it != guards_.end()) return it->second;
+  net::ListenerGuard g;
+  if (tls) {
+    auto server = certificates_->server(*tls);
+    if (!server) return Error{name + ": " + server.error().message, server.error().kind};
+    g.tls = *server;
+  }
+  (void)allow;  // allow: lists: common/net/admission.h
+  guards_[name] = g;
+  return g;
+}
+
 Status Engine::openSources() {
   for (auto& f : ifaces_)
     if (auto s = openSource(*f); !s) return s;
@@ -496,6 +523,7 @@ Status Engine::openSources() {
 Status Engine::openSource(Iface& f) {
   const InterfaceConfig& c = *f.cfg;
   if (auto* m = std::get_if<config::MllpSource>(&c.source)) {
+    if (auto g = guardFor(c.name, m->tls, m->allow); !g) return g.error();
     auto l = makeMllp(f);
     if (auto s = listenOrAdopt(*l, options_.systemd, "mllp", m->listen, socketFds_); !s)
       return Error{c.name + ": mllp " + m->listen.toString() + ": " + s.error().message};
@@ -511,6 +539,11 @@ Status Engine::openSource(Iface& f) {
       net::HttpSettings hs;
       hs.name = key;
       hs.limits = connectionLimits(project_.engine);
+      // Interfaces on one port share its tls: and allow: (validate checks
+      // they say the same).
+      auto g = guardFor(key, h->tls, h->allow);
+      if (!g) return g.error();
+      hs.guard = *g;
       server = std::make_unique<net::HttpServer>(loop_, hs);
       if (auto s = listenOrAdopt(*server, options_.systemd, "http", h->listen, socketFds_); !s)
         return Error{c.name + ": http " + key + ": " + s.error().message};
@@ -557,6 +590,7 @@ std::unique_ptr<intake::MllpListener> Engine::makeMllp(Iface& f) const {
   ms.maxMessageBytes = f.cfg->maxMessageBytes;
   ms.name = f.cfg->name;
   ms.limits = connectionLimits(project_.engine);
+  if (auto g = guards_.find(f.cfg->name); g != guards_.end()) ms.guard = g->second;
   return std::make_unique<intake::MllpListener>(loop_, ms, intake::mllpIntoIntake(*f.intake));
 }
 
@@ -644,8 +678,20 @@ Status Engine::openApi() {
       answer(r ? std::optional(std::move(*r)) : std::nullopt);
     });
   });
-  view_->setEngineExtra([o = ownership_.get()](api::EngineInfo& e) {
+  view_->setEngineExtra([this, o = ownership_.get()](api::EngineInfo& e) {
     if (o) o->describe(e);
+    for (const auto& [name, g] : guards_) {
+      api::ListenerInfo l;
+      l.name = name;
+      l.tls = g.tls != nullptr;
+      l.handshakes = g.counts->handshakes.load();
+      l.handshakeFailures = g.counts->handshakeFailures.load();
+      l.refused = g.counts->refused.load();
+      e.listeners.push_back(std::move(l));
+    }
+    if (certificates_)
+      for (const auto& c : certificates_->entries())
+        e.certificates.push_back({c->name, c->subject, c->notAfter});
   });
   // The engine's own rows and the housekeeping go on with the API off.
   audit_ = std::make_unique<api::AuditLog>(store_->sharedConnections());
@@ -676,6 +722,15 @@ Status Engine::openApi() {
   ao.port = project_.engine.apiListen.port;
   ao.limits = connectionLimits(project_.engine);
   ao.requestTimes = &apiRequestTimes_;
+  auto guard = guardFor("api", project_.engine.apiTls, project_.engine.apiAllow);
+  if (!guard) return guard.error();
+  ao.guard = *guard;
+  if (!ao.guard.tls && !api::isLoopbackHost(ao.host))
+    spdlog::warn(
+        "api: listening on {} without tls: passwords and the console's session cross "
+        "the network in clear, and browsers drop its Secure cookie; give api: a tls: "
+        "{{ certificate: ... }} (resources.yaml certificates:)",
+        project_.engine.apiListen.toString());
   std::string apiName = Systemd::socketName("api", ao.host, ao.port);
   if (options_.inheritedSocket) ao.adoptFd = options_.inheritedSocket(apiName);
   // As the sources' listeners: systemd keeps it across a restart, so a

@@ -23,6 +23,7 @@
 
 #include "common/config/model.h"
 #include "common/histogram.h"
+#include "common/net/listener_guard.h"
 #include "common/result.h"
 #include "common/uv_handle.h"
 
@@ -70,6 +71,7 @@ class EngineActions;
 class RetentionJob;
 class ControlSocket;
 class Ownership;
+class CertificateWatch;
 
 struct EngineOptions {
   std::string databaseUrl;
@@ -103,6 +105,9 @@ struct EngineOptions {
   // The control socket's `handover` request: answer with the new engine's
   // pid, or why not. Null: refused.
   std::function<void(std::function<void(Result<int64_t>)> answer)> handover;
+  // resources.yaml's certificates:, loaded (and checked) before the
+  // database. Null: start() loads them from the project itself.
+  std::shared_ptr<tls::Certificates> certificates;
 };
 
 class Engine {
@@ -136,6 +141,11 @@ class Engine {
 
  private:
   struct Iface;
+  // The guard for a listener named `name` (made on first use, then the
+  // same); errors name the listener.
+  Result<net::ListenerGuard> guardFor(const std::string& name,
+                                      const std::optional<tls::ListenerTls>& tls,
+                                      const tls::AllowList& allow);
   void migrate(std::function<void(Status)> next);
   void registerAll(size_t i, std::function<void(Status)> next);
   void registerDestinations(Iface& f, size_t j, std::function<void(Status)> next);
@@ -227,6 +237,12 @@ class Engine {
   std::vector<std::unique_ptr<intake::MllpListener>> mllpClosing_;
   UvHandle<uv_timer_t> mllpRetry_;  // listening again after a drain failed
   std::map<std::string, std::unique_ptr<net::HttpServer>> http_;  // by host:port
+  // Each listener's allow: and tls: with its counts, by its name (an MLLP
+  // interface's, an HTTP port's host:port, "api"): built once, so a drain's
+  // reopened listener keeps counting where it was.
+  std::map<std::string, net::ListenerGuard> guards_;
+  std::shared_ptr<tls::Certificates> certificates_;
+  std::unique_ptr<CertificateWatch> certificateWatch_;
   std::vector<std::unique_ptr<intake::ScheduleSource>> schedules_;
   std::vector<std::unique_ptr<intake::FileSource>> files_;
   std::vector<std::string> listenerLines_;
