@@ -19,6 +19,7 @@
 #include "api/router.h"
 #include "api/routes.h"
 #include "common/countdown.h"
+#include "common/net/admission.h"
 #include "common/net/curl_multi_uv.h"
 #include "common/net/http_server.h"
 #include "common/version.h"
@@ -125,6 +126,15 @@ void Engine::start(std::function<void(Status)> done) {
     if (!loaded) return fail("loading certificates", loaded.error());
     certificates_ = *loaded;
   }
+  // Each listener's TLS and allow: made now, before the database too: a
+  // name or kind that doesn't fit stops the start here. Host names in
+  // allow: lists resolve while the database connects.
+  if (auto g = buildGuards(); !g) return done(g.error());
+  allowNames_->start([this, alive] {
+    if (!*alive) return;
+    namesResolved_ = true;
+    if (afterNames_) std::exchange(afterNames_, nullptr)();
+  });
   migrate([this, alive, done, fail](Status s) {
     if (!*alive) return;
     if (!s) return fail("migrating the database", s.error());
@@ -162,31 +172,36 @@ void Engine::start(std::function<void(Status)> done) {
               // A load error's lines say file:line: what, as validate's do.
               if (!s && s.error().kind == ErrorKind::Code) return done(s);
               if (!s) return fail("starting workers", s.error());
-              if (auto d = buildDelivery(); !d) return fail("starting delivery", d.error());
-              if (auto o = openSources(); !o) return fail("opening sources", o.error());
-              if (auto a = openApi(); !a) return fail("opening the API", a.error());
-              // Sockets kept for listeners the project no longer has (after
-              // the API's: it is stored too).
-              if (options_.systemd)
-                for (auto& name : options_.systemd->dropUntaken())
-                  spdlog::info("systemd: the stored socket {} has no listener any more: closed",
-                               name);
-              if (auto c = openControl(); !c) return fail("opening the control socket", c.error());
-              certificateWatch_ = std::make_unique<CertificateWatch>(loop_, certificates_);
-              partitionTimer_ = makeTimer(loop_, this);
-              uv_timer_start(
-                  partitionTimer_.get(),
-                  [](uv_timer_t* t) {
-                    if (auto* self = static_cast<Engine*>(t->data)) self->maintainPartitions();
-                  },
-                  3600 * 1000, 3600 * 1000);
-              // A takeover waits here, listening, for the old engine to release.
-              if (options_.takeover) {
-                holdForOwnership(true);
-                return done({});
-              }
-              startRunning();
-              done({});
+              // Nothing listens before allow:'s host names have answered.
+              whenNamesResolved([this, alive, done, fail] {
+                if (!*alive) return;
+                if (auto d = buildDelivery(); !d) return fail("starting delivery", d.error());
+                if (auto o = openSources(); !o) return fail("opening sources", o.error());
+                if (auto a = openApi(); !a) return fail("opening the API", a.error());
+                // Sockets kept for listeners the project no longer has (after
+                // the API's: it is stored too).
+                if (options_.systemd)
+                  for (auto& name : options_.systemd->dropUntaken())
+                    spdlog::info("systemd: the stored socket {} has no listener any more: closed",
+                                 name);
+                if (auto c = openControl(); !c)
+                  return fail("opening the control socket", c.error());
+                certificateWatch_ = std::make_unique<CertificateWatch>(loop_, certificates_);
+                partitionTimer_ = makeTimer(loop_, this);
+                uv_timer_start(
+                    partitionTimer_.get(),
+                    [](uv_timer_t* t) {
+                      if (auto* self = static_cast<Engine*>(t->data)) self->maintainPartitions();
+                    },
+                    3600 * 1000, 3600 * 1000);
+                // A takeover waits here, listening, for the old engine to release.
+                if (options_.takeover) {
+                  holdForOwnership(true);
+                  return done({});
+                }
+                startRunning();
+                done({});
+              });
             });
           });
         });
@@ -499,19 +514,41 @@ void Engine::wake(Iface& f, int32_t lane) {
     if (slot < perDest.size()) perDest[slot]->wake();
 }
 
-Result<net::ListenerGuard> Engine::guardFor(const std::string& name,
-                                            const std::optional<tls::ListenerTls>& tls,
-                                            const tls::AllowList& allow) {
-  if (auto it = guards_.find(name); it != guards_.end()) return it->second;
-  net::ListenerGuard g;
-  if (tls) {
-    auto server = certificates_->server(*tls);
-    if (!server) return Error{name + ": " + server.error().message, server.error().kind};
-    g.tls = *server;
+Status Engine::buildGuards() {
+  allowNames_ = net::AllowNames::make(loop_);
+  auto add = [this](const std::string& name, const std::optional<tls::ListenerTls>& tls,
+                    const tls::AllowList& allow) -> Status {
+    if (guards_.count(name)) return {};  // an HTTP port's second interface: the checks compare
+    net::ListenerGuard g;
+    if (tls) {
+      auto server = certificates_->server(*tls);
+      if (!server) return Error{name + ": " + server.error().message, server.error().kind};
+      g.tls = *server;
+    }
+    if (!allow.empty()) {
+      auto admission = net::Admission::make(allow, allowNames_);
+      if (!admission) return Error{name + ": " + admission.error().message, ErrorKind::Config};
+      g.admits = [a = *admission](const sockaddr_storage& peer) { return a->admits(peer); };
+      spdlog::info("{}: {}", name, (*admission)->describe());
+    }
+    guards_[name] = std::move(g);
+    return {};
+  };
+  for (const auto& c : project_.interfaces) {
+    if (auto* m = std::get_if<config::MllpSource>(&c.source)) {
+      if (auto s = add(c.name, m->tls, m->allow); !s) return s;
+    } else if (auto* h = std::get_if<config::HttpSource>(&c.source)) {
+      if (auto s = add(h->listen.toString(), h->tls, h->allow); !s) return s;
+    }
   }
-  (void)allow;  // allow: lists: common/net/admission.h
-  guards_[name] = g;
-  return g;
+  if (project_.engine.apiEnabled)
+    if (auto s = add("api", project_.engine.apiTls, project_.engine.apiAllow); !s) return s;
+  return {};
+}
+
+void Engine::whenNamesResolved(std::function<void()> next) {
+  if (namesResolved_) return next();
+  afterNames_ = std::move(next);
 }
 
 Status Engine::openSources() {
@@ -523,7 +560,6 @@ Status Engine::openSources() {
 Status Engine::openSource(Iface& f) {
   const InterfaceConfig& c = *f.cfg;
   if (auto* m = std::get_if<config::MllpSource>(&c.source)) {
-    if (auto g = guardFor(c.name, m->tls, m->allow); !g) return g.error();
     auto l = makeMllp(f);
     if (auto s = listenOrAdopt(*l, options_.systemd, "mllp", m->listen, socketFds_); !s)
       return Error{c.name + ": mllp " + m->listen.toString() + ": " + s.error().message};
@@ -541,9 +577,7 @@ Status Engine::openSource(Iface& f) {
       hs.limits = connectionLimits(project_.engine);
       // Interfaces on one port share its tls: and allow: (validate checks
       // they say the same).
-      auto g = guardFor(key, h->tls, h->allow);
-      if (!g) return g.error();
-      hs.guard = *g;
+      hs.guard = guards_.at(key);
       server = std::make_unique<net::HttpServer>(loop_, hs);
       if (auto s = listenOrAdopt(*server, options_.systemd, "http", h->listen, socketFds_); !s)
         return Error{c.name + ": http " + key + ": " + s.error().message};
@@ -722,9 +756,7 @@ Status Engine::openApi() {
   ao.port = project_.engine.apiListen.port;
   ao.limits = connectionLimits(project_.engine);
   ao.requestTimes = &apiRequestTimes_;
-  auto guard = guardFor("api", project_.engine.apiTls, project_.engine.apiAllow);
-  if (!guard) return guard.error();
-  ao.guard = *guard;
+  ao.guard = guards_.at("api");
   if (!ao.guard.tls && !api::isLoopbackHost(ao.host))
     spdlog::warn(
         "api: listening on {} without tls: passwords and the console's session cross "

@@ -49,6 +49,7 @@ class ScheduleSource;
 class FileSource;
 }  // namespace ductus::intake
 namespace ductus::net {
+class AllowNames;
 class CurlMulti;
 class HttpServer;
 }  // namespace ductus::net
@@ -141,11 +142,12 @@ class Engine {
 
  private:
   struct Iface;
-  // The guard for a listener named `name` (made on first use, then the
-  // same); errors name the listener.
-  Result<net::ListenerGuard> guardFor(const std::string& name,
-                                      const std::optional<tls::ListenerTls>& tls,
-                                      const tls::AllowList& allow);
+  // Every listener's guard (guards_), from the project and the loaded
+  // certificates; errors name the listener.
+  Status buildGuards();
+  // Runs next once allow:'s host names have first answered (at once when
+  // they have, or there are none).
+  void whenNamesResolved(std::function<void()> next);
   void migrate(std::function<void(Status)> next);
   void registerAll(size_t i, std::function<void(Status)> next);
   void registerDestinations(Iface& f, size_t j, std::function<void(Status)> next);
@@ -242,6 +244,9 @@ class Engine {
   // reopened listener keeps counting where it was.
   std::map<std::string, net::ListenerGuard> guards_;
   std::shared_ptr<tls::Certificates> certificates_;
+  std::shared_ptr<net::AllowNames> allowNames_;  // allow:'s host names, for every list
+  bool namesResolved_ = false;
+  std::function<void()> afterNames_;
   std::unique_ptr<CertificateWatch> certificateWatch_;
   std::vector<std::unique_ptr<intake::ScheduleSource>> schedules_;
   std::vector<std::unique_ptr<intake::FileSource>> files_;

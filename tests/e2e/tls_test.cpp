@@ -175,5 +175,33 @@ TEST_F(EngineTls, AnExpiredCertificateStopsTheStartBeforeTheDatabaseNamingTheEnt
   EXPECT_EQ(db.value("SELECT count(*) FROM pg_tables WHERE tablename = 'messages'"), "0");
 }
 
+TEST_F(EngineTls, WithAllowOnlyTheListedAddressGetsAnAckAndOthersAreDroppedUnread) {
+  TestDatabase db;
+  TempProject project(files(", allow: [127.0.0.2]"));
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start()) << engine.log();
+  auto refused = send("FROM-1", {"--plain", "--timeout", "3"});
+  EXPECT_NE(refused.code, 0) << refused.out;
+  EXPECT_EQ(refused.out.find("MSA|"), std::string::npos) << refused.out;
+  auto allowed = send("FROM-2", {"--plain", "--source", "127.0.0.2"});
+  EXPECT_EQ(allowed.code, 0) << allowed.out << allowed.err;
+  EXPECT_NE(allowed.out.find("MSA|AA|FROM-2"), std::string::npos) << allowed.out;
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "1");
+  EXPECT_NE(engine.log().find("not in allow:"), std::string::npos) << engine.log();
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+TEST_F(EngineTls, AHostNameInAllowIsResolvedBeforeTheListenerOpens) {
+  TestDatabase db;
+  TempProject project(files(", allow: [localhost]"));
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start()) << engine.log();
+  auto allowed = send("BY-NAME", {"--plain"});
+  EXPECT_EQ(allowed.code, 0) << allowed.out << allowed.err << engine.log();
+  auto other = send("OTHER", {"--plain", "--source", "127.0.0.2", "--timeout", "3"});
+  EXPECT_NE(other.code, 0) << other.out;
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
 }  // namespace
 }  // namespace ductus::test
