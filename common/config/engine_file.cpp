@@ -20,7 +20,21 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
               {"monitor", "monitoring settings"},
               {"owners", "owners of interfaces"}}))
     return e;
-  if (auto v = r.text(root, "database", "", Subst::Yes)) e.database = *v;
+  if (YamlReader::has(root, "database") && root["database"].IsMap()) {
+    // database: { url: ..., ca: pg-ca }: the server verified (verify-full)
+    // against the CA named.
+    YAML::Node db = root["database"];
+    if (r.map(db, "database", {"url", "ca"})) {
+      if (auto v = r.required(db, "url", "database", Subst::Yes)) e.database = *v;
+      if (auto v = r.required(db, "ca", "database")) {
+        e.databaseTls.enabled = true;
+        e.databaseTls.ca = *v;
+        e.databaseTls.at = r.file() + ":" + std::to_string(r.keyAt(db, "ca").line);
+      }
+    }
+  } else if (auto v = r.text(root, "database", "", Subst::Yes)) {
+    e.database = *v;
+  }
 
   if (YamlReader::has(root, "api")) {
     YAML::Node api = root["api"];
@@ -145,11 +159,15 @@ Resources parseResources(YamlReader& r, const YAML::Node& root,
     return res;
   forEachNamed(r, root, "databases", [&](const std::string& name, const std::string& path,
                                          const YAML::Node& n, Location at) {
-    if (!r.map(n, path, {"url", "max_connections"},
-               {{"kind", "database kinds other than PostgreSQL (SQL Server)"},
-                {"ca", "a CA for the database's TLS"}}))
+    if (!r.map(n, path, {"url", "max_connections", "ca"},
+               {{"kind", "database kinds other than PostgreSQL (SQL Server)"}}))
       return;
-    DatabaseResource db{name, "", 10, at};
+    DatabaseResource db{name, "", 10, {}, at};
+    if (auto v = r.text(n, "ca", path)) {
+      db.tls.enabled = true;
+      db.tls.ca = *v;
+      db.tls.at = r.file() + ":" + std::to_string(r.keyAt(n, "ca").line);
+    }
     if (auto v = r.required(n, "url", path, Subst::Yes)) {
       if (v->rfind("postgres://", 0) != 0 && v->rfind("postgresql://", 0) != 0)
         r.error(n["url"], joinPath(path, "url"),
@@ -161,9 +179,7 @@ Resources parseResources(YamlReader& r, const YAML::Node& root,
   });
   forEachNamed(r, root, "apis", [&](const std::string& name, const std::string& path,
                                     const YAML::Node& n, Location at) {
-    if (!r.map(n, path, {"url", "headers", "timeout"},
-               {{"ca", "a CA for the API's TLS"}, {"certificate", "a client certificate"}}))
-      return;
+    if (!r.map(n, path, {"url", "headers", "timeout", "ca", "certificate"})) return;
     ApiResource api;
     api.name = name;
     api.at = at;
@@ -172,6 +188,7 @@ Resources parseResources(YamlReader& r, const YAML::Node& root,
         r.error(n["url"], joinPath(path, "url"), "expected an http:// or https:// URL");
       else api.url = *v;
     }
+    api.tls = parseUrlTls(r, n, path, api.url);
     api.headers = r.stringMap(n, "headers", path, Subst::Yes);
     if (auto v = r.duration(n, "timeout", path, std::chrono::milliseconds(10), std::chrono::minutes(10)))
       api.timeout = *v;

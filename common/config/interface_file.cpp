@@ -198,7 +198,8 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
   d.targetAt = r.keyAt(n, kind);
   if (kind == "mllp") {
     MllpDestination m;
-    if (r.map(t, tp, {"host", "port", "ack_timeout"}, {{"tls", "TLS on outbound connections"}})) {
+    if (r.map(t, tp, {"host", "port", "ack_timeout", "tls"})) {
+      m.tls = parseConnectTls(r, t, tp);
       if (auto v = r.host(t, "host", tp)) m.address.host = *v;
       if (!YamlReader::has(t, "port")) r.error(r.at(t), tp + ".port", "`port` is required");
       if (auto v = r.whole(t, "port", tp, 1, 65535)) m.address.port = static_cast<uint16_t>(*v);
@@ -208,9 +209,7 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
     d.target = m;
   } else if (kind == "http") {
     HttpDestination h;
-    if (r.map(t, tp, {"url", "api", "path", "method", "headers", "timeout"},
-              {{"tls", "TLS client settings"}, {"ca", "a CA for the server's TLS"},
-               {"certificate", "a client certificate"}})) {
+    if (r.map(t, tp, {"url", "api", "path", "method", "headers", "timeout", "ca", "certificate"})) {
       bool url = YamlReader::has(t, "url"), api = YamlReader::has(t, "api");
       if (url == api)
         r.error(t, tp, "give exactly one of url: <http(s) URL> or api: <a resources.yaml api>");
@@ -223,6 +222,14 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
                         : "expected an http:// or https:// URL, got `" + *v + "`");
           else h.url = *v;
         }
+      }
+      if (url) {
+        h.tls = parseUrlTls(r, t, tp, h.url);
+      } else {
+        for (std::string_view k : {"ca", "certificate"})
+          if (YamlReader::has(t, k))
+            r.error(r.keyAt(t, k), joinPath(tp, k),
+                    "`" + std::string(k) + "` goes on the apis: entry this destination names");
       }
       if (api) {
         if (auto v = r.text(t, "api", tp)) h.api = *v;

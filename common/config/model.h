@@ -75,6 +75,9 @@ struct EngineConfig {
   // Empty when not given: `ductus dev` provides one, `ductus run` takes
   // --database or DUCTUS_DATABASE_URL. Substitution allowed.
   std::string database;
+  // database: { url, ca }: verify-full against the CA named (a
+  // certificates: entry); not enabled for the plain string form.
+  tls::ConnectTls databaseTls;
   bool apiEnabled = true;  // `api: { listen: off }` disables it
   HostPort apiListen{"127.0.0.1", 7700};
   Location apiListenAt;
@@ -109,6 +112,7 @@ struct DatabaseResource {
   std::string name;
   std::string url;  // a PostgreSQL connection URL; substitution allowed
   uint32_t maxConnections = 10;
+  tls::ConnectTls tls;  // ca: a certificates: entry (verify-full)
   Location at;
 };
 
@@ -117,6 +121,8 @@ struct ApiResource {
   std::string url;  // base URL; substitution allowed
   std::map<std::string, std::string> headers;  // substitution allowed (tokens)
   Duration timeout = std::chrono::seconds(30);
+  // ca:/certificate: beside the URL; enabled for https:// or either given.
+  tls::ConnectTls tls;
   Location at;
 };
 
@@ -185,6 +191,7 @@ const char* sourceKind(const Source& s);  // "mllp", "http", ...
 struct MllpDestination {
   HostPort address;  // host substitution allowed
   Duration ackTimeout = std::chrono::seconds(30);
+  tls::ConnectTls tls;  // tls: true | { ca, certificate }
 };
 
 struct HttpDestination {
@@ -194,6 +201,9 @@ struct HttpDestination {
   std::string method = "POST";
   std::map<std::string, std::string> headers;  // substitution allowed
   Duration timeout = std::chrono::seconds(30);
+  // With url: ca:/certificate: beside it; enabled for https:// or either
+  // given. With api: the apis: entry's.
+  tls::ConnectTls tls;
 };
 
 struct FileDestination {

@@ -34,6 +34,14 @@ std::map<std::string, tls::CertificateSource> parseCertificates(
 std::optional<tls::ListenerTls> parseListenerTls(YamlReader& r, const YAML::Node& map,
                                                  const std::string& path);
 tls::AllowList parseAllowList(YamlReader& r, const YAML::Node& map, const std::string& path);
+// An MLLP destination's tls: true | false | { ca, certificate } (absent:
+// plain TCP).
+tls::ConnectTls parseConnectTls(YamlReader& r, const YAML::Node& map, const std::string& path);
+// ca:/certificate: beside a URL (apis:, HTTP destinations): TLS for an
+// https:// `url` or when either is given; either on an http:// URL is a
+// mistake (nothing would use it). An empty url (not read): names only.
+tls::ConnectTls parseUrlTls(YamlReader& r, const YAML::Node& map, const std::string& path,
+                            const std::string& url);
 
 // interfaces/<name>/interface.yaml; name, folder and file are already set
 // in iface, and the engine's defaults (retention, max size) applied.

@@ -154,4 +154,44 @@ tls::AllowList parseAllowList(YamlReader& r, const YAML::Node& map, const std::s
   return a;
 }
 
+tls::ConnectTls parseConnectTls(YamlReader& r, const YAML::Node& map, const std::string& path) {
+  tls::ConnectTls t;
+  if (!YamlReader::has(map, "tls")) return t;
+  YAML::Node n = map["tls"];
+  std::string p = joinPath(path, "tls");
+  t.at = where(r.at(n));
+  if (n.IsMap()) {
+    t.enabled = true;
+    if (r.map(n, p, {"ca", "certificate"})) {
+      if (auto v = r.text(n, "ca", p)) t.ca = *v;
+      if (auto v = r.text(n, "certificate", p)) t.certificate = *v;
+    }
+    return t;
+  }
+  if (!n.IsScalar() || (n.Scalar() != "true" && n.Scalar() != "false")) {
+    r.error(n, p,
+            "expected true, false or { ca: <certificates: entry>, certificate: <certificates: "
+            "entry> }");
+    return t;
+  }
+  t.enabled = n.Scalar() == "true";
+  return t;
+}
+
+tls::ConnectTls parseUrlTls(YamlReader& r, const YAML::Node& map, const std::string& path,
+                            const std::string& url) {
+  tls::ConnectTls t;
+  bool ca = YamlReader::has(map, "ca"), cert = YamlReader::has(map, "certificate");
+  t.at = where(ca ? r.keyAt(map, "ca") : cert ? r.keyAt(map, "certificate") : r.at(map));
+  if (auto v = r.text(map, "ca", path)) t.ca = *v;
+  if (auto v = r.text(map, "certificate", path)) t.certificate = *v;
+  bool https = url.rfind("https://", 0) == 0;
+  if ((ca || cert) && url.rfind("http://", 0) == 0)
+    r.error(r.keyAt(map, ca ? "ca" : "certificate"), joinPath(path, ca ? "ca" : "certificate"),
+            "`" + std::string(ca ? "ca" : "certificate") +
+                "` is for TLS, but the URL is http://; use https:// or remove it");
+  t.enabled = https || ca || cert;
+  return t;
+}
+
 }  // namespace ductus::config

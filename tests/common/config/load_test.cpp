@@ -251,6 +251,78 @@ TEST(LoadProject, TlsAllowAndCertificatesAreReadAndTheirMistakesPlaced) {
   EXPECT_THAT(e, HasSubstr("an empty allow: list would refuse every connection"));
 }
 
+// Outbound TLS: tls: on MLLP destinations, ca:/certificate: beside a URL,
+// a database's ca:; the plain forms keep working.
+TEST(LoadProject, OutboundTlsIsReadBesideEachConnection) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "database: { url: \"postgresql://ductus@db/ductus\", ca: pg-ca }\n");
+  p.write("resources.yaml",
+          "databases:\n"
+          "  lab: { url: \"postgresql://u@lab/db\", ca: pg-ca }\n"
+          "  plain: { url: \"postgresql://u@plain/db\" }\n"
+          "apis:\n"
+          "  secure: { url: https://api.example, ca: corp, certificate: client }\n"
+          "  open: { url: http://api.example }\n");
+  p.iface("adt",
+          "source:\n"
+          "  mllp: { listen: 127.0.0.1:2575 }\n"
+          "destinations:\n"
+          "  a: { mllp: { host: lab, port: 2575, tls: true } }\n"
+          "  b: { mllp: { host: lab, port: 2576, tls: { ca: corp, certificate: client } } }\n"
+          "  c: { mllp: { host: lab, port: 2577 } }\n"
+          "  d: { http: { url: https://x.example/in } }\n"
+          "  e: { http: { url: http://x.example/in } }\n"
+          "  f: { http: { url: https://x.example/in, ca: corp } }\n");
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  const auto& e = o.project->engine;
+  EXPECT_EQ(e.database, "postgresql://ductus@db/ductus");
+  EXPECT_TRUE(e.databaseTls.enabled);
+  EXPECT_EQ(e.databaseTls.ca, "pg-ca");
+  EXPECT_THAT(e.databaseTls.at, ::testing::EndsWith("ductus.yaml:1"));
+  const auto& res = o.project->resources;
+  EXPECT_EQ(res.databases.at("lab").tls.ca, "pg-ca");
+  EXPECT_FALSE(res.databases.at("plain").tls.enabled);
+  EXPECT_TRUE(res.apis.at("secure").tls.enabled);
+  EXPECT_EQ(res.apis.at("secure").tls.certificate, "client");
+  EXPECT_FALSE(res.apis.at("open").tls.enabled);
+  const auto& d = o.project->interfaces.at(0).destinations;
+  auto mllp = [&](size_t k) { return std::get<MllpDestination>(d.at(k).target).tls; };
+  auto http = [&](size_t k) { return std::get<HttpDestination>(d.at(k).target).tls; };
+  EXPECT_TRUE(mllp(0).enabled);
+  EXPECT_EQ(mllp(0).ca, "");
+  EXPECT_EQ(mllp(1), (tls::ConnectTls{true, "corp", "client", ""}));
+  EXPECT_FALSE(mllp(2).enabled);
+  EXPECT_TRUE(http(3).enabled);
+  EXPECT_FALSE(http(4).enabled);
+  EXPECT_EQ(http(5).ca, "corp");
+
+  // The string form of database: still works.
+  ProjectDir plain;
+  plain.write("ductus.yaml", "database: \"postgresql://ductus@db/ductus\"\n");
+  plain.iface("adt", kMllpToFile);
+  auto po = plain.load();
+  ASSERT_TRUE(po.project) << plain.errors();
+  EXPECT_EQ(po.project->engine.database, "postgresql://ductus@db/ductus");
+  EXPECT_FALSE(po.project->engine.databaseTls.enabled);
+
+  ProjectDir bad;
+  bad.write("resources.yaml", "apis:\n  a: { url: http://api.example, ca: corp }\n");
+  bad.iface("adt",
+            "source:\n"
+            "  mllp: { listen: 127.0.0.1:2575 }\n"
+            "destinations:\n"
+            "  a: { mllp: { host: lab, port: 2575, tls: yes please } }\n"
+            "  b: { http: { url: http://x.example/in, certificate: client } }\n"
+            "  c: { http: { api: a, ca: corp } }\n");
+  std::string errs = bad.errors();
+  EXPECT_THAT(errs, HasSubstr("resources.yaml:2:33: apis.a.ca: `ca` is for TLS, but the URL is http://"));
+  EXPECT_THAT(errs, HasSubstr("destinations.a.mllp.tls: expected true, false or { ca:"));
+  EXPECT_THAT(errs, HasSubstr("destinations.b.http.certificate: `certificate` is for TLS"));
+  EXPECT_THAT(errs, HasSubstr("destinations.c.http.ca: `ca` goes on the apis: entry"));
+}
+
 TEST(LoadProject, EveryErrorOfAProjectIsReportedInOneRun) {
   ProjectDir p;
   p.write("ductus.yaml", "retention: 2w\n");
