@@ -129,6 +129,25 @@ class FakeEngine : public EngineView {
   int scrapes = 0;  // on the loop thread
 };
 
+// Issue #30: a listener's handshakes, failures and allow: refusals, and
+// each certificate's expiry as a Unix time (what an alert compares with
+// time()).
+TEST(Metrics, ListenersTlsCountsAndCertificateExpiries) {
+  EngineInfo info;
+  info.listeners.push_back({"lab", true, 12, 3, 0});
+  info.listeners.push_back({"0.0.0.0:8080", false, 0, 0, 5});
+  info.certificates.push_back(
+      {"server", "CN=ductus", std::chrono::system_clock::from_time_t(1830297600)});
+  std::string text = renderMetrics(info, {});
+  EXPECT_THAT(text, HasSubstr("ductus_tls_handshakes_total{listener=\"lab\"} 12\n"));
+  EXPECT_THAT(text, HasSubstr("ductus_tls_handshake_failures_total{listener=\"lab\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("ductus_connections_refused_total{listener=\"0.0.0.0:8080\"} 5\n"));
+  // A plain listener has no handshakes to count.
+  EXPECT_THAT(text, Not(HasSubstr("ductus_tls_handshakes_total{listener=\"0.0.0.0:8080\"}")));
+  EXPECT_THAT(text,
+              HasSubstr("ductus_certificate_expiry_timestamp_seconds{certificate=\"server\"} 1830297600\n"));
+}
+
 TEST(Metrics, RendersEveryFamilyWithItsLabels) {
   FakeEngine engine;
   std::vector<InterfaceInfo> list;
