@@ -415,7 +415,7 @@ Status Engine::buildDelivery() {
     f->intake = std::make_unique<intake::Intake>(*store_, std::move(is),
                                                  [this, fp](int32_t lane) { wake(*fp, lane); });
   }
-  delivery::SenderContext ctx{loop_, curl_.get(), &project_.resources, project_.root};
+  delivery::SenderContext ctx{loop_, curl_.get(), &project_.resources, project_.root, certificates_};
   for (auto& f : ifaces_) {
     const InterfaceConfig& c = *f->cfg;
     if (!queued(c)) continue;

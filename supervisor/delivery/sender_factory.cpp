@@ -1,11 +1,25 @@
 #include "supervisor/delivery/sender_factory.h"
 
 #include "common/net/curl_multi_uv.h"
+#include "common/tls/certificates.h"
 #include "supervisor/delivery/senders/file_sender.h"
 #include "supervisor/delivery/senders/http_sender.h"
 #include "supervisor/delivery/senders/mllp_sender.h"
 
 namespace ductus::delivery {
+namespace {
+
+// The ClientTls a destination's tls: names; null when it has none.
+Result<std::shared_ptr<tls::ClientTls>> clientTls(const SenderContext& ctx, const std::string& where,
+                                                  const tls::ConnectTls& settings) {
+  if (!settings.enabled) return std::shared_ptr<tls::ClientTls>();
+  if (!ctx.certificates) return Error{where + ": TLS without the engine's certificates"};
+  auto client = ctx.certificates->client(settings);
+  if (!client) return Error{where + ": " + client.error().message};
+  return *client;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<senders::Sender>> makeSender(const SenderContext& ctx,
                                                     const std::string& interfaceName,
@@ -16,6 +30,9 @@ Result<std::unique_ptr<senders::Sender>> makeSender(const SenderContext& ctx,
     s.host = m->address.host;
     s.port = m->address.port;
     s.ackTimeout = m->ackTimeout;
+    auto tls = clientTls(ctx, where, m->tls);
+    if (!tls) return tls.error();
+    s.tls = *tls;
     return std::unique_ptr<senders::Sender>(std::make_unique<senders::MllpSender>(ctx.loop, s));
   }
   if (auto* h = std::get_if<config::HttpDestination>(&d.target)) {

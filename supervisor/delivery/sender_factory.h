@@ -16,6 +16,9 @@
 namespace ductus::net {
 class CurlMulti;
 }
+namespace ductus::tls {
+class Certificates;
+}
 
 namespace ductus::delivery {
 
@@ -24,6 +27,9 @@ struct SenderContext {
   net::CurlMulti* curl = nullptr;       // HTTP destinations share it
   const config::Resources* resources = nullptr;
   std::filesystem::path projectRoot;        // relative file paths start here
+  // The engine's certificates: entries; a destination with tls: gets its
+  // ClientTls from here (one per distinct ConnectTls, shared).
+  std::shared_ptr<tls::Certificates> certificates;
 };
 
 // The sender for `d`. Routes have no sender (the delivery loop stores their

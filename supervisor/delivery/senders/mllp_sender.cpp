@@ -83,6 +83,7 @@ struct MllpSender::WriteReq {
   std::weak_ptr<MllpSender*> owner;
   uint64_t epoch;
   std::string frame;  // must live until the write completes
+  bool completesSend = true;
 };
 
 MllpSender::MllpSender(uv_loop_t* loop, MllpSenderSettings settings)
@@ -247,18 +248,65 @@ void MllpSender::onConnected(int status) {
     fail(uvError("read from " + endpoint(), rc));
     return;
   }
-  startWrite();
+  if (settings_.tls) {
+    startHandshake();
+  } else {
+    startWrite();
+  }
+}
+
+void MllpSender::startHandshake() {
+  tls::SslPtr ssl = settings_.tls->session(settings_.host);
+  if (!ssl) {
+    fail("TLS with " + endpoint() + ": the client's TLS settings could not be built");
+    return;
+  }
+  session_ = std::make_unique<tls::Session>(std::move(ssl));
+  tlsAnswered_ = false;
+  phase_ = Phase::Handshaking;
+  armTimer(settings_.sendTimeout, "TLS handshake with " + endpoint() + ": not done within " +
+                                      std::to_string(settings_.sendTimeout.count()) + " ms");
+  session_->start();
+  if (session_->state() == tls::Session::State::Failed) {
+    failTls(session_->reason());
+    return;
+  }
+  flushTls();
+}
+
+void MllpSender::failTls(const std::string& reason) {
+  // Until plaintext came back the handshake may still be refused: TLS 1.3
+  // servers judge the client certificate after the client thinks it is done.
+  fail((tlsAnswered_ ? "TLS with " : "TLS handshake with ") + endpoint() + " failed: " + reason);
+}
+
+void MllpSender::flushTls() {
+  if (session_ && session_->hasOutput()) writeRaw(session_->takeOutput(), false);
 }
 
 void MllpSender::startWrite() {
   phase_ = Phase::Writing;
   armTimer(settings_.sendTimeout, "send to " + endpoint() + ": not written within " +
                                       std::to_string(settings_.sendTimeout.count()) + " ms");
+  std::string frame = hl7::mllp::frame(current_->request.payload);
+  if (session_) {
+    session_->send(frame);
+    if (session_->state() != tls::Session::State::Open) {
+      failTls(session_->reason().empty() ? "the session ended" : session_->reason());
+      return;
+    }
+    frame = session_->takeOutput();
+  }
+  writeRaw(std::move(frame), true);
+}
+
+void MllpSender::writeRaw(std::string bytes, bool completesSend) {
   auto w = std::make_unique<WriteReq>();
   w->owner = alive_;
   w->epoch = epoch_;
   w->req.data = w.get();
-  w->frame = hl7::mllp::frame(current_->request.payload);
+  w->frame = std::move(bytes);
+  w->completesSend = completesSend;
   uv_buf_t buf = uv_buf_init(w->frame.data(), static_cast<unsigned>(w->frame.size()));
   int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(tcp_.get()), &buf, 1,
                     [](uv_write_t* req, int status) {
@@ -266,8 +314,19 @@ void MllpSender::startWrite() {
                       auto owner = w->owner.lock();
                       if (!owner) return;
                       MllpSender* self = *owner;
-                      if (w->epoch != self->epoch_ || self->phase_ != Phase::Writing) return;
-                      self->onWritten(status);
+                      if (w->epoch != self->epoch_) return;
+                      if (w->completesSend) {
+                        if (self->phase_ == Phase::Writing) self->onWritten(status);
+                        return;
+                      }
+                      // A TLS record of our own (handshake, alert) that
+                      // could not be written: the connection is gone.
+                      if (status >= 0) return;
+                      if (self->phase_ == Phase::Idle) {
+                        self->dropConnection();
+                      } else {
+                        self->fail(uvError("send to " + self->endpoint(), status));
+                      }
                     });
   if (rc < 0) {
     fail(uvError("send to " + endpoint(), rc));
@@ -287,8 +346,55 @@ void MllpSender::onWritten(int status) {
 }
 
 void MllpSender::onRead(ssize_t nread, const uv_buf_t* buf) {
-  const bool waiting = phase_ == Phase::Writing || phase_ == Phase::AwaitingAck;
   if (nread == 0) return;  // EAGAIN
+  if (!session_) {
+    onBytes(nread, buf->base);
+    return;
+  }
+  if (nread < 0) {
+    // Without close_notify too: an ordinary close, as over plain TCP.
+    if (phase_ == Phase::Handshaking) {
+      failTls(nread == UV_EOF ? "the peer closed the connection"
+                              : std::string(uv_strerror(static_cast<int>(nread))));
+    } else {
+      onBytes(nread, nullptr);
+    }
+    return;
+  }
+  std::string plain;
+  // The connection these bytes came on: a failed write or an answered
+  // request may drop it below (a new session is only made asynchronously).
+  const tls::Session* conn = session_.get();
+  tls::Session::State state =
+      session_->receive(std::string_view(buf->base, static_cast<size_t>(nread)), plain);
+  flushTls();
+  if (session_.get() != conn) return;  // the write failed and dropped the connection
+  if (state == tls::Session::State::Failed) {
+    if (phase_ == Phase::Idle) {
+      dropConnection();
+    } else {
+      failTls(session_->reason());
+    }
+    return;
+  }
+  if (phase_ == Phase::Handshaking) {
+    if (state == tls::Session::State::Open) {
+      startWrite();
+    } else if (state == tls::Session::State::Closed) {
+      failTls("the peer closed the connection");
+    }
+    return;
+  }
+  if (!plain.empty()) {
+    tlsAnswered_ = true;
+    onBytes(static_cast<ssize_t>(plain.size()), plain.data());
+  }
+  // close_notify: the end of input, read as EOF on the connection it came on.
+  if (state == tls::Session::State::Closed && session_.get() == conn) onBytes(UV_EOF, nullptr);
+}
+
+void MllpSender::onBytes(ssize_t nread, const char* data) {
+  const bool waiting = phase_ == Phase::Writing || phase_ == Phase::AwaitingAck;
   if (nread < 0) {
     if (waiting) {
       fail(nread == UV_EOF ? endpoint() + " closed the connection before the ACK"
@@ -305,7 +411,7 @@ void MllpSender::onRead(ssize_t nread, const uv_buf_t* buf) {
     dropConnection();
     return;
   }
-  ackBuffer_.append(buf->base, static_cast<size_t>(nread));
+  ackBuffer_.append(data, static_cast<size_t>(nread));
   // Some receivers put a newline between frames; skip it before the <VT>.
   size_t start = ackBuffer_.find_first_not_of("\r\n");
   if (start == std::string::npos) return;
@@ -358,6 +464,7 @@ void MllpSender::finish(SendOutcome outcome) {
 void MllpSender::dropConnection() {
   ++epoch_;
   connected_ = false;
+  session_.reset();
   tcp_.reset();  // uv_close; pending write/connect callbacks see the new epoch
 }
 

@@ -11,6 +11,13 @@
 // the retry starts on a clean stream. An output holding an MLLP framing byte
 // (0x0B, 0x1C) is never framed: Permanent "output contains MLLP framing
 // bytes ...", nothing written (the receiver would read two messages).
+//
+// With TLS (settings.tls), the connect step ends with a handshake (the
+// host name verified against the server's certificate, the client
+// certificate presented) within sendTimeout, and frames and ACKs go
+// through the session. A refused handshake is Transient, worded for an
+// operator: "TLS handshake with lab:2575 failed: certificate verify failed
+// (...)". A peer closing without close_notify is an ordinary close.
 #pragma once
 
 #include <uv.h>
@@ -24,6 +31,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/tls/certificates.h"
+#include "common/tls/session.h"
 #include "common/uv_handle.h"
 #include "supervisor/delivery/senders/sender.h"
 
@@ -39,6 +48,8 @@ struct MllpSenderSettings {
   std::chrono::milliseconds ackTimeout{30'000};
   // An ACK is a few hundred bytes; anything past this is not one.
   size_t maxAckBytes = 64 * 1024;
+  // Null: plain TCP. Else each connection is a TLS session for `host`.
+  std::shared_ptr<tls::ClientTls> tls;
 };
 
 // Maps one ACK message (without MLLP framing) to an outcome. MSA-1 and
@@ -67,6 +78,7 @@ class MllpSender final : public Sender {
     Idle,       // nothing in flight
     Resolving,  // getaddrinfo for a host name
     Connecting,
+    Handshaking,  // TLS: connected, the handshake not done yet
     Writing,    // framed message handed to uv_write, not yet done
     AwaitingAck,
   };
@@ -82,9 +94,17 @@ class MllpSender final : public Sender {
   void startConnect();
   void connectTo(const sockaddr* addr);
   void onConnected(int status);
+  void startHandshake();
   void startWrite();
+  // Hands bytes to the socket; `completesSend`: the framed message, whose
+  // completion moves Writing to AwaitingAck (else TLS records of our own).
+  void writeRaw(std::string bytes, bool completesSend);
+  void flushTls();
+  void failTls(const std::string& reason);
   void onWritten(int status);
   void onRead(ssize_t nread, const uv_buf_t* buf);
+  // What the peer sent (plaintext with TLS); nread < 0: a libuv error or EOF.
+  void onBytes(ssize_t nread, const char* data);
   void armTimer(std::chrono::milliseconds after, std::string why);
   // Drops the connection (if any) and answers the current request.
   void fail(std::string detail);
@@ -96,6 +116,8 @@ class MllpSender final : public Sender {
   MllpSenderSettings settings_;
   UvHandle<uv_tcp_t> tcp_;
   bool connected_ = false;
+  std::unique_ptr<tls::Session> session_;  // with TLS, the connection's
+  bool tlsAnswered_ = false;  // plaintext came back: the handshake held on both sides
   UvHandle<uv_timer_t> timer_;
   std::string timerWhy_;
   Phase phase_ = Phase::Idle;
