@@ -1,6 +1,7 @@
 #include "common/config/checks.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <set>
@@ -15,6 +16,30 @@ std::string place(const Location& at) {
   std::string s = at.file;
   if (at.line > 0) s.append(":").append(std::to_string(at.line));
   return s;
+}
+
+bool sameListenerTls(const std::optional<tls::ListenerTls>& a,
+                     const std::optional<tls::ListenerTls>& b) {
+  if (!a || !b) return !a && !b;
+  return a->certificate == b->certificate && a->clientCa == b->clientCa &&
+         a->subjects == b->subjects;
+}
+
+// "interfaces/adt/interface.yaml:7" (settings.h's `at`) as a Location.
+Location locationOf(const std::string& at) {
+  auto colon = at.rfind(':');
+  if (colon == std::string::npos) return Location{at, 0, 0};
+  int line = 0;
+  for (char c : at.substr(colon + 1)) {
+    if (c < '0' || c > '9') return Location{at, 0, 0};
+    line = line * 10 + (c - '0');
+  }
+  return Location{at.substr(0, colon), line, 0};
+}
+
+// The same words as api::isLoopbackHost (config/ may not include api/).
+bool isLoopback(std::string_view host) {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
 }
 
 template <typename Map>
@@ -95,6 +120,7 @@ void checkEndpoints(const Project& project, Diagnostics& out) {
     const std::string* httpPath;  // null for MLLP and the API
     Location at;
     std::string keyPath;
+    const HttpSource* http = nullptr;
   };
   std::vector<Listener> listeners;
   if (project.engine.apiEnabled)
@@ -106,7 +132,7 @@ void checkEndpoints(const Project& project, Diagnostics& out) {
                            "source.mllp.listen"});
     if (auto* h = std::get_if<HttpSource>(&iface.source))
       listeners.push_back({"interface `" + iface.name + "`", &h->listen, &h->path, iface.sourceAt,
-                           "source.http.listen"});
+                           "source.http.listen", h});
   }
   for (size_t j = 0; j < listeners.size(); ++j) {
     for (size_t i = 0; i < j; ++i) {
@@ -115,9 +141,20 @@ void checkEndpoints(const Project& project, Diagnostics& out) {
       if (a.address->port == 0 || !sameListenAddress(*a.address, *b.address)) continue;
       if (a.httpPath && b.httpPath) {
         // HTTP interfaces may share a port, one path each. They then share
-        // the port's TLS and allow-list too; neither is supported yet, so
-        // they are identical (absent) by construction.
-        if (*a.httpPath != *b.httpPath) continue;
+        // one server, so its tls: and allow: too: they must say the same.
+        if (*a.httpPath != *b.httpPath) {
+          const char* differs = !sameListenerTls(a.http->tls, b.http->tls) ? "tls:"
+                                : a.http->allow.entries != b.http->allow.entries ? "allow:"
+                                                                                 : nullptr;
+          if (!differs) continue;
+          out.push_back(diagnosticAt(
+              b.at, "source.http." + std::string(differs, std::strlen(differs) - 1),
+              b.owner + " and " + a.owner + " (" + place(a.at) + ") both listen on " +
+                  b.address->toString() + " but their " + differs +
+                  " differ; HTTP interfaces on one port share one server, so give both the same " +
+                  differs));
+          break;
+        }
         out.push_back(diagnosticAt(b.at, b.keyPath,
                                    "path " + *b.httpPath + " on " + b.address->toString() + " is also " +
                                        a.owner + "'s (" + place(a.at) +
@@ -149,6 +186,69 @@ void checkResources(const Project& project, Diagnostics& out) {
                                    didYouMean(db, project.resources.databases)));
     }
   }
+}
+
+void checkCertificates(const Project& project, Diagnostics& out) {
+  const auto& entries = project.resources.certificates;
+  // needPair: a listener's or client's certificate; else a CA (an entry
+  // with one, or a pair whose chain is then the CA).
+  auto use = [&](const std::string& name, const std::string& at, const std::string& key,
+                 bool needPair) {
+    if (name.empty()) return;
+    auto fits = [&](const tls::CertificateSource& e) { return needPair ? e.isPair() : e.isPair() || e.hasCa(); };
+    std::string fitting;
+    for (auto& [n, e] : entries)
+      if (fits(e)) fitting += (fitting.empty() ? "" : ", ") + n;
+    std::string kind = needPair ? "a pair (cert_file and key_file, or cert and key)"
+                                : "an entry with a CA (ca_file or ca) or a pair";
+    std::string which = fitting.empty() ? "; no certificates: entry is " + kind
+                                        : "; entries that fit: " + fitting;
+    auto it = entries.find(name);
+    if (it == entries.end()) {
+      out.push_back(diagnosticAt(locationOf(at), key,
+                                 "certificate `" + name +
+                                     "` is not in resources.yaml (certificates:)" +
+                                     didYouMean(name, entries) + which));
+    } else if (!fits(it->second)) {
+      out.push_back(diagnosticAt(locationOf(at), key,
+                                 "certificate `" + name + "` (" + it->second.at +
+                                     ") is a CA alone; " + key + " needs " + kind + which));
+    }
+  };
+  auto listener = [&](const std::optional<tls::ListenerTls>& t, const std::string& path) {
+    if (!t) return;
+    use(t->certificate, t->at, path + ".tls.certificate", true);
+    use(t->clientCa, t->at, path + ".tls.clients.ca", false);
+  };
+  auto connect = [&](const tls::ConnectTls& t, const std::string& path) {
+    use(t.ca, t.at, path + ".ca", false);
+    use(t.certificate, t.at, path + ".certificate", true);
+  };
+  listener(project.engine.apiTls, "api");
+  connect(project.engine.databaseTls, "database");
+  for (auto& [name, db] : project.resources.databases) connect(db.tls, "databases." + name);
+  for (auto& [name, api] : project.resources.apis) connect(api.tls, "apis." + name);
+  for (auto& iface : project.interfaces) {
+    if (auto* m = std::get_if<MllpSource>(&iface.source)) listener(m->tls, "source.mllp");
+    if (auto* h = std::get_if<HttpSource>(&iface.source)) listener(h->tls, "source.http");
+    for (auto& d : iface.destinations) {
+      if (auto* m = std::get_if<MllpDestination>(&d.target)) connect(m->tls, d.keyPath + ".mllp.tls");
+      if (auto* h = std::get_if<HttpDestination>(&d.target)) connect(h->tls, d.keyPath + ".http");
+    }
+  }
+}
+
+Diagnostics projectWarnings(const Project& project) {
+  Diagnostics out;
+  const EngineConfig& e = project.engine;
+  if (e.apiEnabled && !e.apiTls && !isLoopback(e.apiListen.host))
+    out.push_back(diagnosticAt(
+        e.apiListenAt, "api.listen",
+        "the API listens on " + e.apiListen.toString() +
+            " without tls: { certificate }: its session cookie is Secure (browsers will not send it over "
+            "plain HTTP) and passwords would cross in clear; add tls: { certificate: ... } "
+            "(resources.yaml certificates:) or listen on loopback behind a proxy"));
+  return out;
 }
 
 }  // namespace ductus::config

@@ -18,4 +18,15 @@ void checkEndpoints(const Project& project, Diagnostics& out);
 // http destinations' api: and dedicated_pools name resources that exist.
 void checkResources(const Project& project, Diagnostics& out);
 
+// Every certificates: entry a name is used for exists and is the right
+// kind: a listener's tls.certificate and an outbound certificate: a pair; a
+// clients.ca or an outbound ca: an entry with a CA (or a pair, whose chain
+// is then the CA). Each mistake at the use, with the entries that would fit.
+void checkCertificates(const Project& project, Diagnostics& out);
+
+// What starts but should not go unnoticed: the API on an address other than
+// loopback without tls: (its session cookie is Secure; passwords would cross
+// in clear). `validate` prints these; the engine logs the same at start.
+Diagnostics projectWarnings(const Project& project);
+
 }  // namespace ductus::config

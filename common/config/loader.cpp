@@ -166,13 +166,16 @@ LoadOutcome loadProjectWithDiagnostics(const fs::path& root, const LoadOptions& 
   checkRoutes(project, out);
   checkEndpoints(project, out);
   checkResources(project, out);
+  checkCertificates(project, out);
 
   std::stable_sort(out.begin(), out.end(), [](const Diagnostic& a, const Diagnostic& b) {
     return std::tie(a.file, a.line, a.column) < std::tie(b.file, b.line, b.column);
   });
+  Diagnostics warnings = projectWarnings(project);
   if (out.empty()) outcome.project = std::move(project);
   outcome.secretsCheckedByNameOnly = subst.checkedByNameOnly();
   outcome.warnings = std::move(subst.warnings());
+  for (auto& w : warnings) outcome.warnings.push_back(std::move(w));
   std::stable_sort(outcome.warnings.begin(), outcome.warnings.end(),
                    [](const Diagnostic& a, const Diagnostic& b) {
                      return std::tie(a.file, a.line, a.column) < std::tie(b.file, b.line, b.column);

@@ -8,6 +8,7 @@ namespace ductus::config::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string mllpTo(const std::string& listen, const std::string& destination) {
   return "source:\n  mllp: { listen: " + listen + " }\ndestination:\n" + destination;
@@ -106,6 +107,97 @@ TEST(CheckResources, ANamedApiOrDatabaseThatDoesNotExistIsRefused) {
                            "in resources.yaml (databases:) \u2014 did you mean `patients`?"));
   EXPECT_THAT(e, HasSubstr("interfaces/a/interface.yaml:6:3: destination.http.api: api `lbb` is not in "
                            "resources.yaml (apis:) \u2014 did you mean `lab`?"));
+}
+
+constexpr const char* kCertificates =
+    "certificates:\n"
+    "  server: { cert_file: tls/server.pem, key_file: tls/server.key }\n"
+    "  analyzers: { ca_file: tls/ca.pem }\n";
+
+TEST(CheckCertificates, NamesThatExistAndFitAreValid) {
+  ProjectDir p;
+  p.write("ductus.yaml", "database: { url: \"postgresql://db/d\", ca: analyzers }\n");
+  p.write("resources.yaml", kCertificates);
+  p.iface("a",
+          "source:\n  mllp: { listen: 127.0.0.1:2575, tls: { certificate: server, clients: { ca: "
+          "analyzers } } }\n"
+          "destination:\n  mllp: { host: lab, port: 2575, tls: { ca: server, certificate: server } "
+          "}\n");
+  EXPECT_EQ(p.errors(), "");
+}
+
+TEST(CheckCertificates, AMissingOrWrongKindOfEntryIsNamedAtItsUseWithTheEntriesThatFit) {
+  ProjectDir p;
+  p.write("ductus.yaml", "api: { listen: 127.0.0.1:7700, tls: { certificate: analyzers } }\n");
+  p.write("resources.yaml",
+          std::string(kCertificates) + "apis:\n  lab: { url: https://lab.example, ca: nope }\n");
+  p.iface("a",
+          "source:\n  mllp: { listen: 127.0.0.1:2575, tls: { certificate: srever, clients: { ca: "
+          "analyzers } } }\n"
+          "destinations:\n"
+          "  out: { mllp: { host: lab, port: 2575, tls: { certificate: analyzers } } }\n"
+          "  web: { http: { url: https://x.example/in, ca: analyzer } }\n");
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:1: api.tls.certificate: certificate `analyzers` ("));
+  EXPECT_THAT(e, HasSubstr(") is a CA alone; api.tls.certificate needs a pair (cert_file and "
+                           "key_file, or cert and key); entries that fit: server"));
+  EXPECT_THAT(e, HasSubstr("interfaces/a/interface.yaml:2: source.mllp.tls.certificate: certificate "
+                           "`srever` is not in resources.yaml (certificates:) \u2014 did you mean "
+                           "`server`?; entries that fit: server"));
+  EXPECT_THAT(e, HasSubstr("interfaces/a/interface.yaml:4: destinations.out.mllp.tls.certificate: "
+                           "certificate `analyzers`"));
+  EXPECT_THAT(e, HasSubstr("interfaces/a/interface.yaml:5: destinations.web.http.ca: certificate "
+                           "`analyzer` is not in resources.yaml (certificates:) \u2014 did you mean "
+                           "`analyzers`?; entries that fit: analyzers, server"));
+  EXPECT_THAT(e, HasSubstr("resources.yaml:5: apis.lab.ca: certificate `nope` is not in"));
+  EXPECT_THAT(e, Not(HasSubstr("clients.ca")));
+}
+
+TEST(CheckEndpoints, HttpInterfacesOnOnePortMustShareTlsAndAllow) {
+  ProjectDir p;
+  p.write("resources.yaml", kCertificates);
+  auto http = [](const std::string& path, const std::string& more) {
+    return "source:\n  http: { listen: 127.0.0.1:8080, path: " + path + more +
+           " }\ndestination:\n  file: { path: out/ }\n";
+  };
+  p.iface("a", http("/a", ", tls: { certificate: server }, allow: [10.0.0.0/8]"));
+  p.iface("b", http("/b", ", tls: { certificate: server }, allow: [10.0.0.0/8]"));
+  EXPECT_EQ(p.errors(), "");
+  p.iface("c", http("/c", ", allow: [10.0.0.0/8]"));
+  p.iface("d", http("/d", ", tls: { certificate: server }, allow: [10.0.0.1]"));
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("interfaces/c/interface.yaml:2:3: source.http.tls: interface `c` and "
+                           "interface `a` ("));
+  EXPECT_THAT(e, HasSubstr("both listen on 127.0.0.1:8080 but their tls: differ; HTTP interfaces on "
+                           "one port share one server, so give both the same tls:"));
+  EXPECT_THAT(e, HasSubstr("interfaces/d/interface.yaml:2:3: source.http.allow: interface `d` and "
+                           "interface `a`"));
+}
+
+TEST(ProjectWarnings, TheApiOffLoopbackWithoutTlsIsAWarningNotAnError) {
+  ProjectDir p;
+  p.write("ductus.yaml", "api: { listen: 0.0.0.0:7700 }\n");
+  p.iface("a", mllpTo("127.0.0.1:2575", "  file: { path: out/ }\n"));
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  ASSERT_EQ(o.warnings.size(), 1u);
+  EXPECT_EQ(o.warnings[0].line, 1);
+  EXPECT_THAT(o.warnings[0].message,
+              HasSubstr("the API listens on 0.0.0.0:7700 without tls: { certificate }: its session "
+                        "cookie is Secure"));
+
+  ProjectDir ok;
+  ok.write("ductus.yaml", "api: { listen: 127.0.0.1:7700 }\n");
+  ok.iface("a", mllpTo("127.0.0.1:2575", "  file: { path: out/ }\n"));
+  EXPECT_TRUE(ok.load().warnings.empty());
+
+  ProjectDir secured;
+  secured.write("ductus.yaml", "api: { listen: 0.0.0.0:7700, tls: { certificate: server } }\n");
+  secured.write("resources.yaml", kCertificates);
+  secured.iface("a", mllpTo("127.0.0.1:2575", "  file: { path: out/ }\n"));
+  auto so = secured.load();
+  ASSERT_TRUE(so.project) << secured.errors();
+  EXPECT_TRUE(so.warnings.empty());
 }
 
 }  // namespace

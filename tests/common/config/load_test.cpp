@@ -263,7 +263,11 @@ TEST(LoadProject, OutboundTlsIsReadBesideEachConnection) {
           "  plain: { url: \"postgresql://u@plain/db\" }\n"
           "apis:\n"
           "  secure: { url: https://api.example, ca: corp, certificate: client }\n"
-          "  open: { url: http://api.example }\n");
+          "  open: { url: http://api.example }\n"
+          "certificates:\n"
+          "  pg-ca: { ca_file: tls/pg-ca.pem }\n"
+          "  corp: { ca_file: tls/corp.pem }\n"
+          "  client: { cert_file: tls/client.pem, key_file: tls/client.key }\n");
   p.iface("adt",
           "source:\n"
           "  mllp: { listen: 127.0.0.1:2575 }\n"
