@@ -10,6 +10,7 @@
 #include "common/command_line.h"
 #include "common/version.h"
 #include "supervisor/cli/api_spec_command.h"
+#include "supervisor/cli/cert_command.h"
 #include "supervisor/cli/check_command.h"
 #include "supervisor/cli/migrate_command.h"
 #include "supervisor/cli/retention_command.h"
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   addMigrateCommands(program, exitCode);
   addRetentionCommand(program, exitCode);
   addSecretCommand(program, exitCode);
+  addCertCommand(program, exitCode);
   addUserCommand(program, exitCode);
   addTokenCommand(program, exitCode);
   addValidateCommand(program, exitCode);
