@@ -16,7 +16,8 @@ namespace ductus::net {
 namespace {
 
 bool allDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
 // A DNS host name: labels of letters, digits and inner hyphens (and '_',
@@ -29,8 +30,10 @@ bool isHostName(std::string_view s) {
   size_t start = 0;
   while (true) {
     size_t dot = s.find('.', start);
-    std::string_view label = s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+    std::string_view label =
+        s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-')
+      return false;
     for (unsigned char c : label)
       if (!std::isalnum(c) && c != '-' && c != '_') return false;
     last = label;
@@ -160,7 +163,8 @@ Result<AllowEntry> parseAllowEntry(std::string_view written) {
     prefixText = written.substr(slash + 1);
     hasPrefix = true;
   }
-  if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']') addr = addr.substr(1, addr.size() - 2);
+  if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']')
+    addr = addr.substr(1, addr.size() - 2);
   std::string a(addr);
   in_addr v4{};
   in6_addr v6{};
@@ -181,12 +185,14 @@ Result<AllowEntry> parseAllowEntry(std::string_view written) {
   int bits = bitsOf(e.network.family);
   e.prefix = bits;
   if (hasPrefix) {
-    if (!allDigits(prefixText) || prefixText.size() > 3) return bad("has a prefix length that is not a number");
+    if (!allDigits(prefixText) || prefixText.size() > 3)
+      return bad("has a prefix length that is not a number");
     int p = std::stoi(std::string(prefixText));
     // ::ffff:10.0.0.0/104 is 10.0.0.0/8: peers are compared as IPv4.
     if (mapped) p -= 96;
     if (p < 0 || p > bits)
-      return bad("has a prefix length past " + std::to_string(mapped ? 128 : bits) + " bits, or one that covers more than IPv4-mapped addresses");
+      return bad("has a prefix length past " + std::to_string(mapped ? 128 : bits) +
+                 " bits, or one that covers more than IPv4-mapped addresses");
     e.prefix = p;
   }
   e.network = masked(e.network, e.prefix);
@@ -199,7 +205,8 @@ std::shared_ptr<AllowNames> AllowNames::make(uv_loop_t* loop, Options options) {
   return std::shared_ptr<AllowNames>(new AllowNames(loop, std::move(options)));
 }
 
-AllowNames::AllowNames(uv_loop_t* loop, Options options) : loop_(loop), options_(std::move(options)) {
+AllowNames::AllowNames(uv_loop_t* loop, Options options)
+    : loop_(loop), options_(std::move(options)) {
   if (!options_.lookup) options_.lookup = uvLookup;
 }
 
@@ -236,8 +243,8 @@ void AllowNames::start(std::function<void()> ready) {
           if (!self) return;
           for (const auto& [name, n] : self->names_)
             if (n.awaited)
-              spdlog::warn("allow: {} has not resolved within {}; it admits nobody until it does", name,
-                           formatDuration(self->options_.readyWithin));
+              spdlog::warn("allow: {} has not resolved within {}; it admits nobody until it does",
+                           name, formatDuration(self->options_.readyWithin));
           self->becomeReady();
         },
         static_cast<uint64_t>(options_.readyWithin.count()), 0);

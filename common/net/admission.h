@@ -38,11 +38,11 @@ namespace ductus::net {
 // One address, an IPv4-mapped IPv6 one kept as its IPv4 address, so a
 // dual-stack listener's peers compare with the list's IPv4 entries.
 struct IpAddress {
-  int family = 0;                    // AF_INET or AF_INET6
-  std::array<uint8_t, 16> bytes{};   // the first 4 for AF_INET
+  int family = 0;                   // AF_INET or AF_INET6
+  std::array<uint8_t, 16> bytes{};  // the first 4 for AF_INET
   bool operator==(const IpAddress&) const = default;
   auto operator<=>(const IpAddress&) const = default;
-  std::string text() const;          // "10.1.2.3", "2001:db8::1"
+  std::string text() const;  // "10.1.2.3", "2001:db8::1"
 };
 // The peer's address without its port; family 0 for neither IPv4 nor IPv6.
 IpAddress addressOf(const sockaddr_storage& ss);
@@ -114,11 +114,11 @@ class AllowNames : public std::enable_shared_from_this<AllowNames> {
  private:
   struct Name {
     Addresses addresses;
-    uint64_t askedAt = 0;    // when the last lookup started
-    bool asked = false;      // a lookup has started at least once
+    uint64_t askedAt = 0;  // when the last lookup started
+    bool asked = false;    // a lookup has started at least once
     bool inFlight = false;
-    bool failing = false;    // the last lookup failed (logged once)
-    bool awaited = false;    // start() waits for its first answer
+    bool failing = false;  // the last lookup failed (logged once)
+    bool awaited = false;  // start() waits for its first answer
   };
   AllowNames(uv_loop_t* loop, Options options);
   uint64_t now() const;

@@ -12,11 +12,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <optional>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,7 +50,9 @@ struct ReqFree {
   void operator()(X509_REQ* r) const { X509_REQ_free(r); }
 };
 struct ExtsFree {
-  void operator()(STACK_OF(X509_EXTENSION) * s) const { sk_X509_EXTENSION_pop_free(s, X509_EXTENSION_free); }
+  void operator()(STACK_OF(X509_EXTENSION) * s) const {
+    sk_X509_EXTENSION_pop_free(s, X509_EXTENSION_free);
+  }
 };
 struct NamesFree {
   void operator()(GENERAL_NAMES* n) const { GENERAL_NAMES_free(n); }
@@ -118,7 +120,8 @@ bool isIp(const std::string& s) {
 // a value) into `name`.
 Status addSubject(X509_NAME* name, const std::string& subject) {
   if (subject.empty()) return {};
-  if (subject.front() != '/') return Error{"--subject is written /O=Hospital/OU=Lab", ErrorKind::Invalid};
+  if (subject.front() != '/')
+    return Error{"--subject is written /O=Hospital/OU=Lab", ErrorKind::Invalid};
   std::vector<std::string> parts(1);
   for (size_t i = 1; i < subject.size(); ++i) {
     if (subject[i] == '\\' && i + 1 < subject.size()) {
@@ -137,8 +140,8 @@ Status addSubject(X509_NAME* name, const std::string& subject) {
     if (key == "CN" || key == "commonName")
       return Error{"--subject: the CN is --name's, leave it out", ErrorKind::Invalid};
     if (X509_NAME_add_entry_by_txt(name, key.c_str(), MBSTRING_UTF8,
-                                   reinterpret_cast<const unsigned char*>(part.c_str() + eq + 1), -1, -1,
-                                   0) != 1) {
+                                   reinterpret_cast<const unsigned char*>(part.c_str() + eq + 1),
+                                   -1, -1, 0) != 1) {
       ERR_clear_error();
       return Error{"--subject: `" + key + "` is not an attribute (C, ST, L, O, OU, DC, ...)",
                    ErrorKind::Invalid};
@@ -150,7 +153,8 @@ Status addSubject(X509_NAME* name, const std::string& subject) {
 // A usage error said in one line, or "" when the arguments are fine.
 std::string checkMakeArgs(MakeArgs& a) {
   if (!isPlainName(a.name))
-    return "--name `" + a.name + "` must be letters, digits, '.', '-' or '_' (it names the files too)";
+    return "--name `" + a.name +
+           "` must be letters, digits, '.', '-' or '_' (it names the files too)";
   for (const auto& d : a.dns)
     if (!isDnsName(d)) return "--dns `" + d + "` is not a DNS name";
   for (const auto& i : a.ips)
@@ -208,9 +212,12 @@ std::string pemOf(int (*write)(BIO*, void*), void* object) {
 
 std::string keyPem(EVP_PKEY* key) {
   // PKCS#8 ("BEGIN PRIVATE KEY"), not encrypted: what certificates: reads.
-  return pemOf([](BIO* b, void* k) {
-    return PEM_write_bio_PrivateKey(b, static_cast<EVP_PKEY*>(k), nullptr, nullptr, 0, nullptr, nullptr);
-  }, key);
+  return pemOf(
+      [](BIO* b, void* k) {
+        return PEM_write_bio_PrivateKey(b, static_cast<EVP_PKEY*>(k), nullptr, nullptr, 0, nullptr,
+                                        nullptr);
+      },
+      key);
 }
 
 Result<std::string> selfSigned(const MakeArgs& a, EVP_PKEY* key) {
@@ -227,7 +234,8 @@ Result<std::string> selfSigned(const MakeArgs& a, EVP_PKEY* key) {
   X509_time_adj_ex(X509_getm_notAfter(x.get()), a.days, 0, nullptr);
   X509_NAME* name = X509_get_subject_name(x.get());
   if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
-                                 reinterpret_cast<const unsigned char*>(a.name.c_str()), -1, -1, 0) != 1)
+                                 reinterpret_cast<const unsigned char*>(a.name.c_str()), -1, -1,
+                                 0) != 1)
     return Error{sslError("setting the subject failed")};
   X509_set_issuer_name(x.get(), name);
   X509_set_pubkey(x.get(), key);
@@ -242,7 +250,8 @@ Result<std::string> selfSigned(const MakeArgs& a, EVP_PKEY* key) {
     X509_EXTENSION_free(ext);
   }
   if (X509_sign(x.get(), key, EVP_sha256()) == 0) return Error{sslError("signing failed")};
-  return pemOf([](BIO* b, void* c) { return PEM_write_bio_X509(b, static_cast<X509*>(c)); }, x.get());
+  return pemOf([](BIO* b, void* c) { return PEM_write_bio_X509(b, static_cast<X509*>(c)); },
+               x.get());
 }
 
 Result<std::string> request(const MakeArgs& a, EVP_PKEY* key) {
@@ -252,7 +261,8 @@ Result<std::string> request(const MakeArgs& a, EVP_PKEY* key) {
   X509_NAME* name = X509_REQ_get_subject_name(req.get());
   if (auto s = addSubject(name, a.subject); !s) return s.error();
   if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
-                                 reinterpret_cast<const unsigned char*>(a.name.c_str()), -1, -1, 0) != 1)
+                                 reinterpret_cast<const unsigned char*>(a.name.c_str()), -1, -1,
+                                 0) != 1)
     return Error{sslError("setting the subject failed")};
   X509_REQ_set_pubkey(req.get(), key);
   X509V3_CTX ctx;
@@ -263,7 +273,8 @@ Result<std::string> request(const MakeArgs& a, EVP_PKEY* key) {
     if (!ext) return Error{sslError("the extension `" + value + "` failed")};
     sk_X509_EXTENSION_push(exts.get(), ext);
   }
-  if (X509_REQ_add_extensions(req.get(), exts.get()) != 1 || X509_REQ_sign(req.get(), key, EVP_sha256()) == 0)
+  if (X509_REQ_add_extensions(req.get(), exts.get()) != 1 ||
+      X509_REQ_sign(req.get(), key, EVP_sha256()) == 0)
     return Error{sslError("signing the request failed")};
   return pemOf([](BIO* b, void* r) { return PEM_write_bio_X509_REQ(b, static_cast<X509_REQ*>(r)); },
                req.get());
@@ -273,11 +284,13 @@ Result<std::string> request(const MakeArgs& a, EVP_PKEY* key) {
 Status writeNew(const fs::path& path, const std::string& data, mode_t mode) {
   Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
   if (!fd.valid()) {
-    if (errno == EEXIST) return Error{path.string() + " already exists; it is never overwritten", ErrorKind::Exists};
+    if (errno == EEXIST)
+      return Error{path.string() + " already exists; it is never overwritten", ErrorKind::Exists};
     return Error::fromErrno("cannot create " + path.string());
   }
   // The umask may only take bits away; this makes the mode exactly what is asked.
-  if (::fchmod(fd.get(), mode) != 0) return Error::fromErrno("cannot set the mode of " + path.string());
+  if (::fchmod(fd.get(), mode) != 0)
+    return Error::fromErrno("cannot set the mode of " + path.string());
   size_t done = 0;
   while (done < data.size()) {
     ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
@@ -298,7 +311,9 @@ int writePair(const fs::path& keyPath, const std::string& key, const fs::path& o
   for (const auto& p : {keyPath, otherPath}) {
     std::error_code ec;
     if (fs::symlink_status(p, ec).type() != fs::file_type::not_found) {
-      std::fprintf(stderr, "ductus cert %s: %s already exists; it is never overwritten (move it away or choose another --out)\n",
+      std::fprintf(stderr,
+                   "ductus cert %s: %s already exists; it is never overwritten (move it away or "
+                   "choose another --out)\n",
                    command, p.c_str());
       return 1;
     }
@@ -325,7 +340,8 @@ int makeCommon(MakeArgs a, bool isRequest) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
-    std::fprintf(stderr, "ductus cert %s: cannot create %s: %s\n", command, dir.c_str(), ec.message().c_str());
+    std::fprintf(stderr, "ductus cert %s: cannot create %s: %s\n", command, dir.c_str(),
+                 ec.message().c_str());
     return 1;
   }
   auto key = newKey(a.keyType);
@@ -346,16 +362,22 @@ int makeCommon(MakeArgs a, bool isRequest) {
   if (rc != 0) return rc;
   std::string names = subjectAltNames(a);
   if (isRequest) {
-    std::printf("wrote %s (the key, 0600: keep it here) and %s (the request: %s, %s)\n", keyPath.c_str(),
-                otherPath.c_str(), a.subject.empty() ? ("CN=" + a.name).c_str() : (a.subject + "/CN=" + a.name).c_str(),
-                names.c_str());
-    std::printf("Send %s to your CA; put the certificate it returns (with its chain) beside the key, e.g. as %s, and add to resources.yaml:\n\n",
-                otherPath.c_str(), (dir / (a.name + ".pem")).c_str());
+    std::printf(
+        "wrote %s (the key, 0600: keep it here) and %s (the request: %s, %s)\n", keyPath.c_str(),
+        otherPath.c_str(),
+        a.subject.empty() ? ("CN=" + a.name).c_str() : (a.subject + "/CN=" + a.name).c_str(),
+        names.c_str());
+    std::printf(
+        "Send %s to your CA; put the certificate it returns (with its chain) beside the key, e.g. "
+        "as %s, and add to resources.yaml:\n\n",
+        otherPath.c_str(), (dir / (a.name + ".pem")).c_str());
   } else {
-    std::printf("wrote %s (the key, 0600) and %s (CN=%s, %s, valid %d days)\n", keyPath.c_str(), otherPath.c_str(),
-                a.name.c_str(), names.c_str(), a.days);
-    std::printf("Add to resources.yaml (paths relative to the project folder); a peer that must trust it names %s as its ca_file:\n\n",
-                otherPath.c_str());
+    std::printf("wrote %s (the key, 0600) and %s (CN=%s, %s, valid %d days)\n", keyPath.c_str(),
+                otherPath.c_str(), a.name.c_str(), names.c_str(), a.days);
+    std::printf(
+        "Add to resources.yaml (paths relative to the project folder); a peer that must trust it "
+        "names %s as its ca_file:\n\n",
+        otherPath.c_str());
   }
   std::printf("certificates:\n  %s: { cert_file: %s, key_file: %s }\n", entryName(a.name).c_str(),
               (dir / (a.name + ".pem")).c_str(), keyPath.c_str());
@@ -424,13 +446,14 @@ void showCertificates(const std::string& what, std::string_view pem, EVP_PKEY* k
   bool bundleOfCas = caFile || !key;
   for (auto& c : *certs) bundleOfCas = bundleOfCas && (caFile || X509_check_ca(c.get()) > 0);
   Clock::time_point now = Clock::now();
-  std::printf("%s: %zu certificate%s\n", what.c_str(), certs->size(), certs->size() == 1 ? "" : "s");
+  std::printf("%s: %zu certificate%s\n", what.c_str(), certs->size(),
+              certs->size() == 1 ? "" : "s");
   for (size_t i = 0; i < certs->size(); ++i) {
     X509* c = (*certs)[i].get();
     auto notAfter = tls::notAfterOf(c);
     auto notBefore = tls::notBeforeOf(c);
-    long daysLeft = static_cast<long>(
-        std::chrono::floor<std::chrono::hours>(notAfter - now).count() / 24);
+    long daysLeft =
+        static_cast<long>(std::chrono::floor<std::chrono::hours>(notAfter - now).count() / 24);
     std::printf("certificate %zu%s\n", i + 1, X509_check_ca(c) > 0 ? " (a CA)" : "");
     std::printf("  subject:      %s\n", tls::subjectOf(c).c_str());
     std::printf("  issuer:       %s\n", tls::issuerOf(c).c_str());
@@ -445,8 +468,9 @@ void showCertificates(const std::string& what, std::string_view pem, EVP_PKEY* k
     else if (notBefore > now)
       problem(v, true, who + " is not valid before " + tls::formatTime(notBefore));
     else if (daysLeft < kWarnDays)
-      problem(v, false, who + " expires in " + std::to_string(daysLeft) + " days (under " +
-                            std::to_string(kWarnDays) + "): renew it");
+      problem(v, false,
+              who + " expires in " + std::to_string(daysLeft) + " days (under " +
+                  std::to_string(kWarnDays) + "): renew it");
   }
   if (key) {
     if (auto m = tls::checkKeyMatches((*certs)[0].get(), key, what); m)
@@ -463,9 +487,10 @@ void showCertificates(const std::string& what, std::string_view pem, EVP_PKEY* k
       X509* next = (*certs)[i + 1].get();
       if (X509_check_issued(next, c) != X509_V_OK || X509_verify(c, X509_get0_pubkey(next)) != 1) {
         ERR_clear_error();
-        problem(v, true, "the chain is out of order: certificate " + std::to_string(i + 2) + " (" +
-                             tls::subjectOf(next) + ") did not issue certificate " + std::to_string(i + 1) +
-                             " (issuer " + tls::issuerOf(c) + "); the leaf comes first, then each issuer");
+        problem(v, true,
+                "the chain is out of order: certificate " + std::to_string(i + 2) + " (" +
+                    tls::subjectOf(next) + ") did not issue certificate " + std::to_string(i + 1) +
+                    " (issuer " + tls::issuerOf(c) + "); the leaf comes first, then each issuer");
         inOrder = false;
         break;
       }
@@ -507,7 +532,8 @@ Result<Material> materialOfEntry(const ShowArgs& a) {
   std::string prefix = "certificates." + a.entry;
   std::string mistakes;
   for (const auto& d : diagnostics)
-    if (d.keyPath == prefix || d.keyPath.rfind(prefix + ".", 0) == 0) mistakes += "\n  " + d.toString();
+    if (d.keyPath == prefix || d.keyPath.rfind(prefix + ".", 0) == 0)
+      mistakes += "\n  " + d.toString();
   if (!mistakes.empty()) return Error{"the entry is not right:" + mistakes, ErrorKind::Config};
   auto it = all.find(a.entry);
   if (it == all.end()) {
@@ -562,7 +588,8 @@ int show(const ShowArgs& a) {
     }
   } else {
     if (!a.key.empty()) {
-      std::fprintf(stderr, "ductus cert show: --key is for a FILE; an entry's key is its key_file\n");
+      std::fprintf(stderr,
+                   "ductus cert show: --key is for a FILE; an entry's key is its key_file\n");
       return kUsageError;
     }
     auto got = materialOfEntry(a);
@@ -588,29 +615,35 @@ int show(const ShowArgs& a) {
     std::printf("%d error%s\n", v.errors, v.errors == 1 ? "" : "s");
     return 1;
   }
-  std::printf(v.warnings ? "usable, with %d warning%s\n" : "ok\n", v.warnings, v.warnings == 1 ? "" : "s");
+  std::printf(v.warnings ? "usable, with %d warning%s\n" : "ok\n", v.warnings,
+              v.warnings == 1 ? "" : "s");
   return 0;
 }
 
 }  // namespace
 
 void addCertCommand(CLI::App& ductus, int& exitCode) {
-  auto* cert = ductus.add_subcommand(
-      "cert", "make a key and certificate (self-signed), a key and a request for a CA, or check one (show)");
+  auto* cert = ductus.add_subcommand("cert",
+                                     "make a key and certificate (self-signed), a key and a "
+                                     "request for a CA, or check one (show)");
   cert->require_subcommand(1);
 
   auto addMakeOptions = [](CLI::App* c, MakeArgs& a) {
-    c->add_option("--name", a.name, "the subject's CN, and the files' name: NAME.key, NAME.pem/.csr")
+    c->add_option("--name", a.name,
+                  "the subject's CN, and the files' name: NAME.key, NAME.pem/.csr")
         ->required()
         ->type_name("NAME");
-    c->add_option("--dns", a.dns, "DNS names (subjectAltName), comma-separated; default: NAME unless --ip")
+    c->add_option("--dns", a.dns,
+                  "DNS names (subjectAltName), comma-separated; default: NAME unless --ip")
         ->delimiter(',')
         ->type_name("a,b");
     c->add_option("--ip", a.ips, "IP addresses (subjectAltName), comma-separated")
         ->delimiter(',')
         ->type_name("ADDR");
-    c->add_option("--key-type", a.keyType, "ec (ECDSA P-256) or rsa (RSA 2048)")->capture_default_str();
-    c->add_option("--out", a.out, "the folder the files go in (made if missing); existing files are never replaced")
+    c->add_option("--key-type", a.keyType, "ec (ECDSA P-256) or rsa (RSA 2048)")
+        ->capture_default_str();
+    c->add_option("--out", a.out,
+                  "the folder the files go in (made if missing); existing files are never replaced")
         ->required()
         ->type_name("DIR");
   };
@@ -631,7 +664,8 @@ void addCertCommand(CLI::App& ductus, int& exitCode) {
       "a new key (written 0600) and a certificate signing request (NAME.csr, PEM) with the names "
       "given, for TLS servers and clients, to send to the hospital's CA");
   addMakeOptions(req, *reqArgs);
-  req->add_option("--subject", reqArgs->subject, "the rest of the subject, e.g. \"/O=Hospital/OU=Lab\" (CN is --name)")
+  req->add_option("--subject", reqArgs->subject,
+                  "the rest of the subject, e.g. \"/O=Hospital/OU=Lab\" (CN is --name)")
       ->type_name("DN");
   req->callback([reqArgs, &exitCode] { exitCode = makeCommon(*reqArgs, true); });
 
@@ -641,12 +675,17 @@ void addCertCommand(CLI::App& ductus, int& exitCode) {
       "a certificate file or a project's certificates: entry: subject, issuer, names, validity "
       "(a warning under 30 days left; exit 1 once expired), whether the key belongs to it, and "
       "whether the chain is in order (each certificate issued by the next)");
-  showCmd->add_option("FILE", showArgs->file, "a PEM file: a certificate and its chain, or CAs")->type_name("");
+  showCmd->add_option("FILE", showArgs->file, "a PEM file: a certificate and its chain, or CAs")
+      ->type_name("");
   showCmd->add_option("--key", showArgs->key, "the key to check against FILE's first certificate")
       ->type_name("FILE");
-  showCmd->add_option("--project", showArgs->project, "the project folder whose resources.yaml names the entry")
+  showCmd
+      ->add_option("--project", showArgs->project,
+                   "the project folder whose resources.yaml names the entry")
       ->type_name("DIR");
-  showCmd->add_option("--entry", showArgs->entry, "the certificates: entry (its key and CA are checked too)")
+  showCmd
+      ->add_option("--entry", showArgs->entry,
+                   "the certificates: entry (its key and CA are checked too)")
       ->type_name("NAME");
   addEnvironmentOption(*showCmd, showArgs->env);
   showCmd->callback([showArgs, &exitCode] { exitCode = show(*showArgs); });

@@ -36,7 +36,8 @@ IpAddress ip(const char* text) { return addressOf(peer(text)); }
 
 std::shared_ptr<Admission> admission(std::vector<std::string> entries,
                                      std::shared_ptr<AllowNames> names = nullptr) {
-  auto a = Admission::make(tls::AllowList{std::move(entries), "interface.yaml:3"}, std::move(names));
+  auto a =
+      Admission::make(tls::AllowList{std::move(entries), "interface.yaml:3"}, std::move(names));
   EXPECT_TRUE(a) << a.error().message;
   return a ? *a : nullptr;
 }
@@ -48,7 +49,11 @@ struct Loop {
   ~Loop() {
     uv_run(&loop, UV_RUN_NOWAIT);
     uv_walk(
-        &loop, [](uv_handle_t* h, void*) { if (!uv_is_closing(h)) uv_close(h, nullptr); }, nullptr);
+        &loop,
+        [](uv_handle_t* h, void*) {
+          if (!uv_is_closing(h)) uv_close(h, nullptr);
+        },
+        nullptr);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
   }
@@ -107,7 +112,8 @@ TEST(AdmissionTest, EntriesThatAreNothingAreRefusedNamingThem) {
           << e.error().message;
     }
   }
-  auto a = Admission::make(tls::AllowList{{"10.0.0.1", "10.0.0.0/40"}, "interface.yaml:3"}, nullptr);
+  auto a =
+      Admission::make(tls::AllowList{{"10.0.0.1", "10.0.0.0/40"}, "interface.yaml:3"}, nullptr);
   ASSERT_FALSE(a);
   EXPECT_NE(a.error().message.find("interface.yaml:3"), std::string::npos) << a.error().message;
   // A name needs the engine's resolver.

@@ -54,16 +54,18 @@ class CertCommand : public ::testing::Test {
 
 TEST_F(CertCommand, SelfSignedThenShow) {
   fs::path out = dir_ / "tls";
-  auto made = cert({"self-signed", "--name", "engine", "--dns", "localhost,engine.hospital.org", "--ip",
-                    "127.0.0.1", "--days", "90", "--out", out.string()});
+  auto made = cert({"self-signed", "--name", "engine", "--dns", "localhost,engine.hospital.org",
+                    "--ip", "127.0.0.1", "--days", "90", "--out", out.string()});
   ASSERT_EQ(made.code, 0) << made.out << made.err;
   // The entry to paste.
-  EXPECT_THAT(made.out, HasSubstr("certificates:\n  engine: { cert_file: " + (out / "engine.pem").string() +
-                                  ", key_file: " + (out / "engine.key").string() + " }"));
+  EXPECT_THAT(made.out,
+              HasSubstr("certificates:\n  engine: { cert_file: " + (out / "engine.pem").string() +
+                        ", key_file: " + (out / "engine.key").string() + " }"));
   EXPECT_EQ(modeOf(out / "engine.key"), 0600u);
   EXPECT_THAT(slurp(out / "engine.key"), HasSubstr("-----BEGIN PRIVATE KEY-----"));
 
-  auto shown = cert({"show", (out / "engine.pem").string(), "--key", (out / "engine.key").string()});
+  auto shown =
+      cert({"show", (out / "engine.pem").string(), "--key", (out / "engine.key").string()});
   EXPECT_EQ(shown.code, 0) << shown.out << shown.err;
   EXPECT_THAT(shown.out, HasSubstr("subject:      CN=engine\n"));
   EXPECT_THAT(shown.out, HasSubstr("issuer:       CN=engine\n"));
@@ -75,17 +77,20 @@ TEST_F(CertCommand, SelfSignedThenShow) {
   EXPECT_EQ(shown.err, "");
 
   // Both uses, and openssl itself takes it as its own trust anchor.
-  auto text = runSplit({"openssl", "x509", "-noout", "-text", "-in", (out / "engine.pem").string()});
+  auto text =
+      runSplit({"openssl", "x509", "-noout", "-text", "-in", (out / "engine.pem").string()});
   EXPECT_THAT(text.out, HasSubstr("TLS Web Server Authentication, TLS Web Client Authentication"));
-  auto verify = runSplit({"openssl", "verify", "-CAfile", (out / "engine.pem").string(), "-purpose", "sslserver",
-                          (out / "engine.pem").string()});
+  auto verify = runSplit({"openssl", "verify", "-CAfile", (out / "engine.pem").string(), "-purpose",
+                          "sslserver", (out / "engine.pem").string()});
   EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
 }
 
 TEST_F(CertCommand, RsaKeysOnRequest) {
-  auto made = cert({"self-signed", "--name", "engine", "--key-type", "rsa", "--out", dir_.string()});
+  auto made =
+      cert({"self-signed", "--name", "engine", "--key-type", "rsa", "--out", dir_.string()});
   ASSERT_EQ(made.code, 0) << made.err;
-  auto text = runSplit({"openssl", "x509", "-noout", "-text", "-in", (dir_ / "engine.pem").string()});
+  auto text =
+      runSplit({"openssl", "x509", "-noout", "-text", "-in", (dir_ / "engine.pem").string()});
   EXPECT_THAT(text.out, HasSubstr("Public-Key: (2048 bit)"));
   EXPECT_THAT(text.out, HasSubstr("rsaEncryption"));
   // Without --dns or --ip the name is the DNS name.
@@ -116,7 +121,8 @@ TEST_F(CertCommand, RequestIsAValidCsrWithTheNames) {
                     "lab-engine.hospital.org,lab", "--ip", "10.1.2.3", "--out", dir_.string()});
   ASSERT_EQ(made.code, 0) << made.out << made.err;
   EXPECT_EQ(modeOf(dir_ / "lab-engine.key"), 0600u);
-  auto csr = runSplit({"openssl", "req", "-verify", "-noout", "-text", "-in", (dir_ / "lab-engine.csr").string()});
+  auto csr = runSplit(
+      {"openssl", "req", "-verify", "-noout", "-text", "-in", (dir_ / "lab-engine.csr").string()});
   ASSERT_EQ(csr.code, 0) << csr.out << csr.err;
   EXPECT_THAT(csr.out + csr.err, HasSubstr("verify OK"));
   EXPECT_THAT(csr.out, HasSubstr("Subject: O = Hospital, OU = Lab, CN = lab-engine"));
@@ -124,13 +130,15 @@ TEST_F(CertCommand, RequestIsAValidCsrWithTheNames) {
   EXPECT_THAT(csr.out, HasSubstr("TLS Web Server Authentication, TLS Web Client Authentication"));
   EXPECT_THAT(csr.out, HasSubstr("ASN1 OID: prime256v1"));
   // The key is the request's.
-  auto pub1 = runSplit({"openssl", "req", "-noout", "-pubkey", "-in", (dir_ / "lab-engine.csr").string()});
+  auto pub1 =
+      runSplit({"openssl", "req", "-noout", "-pubkey", "-in", (dir_ / "lab-engine.csr").string()});
   auto pub2 = runSplit({"openssl", "pkey", "-pubout", "-in", (dir_ / "lab-engine.key").string()});
   EXPECT_EQ(pub1.out, pub2.out);
 }
 
 TEST_F(CertCommand, ABadSubjectIsAUsageErrorAndWritesNothing) {
-  auto made = cert({"request", "--name", "x", "--subject", "/Q=1", "--out", (dir_ / "out").string()});
+  auto made =
+      cert({"request", "--name", "x", "--subject", "/Q=1", "--out", (dir_ / "out").string()});
   EXPECT_EQ(made.code, 2);
   EXPECT_THAT(made.err, HasSubstr("`Q` is not an attribute"));
   EXPECT_FALSE(fs::exists(dir_ / "out" / "x.key"));
@@ -184,10 +192,13 @@ TEST_F(CertCommand, ShowAProjectEntry) {
   TestCa ca(dir_ / "ca");
   auto leaf = ca.issue("server", "/CN=server");
   config::test::ProjectDir project;
-  project.write("resources.yaml", "certificates:\n"
-                                  "  server: { cert_file: " + leaf.chain.string() + ", key_file: " +
-                                      leaf.key.string() + " }\n"
-                                  "  analyzers: { ca_file: " + ca.cert().string() + " }\n");
+  project.write("resources.yaml",
+                "certificates:\n"
+                "  server: { cert_file: " +
+                    leaf.chain.string() + ", key_file: " + leaf.key.string() +
+                    " }\n"
+                    "  analyzers: { ca_file: " +
+                    ca.cert().string() + " }\n");
   auto shown = cert({"show", "--project", project.root().string(), "--entry", "server"});
   EXPECT_EQ(shown.code, 0) << shown.out << shown.err;
   EXPECT_THAT(shown.out, HasSubstr("certificates.server: 2 certificates"));
