@@ -28,6 +28,8 @@
 #include "common/http_syntax.h"
 #include "common/result.h"
 #include "common/text.h"
+#include "common/tls/certificates.h"
+#include "common/tls/session.h"
 #include "intake/record_splitter.h"
 
 namespace ductus::supervisor {
@@ -46,6 +48,11 @@ struct SendArgs {
   std::string http;  // URL
   std::string timeout = "10s";
   std::string contentType;  // overrides the one chosen from the file
+  // TLS: over MLLP with --tls, over HTTP with an https:// URL.
+  bool tls = false;
+  std::string ca;          // a CA to trust beside the system's roots
+  std::string cert, key;   // a client certificate to present
+  std::string serverName;  // checked and sent as SNI; default: --to's host
 };
 
 // One message (or one whole file, over HTTP) to send.
@@ -175,26 +182,43 @@ int waitFor(int fd, short events, Clock::time_point deadline) {
 // again when the receiver closed it after an answer (some do, after each).
 class MllpClient {
  public:
-  MllpClient(config::HostPort to, std::chrono::milliseconds timeout)
-      : to_(std::move(to)), name_(to_.toString()), timeout_(timeout) {}
+  // With `tls`, each connection is a TLS session for `serverName` (the
+  // name sent as SNI and checked against the receiver's certificate).
+  MllpClient(config::HostPort to, std::chrono::milliseconds timeout,
+             std::shared_ptr<tls::ClientTls> tls = nullptr, std::string serverName = {})
+      : to_(std::move(to)),
+        name_(to_.toString()),
+        timeout_(timeout),
+        tls_(std::move(tls)),
+        serverName_(serverName.empty() ? to_.host : std::move(serverName)) {}
 
   // Sends one message and returns its ACK (the frame's content).
   Result<std::string> exchange(std::string_view message) {
-    if (fd_.valid() && closedByPeer()) fd_.reset();
+    if (fd_.valid() && closedByPeer()) drop();
     if (!fd_.valid())
       if (auto s = connect(); !s) return s.error();
     auto deadline = Clock::now() + timeout_;
     if (auto s = writeAll(hl7::mllp::frame(message), deadline); !s) {
-      fd_.reset();
+      drop();
       return s.error();
     }
     auto ack = readFrame(deadline);
-    if (!ack) fd_.reset();  // a late answer would be taken for the next one's
+    if (!ack) drop();  // a late answer would be taken for the next one's
     return ack;
   }
 
  private:
   Status connect() {
+    if (auto s = connectTcp(); !s) return s;
+    if (!tls_) return {};
+    if (auto s = handshake(); !s) {
+      drop();
+      return s;
+    }
+    return {};
+  }
+
+  Status connectTcp() {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -238,20 +262,108 @@ class MllpClient {
     return Error{"cannot connect to " + name_ + ": " + why};
   }
 
+  // The TLS handshake over the connected socket, within --timeout.
+  Status handshake() {
+    tls::SslPtr ssl = tls_->session(serverName_);
+    if (!ssl) return Error{"TLS with " + name_ + " could not start (the TLS context was not made)"};
+    session_ = std::make_unique<tls::Session>(std::move(ssl));
+    session_->start();
+    auto deadline = Clock::now() + timeout_;
+    std::string plain;
+    for (;;) {
+      if (auto s = flushTls(deadline); !s) return s;
+      if (session_->state() == tls::Session::State::Open) return {};
+      if (session_->state() != tls::Session::State::Handshaking) return tlsFailed();
+      int ready = waitFor(fd_.get(), POLLIN, deadline);
+      if (ready == 0)
+        return Error{"TLS with " + name_ + " failed: no handshake within " +
+                     config::formatDuration(timeout_) + " (--timeout)"};
+      if (ready < 0) return Error::fromErrno("TLS with " + name_ + " failed");
+      char chunk[16384];
+      ssize_t n = recv(fd_.get(), chunk, sizeof chunk, 0);
+      if (n == 0)
+        return Error{"TLS with " + name_ + " failed: " + name_ +
+                     " closed the connection during the handshake (not TLS, or it refused us)"};
+      if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+        return Error::fromErrno("TLS with " + name_ + " failed");
+      }
+      session_->receive(std::string_view(chunk, static_cast<size_t>(n)), plain);
+    }
+  }
+
+  // The session's own words: "certificate verify failed (...)", or an
+  // alert from the receiver ("tlsv1 alert unknown ca").
+  Error tlsFailed() const {
+    std::string why = session_->state() == tls::Session::State::Closed
+                          ? "the receiver closed the TLS session"
+                          : session_->reason();
+    return Error{"TLS with " + name_ + " failed: " + why};
+  }
+
+  // Writes what the session has for the socket.
+  Status flushTls(Clock::time_point deadline) {
+    if (!session_ || !session_->hasOutput()) return {};
+    return writeRaw(session_->takeOutput(), deadline);
+  }
+
+  void drop() {
+    session_.reset();
+    fd_.reset();
+  }
+
   // Whether the receiver closed the connection since its last answer.
   // Bytes it sent after that answer are dropped: they would be read as the
-  // next message's ACK.
+  // next message's ACK. Over TLS they go through the session first (a
+  // TLS 1.3 receiver sends session tickets after the handshake; an alert
+  // or close_notify ends the session).
   bool closedByPeer() {
     char junk[4096];
     for (;;) {
       ssize_t n = recv(fd_.get(), junk, sizeof junk, MSG_DONTWAIT);
-      if (n > 0) continue;
+      if (n > 0) {
+        if (session_) {
+          std::string plain;
+          if (session_->receive(std::string_view(junk, static_cast<size_t>(n)), plain) !=
+              tls::Session::State::Open)
+            return true;
+        }
+        continue;
+      }
       if (n < 0 && errno == EINTR) continue;
       return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
     }
   }
 
   Status writeAll(std::string_view bytes, Clock::time_point deadline) {
+    if (!session_) return writeRaw(bytes, deadline);
+    session_->send(bytes);
+    if (session_->state() != tls::Session::State::Open) return tlsFailed();
+    if (auto s = flushTls(deadline); !s) {
+      // A receiver that refused our certificate after a TLS 1.3 handshake
+      // has sent an alert saying why before it closed: worth reading.
+      if (auto why = alertAfterClose()) return *why;
+      return s;
+    }
+    return {};
+  }
+
+  // What a receiver that closed on us said over TLS, if anything.
+  std::optional<Error> alertAfterClose() {
+    if (!session_) return std::nullopt;
+    char chunk[16384];
+    std::string plain;
+    for (;;) {
+      ssize_t n = recv(fd_.get(), chunk, sizeof chunk, MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      session_->receive(std::string_view(chunk, static_cast<size_t>(n)), plain);
+    }
+    if (session_->state() == tls::Session::State::Failed) return tlsFailed();
+    return std::nullopt;
+  }
+
+  Status writeRaw(std::string_view bytes, Clock::time_point deadline) {
     while (!bytes.empty()) {
       ssize_t n = ::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
       if (n > 0) {
@@ -275,7 +387,7 @@ class MllpClient {
   // for: some receivers leave it out).
   Result<std::string> readFrame(Clock::time_point deadline) {
     std::string buf;
-    char chunk[8192];
+    char chunk[16384];
     for (;;) {
       if (auto start = buf.find(hl7::mllp::kStartBlock); start != std::string::npos) {
         if (auto end = buf.find(hl7::mllp::kEndBlock, start); end != std::string::npos)
@@ -286,25 +398,39 @@ class MllpClient {
       if (buf.size() > kMaxAnswerBytes)
         return Error{name_ + " answered more than " + std::to_string(kMaxAnswerBytes >> 20) +
                      " MB without ending its frame: not an ACK"};
+      if (session_ && session_->state() != tls::Session::State::Open) return tlsFailed();
       int ready = waitFor(fd_.get(), POLLIN, deadline);
       if (ready == 0)
         return Error{"no ACK from " + name_ + " within " + config::formatDuration(timeout_) +
                      " (--timeout)"};
       if (ready < 0) return Error::fromErrno("reading from " + name_ + " failed");
       ssize_t n = recv(fd_.get(), chunk, sizeof chunk, 0);
-      if (n == 0) return Error{name_ + " closed the connection without answering"};
+      if (n == 0)
+        return Error{name_ + " closed the connection without answering" +
+                     std::string(session_ ? " (over TLS a receiver that does not accept our "
+                                            "certificate does this; its log says why)"
+                                          : "")};
       if (n < 0) {
         if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
         return Error::fromErrno("reading from " + name_ + " failed");
       }
-      buf.append(chunk, static_cast<size_t>(n));
+      if (!session_) {
+        buf.append(chunk, static_cast<size_t>(n));
+        continue;
+      }
+      session_->receive(std::string_view(chunk, static_cast<size_t>(n)), buf);
+      // Key updates and alerts the session answers go out at once.
+      if (auto s = flushTls(deadline); !s) return s.error();
     }
   }
 
   config::HostPort to_;
   std::string name_;
   std::chrono::milliseconds timeout_;
+  std::shared_ptr<tls::ClientTls> tls_;
+  std::string serverName_;
   Fd fd_;
+  std::unique_ptr<tls::Session> session_;  // over fd_, with --tls
 };
 
 // The ACK's MSA line; accepted when MSA-1 is AA or CA.
@@ -330,8 +456,14 @@ Answer readAck(std::string_view ack, std::string_view message) {
 
 class HttpClient {
  public:
-  HttpClient(std::string url, std::chrono::milliseconds timeout)
-      : url_(std::move(url)), timeout_(timeout), curl_(curl_easy_init(), &curl_easy_cleanup) {}
+  // With `tls` (an https:// URL given --ca, --cert): its CA and pair go
+  // to libcurl as PEM blobs, verified by the same rule as the engine's.
+  HttpClient(std::string url, std::chrono::milliseconds timeout,
+             std::shared_ptr<tls::ClientTls> tls = nullptr)
+      : url_(std::move(url)),
+        timeout_(timeout),
+        tls_(std::move(tls)),
+        curl_(curl_easy_init(), &curl_easy_cleanup) {}
 
   Result<Answer> post(const Outgoing& m) {
     if (!curl_) return Error{"libcurl could not start"};
@@ -363,6 +495,24 @@ class HttpClient {
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &got);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &HttpClient::onBody);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
+    // Kept alive until the call returns (curl copies them anyway).
+    std::string ca, cert, key;
+    if (tls_) {
+      ca = tls_->caPem();
+      cert = tls_->certPem();
+      key = tls_->keyPem();
+      curl_easy_setopt(c, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
+      auto blob = [&](CURLoption option, std::string& pem) {
+        if (pem.empty()) return;
+        curl_blob b{pem.data(), pem.size(), CURL_BLOB_COPY};
+        curl_easy_setopt(c, option, &b);
+      };
+      blob(CURLOPT_CAINFO_BLOB, ca);
+      blob(CURLOPT_SSLCERT_BLOB, cert);
+      blob(CURLOPT_SSLKEY_BLOB, key);
+      if (!cert.empty()) curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+      if (!key.empty()) curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+    }
     CURLcode rc = curl_easy_perform(c);
     if (rc != CURLE_OK) {
       if (got.tooLarge)
@@ -416,6 +566,7 @@ class HttpClient {
 
   std::string url_;
   std::chrono::milliseconds timeout_;
+  std::shared_ptr<tls::ClientTls> tls_;
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl_;
 };
 
@@ -424,6 +575,29 @@ class HttpClient {
 int usage(const std::string& what) {
   std::fprintf(stderr, "ductus send: %s (see `ductus send --help`)\n", what.c_str());
   return kUsageError;
+}
+
+// --ca, --cert and --key as the engine's certificates: entries, loaded and
+// checked the same way (a key that is not the certificate's, an expired
+// certificate: refused here, before anything is sent), and the client TLS
+// the engine's MLLP destinations use: the system's roots plus --ca.
+Result<std::shared_ptr<tls::ClientTls>> clientTls(const SendArgs& args) {
+  std::vector<tls::CertificateSource> sources;
+  tls::ConnectTls connect;
+  connect.enabled = true;
+  connect.at = "the command line";
+  if (!args.ca.empty()) {
+    sources.push_back({.name = "ca", .caFile = args.ca, .at = "--ca"});
+    connect.ca = "ca";
+  }
+  if (!args.cert.empty()) {
+    sources.push_back(
+        {.name = "client", .certFile = args.cert, .keyFile = args.key, .at = "--cert, --key"});
+    connect.certificate = "client";
+  }
+  auto certs = tls::Certificates::load(std::move(sources));
+  if (!certs) return certs.error();
+  return (*certs)->client(connect);
 }
 
 int runSend(const SendArgs& args) {
@@ -440,6 +614,14 @@ int runSend(const SendArgs& args) {
     return usage("--http " + args.http + " is not an http:// or https:// URL");
   }
   if (!isHttpHeaderValue(args.contentType)) return usage("--content-type may not hold line breaks");
+  bool https = !to && asciiLower(args.http).starts_with("https://");
+  if (args.tls && !to && !https) return usage("--tls over HTTP: give an https:// URL");
+  bool tlsOptions = !args.ca.empty() || !args.cert.empty() || !args.key.empty();
+  if ((tlsOptions || !args.serverName.empty()) && !args.tls && !https)
+    return usage("--ca, --cert, --key and --server-name are for --tls (or an https:// URL)");
+  if (!args.serverName.empty() && !to)
+    return usage("--server-name is for --tls over MLLP (over HTTP the URL's host is checked)");
+  if (args.cert.empty() != args.key.empty()) return usage("--cert and --key go together");
   auto timeout = config::parseDuration(args.timeout);
   if (!timeout || timeout->count() <= 0)
     return usage("--timeout " + args.timeout + " is not a duration like 10s or 500ms");
@@ -464,12 +646,23 @@ int runSend(const SendArgs& args) {
   }
   label(all);
 
+  std::shared_ptr<tls::ClientTls> tls;
+  if (args.tls || (https && tlsOptions)) {
+    auto made = clientTls(args);
+    if (!made) {
+      std::fprintf(stderr, "ductus send: %s\nductus send: nothing was sent\n",
+                   made.error().message.c_str());
+      return kUsageError;
+    }
+    tls = *made;
+  }
+
   std::optional<MllpClient> mllp;
   std::optional<HttpClient> web;
   if (to)
-    mllp.emplace(*to, *timeout);
+    mllp.emplace(*to, *timeout, tls, args.serverName);
   else
-    web.emplace(args.http, *timeout);
+    web.emplace(args.http, *timeout, tls);
 
   int refused = 0;
   for (size_t i = 0; i < all.size(); ++i) {
@@ -514,6 +707,17 @@ void addSendCommand(CLI::App& ductus, int& exitCode) {
   cmd->add_option("--content-type", args->contentType,
                   "with --http: the Content-Type of every POST")
       ->type_name("TYPE");
+  cmd->add_flag("--tls", args->tls, "with --to: MLLP over TLS (1.2 or 1.3)");
+  cmd->add_option("--ca", args->ca,
+                  "trust this CA's certificates (PEM) beside the system's roots")
+      ->type_name("FILE");
+  cmd->add_option("--cert", args->cert, "present this client certificate (PEM, with its chain)")
+      ->type_name("FILE");
+  cmd->add_option("--key", args->key, "the key of --cert (PEM, not encrypted)")->type_name("FILE");
+  cmd->add_option("--server-name", args->serverName,
+                  "with --tls: the name checked in the receiver's certificate and sent as SNI "
+                  "(default: --to's host)")
+      ->type_name("NAME");
   cmd->footer(
       "A file may hold several HL7 messages: each starts at a line beginning MSH,\n"
       "segments may end in CR, LF or CRLF (they are sent ending in CR, as HL7 wants),\n"
@@ -531,8 +735,23 @@ void addSendCommand(CLI::App& ductus, int& exitCode) {
       "out (what was not sent is said), 2 on a usage error, including a file that\n"
       "is missing or holds no MSH (then nothing is sent).\n"
       "\n"
+      "TLS, as the engine's MLLP destinations speak it: --tls wraps each MLLP\n"
+      "connection in TLS 1.2 or 1.3. The receiver's certificate must chain to the\n"
+      "system's roots or to --ca, and name the --to host (or --server-name, which\n"
+      "is also sent as SNI; an IP address is checked as one). --cert and --key\n"
+      "present a client certificate to a receiver that asks for one. The files are\n"
+      "checked as the engine checks certificates: entries (the key must be the\n"
+      "certificate's, an expired one is refused; exit 2). A handshake that fails\n"
+      "prints why (\"TLS with HOST:PORT failed: certificate verify failed (...)\",\n"
+      "or the receiver's alert) and exits 1. Over HTTP an https:// URL is TLS\n"
+      "already; --ca, --cert and --key apply to it the same way.\n"
+      "\n"
       "  ductus send adt_a01.hl7 --to 127.0.0.1:2575\n"
-      "  ductus send result.json --http http://127.0.0.1:8080/lab");
+      "  ductus send result.json --http http://127.0.0.1:8080/lab\n"
+      "  ductus send adt_a01.hl7 --to lab-gw:2575 --tls --ca tls/ca.pem\n"
+      "  ductus send adt_a01.hl7 --to 10.1.2.3:2575 --tls --ca tls/ca.pem \\\n"
+      "      --server-name lab-gw.hospital.org --cert tls/me.pem --key tls/me.key\n"
+      "  ductus send result.json --http https://lab-gw:8443/lab --ca tls/ca.pem");
   cmd->callback([args, &exitCode] {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     exitCode = runSend(*args);

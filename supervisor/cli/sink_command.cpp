@@ -14,6 +14,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/command_line.h"
 #include "common/config/duration.h"
@@ -23,6 +25,7 @@
 #include "common/net/http_server.h"
 #include "common/result.h"
 #include "common/text.h"
+#include "common/tls/certificates.h"
 #include "intake/mllp_listener.h"
 
 namespace ductus::supervisor {
@@ -40,6 +43,11 @@ struct SinkArgs {
   std::string maxSize = "64MB";
   bool ackGiven = false;
   bool statusGiven = false;
+  // TLS, as an engine listener's tls: { certificate, clients: { ca, subjects } }.
+  bool tls = false;
+  std::string cert, key;
+  std::string clientCa;
+  std::vector<std::string> subjects;
 };
 
 // HL7 ends segments in CR, which a terminal prints over one line: each
@@ -78,8 +86,12 @@ hl7::AckCode ackCode(const std::string& text) {
 
 class Sink {
  public:
-  Sink(uv_loop_t* loop, const SinkArgs& args, size_t maxBytes)
-      : loop_(loop), args_(args), maxBytes_(maxBytes), code_(ackCode(args.ack)) {}
+  Sink(uv_loop_t* loop, const SinkArgs& args, size_t maxBytes, net::ListenerGuard guard)
+      : loop_(loop),
+        args_(args),
+        maxBytes_(maxBytes),
+        code_(ackCode(args.ack)),
+        guard_(std::move(guard)) {}
 
   Status start() {
     if (!args_.out.empty())
@@ -88,18 +100,20 @@ class Sink {
       intake::MllpSettings settings;
       settings.name = "ductus sink";  // its errors and log lines start with it
       settings.maxMessageBytes = maxBytes_;
+      settings.guard = guard_;
       mllp_ = std::make_unique<intake::MllpListener>(
           loop_, settings,
           [this](const intake::MllpPeer& peer, std::string bytes, intake::MllpAnswer answer) {
             onMessage(peer, bytes, answer);
           });
       if (auto s = mllp_->listen(args_.bind, static_cast<uint16_t>(args_.mllpPort)); !s) return s;
-      std::printf("ductus sink: MLLP on %s, answering %s; Ctrl-C stops\n", mllp_->address().c_str(),
-                  args_.ack.c_str());
+      std::printf("ductus sink: MLLP%s on %s, answering %s; Ctrl-C stops\n", overTls().c_str(),
+                  mllp_->address().c_str(), args_.ack.c_str());
     } else {
       net::HttpSettings settings;
       settings.name = "ductus sink";  // its errors and log lines start with it
       settings.maxBodyBytes = maxBytes_;
+      settings.guard = guard_;
       http_ = std::make_unique<net::HttpServer>(loop_, settings);
       auto routed =
           http_->addRoute("*", [this](const net::HttpRequest& req, net::HttpRespond respond) {
@@ -107,8 +121,8 @@ class Sink {
           });
       if (!routed) return routed;
       if (auto s = http_->listen(args_.bind, static_cast<uint16_t>(args_.httpPort)); !s) return s;
-      std::printf("ductus sink: HTTP on %s, answering %d; Ctrl-C stops\n", http_->address().c_str(),
-                  args_.status);
+      std::printf("ductus sink: HTTP%s on %s, answering %d; Ctrl-C stops\n", overTls().c_str(),
+                  http_->address().c_str(), args_.status);
     }
     std::fflush(stdout);
     return {};
@@ -127,6 +141,13 @@ class Sink {
   }
 
  private:
+  // " over TLS (client certificates of CA.pem required)", or "".
+  std::string overTls() const {
+    if (!guard_.tls) return "";
+    if (args_.clientCa.empty()) return " over TLS";
+    return " over TLS (client certificates from " + args_.clientCa + " required)";
+  }
+
   // The folder exists, and numbering goes on after the files already in
   // it, so a second run does not write over the first one's.
   Status prepareFolder() {
@@ -214,6 +235,7 @@ class Sink {
   SinkArgs args_;
   size_t maxBytes_;
   hl7::AckCode code_;
+  net::ListenerGuard guard_;
   std::unique_ptr<intake::MllpListener> mllp_;
   std::unique_ptr<net::HttpServer> http_;
   uint64_t received_ = 0;
@@ -258,6 +280,30 @@ CLI::Validator portNumber() {
       "");
 }
 
+// --cert/--key and --client-ca as the engine's certificates: entries
+// (loaded and checked the same way) and the listener's tls: built from them
+// by the engine's own code, so a sink refuses what an interface would, with
+// the same log lines.
+Result<net::ListenerGuard> tlsGuard(const SinkArgs& args) {
+  std::vector<tls::CertificateSource> sources{
+      {.name = "server", .certFile = args.cert, .keyFile = args.key, .at = "--cert, --key"}};
+  tls::ListenerTls listener;
+  listener.certificate = "server";
+  listener.at = "the command line";
+  if (!args.clientCa.empty()) {
+    sources.push_back({.name = "clients", .caFile = args.clientCa, .at = "--client-ca"});
+    listener.clientCa = "clients";
+    listener.subjects = args.subjects;
+  }
+  auto certs = tls::Certificates::load(std::move(sources));
+  if (!certs) return certs.error();
+  auto server = (*certs)->server(listener);
+  if (!server) return server.error();
+  net::ListenerGuard guard;
+  guard.tls = *server;
+  return guard;
+}
+
 int runSink(const SinkArgs& args) {
   if ((args.mllpPort >= 0) == (args.httpPort >= 0))
     return usage("say what to receive: --mllp PORT or --http PORT (one of them)");
@@ -266,16 +312,32 @@ int runSink(const SinkArgs& args) {
   auto maxBytes = config::parseSize(args.maxSize);
   if (!maxBytes || *maxBytes == 0)
     return usage("--max-size " + args.maxSize + " is not a size like 64MB or 512KB");
+  if (args.tls && (args.cert.empty() || args.key.empty()))
+    return usage("--tls needs the sink's certificate: --cert FILE --key FILE");
+  if (!args.tls && (!args.cert.empty() || !args.key.empty() || !args.clientCa.empty()))
+    return usage("--cert, --key and --client-ca are for --tls");
+  if (!args.subjects.empty() && args.clientCa.empty())
+    return usage("--subject is checked in client certificates: give --client-ca too");
+  net::ListenerGuard guard;
+  if (args.tls) {
+    auto made = tlsGuard(args);
+    if (!made) {
+      std::fprintf(stderr, "ductus sink: %s\n", made.error().message.c_str());
+      return kUsageError;
+    }
+    guard = std::move(*made);
+  }
 
-  // Warnings (a refused frame, a peer gone mid-message) go to stderr; what
-  // was received goes to stdout.
-  setupLogging(LogFormat::Text, spdlog::level::warn);
+  // Warnings (a refused frame, a peer gone mid-message, a refused TLS
+  // handshake) go to stderr; what was received goes to stdout. Over TLS the
+  // listener's connection lines too, which name each one's TLS version.
+  setupLogging(LogFormat::Text, args.tls ? spdlog::level::debug : spdlog::level::warn);
   signal(SIGPIPE, SIG_IGN);
   Runner r;
   uv_loop_init(&r.loop);
   int code = 0;
   {
-    Sink sink(&r.loop, args, static_cast<size_t>(*maxBytes));
+    Sink sink(&r.loop, args, static_cast<size_t>(*maxBytes), guard);
     r.sink = &sink;
     uv_signal_init(&r.loop, &r.sigint);
     uv_signal_init(&r.loop, &r.sigterm);
@@ -342,6 +404,18 @@ void addSinkCommand(CLI::App& ductus, int& exitCode) {
   cmd->add_option("--max-size", args->maxSize, "the largest message or body taken")
       ->type_name("SIZE")
       ->capture_default_str();
+  cmd->add_flag("--tls", args->tls, "speak TLS 1.2 or 1.3 (needs --cert and --key)");
+  cmd->add_option("--cert", args->cert, "with --tls: the sink's certificate (PEM, with its chain)")
+      ->type_name("FILE");
+  cmd->add_option("--key", args->key, "with --tls: the key of --cert (PEM, not encrypted)")
+      ->type_name("FILE");
+  cmd->add_option("--client-ca", args->clientCa,
+                  "with --tls: require a client certificate from this CA (PEM)")
+      ->type_name("FILE");
+  cmd->add_option("--subject", args->subjects,
+                  "with --client-ca: a client certificate's subject or DNS name must match one "
+                  "(repeatable)")
+      ->type_name("PATTERN");
   cmd->footer(
       "A receiver to point a destination at while building an interface. Over MLLP\n"
       "each message gets an ACK with the --ack code (CA/CE/CR when the message asks\n"
@@ -354,9 +428,23 @@ void addSinkCommand(CLI::App& ductus, int& exitCode) {
       "a free port, printed on the first line. Runs until Ctrl-C or SIGTERM, then\n"
       "exits 0.\n"
       "\n"
+      "With --tls the sink listens as an interface with tls: does, through the\n"
+      "engine's own code: TLS 1.2 and 1.3 only, --cert/--key checked as a\n"
+      "certificates: entry (the key must be the certificate's, an expired one is\n"
+      "refused; exit 2). --client-ca requires each sender to present a certificate\n"
+      "issued by that CA (tls.clients.ca), and each --subject is a pattern of\n"
+      "tls.clients.subjects: \"CN=lab-analyzer\", \"O=Hospital,OU=Lab\" (every\n"
+      "attribute given must be in the subject), or a DNS name such as\n"
+      "\"*.lab.hospital.org\". A refused handshake is logged on stderr in the\n"
+      "engine's words (once a minute per address), and each connection's TLS\n"
+      "version is logged there as it opens.\n"
+      "\n"
       "  ductus sink --mllp 2576\n"
       "  ductus sink --mllp 2576 --ack AE         (see how the sender retries)\n"
-      "  ductus sink --http 8080 --out received/");
+      "  ductus sink --http 8080 --out received/\n"
+      "  ductus sink --mllp 2576 --tls --cert tls/server.pem --key tls/server.key\n"
+      "  ductus sink --mllp 2576 --tls --cert tls/server.pem --key tls/server.key \\\n"
+      "      --client-ca tls/analyzers-ca.pem --subject CN=lab-analyzer");
   cmd->callback([args, ack, status, &exitCode] {
     args->ackGiven = ack->count() > 0;
     args->statusGiven = status->count() > 0;

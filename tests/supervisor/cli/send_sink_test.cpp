@@ -17,12 +17,14 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/fd.h"
 #include "tests/support/exit_status.h"
+#include "tests/support/test_ca.h"
 #include "tests/support/test_env.h"
 
 extern char** environ;
@@ -144,7 +146,9 @@ class Sink {
     std::vector<std::string> argv{ductusBinary(), "sink", "--" + protocol, "0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     child_ = std::make_unique<Child>(argv);
-    first_ = child_->readLine();
+    // Log lines (stderr, on the same pipe) may come before it.
+    do first_ = child_->readLine();
+    while (!first_.empty() && !first_.starts_with("ductus sink: "));
     // "ductus sink: MLLP on 127.0.0.1:40123, answering AA; Ctrl-C stops"
     auto colon = first_.find("127.0.0.1:");
     if (colon != std::string::npos) port_ = std::stoi(first_.substr(colon + 10));
@@ -347,6 +351,158 @@ TEST_F(SendSink, UsageMistakesExitWithTwo) {
   EXPECT_EQ(ductus({"sink"}).code, 2);
   EXPECT_EQ(ductus({"sink", "--mllp", "0", "--status", "500"}).code, 2);
   EXPECT_EQ(ductus({"sink", "--mllp", "0", "--ack", "XX"}).code, 2);
+}
+
+// ---- TLS ----------------------------------------------------------------
+
+class SendSinkTls : public SendSink {
+ protected:
+  void SetUp() override {
+    SendSink::SetUp();
+    ca_.emplace(dir_ / "ca");
+    other_.emplace(dir_ / "other", "Another CA");
+    server_ = ca_->issue("server", "/CN=localhost", {"localhost"}, {"127.0.0.1"});
+    lab_ = ca_->issue("lab", "/CN=lab-analyzer/O=Hospital");
+    pharmacy_ = ca_->issue("pharmacy", "/CN=pharmacy");
+    foreign_ = other_->issue("foreign", "/CN=lab-analyzer/O=Hospital");
+  }
+  // sink --tls with the server pair, EXTRA after it.
+  std::vector<std::string> tlsSink(std::vector<std::string> extra = {}) const {
+    std::vector<std::string> a{"--tls", "--cert", server_.cert.string(), "--key",
+                               server_.key.string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  std::vector<std::string> requireLab() const {
+    return tlsSink({"--client-ca", ca_->cert().string(), "--subject", "CN=lab-analyzer"});
+  }
+  // send FILE --to SINK --tls --ca CA, then EXTRA.
+  test::Run sendTls(const Sink& sink, const std::string& file, std::vector<std::string> extra) {
+    std::vector<std::string> a{"send", file, "--to", sink.to(), "--tls", "--ca",
+                               ca_->cert().string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return ductus(a);
+  }
+  static std::vector<std::string> as(const Issued& who) {
+    return {"--cert", who.cert.string(), "--key", who.key.string()};
+  }
+
+  std::optional<TestCa> ca_, other_;
+  Issued server_, lab_, pharmacy_, foreign_;
+};
+
+TEST_F(SendSinkTls, AClientCertificateOfTheSinksCaGetsAaAndTheMessageIsSaved) {
+  fs::path out = dir_ / "received";
+  auto args = requireLab();
+  args.insert(args.end(), {"--out", out.string()});
+  Sink sink("mllp", args);
+  ASSERT_GT(sink.port(), 0) << sink.firstLine();
+  EXPECT_THAT(sink.firstLine(), HasSubstr("MLLP over TLS (client certificates from "));
+  auto file = write("a.hl7", message("TLS1", "\n") + message("TLS2", "\n"));
+  auto r = sendTls(sink, file, as(lab_));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(file + " #1: MSA|AA|TLS1\n"));
+  EXPECT_THAT(r.out, HasSubstr(file + " #2: MSA|AA|TLS2\n"));
+  EXPECT_EQ(sink.stop(), 0) << sink.output();
+  EXPECT_EQ(read(out / "1.hl7"), message("TLS1", "\r"));
+  EXPECT_EQ(read(out / "2.hl7"), message("TLS2", "\r"));
+  // Each connection's TLS version, in the listener's own line.
+  EXPECT_THAT(sink.output(), HasSubstr("TLSv1.3 from 127.0.0.1:"));
+  EXPECT_THAT(sink.output(), Not(HasSubstr("refused")));
+}
+
+TEST_F(SendSinkTls, ACertificateOfAnotherCaIsRefusedAndTheSenderSaysWhy) {
+  Sink sink("mllp", requireLab());
+  ASSERT_GT(sink.port(), 0) << sink.firstLine();
+  auto file = write("a.hl7", message("F1", "\r"));
+  auto r = sendTls(sink, file, as(foreign_));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("TLS with " + sink.to() + " failed: "));
+  EXPECT_THAT(r.out, HasSubstr("unknown ca"));
+  EXPECT_THAT(r.out, Not(HasSubstr("MSA|")));
+  EXPECT_EQ(sink.stop(), 0);
+  // Refused in the engine's words, and nothing received.
+  EXPECT_THAT(sink.output(), HasSubstr("refused 127.0.0.1:"));
+  EXPECT_THAT(sink.output(), HasSubstr("certificate verify failed"));
+  EXPECT_THAT(sink.output(), Not(HasSubstr("#1 from")));
+}
+
+TEST_F(SendSinkTls, NoCertificateOrAnotherSubjectGetsNoAck) {
+  Sink sink("mllp", requireLab());
+  ASSERT_GT(sink.port(), 0) << sink.firstLine();
+  auto file = write("a.hl7", message("N1", "\r"));
+  for (auto who : {std::vector<std::string>{}, as(pharmacy_)}) {
+    auto r = sendTls(sink, file, who);
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_THAT(r.out, Not(HasSubstr("MSA|")));
+  }
+  EXPECT_EQ(sink.stop(), 0);
+  EXPECT_THAT(sink.output(), Not(HasSubstr("#1 from")));
+}
+
+TEST_F(SendSinkTls, AReceiverCertificateNotTrustedOrForAnotherNameFailsTheHandshake) {
+  Sink sink("mllp", tlsSink());
+  ASSERT_GT(sink.port(), 0) << sink.firstLine();
+  auto file = write("a.hl7", message("V1", "\r"));
+  // Without --ca: the system's roots alone do not know the test CA.
+  auto untrusted = ductus({"send", file, "--to", sink.to(), "--tls"});
+  EXPECT_EQ(untrusted.code, 1) << untrusted.out;
+  EXPECT_THAT(untrusted.out, HasSubstr("ductus send: TLS with " + sink.to() +
+                                       " failed: certificate verify failed ("));
+  auto otherName = sendTls(sink, file, {"--server-name", "lab-gw.hospital.org"});
+  EXPECT_EQ(otherName.code, 1) << otherName.out;
+  EXPECT_THAT(otherName.out, HasSubstr("certificate verify failed (hostname mismatch)"));
+  // The name the certificate has, checked instead of the address.
+  auto named = sendTls(sink, file, {"--server-name", "localhost"});
+  EXPECT_EQ(named.code, 0) << named.out;
+  EXPECT_EQ(named.out, "MSA|AA|V1\n");
+  EXPECT_EQ(sink.stop(), 0);
+}
+
+TEST_F(SendSinkTls, HttpsWithAClientCertificate) {
+  Sink sink("http", requireLab());
+  ASSERT_GT(sink.port(), 0) << sink.firstLine();
+  EXPECT_THAT(sink.firstLine(), HasSubstr("HTTP over TLS"));
+  auto json = write("result.json", "{\"mrn\": \"42\"}\n");
+  std::string url = "https://" + sink.to() + "/lab";
+  auto args = std::vector<std::string>{"send", json, "--http", url, "--ca", ca_->cert().string()};
+  auto withLab = args;
+  withLab.insert(withLab.end(), {"--cert", lab_.cert.string(), "--key", lab_.key.string()});
+  auto r = ductus(withLab);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("HTTP/1.1 200 OK"));
+  auto without = ductus(args);
+  EXPECT_EQ(without.code, 1) << without.out;
+  EXPECT_THAT(without.out, HasSubstr("POST " + url + " failed"));
+  EXPECT_EQ(sink.stop(), 0);
+  EXPECT_THAT(sink.output(), HasSubstr("#1 POST /lab from 127.0.0.1:"));
+  EXPECT_THAT(sink.output(), Not(HasSubstr("#2 ")));
+}
+
+TEST_F(SendSinkTls, BadTlsOptionsAreUsageErrors) {
+  auto file = write("a.hl7", message("U1", "\r"));
+  auto expired = ca_->issue("old", "/CN=localhost", {"localhost"}, {"127.0.0.1"}, -1);
+  std::string ca = ca_->cert().string();
+  // sink: --tls without its pair; a pair that expired; --subject without --client-ca.
+  EXPECT_EQ(ductus({"sink", "--mllp", "0", "--tls"}).code, 2);
+  auto old = ductus({"sink", "--mllp", "0", "--tls", "--cert", expired.cert.string(), "--key",
+                     expired.key.string()});
+  EXPECT_EQ(old.code, 2) << old.out;
+  EXPECT_THAT(old.out, HasSubstr("expired"));
+  EXPECT_EQ(ductus({"sink", "--mllp", "0", "--cert", server_.cert.string()}).code, 2);
+  auto subj = tlsSink({"--subject", "CN=x"});
+  subj.insert(subj.begin(), {"sink", "--mllp", "0"});
+  EXPECT_EQ(ductus(subj).code, 2);
+  // send: TLS options without --tls; --cert without --key; a key of another pair.
+  EXPECT_EQ(ductus({"send", file, "--to", "127.0.0.1:1", "--ca", ca}).code, 2);
+  EXPECT_EQ(ductus({"send", file, "--to", "127.0.0.1:1", "--tls", "--cert", lab_.cert.string()})
+                .code,
+            2);
+  auto mixed = ductus({"send", file, "--to", "127.0.0.1:1", "--tls", "--cert",
+                       lab_.cert.string(), "--key", pharmacy_.key.string()});
+  EXPECT_EQ(mixed.code, 2) << mixed.out;
+  EXPECT_THAT(mixed.out, HasSubstr("the key does not belong to the certificate"));
+  EXPECT_EQ(ductus({"send", file, "--http", "http://127.0.0.1:1/", "--tls"}).code, 2);
 }
 
 }  // namespace
