@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include "common/tls/certificates.h"
+#include "common/tls/session.h"
 #include "tests/common/config/project_dir.h"
 #include "tests/support/test_ca.h"
 #include "tests/support/test_env.h"
@@ -83,6 +85,61 @@ TEST_F(CertCommand, SelfSignedThenShow) {
   auto verify = runSplit({"openssl", "verify", "-CAfile", (out / "engine.pem").string(), "-purpose",
                           "sslserver", (out / "engine.pem").string()});
   EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
+}
+
+// Moves ciphertext between two sessions until neither has any to send.
+void pump(tls::Session& a, tls::Session& b) {
+  std::string plainA, plainB;
+  for (int i = 0; i < 20; ++i) {
+    std::string ab = a.takeOutput(), ba = b.takeOutput();
+    if (ab.empty() && ba.empty()) return;
+    if (!ab.empty()) b.receive(ab, plainB);
+    if (!ba.empty()) a.receive(ba, plainA);
+  }
+}
+
+// What self-signed makes is what the engine serves and presents: a
+// listener asking for a client certificate, and a client checking the
+// server's name, each trusting the other's certificate as its CA.
+TEST_F(CertCommand, SelfSignedPairsShakeHandsThroughTheEnginesTls) {
+  for (const char* keyType : {"ec", "rsa"}) {
+    SCOPED_TRACE(keyType);
+    fs::path out = dir_ / keyType;
+    ASSERT_EQ(cert({"self-signed", "--name", "engine", "--dns", "localhost", "--key-type", keyType,
+                    "--out", out.string()})
+                  .code,
+              0);
+    ASSERT_EQ(
+        cert({"self-signed", "--name", "analyzer", "--key-type", keyType, "--out", out.string()})
+            .code,
+        0);
+    auto entry = [&](const std::string& name, const std::string& base, bool pair) {
+      tls::CertificateSource s;
+      s.name = name;
+      if (pair) {
+        s.certFile = out / (base + ".pem");
+        s.keyFile = out / (base + ".key");
+      } else {
+        s.caFile = out / (base + ".pem");
+      }
+      return s;
+    };
+    auto certs = tls::Certificates::load(
+        {entry("server", "engine", true), entry("client", "analyzer", true),
+         entry("engine-ca", "engine", false), entry("analyzers", "analyzer", false)});
+    ASSERT_TRUE(certs) << certs.error().message;
+    auto server = (*certs)->server(tls::ListenerTls{"server", "analyzers", {"CN=analyzer"}, ""});
+    ASSERT_TRUE(server) << server.error().message;
+    auto client = (*certs)->client(tls::ConnectTls{true, "engine-ca", "client", ""});
+    ASSERT_TRUE(client) << client.error().message;
+    tls::Session s((*server)->session());
+    tls::Session c((*client)->session("localhost"));
+    c.start();
+    pump(c, s);
+    EXPECT_EQ(c.state(), tls::Session::State::Open) << c.reason();
+    EXPECT_EQ(s.state(), tls::Session::State::Open) << s.reason();
+    EXPECT_FALSE((*server)->refusal(s.peerCertificate()).has_value());
+  }
 }
 
 TEST_F(CertCommand, RsaKeysOnRequest) {
