@@ -252,14 +252,16 @@ Result<std::shared_ptr<ClientTls>> Certificates::client(const ConnectTls& settin
   std::string key = settings.ca + '\0' + settings.certificate;
   {
     std::lock_guard lock(mutex_);
-    if (auto it = clients_.find(key); it != clients_.end()) return it->second;
+    if (auto it = clients_.find(key); it != clients_.end())
+      if (auto shared = it->second.lock()) return shared;
   }
   std::shared_ptr<ClientTls> c(new ClientTls(shared_from_this(), settings));
   if (!c->current())
     return Error{"tls" + where() + ": the TLS context could not be made: " + sslError(),
                  ErrorKind::Internal};
   std::lock_guard lock(mutex_);
-  return clients_.emplace(key, c).first->second;
+  clients_[key] = c;
+  return c;
 }
 
 // ---- ServerTls ----

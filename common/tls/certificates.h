@@ -146,7 +146,9 @@ class Certificates : public std::enable_shared_from_this<Certificates> {
   std::map<std::string, CertificateSource> sources_;
   std::map<std::string, std::shared_ptr<const Loaded>> loaded_;
   std::map<std::string, std::string> failedHash_;  // the content last logged as failing
-  std::map<std::string, std::shared_ptr<ClientTls>> clients_;  // by ConnectTls key
+  // By ConnectTls key. Weak: each ClientTls holds its owner (this), so a
+  // strong reference back would keep both alive for ever.
+  std::map<std::string, std::weak_ptr<ClientTls>> clients_;
 };
 
 // Loads one source alone (validate, `cert show`).
