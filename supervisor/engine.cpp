@@ -345,7 +345,9 @@ void Engine::reconcile(std::function<void(Status)> next) {
 }
 
 void Engine::startWorkers(std::function<void(Status)> next) {
-  services_ = std::make_unique<ProjectServices>(loop_, project_);
+  ProjectServices::Options so;
+  so.certificates = certificates_;
+  services_ = std::make_unique<ProjectServices>(loop_, project_, so);
   WorkerPool::Options wo;
   wo.binary = options_.binary;
   wo.heapMb = project_.engine.heapMb;

@@ -47,6 +47,10 @@ Result<std::unique_ptr<senders::Sender>> makeSender(const SenderContext& ctx,
     } else {
       s.url = h->url;
     }
+    // With api: the apis: entry's ca:/certificate:; with url: the destination's.
+    auto tls = clientTls(ctx, where, h->api.empty() ? h->tls : ctx.resources->apis.at(h->api).tls);
+    if (!tls) return tls.error();
+    if (*tls) s.tls = std::make_shared<net::CurlTls>(*tls);
     s.method = h->method;
     for (auto& [k, v] : h->headers) s.headers.emplace_back(k, v);
     s.timeout = h->timeout;

@@ -253,6 +253,7 @@ void HttpFetch::begin(HttpCall call, Done done, std::chrono::milliseconds shownT
   net::setRequestOptions(e, c.timeout, t->headers.get(), t->error, &Transfer::onBody,
                          &Transfer::onHeader, t.get());
   net::setMethodAndBody(e, c.method, c.body ? &*c.body : nullptr);
+  if (c.tls) c.tls->apply(e);
   transfers_.emplace(e, std::move(t));
   multi_->add(e, [this, e](CURLcode code) { finish(e, code); });
 }

@@ -41,6 +41,7 @@
 
 namespace ductus::net {
 class CurlMulti;
+class CurlTls;
 }
 
 namespace ductus::supervisor::services {
@@ -72,6 +73,8 @@ struct HttpCall {
   // What the errors call this request, e.g. `fetch GET http://h/p` or
   // `api("lab") GET /orders`.
   std::string label;
+  // The api's ca:/certificate: (null: libcurl's defaults, the system's roots).
+  std::shared_ptr<const net::CurlTls> tls;
 };
 
 struct HttpAnswer {

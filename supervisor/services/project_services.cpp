@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "common/net/curl_easy.h"
 #include "common/text.h"
+#include "common/tls/certificates.h"
 #include "common/uv_handle.h"
 #include "proto/contract.h"
 #include "schema/conninfo.h"
@@ -122,8 +124,24 @@ ProjectServices::ProjectServices(uv_loop_t* loop, const config::Resources& resou
       options_(options),
       http_(loop, options.maxResponseBytes, options.maxConcurrentFetches,
             options.maxQueuedFetches) {
-  for (auto& [name, api] : resources_.apis)
+  for (auto& [name, api] : resources_.apis) {
     if (auto u = services::parseHttpUrl(api.url)) origins_.emplace(u->origin, &api);
+    // ca:/certificate: need the certificates; https alone is libcurl's
+    // defaults (the system's roots).
+    if (!api.tls.enabled || (api.tls.ca.empty() && api.tls.certificate.empty())) continue;
+    if (!options_.certificates) {
+      apiTls_.emplace(&api, Error{"api(" + jsonQuoted(name) +
+                                  "): TLS settings without the engine's certificates"});
+      continue;
+    }
+    auto client = options_.certificates->client(api.tls);
+    if (!client) {
+      apiTls_.emplace(&api, Error{"api(" + jsonQuoted(name) + "): " + client.error().message});
+      continue;
+    }
+    apiTls_.emplace(&api, std::shared_ptr<const net::CurlTls>(
+                              std::make_shared<net::CurlTls>(*client)));
+  }
   for (char** e = environ; e && *e; ++e) {
     std::string_view kv(*e);
     size_t eq = kv.find('=');
@@ -444,6 +462,10 @@ void ProjectServices::fetch(const ServiceCall& call, Reply reply) {
     http.headers.emplace_back("Content-Type", defaultContentType(*http.body));
   http.timeout = init->timeout.value_or(api->timeout);
   if (call.timeLeft) http.timeout = std::min(http.timeout, *call.timeLeft);
+  if (auto t = apiTls_.find(api); t != apiTls_.end()) {
+    if (!t->second) return reply(t->second.error());
+    http.tls = *t->second;
+  }
   http_.start(std::move(http), [reply = std::move(reply)](Result<services::HttpAnswer> r) {
     if (!r) return reply(r.error());
     reply(services::answerJson(*r));

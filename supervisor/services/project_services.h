@@ -30,6 +30,9 @@
 // * api(name).<method>(path): the api's URL + path, its headers (the
 //   script's own headers win on a clash, as for HTTP destinations) and its
 //   timeout, so tokens stay in resources.yaml and never enter V8.
+//   An api with ca:/certificate: verifies its server against the system's
+//   roots plus that CA and presents that client certificate (fetch() to its
+//   origin too), from Options::certificates.
 // * env(name): only variables named DUCTUS_PUBLIC_* (see kEnvPrefix).
 // * secret(name): from secrets/<env>.json, read and decrypted once when the
 //   services are made.
@@ -57,6 +60,9 @@
 namespace ductus::store {
 class PgPool;
 class PgResult;
+}
+namespace ductus::tls {
+class Certificates;
 }
 
 namespace ductus::supervisor {
@@ -88,6 +94,8 @@ class ProjectServices : public ServiceHandler {
     // db(): calls that may wait for a connection of one database, beyond
     // those running; more are refused as transient.
     size_t maxDbWaiting = 1000;
+    // The engine's certificates: entries, for apis with ca:/certificate:.
+    std::shared_ptr<tls::Certificates> certificates;
   };
 
   // The engine's constructor: resources, the environment's secrets file
@@ -136,6 +144,9 @@ class ProjectServices : public ServiceHandler {
   services::HttpFetch http_;
   // Each api's origin, for fetch(): which api a URL belongs to.
   std::map<std::string, const config::ApiResource*> origins_;
+  // By api: its TLS settings for libcurl, or why it has none (a call to it
+  // is refused with that).
+  std::map<const config::ApiResource*, Result<std::shared_ptr<const net::CurlTls>>> apiTls_;
   std::map<std::string, std::string> env_;  // the DUCTUS_PUBLIC_* variables
   // Exactly one of these once loaded: the secrets, or why there are none.
   std::optional<config::SecretsFile> secrets_;

@@ -135,6 +135,7 @@ void HttpSender::send(SendRequest request, SendCallback cb) {
                          &Transfer::onHeader, t.get());
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(settings_.connectTimeout.count()));
+  if (settings_.tls) settings_.tls->apply(e);
   // A destination's GET sends no body, whatever the transform returned.
   net::setMethodAndBody(e, t->method, t->method == "GET" ? nullptr : &t->body);
   transfers_.emplace(e, std::move(t));

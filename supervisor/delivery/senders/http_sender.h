@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/net/curl_easy.h"
 #include "common/net/curl_multi_uv.h"
 #include "supervisor/delivery/senders/sender.h"
 
@@ -30,6 +31,9 @@ struct HttpSenderSettings {
   // The whole exchange, connect to last byte of the response.
   std::chrono::milliseconds timeout{30'000};
   std::chrono::milliseconds connectTimeout{10'000};
+  // https with a ConnectTls: the CA named besides the system's roots, and
+  // the client certificate. Null: libcurl's defaults (the system's roots).
+  std::shared_ptr<const net::CurlTls> tls;
 };
 
 // Maps a final HTTP status to an outcome; `reason` and the first bytes of

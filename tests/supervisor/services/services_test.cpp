@@ -16,8 +16,11 @@
 #include <vector>
 
 #include "common/config/secrets.h"
+#include "common/tls/certificates.h"
 #include "supervisor/services/project_services.h"
 #include "tests/support/receivers.h"
+#include "tests/support/script_server.h"
+#include "tests/support/test_ca.h"
 #include "tests/support/test_database.h"
 #include "tests/supervisor/workers/pool_fixture.h"
 
@@ -704,6 +707,68 @@ TEST_F(ServicesTest, AFetchThatWaitsPastItsTimeoutOrFindsTheQueueFullIsTransient
   EXPECT_NE(refused->error().message.find("[ductus:transient]"), std::string::npos);
   EXPECT_EQ(http_.requests().size(), 2u);
   EXPECT_EQ(http_.peakConcurrent(), 1);
+}
+
+TEST_F(ServicesTest, AnApiWithCaAndCertificateVerifiesItsServerAndPresentsTheClientCertificate) {
+  // An HTTPS server we did not write (Python's ssl) that requires a client
+  // certificate of our test CA and answers "ok <its CN>".
+  TestCa ca(project_ / "ca");
+  Issued server = ca.issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"});
+  Issued engine = ca.issue("engine", "/CN=ductus-engine", {"ductus.example"}, {});
+  ScriptServer https({"python3", supportScript("https_receiver.py"), "--cert", server.cert.string(),
+                      "--key", server.key.string(), "--client-ca", ca.cert().string(), "--record",
+                      (project_ / "received").string()});
+  ASSERT_NE(https.port(), 0);
+  auto certs = tls::Certificates::load(
+      {{.name = "lab-ca", .caFile = ca.cert(), .at = "resources.yaml:2"},
+       {.name = "engine", .certFile = engine.cert, .keyFile = engine.key, .at = "resources.yaml:3"}});
+  ASSERT_TRUE(certs) << certs.error().message;
+  config::ApiResource secure;
+  secure.name = "secure";
+  secure.url = "https://localhost:" + std::to_string(https.port()) + "/base";
+  secure.timeout = std::chrono::seconds(5);
+  secure.tls = {.enabled = true, .ca = "lab-ca", .certificate = "engine"};
+  project_cfg_.resources.apis.emplace("secure", secure);
+  // The same server (another origin), no client certificate.
+  config::ApiResource anonymous = secure;
+  anonymous.name = "anonymous";
+  anonymous.url = "https://127.0.0.1:" + std::to_string(https.port()) + "/base";
+  anonymous.tls.certificate.clear();
+  project_cfg_.resources.apis.emplace("anonymous", anonymous);
+  ProjectServices::Options o;
+  o.certificates = *certs;
+  services(o);
+
+  ServiceCall c = fetchCall("/orders");
+  c.api = "secure";
+  auto ok = ask(c);
+  ASSERT_TRUE(ok) << ok.error().message;
+  auto answer = json::parse(*ok);
+  EXPECT_EQ(answer["status"], 200) << *ok;
+  EXPECT_EQ(answer["body"], "ok ductus-engine") << *ok;
+  // fetch() to the api's origin goes the same way.
+  auto fetched = ask(fetchCall(secure.url + "/x"));
+  ASSERT_TRUE(fetched) << fetched.error().message;
+
+  c.api = "anonymous";
+  auto refused = ask(c);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("[ductus:transient]"), std::string::npos)
+      << refused.error().message;
+}
+
+TEST_F(ServicesTest, AnApiNamingACaWithoutTheEnginesCertificatesIsRefusedSayingSo) {
+  config::ApiResource secure;
+  secure.name = "secure";
+  secure.url = "https://localhost:1/base";
+  secure.tls = {.enabled = true, .ca = "lab-ca"};
+  project_cfg_.resources.apis.emplace("secure", secure);
+  ServiceCall c = fetchCall("/orders");
+  c.api = "secure";
+  auto refused = ask(c);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message,
+            "api(\"secure\"): TLS settings without the engine's certificates");
 }
 
 }  // namespace

@@ -6,9 +6,15 @@
 #include <gtest/gtest.h>
 #include <uv.h>
 
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
+#include "common/tls/certificates.h"
 #include "tests/support/receivers.h"
+#include "tests/support/script_server.h"
+#include "tests/support/test_ca.h"
 
 namespace ductus::senders {
 namespace {
@@ -208,6 +214,125 @@ TEST(HttpStatus, EachStatusClassMapsToItsOutcome) {
   EXPECT_EQ(outcomeOfHttpStatus(429, "", "").kind, SendOutcomeKind::Transient);
   EXPECT_EQ(outcomeOfHttpStatus(599, "", "").kind, SendOutcomeKind::Transient);
   EXPECT_EQ(outcomeOfHttpStatus(404, "Not Found", "gone").detail, "HTTP 404 Not Found: gone");
+}
+
+// ---- https with a ConnectTls: against Python's http.server wrapped in its
+// ssl module (tests/support/https_receiver.py), requiring a client
+// certificate from our test CA.
+
+class HttpSenderTlsTest : public HttpSenderTest {
+ protected:
+  void SetUp() override {
+    HttpSenderTest::SetUp();
+    char tmpl[] = "/tmp/ductus-https-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ca_.emplace(dir_ / "ca");
+    other_.emplace(dir_ / "other", "Another CA");
+    client_ = ca_->issue("engine", "/CN=ductus-engine", {"ductus.example"}, {});
+    record_ = dir_ / "received";
+  }
+  void TearDown() override {
+    HttpSenderTest::TearDown();
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  uint16_t startServer(const ::ductus::test::Issued& server) {
+    server_.emplace(std::vector<std::string>{
+        "python3", ::ductus::test::supportScript("https_receiver.py"), "--cert",
+        server.cert.string(), "--key", server.key.string(), "--client-ca", ca_->cert().string(),
+        "--record", record_.string()});
+    EXPECT_NE(server_->port(), 0) << "the server did not start";
+    return server_->port();
+  }
+
+  // certificates: { ca: <trusted>, engine: <client_> }; the ClientTls of
+  // { ca: ca, certificate: engine or none }.
+  std::shared_ptr<tls::ClientTls> clientTls(const ::ductus::test::TestCa& trusted,
+                                            bool clientCertificate) {
+    tls::CertificateSource ca{.name = "ca", .caFile = trusted.cert(), .at = "resources.yaml:2"};
+    tls::CertificateSource pair{.name = "engine", .certFile = client_.cert, .keyFile = client_.key,
+                                .at = "resources.yaml:3"};
+    auto certs = tls::Certificates::load({ca, pair});
+    EXPECT_TRUE(certs) << certs.error().message;
+    certificates_ = *certs;
+    auto client = certificates_->client(
+        {.enabled = true, .ca = "ca", .certificate = clientCertificate ? "engine" : ""});
+    EXPECT_TRUE(client) << client.error().message;
+    return *client;
+  }
+
+  HttpSender& makeTlsSender(const std::string& url, std::shared_ptr<const net::CurlTls> tls) {
+    HttpSenderSettings s;
+    s.url = url;
+    s.timeout = 5s;
+    s.tls = std::move(tls);
+    senders_.push_back(std::make_unique<HttpSender>(*multi_, s));
+    return *senders_.back();
+  }
+
+  std::string received() const {
+    std::ifstream in(record_, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  std::filesystem::path dir_, record_;
+  std::optional<::ductus::test::TestCa> ca_, other_;
+  ::ductus::test::Issued client_;
+  std::optional<::ductus::test::ScriptServer> server_;
+  std::shared_ptr<tls::Certificates> certificates_;
+};
+
+TEST_F(HttpSenderTlsTest, DeliversOverHttpsPresentingItsClientCertificate) {
+  uint16_t port = startServer(ca_->issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
+  auto tls = std::make_shared<net::CurlTls>(clientTls(*ca_, true));
+  auto out = sendOne(makeTlsSender("https://localhost:" + std::to_string(port) + "/in", tls),
+                     {1, "adt", "lab", "MSH|tls", {}, {}});
+  EXPECT_EQ(out.kind, SendOutcomeKind::Sent) << out.detail;
+  EXPECT_EQ(received(), "POST /in ductus-engine\nMSH|tls\n");
+}
+
+TEST_F(HttpSenderTlsTest, TheSystemsRootsStillCountBesideTheCaNamed) {
+  // The "system's roots" here are the other CA: a server it signed is
+  // trusted though the connection names ca_.
+  uint16_t port = startServer(other_->issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
+  auto tls = std::make_shared<net::CurlTls>(clientTls(*ca_, true), other_->cert().string());
+  auto out = sendOne(makeTlsSender("https://localhost:" + std::to_string(port) + "/in", tls));
+  EXPECT_EQ(out.kind, SendOutcomeKind::Sent) << out.detail;
+}
+
+TEST_F(HttpSenderTlsTest, WithoutAClientCertificateItIsTransient) {
+  uint16_t port = startServer(ca_->issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
+  auto tls = std::make_shared<net::CurlTls>(clientTls(*ca_, false));
+  const std::string url = "https://localhost:" + std::to_string(port) + "/in";
+  auto out = sendOne(makeTlsSender(url, tls));
+  EXPECT_EQ(out.kind, SendOutcomeKind::Transient) << out.detail;
+  EXPECT_EQ(out.detail.rfind("POST " + url + ": ", 0), 0u) << out.detail;
+  EXPECT_EQ(received(), "");
+}
+
+TEST_F(HttpSenderTlsTest, AServerOfAnotherCaIsRefusedTransient) {
+  uint16_t port = startServer(other_->issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
+  auto tls = std::make_shared<net::CurlTls>(clientTls(*ca_, true));
+  auto out = sendOne(makeTlsSender("https://localhost:" + std::to_string(port) + "/in", tls));
+  EXPECT_EQ(out.kind, SendOutcomeKind::Transient);
+  EXPECT_NE(out.detail.find("SSL certificate problem: unable to get local issuer certificate"),
+            std::string::npos)
+      << out.detail;
+  EXPECT_EQ(received(), "");
+}
+
+TEST_F(HttpSenderTlsTest, AHostNameTheCertificateDoesNotNameIsRefusedTransient) {
+  uint16_t port = startServer(ca_->issue("server", "/CN=lab", {"lab.example"}, {"127.0.0.1"}));
+  auto tls = std::make_shared<net::CurlTls>(clientTls(*ca_, true));
+  auto out = sendOne(makeTlsSender("https://localhost:" + std::to_string(port) + "/in", tls));
+  EXPECT_EQ(out.kind, SendOutcomeKind::Transient);
+  EXPECT_NE(out.detail.find("localhost"), std::string::npos) << out.detail;
+  EXPECT_NE(out.detail.find("SSL"), std::string::npos) << out.detail;
+  EXPECT_EQ(received(), "");
 }
 
 }  // namespace
