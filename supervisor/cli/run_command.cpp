@@ -187,6 +187,16 @@ std::optional<config::Project> load(const RunArgs& args) {
                   args.project);
     return std::nullopt;
   }
+  // Each certificates: entry as validate loads it, before any database
+  // (the engine's start loads them again for itself).
+  if (auto broken = checkCertificateFiles(*p.project); !broken.empty()) {
+    for (auto& d : broken)
+      logPlain(spdlog::level::err, d.toString(),
+               {.more = {{"file", d.file}, {"line", d.line}, {"key", d.keyPath}, {"error", d.message}}});
+    spdlog::error("the project {} has certificates that do not load; nothing was started",
+                  args.project);
+    return std::nullopt;
+  }
   return std::move(*p.project);
 }
 

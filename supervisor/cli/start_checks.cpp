@@ -1,7 +1,10 @@
 #include "supervisor/cli/start_checks.h"
 
+#include <cstdlib>
 #include <memory>
 #include <regex>
+
+#include "common/tls/certificates.h"
 
 #include "supervisor/cli/worker_session.h"
 #include "supervisor/workers/worker_pool.h"
@@ -20,6 +23,29 @@ config::Diagnostics unsupportedKinds(const config::Project& project) {
         out.push_back(config::diagnosticAt(d.targetAt, d.keyPath + ".sftp",
                                            std::string(config::targetKind(d.target)) +
                                                " destinations are not supported by this engine yet"));
+  }
+  return out;
+}
+
+config::Diagnostics checkCertificateFiles(const config::Project& project,
+                                          tls::Clock::time_point now) {
+  config::Diagnostics out;
+  for (const auto& [name, source] : project.resources.certificates) {
+    auto loaded = tls::loadSource(source, now);
+    if (loaded) continue;
+    // The message starts with the entry's name and place
+    // ("certificates.server (resources.yaml:2): ..."), which the diagnostic
+    // already gives.
+    std::string message = loaded.error().message;
+    std::string prefix = "certificates." + name + " (" + source.at + "): ";
+    if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+    config::Diagnostic d;
+    auto colon = source.at.rfind(':');
+    d.file = colon == std::string::npos ? source.at : source.at.substr(0, colon);
+    if (colon != std::string::npos) d.line = std::atoi(source.at.c_str() + colon + 1);
+    d.keyPath = "certificates." + name;
+    d.message = message;
+    out.push_back(std::move(d));
   }
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include "common/config/diagnostic.h"
 #include "common/config/model.h"
+#include "common/tls/certificate.h"
 
 namespace ductus::supervisor {
 
@@ -18,6 +19,15 @@ namespace ductus::supervisor {
 // openSource, delivery/sender_factory.cpp), in the same words, at the
 // kind's line in interface.yaml.
 config::Diagnostics unsupportedKinds(const config::Project& project);
+
+// Loads every certificates: entry as the engine does before the database
+// (tls::loadSource): a file that can't be read, a key that doesn't match
+// its certificate, an expired certificate (or CA) are each a diagnostic at
+// the entry's line in resources.yaml, naming it. `validate` reports them
+// with the config's errors; `run` refuses to start on the same (the
+// engine's start, tls::Certificates::load).
+config::Diagnostics checkCertificateFiles(const config::Project& project,
+                                          tls::Clock::time_point now = tls::Clock::now());
 
 // Loads every interface's code in one confined worker, as the engine does,
 // then each function interface.yaml names. A load error is reported at the

@@ -80,6 +80,7 @@ nlohmann::json diagnosticsJson(const Diagnostics& list) {
 // start_checks.h), as errors of the same kind.
 void checkStartable(LoadOutcome& outcome) {
   Diagnostics more = supervisor::unsupportedKinds(*outcome.project);
+  for (auto& d : supervisor::checkCertificateFiles(*outcome.project)) more.push_back(std::move(d));
   for (auto& d : supervisor::checkInterfaceCode(*outcome.project)) more.push_back(std::move(d));
   if (more.empty()) return;
   outcome.diagnostics = std::move(more);
@@ -192,7 +193,9 @@ void addValidateCommand(CLI::App& ductus, int& exitCode) {
       "DUCTUS_SECRETS_KEY or ductus.yaml's secrets.key_file; without a key, each\n"
       "secret is checked by name only; a variable not set in this shell is a\n"
       "warning naming it and where it is used, an error with --strict). Then\n"
-      "loads every interface's code in a confined worker, checks that it exports\n"
+      "loads every certificates: entry as the engine does (an unreadable file, a\n"
+      "key that doesn't match, an expired certificate: an error naming it) and\n"
+      "every interface's code in a confined worker, checks that it exports\n"
       "each function interface.yaml names, and refuses kinds this engine can't\n"
       "run yet: valid means the engine will start (given the variables it warned\n"
       "of). Prints one line per interface and exits 0, or every error as\n"

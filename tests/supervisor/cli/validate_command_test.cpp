@@ -11,6 +11,7 @@
 
 #include "tests/common/config/project_dir.h"
 #include "tests/support/exit_status.h"
+#include "tests/support/test_ca.h"
 #include "tests/support/test_env.h"
 
 namespace ductus::config::test {
@@ -204,6 +205,46 @@ TEST_F(WillStart, KindsTheEngineRefusesAtStartAreRefusedHere) {
                                       "engine yet\n"));
   EXPECT_THAT(r.out, HasSubstr(yaml + ":4:3: destination.sftp: sftp destinations are not "
                                       "supported by this engine yet\n"));
+}
+
+// Every certificates: entry is loaded as the engine loads it before the
+// database: an expired certificate makes validate exit 1 naming the entry
+// and its line; a current one, a matching key, passes.
+TEST_F(WillStart, AnExpiredCertificateIsAnErrorNamingItsEntry) {
+  ductus::test::TestCa ca(dir_.root() / "tls");
+  ca.issue("server", "/CN=localhost");
+  ca.issue("old", "/CN=localhost", {"localhost"}, {"127.0.0.1"}, -2);
+  ca.issue("other", "/CN=other");
+  // The example's own apis: stay; the entries come after its 6 lines.
+  std::ifstream in(dir_.root() / "resources.yaml");
+  std::string resources((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  resources += "certificates:\n"
+               "  server: { cert_file: tls/server.pem, key_file: tls/server.key }\n"
+               "  analyzers: { ca_file: tls/ca.pem }\n";
+  dir_.write("resources.yaml", resources);
+  auto r = validate();
+  EXPECT_EQ(exitCode(r), 0) << r.out;
+
+  dir_.write("resources.yaml",
+             resources +
+                 "  old: { cert_file: tls/old.pem, key_file: tls/old.key }\n"
+                 "  mixed: { cert_file: tls/server.pem, key_file: tls/other.key }\n"
+                 "  gone: { ca_file: tls/missing.pem }\n");
+  r = validate();
+  EXPECT_EQ(exitCode(r), 1) << r.out;
+  std::string yaml = path("resources.yaml");
+  EXPECT_THAT(r.out, HasSubstr(yaml + ":10: certificates.old: "));
+  EXPECT_THAT(r.out, HasSubstr("expired"));
+  EXPECT_THAT(r.out, HasSubstr(yaml + ":11: certificates.mixed: "));
+  EXPECT_THAT(r.out, HasSubstr(yaml + ":12: certificates.gone: "));
+  EXPECT_THAT(r.out, Not(HasSubstr("certificates.server:")));
+
+  // run refuses the same before any database (this one does not exist).
+  r = sh(std::string(ductus::test::ductusBinary()) + " run " + quoted(dir_.root()) +
+         " --database 'host=/nonexistent-ductus-h1 dbname=x connect_timeout=1'");
+  EXPECT_EQ(exitCode(r), 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(yaml + ":10: certificates.old: ")) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("certificates that do not load; nothing was started")) << r.out;
 }
 
 // CI validates without the production key: a secret must exist by name.
