@@ -214,7 +214,27 @@ AllowNames::~AllowNames() = default;  // the timers close with their handles
 
 uint64_t AllowNames::now() const { return options_.now ? options_.now() : uv_now(loop_); }
 
-void AllowNames::add(const std::string& name) { names_.try_emplace(name); }
+void AllowNames::add(const std::string& name) {
+  auto [it, added] = names_.try_emplace(name);
+  // A list built after start() (a listener bound again) has its new name
+  // looked up now, and kept current from here on.
+  if (added && started_) {
+    lookUp(it->first, it->second);
+    startTimer();
+  }
+}
+
+void AllowNames::startTimer() {
+  if (timer_) return;
+  timer_ = makeTimer(loop_, this);
+  uint64_t every = static_cast<uint64_t>(options_.every.count());
+  uv_timer_start(
+      timer_.get(),
+      [](uv_timer_t* t) {
+        if (auto* self = static_cast<AllowNames*>(t->data)) self->tick();
+      },
+      every, every);
+}
 
 void AllowNames::start(std::function<void()> ready) {
   started_ = true;
@@ -249,14 +269,7 @@ void AllowNames::start(std::function<void()> ready) {
         },
         static_cast<uint64_t>(options_.readyWithin.count()), 0);
   }
-  timer_ = makeTimer(loop_, this);
-  uint64_t every = static_cast<uint64_t>(options_.every.count());
-  uv_timer_start(
-      timer_.get(),
-      [](uv_timer_t* t) {
-        if (auto* self = static_cast<AllowNames*>(t->data)) self->tick();
-      },
-      every, every);
+  startTimer();
 }
 
 void AllowNames::becomeReady() {

@@ -90,7 +90,8 @@ class AllowNames : public std::enable_shared_from_this<AllowNames> {
   // Stops the timer; lookups still running find the names gone and stop.
   ~AllowNames();
 
-  // A name some list holds (lower case); added before start().
+  // A name some list holds (lower case). One added after start() is
+  // looked up at once (start() does not wait for it).
   void add(const std::string& name);
   // Looks every name up and calls ready once each has answered (or after
   // options.readyWithin); at once when there is none. Then looks them up
@@ -125,6 +126,7 @@ class AllowNames : public std::enable_shared_from_this<AllowNames> {
   void lookUp(const std::string& name, Name& n);
   void answered(const std::string& name, Result<Addresses> result);
   void becomeReady();
+  void startTimer();  // once: every options.every while there are names
 
   uv_loop_t* loop_;
   Options options_;

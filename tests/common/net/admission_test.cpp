@@ -253,6 +253,26 @@ TEST(AdmissionTest, ARefusalLooksNamesUpAgainAtMostOnceAMinute) {
   EXPECT_EQ(a->refusals(), 4u);
 }
 
+TEST(AdmissionTest, ANameAddedAfterStartIsLookedUpAtOnceAndKeptCurrent) {
+  Loop l;
+  Script s;
+  auto names = AllowNames::make(&l.loop, s.options());
+  bool ready = false;
+  names->start([&] { ready = true; });
+  EXPECT_TRUE(ready);  // no names yet
+  EXPECT_EQ(uv_loop_alive(&l.loop), 0);
+  // A listener bound again later, its list naming a host.
+  auto a = admission({"lab-gw.hospital.org"}, names);
+  ASSERT_EQ(s.pending.size(), 1u);
+  s.answer({ip("192.0.2.7")});
+  EXPECT_TRUE(a->admits(peer("192.0.2.7")));
+  EXPECT_NE(uv_loop_alive(&l.loop), 0);  // the 5-minute timer runs now
+  s.nowMs += 5 * 60'000;
+  names->tick();
+  EXPECT_EQ(s.pending.size(), 1u);
+  s.answer({ip("192.0.2.7")});
+}
+
 TEST(AdmissionTest, AFailedLookupKeepsTheLastAddressesAndLogsOnce) {
   test::LogCapture log;
   Loop l;
