@@ -1,9 +1,13 @@
 #include "schema/conninfo.h"
 
 #include <libpq-fe.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <memory>
+#include <system_error>
+
+#include "common/tls/certificates.h"
 
 namespace ductus::store {
 namespace {
@@ -83,6 +87,58 @@ std::string conninfoValue(const std::string& conninfo, const std::string& keywor
   for (PQconninfoOption* o = opts->get(); o->keyword; ++o)
     if (keyword == o->keyword) return o->val ? o->val : "";
   return "";
+}
+
+Result<std::string> withVerifiedTls(const std::string& conninfo, const std::string& caFile) {
+  auto opts = parse(conninfo);
+  if (!opts) return opts.error();
+  std::string out;
+  for (PQconninfoOption* o = opts->get(); o->keyword; ++o) {
+    std::string k = o->keyword;
+    if (!o->val || k == "sslmode" || k == "sslrootcert") continue;
+    out += (out.empty() ? "" : " ") + k + "=" + quoted(o->val);
+  }
+  out += (out.empty() ? "" : " ") + std::string("sslmode='verify-full' sslrootcert=") +
+         quoted(caFile.c_str());
+  return out;
+}
+
+DatabaseTls::~DatabaseTls() {
+  std::error_code ec;
+  for (const auto& p : written_) std::filesystem::remove(p, ec);
+}
+
+Result<std::string> DatabaseTls::apply(const std::string& what, const std::string& conninfo,
+                                       const tls::ConnectTls& tls,
+                                       const std::map<std::string, tls::CertificateSource>& sources,
+                                       tls::Certificates* certificates) {
+  if (!tls.enabled || tls.ca.empty()) return conninfo;
+  auto source = sources.find(tls.ca);
+  if (source != sources.end() && !source->second.caFile.empty())
+    return withVerifiedTls(conninfo, source->second.caFile.string());
+  // PEM text, or a pair whose chain is the CA: written for libpq to read.
+  if (!certificates) return Error{what + ": TLS with ca " + tls.ca + " without the engine's certificates"};
+  auto client = certificates->client({.enabled = true, .ca = tls.ca, .certificate = {}, .at = tls.at});
+  if (!client) return Error{what + ": " + client.error().message};
+  std::string pem = (*client)->caPem();
+  if (pem.empty()) return Error{what + ": certificates: entry " + tls.ca + " holds no CA"};
+  std::string path = (std::filesystem::temp_directory_path() / "ductus-pg-ca-XXXXXX").string();
+  int fd = mkstemp(path.data());  // 0600
+  if (fd < 0) return Error::fromErrno(what + ": a file for the CA of " + tls.ca);
+  written_.emplace_back(path);
+  size_t done = 0;
+  while (done < pem.size()) {
+    ssize_t n = ::write(fd, pem.data() + done, pem.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      ::close(fd);
+      return Error::fromErrno(what + ": writing " + path, err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return withVerifiedTls(conninfo, path);
 }
 
 }  // namespace ductus::store

@@ -8,11 +8,18 @@
 // PGCONNECT_TIMEOUT) is never replaced.
 #pragma once
 
+#include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/result.h"
+#include "common/tls/settings.h"
+
+namespace ductus::tls {
+class Certificates;
+}
 
 namespace ductus::store {
 
@@ -43,5 +50,35 @@ Result<std::string> hardenedConninfo(const std::string& conninfo,
 // The value a connection string sets for `keyword` ("" when it sets none
 // or does not parse).
 std::string conninfoValue(const std::string& conninfo, const std::string& keyword);
+
+// `conninfo` with sslmode=verify-full (TLS required, the server's
+// certificate checked against the CA and its name against the host) and
+// sslrootcert=`caFile`, replacing what the string says for these two: a
+// project that names a CA for a database must not be weakened by its URL.
+Result<std::string> withVerifiedTls(const std::string& conninfo, const std::string& caFile);
+
+// A database's ca: (databases: in resources.yaml, the engine's database:)
+// as libpq takes it: withVerifiedTls with a file holding the CA's PEM, the
+// entry's own ca_file when it has one, else a 0600 temporary file written
+// here and removed when this object goes (libpq reads sslrootcert at each
+// connect, so it lives as long as the connections' owner).
+class DatabaseTls {
+ public:
+  DatabaseTls() = default;
+  ~DatabaseTls();
+  DatabaseTls(const DatabaseTls&) = delete;
+  DatabaseTls& operator=(const DatabaseTls&) = delete;
+
+  // `conninfo` unchanged when `tls` is not enabled or names no CA. Errors
+  // name `what` ("database lab").
+  Result<std::string> apply(const std::string& what, const std::string& conninfo,
+                            const tls::ConnectTls& tls,
+                            const std::map<std::string, tls::CertificateSource>& sources,
+                            tls::Certificates* certificates);
+  const std::vector<std::filesystem::path>& written() const { return written_; }
+
+ private:
+  std::vector<std::filesystem::path> written_;
+};
 
 }  // namespace ductus::store

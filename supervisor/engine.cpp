@@ -126,6 +126,13 @@ void Engine::start(std::function<void(Status)> done) {
     if (!loaded) return fail("loading certificates", loaded.error());
     certificates_ = *loaded;
   }
+  // database: { url, ca }: every connection of the engine's verifies the
+  // server (sslmode=verify-full) against that CA.
+  auto verified = databaseTls_.apply("the database", options_.databaseUrl,
+                                     project_.engine.databaseTls,
+                                     project_.resources.certificates, certificates_.get());
+  if (!verified) return fail("the database's TLS", verified.error());
+  options_.databaseUrl = *verified;
   // Each listener's TLS and allow: made now, before the database too: a
   // name or kind that doesn't fit stops the start here. Host names in
   // allow: lists resolve while the database connects.

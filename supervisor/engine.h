@@ -26,6 +26,7 @@
 #include "common/net/listener_guard.h"
 #include "common/result.h"
 #include "common/uv_handle.h"
+#include "schema/conninfo.h"
 
 namespace ductus::store {
 class Store;
@@ -223,6 +224,9 @@ class Engine {
   uv_loop_t* loop_;
   config::Project project_;
   EngineOptions options_;
+  // The database CA's file for libpq, when written (outlives every
+  // connection below).
+  store::DatabaseTls databaseTls_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<ProjectServices> services_;
   std::unique_ptr<WorkerPool> workers_;

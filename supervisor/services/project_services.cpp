@@ -188,6 +188,9 @@ struct ProjectServices::DbPool {
   std::string connections;
   std::string setting = "max_connections in resources.yaml";
   std::unique_ptr<store::PgPool> pool;
+  // Why its connections cannot be opened as configured (its ca:); every
+  // call is answered with it.
+  std::optional<Error> broken;
   size_t running = 0;  // calls holding or getting one of its connections
   std::deque<std::shared_ptr<DbCall>> waiting;
 };
@@ -221,9 +224,8 @@ ProjectServices::DbPool& ProjectServices::poolFor(const config::DatabaseResource
     p->connections = "one of the database's " + std::to_string(p->limit) + " connections";
     // Named in pg_stat_activity, so an operator can tell scripts'
     // connections from the engine's and from each database resource's.
-    auto conninfo =
-        store::withConninfoDefaults(db.url, {{"application_name", "ductus db(" + db.name + ")"}});
-    // A URL that does not parse is reported by the connect, per call.
+    auto conninfo = dbConninfo(db, "ductus db(" + db.name + ")");
+    if (!conninfo) p->broken = conninfo.error();
     // The pool starts empty and opens connections as calls need them.
     p->pool = std::make_unique<store::PgPool>(loop_, conninfo ? *conninfo : db.url, p->limit);
   }
@@ -242,11 +244,25 @@ ProjectServices::DbPool* ProjectServices::dedicatedPoolFor(const ServiceCall& ca
     p->limit = std::max<uint32_t>(1, n->second);
     p->connections = "one of its own " + std::to_string(p->limit) + " dedicated connections";
     p->setting = "dedicated_pools in interfaces/" + iface->name + "/interface.yaml";
-    auto conninfo = store::withConninfoDefaults(
-        db.url, {{"application_name", "ductus db(" + db.name + ") for " + iface->name}});
+    auto conninfo = dbConninfo(db, "ductus db(" + db.name + ") for " + iface->name);
+    if (!conninfo) p->broken = conninfo.error();
     p->pool = std::make_unique<store::PgPool>(loop_, conninfo ? *conninfo : db.url, p->limit);
   }
   return p.get();
+}
+
+Result<std::string> ProjectServices::dbConninfo(const config::DatabaseResource& db,
+                                                const std::string& appName) {
+  std::string url = db.url;
+  if (db.tls.enabled) {
+    auto verified = dbTls_.apply("db(\"" + db.name + "\")", db.url, db.tls,
+                                 resources_.certificates, options_.certificates.get());
+    if (!verified) return verified.error();
+    url = *verified;
+  }
+  // A URL that does not parse is reported by the connect, per call.
+  auto conninfo = store::withConninfoDefaults(url, {{"application_name", appName}});
+  return conninfo ? *conninfo : url;
 }
 
 std::chrono::milliseconds ProjectServices::dbTimeoutFor(const ServiceCall& call) const {
@@ -283,6 +299,7 @@ void ProjectServices::database(const ServiceCall& call, Reply reply) {
       chosen = &shared;
   }
   DbPool& pool = *chosen;
+  if (pool.broken) return reply(*pool.broken);
   auto c = std::make_shared<DbCall>();
   c->database = call.resource;
   if (pool.running >= pool.limit && pool.waiting.size() >= options_.maxDbWaiting)

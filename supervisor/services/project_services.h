@@ -15,6 +15,7 @@
 //   shared pool that no call waits for; else it waits for one of its own.
 //   So it is never starved by the other interfaces' queries, and the
 //   database sees up to max_connections plus every dedicated N.
+//   A database with ca: connects with sslmode=verify-full against that CA.
 //   A call has the calling interface's timeout (dbTimeout when unknown) for
 //   waiting and running together: past it, it answers transient "timed
 //   out", and the server cancels the statement (statement_timeout, set to
@@ -54,6 +55,7 @@
 
 #include "common/config/model.h"
 #include "common/config/secrets.h"
+#include "schema/conninfo.h"
 #include "supervisor/services/http_fetch.h"
 #include "supervisor/workers/worker_pool.h"
 
@@ -118,6 +120,9 @@ class ProjectServices : public ServiceHandler {
   struct DbPool;
   struct DbCall;
   DbPool& poolFor(const config::DatabaseResource& db);
+  // The database's connection string: its ca: as sslmode=verify-full,
+  // application_name `appName`.
+  Result<std::string> dbConninfo(const config::DatabaseResource& db, const std::string& appName);
   // The calling interface's own pool for that database (dedicated_pools),
   // or null when it has none.
   DbPool* dedicatedPoolFor(const ServiceCall& call, const config::DatabaseResource& db);
@@ -138,6 +143,9 @@ class ProjectServices : public ServiceHandler {
   const config::Resources& resources_;
   const config::Project* project_;  // null: no interfaces to take timeouts from
   Options options_;
+  // Files holding databases' CAs for libpq (sslrootcert); they outlive
+  // the pools below, whose connections read them at each connect.
+  store::DatabaseTls dbTls_;
   std::map<std::string, std::unique_ptr<DbPool>> dbs_;
   // (interface, database) → the interface's dedicated_pools connections.
   std::map<std::pair<std::string, std::string>, std::unique_ptr<DbPool>> dedicatedDbs_;

@@ -12,14 +12,19 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "common/fd.h"
 #include "schema/conninfo.h"
+#include "common/tls/certificates.h"
 #include "schema/pg_error.h"
 #include "tests/schema/store_fixture.h"
+#include "tests/support/test_ca.h"
 
 namespace ductus::store::test {
 namespace {
@@ -123,6 +128,63 @@ TEST_F(Conninfo, DefaultsAreAddedOnlyWhereNothingIsSet) {
   EXPECT_EQ(params(*named)["sslmode"], "prefer");
   EXPECT_EQ(conninfoValue(*named, "host"), "db");
   EXPECT_EQ(conninfoValue(*named, "port"), "");
+}
+
+TEST_F(Conninfo, AProjectsCaMakesItVerifyFullReplacingAWeakerSslmodeInTheUrl) {
+  auto v = withVerifiedTls("postgresql://db.example/x?sslmode=disable&sslrootcert=/tmp/old.pem",
+                           "/etc/ductus/it's ca.pem");
+  ASSERT_TRUE(v) << v.error().message;
+  auto p = params(*v);
+  EXPECT_EQ(p["sslmode"], "verify-full");
+  EXPECT_EQ(p["sslrootcert"], "/etc/ductus/it's ca.pem");
+  EXPECT_EQ(p["host"], "db.example");
+  EXPECT_EQ(p["dbname"], "x");
+}
+
+TEST_F(Conninfo, ADatabaseCaFromAFileIsReadThereAndPemTextGoesToAPrivateFileRemovedAfter) {
+  std::map<std::string, tls::CertificateSource> sources;
+  sources["file"] = {.name = "file", .caFile = "/etc/ductus/ca.pem"};
+  std::filesystem::path written;
+  {
+    DatabaseTls files;
+    auto fromFile = files.apply("db(\"lab\")", "host=db", {.enabled = true, .ca = "file"}, sources,
+                                nullptr);
+    ASSERT_TRUE(fromFile) << fromFile.error().message;
+    EXPECT_EQ(params(*fromFile)["sslrootcert"], "/etc/ductus/ca.pem");
+    EXPECT_TRUE(files.written().empty());
+    // Not enabled, or no ca: the string as it was.
+    EXPECT_EQ(*files.apply("db", "host=db", {}, sources, nullptr), "host=db");
+
+    // A CA as PEM text needs the loaded certificates.
+    char tmpl[] = "/tmp/ductus-dbtls-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    ductus::test::TestCa ca(tmpl);
+    std::ifstream in(ca.cert());
+    std::stringstream pem;
+    pem << in.rdbuf();
+    sources["text"] = {.name = "text", .caPem = pem.str()};
+    auto none = files.apply("db(\"lab\")", "host=db", {.enabled = true, .ca = "text"}, sources,
+                            nullptr);
+    ASSERT_FALSE(none);
+    EXPECT_EQ(none.error().message.rfind("db(\"lab\"): ", 0), 0u) << none.error().message;
+    auto certs = tls::Certificates::load({sources["text"]});
+    ASSERT_TRUE(certs) << certs.error().message;
+    auto fromText = files.apply("db(\"lab\")", "host=db", {.enabled = true, .ca = "text"}, sources,
+                                certs->get());
+    ASSERT_TRUE(fromText) << fromText.error().message;
+    ASSERT_EQ(files.written().size(), 1u);
+    written = files.written()[0];
+    EXPECT_EQ(params(*fromText)["sslrootcert"], written.string());
+    EXPECT_EQ(params(*fromText)["sslmode"], "verify-full");
+    EXPECT_EQ(std::filesystem::status(written).permissions(),
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    std::ifstream back(written);
+    std::stringstream got;
+    got << back.rdbuf();
+    EXPECT_NE(got.str().find("-----BEGIN CERTIFICATE-----"), std::string::npos);
+    std::filesystem::remove_all(tmpl);
+  }
+  EXPECT_FALSE(std::filesystem::exists(written));
 }
 
 // A server that completes the TCP handshake (the kernel does, from the

@@ -60,9 +60,11 @@ bool PgCluster::pgsh(const std::vector<std::string>& args, std::string* out) {
   return rc == 0 && exitedWith(st, 0);
 }
 
-bool PgCluster::start() {
+bool PgCluster::start(uint16_t tcpPort) {
   std::string out;
-  if (dir_.empty() || !pgsh({"start", dir_.string()}, &out)) {
+  std::vector<std::string> args{"start", dir_.string()};
+  if (tcpPort) args.insert(args.end(), {"--tcp", std::to_string(tcpPort)});
+  if (dir_.empty() || !pgsh(args, &out)) {
     ADD_FAILURE() << "scripts/pg.sh start " << dir_ << " failed: " << out;
     return false;
   }

@@ -6,6 +6,7 @@
 
 #include <libpq-fe.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -23,7 +24,8 @@ class PgCluster {
   PgCluster& operator=(const PgCluster&) = delete;
 
   // initdb (the first time) and start; false (ADD_FAILURE with why) if not.
-  bool start();
+  // tcpPort: listen on 127.0.0.1:tcpPort too (the Unix socket stays).
+  bool start(uint16_t tcpPort = 0);
   // Stops the server (pg_ctl -m fast: sessions are terminated), keeping
   // the data for the next start().
   bool stop();
@@ -32,6 +34,7 @@ class PgCluster {
   // kill -9 of the postmaster and its backends. start() then recovers.
   bool crash(const std::string& how);
   const std::string& url() const { return url_; }
+  const std::filesystem::path& dir() const { return dir_; }
 
   // Blocking query on a fresh connection: the first column of each row.
   // ADD_FAILURE()s on an error.

@@ -5,6 +5,8 @@
 // show the behaviour (a server that is down, a response over the limit).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,12 +14,15 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/config/secrets.h"
 #include "common/tls/certificates.h"
 #include "supervisor/services/project_services.h"
+#include "tests/support/pg_cluster.h"
+#include "tests/support/ports.h"
 #include "tests/support/receivers.h"
 #include "tests/support/script_server.h"
 #include "tests/support/test_ca.h"
@@ -769,6 +774,96 @@ TEST_F(ServicesTest, AnApiNamingACaWithoutTheEnginesCertificatesIsRefusedSayingS
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().message,
             "api(\"secure\"): TLS settings without the engine's certificates");
+}
+
+// A throwaway PostgreSQL with ssl=on and a server certificate of our test
+// CA, reached over TCP as "localhost" (verify-full checks that name).
+class DbTlsTest : public ServicesTest {
+ protected:
+  void SetUp() override {
+    ServicesTest::SetUp();
+    ca_.emplace(project_ / "ca");
+    other_.emplace(project_ / "other", "Another CA");
+    port_ = freePort();
+    ASSERT_TRUE(cluster_.start(port_));
+    Issued server = ca_->issue("pg", "/CN=localhost", {"localhost"}, {"127.0.0.1"});
+    // The server reads its pair from its data folder, as its own user, the
+    // key 0600 (it refuses a key others may read).
+    std::filesystem::path data = cluster_.dir() / "data";
+    std::filesystem::copy_file(server.chain, data / "server.crt");
+    std::filesystem::copy_file(server.key, data / "server.key");
+    if (getuid() == 0)
+      if (passwd* pg = getpwnam("postgres"))
+        for (auto f : {data / "server.crt", data / "server.key"})
+          ASSERT_EQ(chown(f.c_str(), pg->pw_uid, pg->pw_gid), 0);
+    std::filesystem::permissions(data / "server.key", std::filesystem::perms::owner_read |
+                                                          std::filesystem::perms::owner_write);
+    cluster_.value("ALTER SYSTEM SET ssl = on");
+    cluster_.value("SELECT pg_reload_conf()");
+    tcpUrl_ = "host=localhost port=" + std::to_string(port_) + " user=postgres dbname=postgres";
+    // Until the reload has taken: a TLS connection is accepted.
+    bool up = false;
+    for (int i = 0; i < 100 && !up; ++i) {
+      PGconn* c = PQconnectdb((tcpUrl_ + " sslmode=require").c_str());
+      up = PQstatus(c) == CONNECTION_OK;
+      PQfinish(c);
+      if (!up) usleep(50'000);
+    }
+    ASSERT_TRUE(up) << "the cluster does not take TLS";
+  }
+
+  void addDatabase(const std::string& name, const std::string& ca) {
+    config::DatabaseResource d;
+    d.name = name;
+    d.url = tcpUrl_;
+    d.tls = {.enabled = true, .ca = ca};
+    project_cfg_.resources.databases.emplace(name, d);
+  }
+
+  Result<std::string> query(const std::string& database, const std::string& sql) {
+    ServiceCall c{};
+    c.kind = ServiceCall::Kind::DbQuery;
+    c.resource = database;
+    c.sql = sql;
+    return ask(c);
+  }
+
+  std::optional<TestCa> ca_, other_;
+  uint16_t port_ = 0;
+  PgCluster cluster_;
+  std::string tcpUrl_;
+};
+
+TEST_F(DbTlsTest, ADatabaseWithCaConnectsVerifyFullAndAnotherCaIsRefusedNamingTheDatabase) {
+  std::ifstream caText(ca_->cert());
+  std::stringstream pem;
+  pem << caText.rdbuf();
+  project_cfg_.resources.certificates["pg-ca"] = {.name = "pg-ca", .caFile = ca_->cert()};
+  // The same CA as PEM text (usually a secret): a temporary file for libpq.
+  project_cfg_.resources.certificates["pg-ca-text"] = {.name = "pg-ca-text", .caPem = pem.str()};
+  project_cfg_.resources.certificates["other-ca"] = {.name = "other-ca", .caFile = other_->cert()};
+  std::vector<tls::CertificateSource> sources;
+  for (auto& [n, s] : project_cfg_.resources.certificates) sources.push_back(s);
+  auto certs = tls::Certificates::load(sources);
+  ASSERT_TRUE(certs) << certs.error().message;
+  addDatabase("lab", "pg-ca");
+  addDatabase("lab-text", "pg-ca-text");
+  addDatabase("wrong", "other-ca");
+  ProjectServices::Options o;
+  o.certificates = *certs;
+  services(o);
+
+  const std::string sql = "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
+  for (const char* db : {"lab", "lab-text"}) {
+    auto ok = query(db, sql);
+    ASSERT_TRUE(ok) << db << ": " << ok.error().message;
+    EXPECT_EQ(json::parse(*ok), json::parse(R"([{"ssl":true}])")) << db;
+  }
+  auto refused = query("wrong", sql);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message.rfind("db(\"wrong\"): ", 0), 0u) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("certificate verify failed"), std::string::npos)
+      << refused.error().message;
 }
 
 }  // namespace
