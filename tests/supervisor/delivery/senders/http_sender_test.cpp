@@ -6,15 +6,11 @@
 #include <gtest/gtest.h>
 #include <uv.h>
 
-#include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
-#include "common/tls/certificates.h"
+#include "tests/support/outbound_tls.h"
 #include "tests/support/receivers.h"
 #include "tests/support/script_server.h"
-#include "tests/support/test_ca.h"
 
 namespace ductus::senders {
 namespace {
@@ -222,45 +218,23 @@ TEST(HttpStatus, EachStatusClassMapsToItsOutcome) {
 
 class HttpSenderTlsTest : public HttpSenderTest {
  protected:
-  void SetUp() override {
-    HttpSenderTest::SetUp();
-    char tmpl[] = "/tmp/ductus-https-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    ca_.emplace(dir_ / "ca");
-    other_.emplace(dir_ / "other", "Another CA");
-    client_ = ca_->issue("engine", "/CN=ductus-engine", {"ductus.example"}, {});
-    record_ = dir_ / "received";
-  }
   void TearDown() override {
     HttpSenderTest::TearDown();
     server_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   uint16_t startServer(const ::ductus::test::Issued& server) {
     server_.emplace(std::vector<std::string>{
         "python3", ::ductus::test::supportScript("https_receiver.py"), "--cert",
-        server.cert.string(), "--key", server.key.string(), "--client-ca", ca_->cert().string(),
-        "--record", record_.string()});
+        server.cert.string(), "--key", server.key.string(), "--client-ca",
+        files_.ca().cert().string(), "--record", files_.record().string()});
     EXPECT_NE(server_->port(), 0) << "the server did not start";
     return server_->port();
   }
 
-  // certificates: { ca: <trusted>, engine: <client_> }; the ClientTls of
-  // { ca: ca, certificate: engine or none }.
   std::shared_ptr<tls::ClientTls> clientTls(const ::ductus::test::TestCa& trusted,
                                             bool clientCertificate) {
-    tls::CertificateSource ca{.name = "ca", .caFile = trusted.cert(), .at = "resources.yaml:2"};
-    tls::CertificateSource pair{.name = "engine", .certFile = client_.cert, .keyFile = client_.key,
-                                .at = "resources.yaml:3"};
-    auto certs = tls::Certificates::load({ca, pair});
-    EXPECT_TRUE(certs) << certs.error().message;
-    certificates_ = *certs;
-    auto client = certificates_->client(
-        {.enabled = true, .ca = "ca", .certificate = clientCertificate ? "engine" : ""});
-    EXPECT_TRUE(client) << client.error().message;
-    return *client;
+    return files_.client(trusted, clientCertificate);
   }
 
   HttpSender& makeTlsSender(const std::string& url, std::shared_ptr<const net::CurlTls> tls) {
@@ -272,23 +246,17 @@ class HttpSenderTlsTest : public HttpSenderTest {
     return *senders_.back();
   }
 
-  std::string received() const {
-    std::ifstream in(record_, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::string received() const { return files_.recorded(); }
+  const ::ductus::test::TestCa& ca() const { return files_.ca(); }
+  const ::ductus::test::TestCa& other() const { return files_.other(); }
 
-  std::filesystem::path dir_, record_;
-  std::optional<::ductus::test::TestCa> ca_, other_;
-  ::ductus::test::Issued client_;
+  ::ductus::test::OutboundTlsFiles files_;
   std::optional<::ductus::test::ScriptServer> server_;
-  std::shared_ptr<tls::Certificates> certificates_;
 };
 
 TEST_F(HttpSenderTlsTest, DeliversOverHttpsPresentingItsClientCertificate) {
-  uint16_t port = startServer(ca_->issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
-  auto tls = std::make_shared<net::CurlTls>(clientTls(*ca_, true));
+  uint16_t port = startServer(ca().issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
+  auto tls = std::make_shared<net::CurlTls>(clientTls(ca(), true));
   auto out = sendOne(makeTlsSender("https://localhost:" + std::to_string(port) + "/in", tls),
                      {1, "adt", "lab", "MSH|tls", {}, {}});
   EXPECT_EQ(out.kind, SendOutcomeKind::Sent) << out.detail;
@@ -297,16 +265,16 @@ TEST_F(HttpSenderTlsTest, DeliversOverHttpsPresentingItsClientCertificate) {
 
 TEST_F(HttpSenderTlsTest, TheSystemsRootsStillCountBesideTheCaNamed) {
   // The "system's roots" here are the other CA: a server it signed is
-  // trusted though the connection names ca_.
-  uint16_t port = startServer(other_->issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
-  auto tls = std::make_shared<net::CurlTls>(clientTls(*ca_, true), other_->cert().string());
+  // trusted though the connection names ca().
+  uint16_t port = startServer(other().issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
+  auto tls = std::make_shared<net::CurlTls>(clientTls(ca(), true), other().cert().string());
   auto out = sendOne(makeTlsSender("https://localhost:" + std::to_string(port) + "/in", tls));
   EXPECT_EQ(out.kind, SendOutcomeKind::Sent) << out.detail;
 }
 
 TEST_F(HttpSenderTlsTest, WithoutAClientCertificateItIsTransient) {
-  uint16_t port = startServer(ca_->issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
-  auto tls = std::make_shared<net::CurlTls>(clientTls(*ca_, false));
+  uint16_t port = startServer(ca().issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
+  auto tls = std::make_shared<net::CurlTls>(clientTls(ca(), false));
   const std::string url = "https://localhost:" + std::to_string(port) + "/in";
   auto out = sendOne(makeTlsSender(url, tls));
   EXPECT_EQ(out.kind, SendOutcomeKind::Transient) << out.detail;
@@ -315,8 +283,8 @@ TEST_F(HttpSenderTlsTest, WithoutAClientCertificateItIsTransient) {
 }
 
 TEST_F(HttpSenderTlsTest, AServerOfAnotherCaIsRefusedTransient) {
-  uint16_t port = startServer(other_->issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
-  auto tls = std::make_shared<net::CurlTls>(clientTls(*ca_, true));
+  uint16_t port = startServer(other().issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
+  auto tls = std::make_shared<net::CurlTls>(clientTls(ca(), true));
   auto out = sendOne(makeTlsSender("https://localhost:" + std::to_string(port) + "/in", tls));
   EXPECT_EQ(out.kind, SendOutcomeKind::Transient);
   EXPECT_NE(out.detail.find("SSL certificate problem: unable to get local issuer certificate"),
@@ -326,8 +294,8 @@ TEST_F(HttpSenderTlsTest, AServerOfAnotherCaIsRefusedTransient) {
 }
 
 TEST_F(HttpSenderTlsTest, AHostNameTheCertificateDoesNotNameIsRefusedTransient) {
-  uint16_t port = startServer(ca_->issue("server", "/CN=lab", {"lab.example"}, {"127.0.0.1"}));
-  auto tls = std::make_shared<net::CurlTls>(clientTls(*ca_, true));
+  uint16_t port = startServer(ca().issue("server", "/CN=lab", {"lab.example"}, {"127.0.0.1"}));
+  auto tls = std::make_shared<net::CurlTls>(clientTls(ca(), true));
   auto out = sendOne(makeTlsSender("https://localhost:" + std::to_string(port) + "/in", tls));
   EXPECT_EQ(out.kind, SendOutcomeKind::Transient);
   EXPECT_NE(out.detail.find("localhost"), std::string::npos) << out.detail;

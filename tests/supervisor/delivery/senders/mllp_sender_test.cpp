@@ -6,15 +6,11 @@
 #include <gtest/gtest.h>
 #include <uv.h>
 
-#include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
-#include "common/tls/certificates.h"
+#include "tests/support/outbound_tls.h"
 #include "tests/support/receivers.h"
 #include "tests/support/script_server.h"
-#include "tests/support/test_ca.h"
 
 namespace ductus::senders {
 namespace {
@@ -313,80 +309,56 @@ TEST(MllpAck, AnAckWithoutMsaOrWithAnUnknownCodeIsTransient) {
 
 class MllpSenderTlsTest : public MllpSenderTest {
  protected:
-  void SetUp() override {
-    MllpSenderTest::SetUp();
-    char tmpl[] = "/tmp/ductus-mllp-tls-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    ca_.emplace(dir_ / "ca");
-    other_.emplace(dir_ / "other", "Another CA");
-    client_ = ca_->issue("engine", "/CN=ductus-engine", {"ductus.example"}, {});
-    record_ = dir_ / "received";
-  }
   void TearDown() override {
     MllpSenderTest::TearDown();
     receiver_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
-  // The receiver, serving `server` and requiring a client certificate of ca_.
+  // The receiver, serving `server` and requiring a client certificate of ca().
   uint16_t startReceiver(const ::ductus::test::Issued& server) {
     receiver_.emplace(std::vector<std::string>{
-        "python3", ::ductus::test::supportScript("tls_mllp_receiver.py"), "--cert", server.cert.string(),
-        "--key", server.key.string(), "--client-ca", ca_->cert().string(), "--record",
-        record_.string()});
+        "python3", ::ductus::test::supportScript("tls_mllp_receiver.py"), "--cert",
+        server.cert.string(), "--key", server.key.string(), "--client-ca",
+        files_.ca().cert().string(), "--record", files_.record().string()});
     EXPECT_NE(receiver_->port(), 0) << "the receiver did not start";
     return receiver_->port();
   }
 
-  // certificates: { ca: <trusted>, engine: <client_> }, and the sender's
-  // ClientTls for { ca: ca, certificate: engine or none }.
-  MllpSender& makeTlsSender(const std::string& host, uint16_t port, const ::ductus::test::TestCa& trusted,
-                            bool clientCertificate) {
-    tls::CertificateSource ca{.name = "ca", .caFile = trusted.cert(), .at = "resources.yaml:2"};
-    tls::CertificateSource pair{.name = "engine", .certFile = client_.cert, .keyFile = client_.key,
-                                .at = "resources.yaml:3"};
-    auto certs = tls::Certificates::load({ca, pair});
-    EXPECT_TRUE(certs) << certs.error().message;
-    certificates_ = *certs;
-    tls::ConnectTls connect{.enabled = true, .ca = "ca",
-                            .certificate = clientCertificate ? "engine" : ""};
-    auto client = certificates_->client(connect);
-    EXPECT_TRUE(client) << client.error().message;
+  // The sender with the ClientTls of { ca: <trusted>, certificate: engine
+  // or none }.
+  MllpSender& makeTlsSender(const std::string& host, uint16_t port,
+                            const ::ductus::test::TestCa& trusted, bool clientCertificate) {
     MllpSenderSettings s;
     s.host = host;
     s.port = port;
     s.connectTimeout = 5s;
     s.sendTimeout = 5s;
     s.ackTimeout = 5s;
-    s.tls = *client;
+    s.tls = files_.client(trusted, clientCertificate);
     sender_ = std::make_unique<MllpSender>(&loop_, s);
     return *sender_;
   }
 
   // The messages the receiver recorded (each ends in 0x1c there).
   std::vector<std::string> received() const {
-    std::ifstream in(record_, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
     std::vector<std::string> out;
-    std::string all = ss.str();
+    std::string all = files_.recorded();
     for (size_t at = 0, end; (end = all.find('\x1c', at)) != std::string::npos; at = end + 1)
       out.push_back(all.substr(at, end - at));
     return out;
   }
 
-  std::filesystem::path dir_, record_;
-  std::optional<::ductus::test::TestCa> ca_, other_;
-  ::ductus::test::Issued client_;
+  const ::ductus::test::TestCa& ca() const { return files_.ca(); }
+  const ::ductus::test::TestCa& other() const { return files_.other(); }
+
+  ::ductus::test::OutboundTlsFiles files_;
   std::optional<::ductus::test::ScriptServer> receiver_;
-  std::shared_ptr<tls::Certificates> certificates_;
 };
 
 TEST_F(MllpSenderTlsTest, DeliversOverTlsPresentingItsClientCertificateOnOneConnection) {
-  uint16_t port = startReceiver(ca_->issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
+  uint16_t port = startReceiver(ca().issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
   // A host name: resolved, sent as SNI and checked against the certificate.
-  makeTlsSender("localhost", port, *ca_, true);
+  makeTlsSender("localhost", port, ca(), true);
   const std::string second =
       "MSH|^~\\&|SND|FAC|RCV|FAC|20261202120001||ADT^A01|MSG0002|P|2.5\rPID|1||43\r";
   SendOutcome one = sendOne();
@@ -398,15 +370,15 @@ TEST_F(MllpSenderTlsTest, DeliversOverTlsPresentingItsClientCertificateOnOneConn
 }
 
 TEST_F(MllpSenderTlsTest, AnIpAddressIsCheckedAsOneAgainstTheCertificate) {
-  uint16_t port = startReceiver(ca_->issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
-  makeTlsSender("127.0.0.1", port, *ca_, true);
+  uint16_t port = startReceiver(ca().issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
+  makeTlsSender("127.0.0.1", port, ca(), true);
   SendOutcome out = sendOne();
   EXPECT_EQ(out.kind, SendOutcomeKind::Sent) << out.detail;
 }
 
 TEST_F(MllpSenderTlsTest, WithoutAClientCertificateTheReceiverRefusesAndItIsTransient) {
-  uint16_t port = startReceiver(ca_->issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
-  makeTlsSender("127.0.0.1", port, *ca_, false);
+  uint16_t port = startReceiver(ca().issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
+  makeTlsSender("127.0.0.1", port, ca(), false);
   SendOutcome out = sendOne();
   EXPECT_EQ(out.kind, SendOutcomeKind::Transient);
   const std::string prefix = "TLS handshake with 127.0.0.1:" + std::to_string(port) + " failed: ";
@@ -417,8 +389,8 @@ TEST_F(MllpSenderTlsTest, WithoutAClientCertificateTheReceiverRefusesAndItIsTran
 }
 
 TEST_F(MllpSenderTlsTest, AServerCertificateOfAnotherCaIsRefusedAndItIsTransient) {
-  uint16_t port = startReceiver(other_->issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
-  makeTlsSender("localhost", port, *ca_, true);
+  uint16_t port = startReceiver(other().issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}));
+  makeTlsSender("localhost", port, ca(), true);
   SendOutcome out = sendOne();
   EXPECT_EQ(out.kind, SendOutcomeKind::Transient);
   EXPECT_EQ(out.detail, "TLS handshake with localhost:" + std::to_string(port) +
@@ -428,8 +400,8 @@ TEST_F(MllpSenderTlsTest, AServerCertificateOfAnotherCaIsRefusedAndItIsTransient
 }
 
 TEST_F(MllpSenderTlsTest, AHostNameTheCertificateDoesNotNameIsRefusedAndItIsTransient) {
-  uint16_t port = startReceiver(ca_->issue("server", "/CN=lab", {"lab.example"}, {"127.0.0.1"}));
-  makeTlsSender("localhost", port, *ca_, true);
+  uint16_t port = startReceiver(ca().issue("server", "/CN=lab", {"lab.example"}, {"127.0.0.1"}));
+  makeTlsSender("localhost", port, ca(), true);
   SendOutcome out = sendOne();
   EXPECT_EQ(out.kind, SendOutcomeKind::Transient);
   EXPECT_EQ(out.detail, "TLS handshake with localhost:" + std::to_string(port) +
@@ -440,7 +412,7 @@ TEST_F(MllpSenderTlsTest, AHostNameTheCertificateDoesNotNameIsRefusedAndItIsTran
 TEST_F(MllpSenderTlsTest, AReceiverThatNeverAnswersTheHandshakeTimesOutWithinTheSendTimeout) {
   // Accepts (the kernel's backlog) and never speaks.
   MllpReceiver silent([](const std::string&) { return MllpReply{}; });
-  makeTlsSender("127.0.0.1", silent.port(), *ca_, true);
+  makeTlsSender("127.0.0.1", silent.port(), ca(), true);
   SendOutcome out = sendOne();
   EXPECT_EQ(out.kind, SendOutcomeKind::Transient);
   EXPECT_EQ(out.detail, "TLS handshake with 127.0.0.1:" + std::to_string(silent.port()) +
