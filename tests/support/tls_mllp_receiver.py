@@ -5,12 +5,15 @@ requires a client certificate from a given CA, answers every message AA
 with MSA-2 = the MSH-10 it got, and records what it received.
 
   tls_mllp_receiver.py --cert C --key K [--client-ca CA.pem] --record FILE
+                       [--close-after-ack]
 
 Listens on an ephemeral port of 127.0.0.1 and ::1 (so "localhost"
 reaches it whichever the resolver gives first) and prints the port on its
 first line. Each message received is appended to FILE followed by 0x1c (a
 byte a message cannot hold); each refused handshake is appended to
-FILE.refused as one line with its reason. Runs until killed.
+FILE.refused as one line with its reason. --close-after-ack: each
+connection is closed after its first ACK, without a TLS close_notify (as
+many receivers do). Runs until killed.
 """
 import argparse
 import socket
@@ -38,7 +41,8 @@ def ack_for(message):
             + sep + b"2.5" + CR + b"MSA" + sep + b"AA" + sep + control + CR)
 
 
-def serve(conn, ctx, record, lock):
+def serve(conn, ctx, record, lock, close_after_ack):
+    tls = None
     try:
         conn.settimeout(10)
         # ssl closes the socket it wrapped when the handshake fails; a copy
@@ -81,8 +85,11 @@ def serve(conn, ctx, record, lock):
                 ack = ack_for(message)
                 if ack is not None:
                     tls.sendall(VT + ack + FS + CR)
+                    if close_after_ack:
+                        return
     finally:
-        conn.close()
+        # close(), not unwrap(): the socket ends without a close_notify.
+        (tls or conn).close()
 
 
 def main():
@@ -91,6 +98,7 @@ def main():
     p.add_argument("--key", required=True)
     p.add_argument("--client-ca")
     p.add_argument("--record", required=True)
+    p.add_argument("--close-after-ack", action="store_true")
     a = p.parse_args()
 
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -107,7 +115,8 @@ def main():
     def accept(server):
         while True:
             conn, _ = server.accept()
-            threading.Thread(target=serve, args=(conn, ctx, a.record, lock), daemon=True).start()
+            threading.Thread(target=serve, args=(conn, ctx, a.record, lock, a.close_after_ack),
+                             daemon=True).start()
 
     for s in servers[1:]:
         threading.Thread(target=accept, args=(s,), daemon=True).start()

@@ -315,11 +315,13 @@ class MllpSenderTlsTest : public MllpSenderTest {
   }
 
   // The receiver, serving `server` and requiring a client certificate of ca().
-  uint16_t startReceiver(const ::ductus::test::Issued& server) {
-    receiver_.emplace(std::vector<std::string>{
+  uint16_t startReceiver(const ::ductus::test::Issued& server, bool closeAfterAck = false) {
+    std::vector<std::string> argv{
         "python3", ::ductus::test::supportScript("tls_mllp_receiver.py"), "--cert",
         server.cert.string(), "--key", server.key.string(), "--client-ca",
-        files_.ca().cert().string(), "--record", files_.record().string()});
+        files_.ca().cert().string(), "--record", files_.record().string()};
+    if (closeAfterAck) argv.push_back("--close-after-ack");
+    receiver_.emplace(argv);
     EXPECT_NE(receiver_->port(), 0) << "the receiver did not start";
     return receiver_->port();
   }
@@ -367,6 +369,19 @@ TEST_F(MllpSenderTlsTest, DeliversOverTlsPresentingItsClientCertificateOnOneConn
   SendOutcome two = sendOne(second);
   EXPECT_EQ(two.kind, SendOutcomeKind::Sent) << two.detail;
   EXPECT_EQ(received(), (std::vector<std::string>{kMessage, second}));
+}
+
+TEST_F(MllpSenderTlsTest, AReceiverClosingWithoutCloseNotifyIsAnOrdinaryCloseAndTheNextSendReopens) {
+  uint16_t port =
+      startReceiver(ca().issue("server", "/CN=lab", {"localhost"}, {"127.0.0.1"}), true);
+  makeTlsSender("127.0.0.1", port, ca(), true);
+  SendOutcome one = sendOne();
+  EXPECT_EQ(one.kind, SendOutcomeKind::Sent) << one.detail;
+  // The receiver hangs up after the ACK: the connection is let go quietly.
+  EXPECT_TRUE(test::runUntil(&loop_, [&] { return !sender_->connected(); }));
+  SendOutcome two = sendOne();
+  EXPECT_EQ(two.kind, SendOutcomeKind::Sent) << two.detail;
+  EXPECT_EQ(received().size(), 2u);
 }
 
 TEST_F(MllpSenderTlsTest, AnIpAddressIsCheckedAsOneAgainstTheCertificate) {
