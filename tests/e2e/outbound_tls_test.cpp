@@ -2,7 +2,8 @@
 // tls: { ca, certificate } delivers to a receiver we did not write
 // (Python's ssl module, tests/support/tls_mllp_receiver.py) that requires
 // the engine's client certificate; with the wrong client certificate the
-// delivery waits, retried, with the refusal as its last error.
+// delivery waits, retried, with the refusal as its last error. The
+// engine's own database: { url, ca } is verify-full.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_project.h"
+#include "tests/support/pg_cluster.h"
 #include "tests/support/ports.h"
 #include "tests/support/script_server.h"
 #include "tests/support/test_ca.h"
@@ -115,6 +117,40 @@ TEST_F(OutboundTls, AClientCertificateTheReceiverRefusesLeavesTheDeliveryRetryin
       << engine.log();
   EXPECT_EQ(received(), "");
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+// database: { url, ca } in ductus.yaml: every connection of the engine
+// verifies a PostgreSQL with ssl=on against the CA named; another CA stops
+// the start, saying it is the database.
+TEST_F(OutboundTls, TheEnginesDatabaseWithCaIsVerifyFullAndAnotherCaStopsTheStartNamingIt) {
+  uint16_t pgPort = freePort();
+  PgCluster cluster;
+  ASSERT_TRUE(cluster.start(pgPort));
+  Issued pg = ca_->issue("pg", "/CN=localhost", {"localhost"}, {"127.0.0.1"});
+  ASSERT_TRUE(cluster.serveTls(pg.chain, pg.key, pgPort));
+  const std::string url =
+      "host=localhost port=" + std::to_string(pgPort) + " user=postgres dbname=postgres";
+  for (const TestCa* trusted : {&*ca_, &*other_}) {
+    auto f = files(engine_);
+    f["ductus.yaml"] = engineYaml() + "database: { url: \"" + url + "\", ca: pg-ca }\n";
+    f["resources.yaml"] += "  pg-ca: { ca_file: " + trusted->cert().string() + " }\n";
+    TempProject project(f);
+    EngineProcess engine(project.root(), url);
+    if (trusted == &*ca_) {
+      ASSERT_TRUE(engine.start()) << engine.log();
+      // Every TCP connection (the engine's; ours is on the Unix socket) is TLS.
+      const std::string tcp = "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a "
+                              "USING (pid) WHERE a.client_addr IS NOT NULL";
+      EXPECT_NE(cluster.value(tcp), "0");
+      EXPECT_EQ(cluster.value(tcp + " AND NOT s.ssl"), "0");
+      EXPECT_EQ(engine.terminate(), 0) << engine.log();
+    } else {
+      ASSERT_TRUE(engine.spawn());
+      EXPECT_NE(engine.wait(60s), 0);
+      EXPECT_NE(engine.log().find("the database"), std::string::npos) << engine.log();
+      EXPECT_NE(engine.log().find("certificate verify failed"), std::string::npos) << engine.log();
+    }
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +72,39 @@ bool PgCluster::start(uint16_t tcpPort) {
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   url_ = out;
   return true;
+}
+
+bool PgCluster::serveTls(const std::filesystem::path& chain, const std::filesystem::path& key,
+                         uint16_t tcpPort) {
+  namespace fs = std::filesystem;
+  fs::path data = dir_ / "data";
+  std::error_code ec;
+  fs::copy_file(chain, data / "server.crt", fs::copy_options::overwrite_existing, ec);
+  if (!ec) fs::copy_file(key, data / "server.key", fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    ADD_FAILURE() << "copying the server's pair into " << data << ": " << ec.message();
+    return false;
+  }
+  // The server runs as postgres when we are root (pg.sh) and refuses a
+  // key others may read.
+  if (getuid() == 0)
+    if (passwd* pg = getpwnam("postgres"))
+      for (const auto& f : {data / "server.crt", data / "server.key"})
+        if (chown(f.c_str(), pg->pw_uid, pg->pw_gid) != 0) ADD_FAILURE() << "chown " << f;
+  fs::permissions(data / "server.key", fs::perms::owner_read | fs::perms::owner_write);
+  value("ALTER SYSTEM SET ssl = on");
+  value("SELECT pg_reload_conf()");
+  std::string tcp = "host=127.0.0.1 port=" + std::to_string(tcpPort) +
+                    " user=postgres dbname=postgres sslmode=require";
+  for (int i = 0; i < 100; ++i) {
+    PGconn* c = PQconnectdb(tcp.c_str());
+    bool up = PQstatus(c) == CONNECTION_OK;
+    PQfinish(c);
+    if (up) return true;
+    usleep(50'000);
+  }
+  ADD_FAILURE() << "the cluster in " << dir_ << " does not take TLS on port " << tcpPort;
+  return false;
 }
 
 bool PgCluster::stop() {

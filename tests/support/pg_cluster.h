@@ -34,6 +34,12 @@ class PgCluster {
   // kill -9 of the postmaster and its backends. start() then recovers.
   bool crash(const std::string& how);
   const std::string& url() const { return url_; }
+  // After start(tcpPort): ssl=on with this certificate chain and key (copied
+  // into the data folder, as the server's user, the key 0600), and waits
+  // until a TLS connection on 127.0.0.1:tcpPort is taken; false
+  // (ADD_FAILURE) if not.
+  bool serveTls(const std::filesystem::path& chain, const std::filesystem::path& key,
+                uint16_t tcpPort);
   const std::filesystem::path& dir() const { return dir_; }
 
   // Blocking query on a fresh connection: the first column of each row.

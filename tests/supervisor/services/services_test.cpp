@@ -5,8 +5,6 @@
 // show the behaviour (a server that is down, a response over the limit).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <pwd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -787,29 +785,8 @@ class DbTlsTest : public ServicesTest {
     port_ = freePort();
     ASSERT_TRUE(cluster_.start(port_));
     Issued server = ca_->issue("pg", "/CN=localhost", {"localhost"}, {"127.0.0.1"});
-    // The server reads its pair from its data folder, as its own user, the
-    // key 0600 (it refuses a key others may read).
-    std::filesystem::path data = cluster_.dir() / "data";
-    std::filesystem::copy_file(server.chain, data / "server.crt");
-    std::filesystem::copy_file(server.key, data / "server.key");
-    if (getuid() == 0)
-      if (passwd* pg = getpwnam("postgres"))
-        for (auto f : {data / "server.crt", data / "server.key"})
-          ASSERT_EQ(chown(f.c_str(), pg->pw_uid, pg->pw_gid), 0);
-    std::filesystem::permissions(data / "server.key", std::filesystem::perms::owner_read |
-                                                          std::filesystem::perms::owner_write);
-    cluster_.value("ALTER SYSTEM SET ssl = on");
-    cluster_.value("SELECT pg_reload_conf()");
+    ASSERT_TRUE(cluster_.serveTls(server.chain, server.key, port_));
     tcpUrl_ = "host=localhost port=" + std::to_string(port_) + " user=postgres dbname=postgres";
-    // Until the reload has taken: a TLS connection is accepted.
-    bool up = false;
-    for (int i = 0; i < 100 && !up; ++i) {
-      PGconn* c = PQconnectdb((tcpUrl_ + " sslmode=require").c_str());
-      up = PQstatus(c) == CONNECTION_OK;
-      PQfinish(c);
-      if (!up) usleep(50'000);
-    }
-    ASSERT_TRUE(up) << "the cluster does not take TLS";
   }
 
   void addDatabase(const std::string& name, const std::string& ca) {
