@@ -126,7 +126,7 @@ for r in $(seq 1 "$rounds"); do
     engine_start "$work/p-$kind" "$(new_db "b_mllp_${kind}_$r")"
     opts=()
     [ "$kind" = tls ] && opts=(--tls "$tls/server.pem")
-    acks[$kind]+=" $("$LOAD" 127.0.0.1 "$port" 16 16000 "${opts[@]}" | rate_of)"
+    acks[$kind]+=" $("$LOAD" 127.0.0.1 "$port" 16 32000 "${opts[@]}" | rate_of)"
     engine_stop
   done
   for kind in $order; do
