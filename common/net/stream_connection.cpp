@@ -161,8 +161,6 @@ void ConnectionSet::evict(StreamConnection* idle, const StreamConnection& newcom
         name_, idle->peer_, asWritten(now - idle->lastActive_), newcomer.peer_,
         unsaid ? " (and " + std::to_string(unsaid) + " more since the last line)" : std::string(),
         open() - 1, asWritten(millis(limits_.logEvery)));
-  idle->evicted_ = true;
-  ++evicting_;
   // At once, not a shutdown: a shutdown waits for the peer, holding the slot.
   idle->closeNow();
 }
@@ -290,7 +288,7 @@ void ConnectionSet::closeAll(std::function<void()> onClosed) {
 
 void ConnectionSet::closed(StreamConnection* c) {
   live_.erase(c);
-  if (c->evicted_) --evicting_;
+  if (c->leaving_) --leaving_;
   if (!c->host_.empty()) {
     auto it = perAddress_.find(c->host_);
     if (it != perAddress_.end() && --it->second == 0) perAddress_.erase(it);
@@ -378,6 +376,10 @@ void StreamConnection::closeWhenIdle() {
 void StreamConnection::closeNow() {
   if (phase_ == Phase::Closed) return;
   enter(Phase::Closed);
+  if (set_ && !leaving_) {
+    leaving_ = true;
+    ++set_->leaving_;
+  }
   if (auto s = inflight_.lock()) s->conn_ = nullptr;
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &StreamConnection::onClose);
 }

@@ -203,7 +203,7 @@ class ConnectionSet {
   bool statusOk(int status) const;
   // Connections holding a slot: those closed for a new one are still in
   // live_ until their close callback, but no longer count.
-  size_t open() const { return live_.size() - evicting_; }
+  size_t open() const { return live_.size() - leaving_; }
   bool admit(uv_stream_t* server, StreamConnection* c);
   void refuse(uv_stream_t* server);
   // `c` is accepted but not started: it is told `refusal_` and closed.
@@ -231,7 +231,11 @@ class ConnectionSet {
   std::unordered_set<StreamConnection*> live_;
   // Open connections per address (hostOf()); an address leaves with its last.
   std::unordered_map<std::string, size_t> perAddress_;
-  size_t evicting_ = 0;  // in live_, closed for a new connection, not yet gone
+  // In live_ and closed (uv_close called: refused, evicted, ended), not yet
+  // gone: they hold no slot. Refused ones would otherwise count until their
+  // close callbacks, and a burst of refusals accepted in one loop turn made
+  // a listener with room look full to the next honest peer.
+  size_t leaving_ = 0;
   UvHandle<uv_timer_t> sweeper_;  // runs while there is something to sweep
   LogThrottle refusedLog_;
   LogThrottle evictedLog_;
@@ -483,7 +487,7 @@ class StreamConnection {
   bool feeding_ = false;  // feed() is on the stack
   bool eofSeen_ = false;  // the peer closed; close after answering what it sent
   bool draining_ = false;  // the listener is closing: shut down after the answer in flight
-  bool evicted_ = false;  // closed for a new connection (set_->evicting_ counts it)
+  bool leaving_ = false;  // closed while in a set: counted in set_->leaving_
   bool lingerAfterShutdown_ = false;  // ShuttingDown goes on to Lingering
   std::weak_ptr<AnswerSlot> inflight_;
   std::unique_ptr<tls::Session> tls_;  // null without TLS
