@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/fd.h"
+#include "common/file_text.h"
 
 namespace ductus::config {
 namespace {
@@ -114,18 +115,6 @@ int hexValue(char c) {
   return -1;
 }
 
-Result<std::string> readBounded(const std::filesystem::path& file, std::uintmax_t limit) {
-  std::error_code ec;
-  auto size = std::filesystem::file_size(file, ec);
-  if (ec) return Error{file.string() + ": " + ec.message()};
-  if (size > limit) return Error{file.string() + ": too large (" + std::to_string(size) + " bytes)"};
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return Error::fromErrno("cannot read " + file.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 SecretsKey::~SecretsKey() { OPENSSL_cleanse(bytes.data(), bytes.size()); }
@@ -162,7 +151,7 @@ Result<SecretsKey> findSecretsKey(const char* envValue, const std::filesystem::p
   if (keyFile.empty())
     return Error{"no secrets key: set DUCTUS_SECRETS_KEY or name a key file in ductus.yaml "
                  "(secrets: { key_file: ... })"};
-  auto text = readBounded(keyFile, 4096);
+  auto text = readFileBounded(keyFile, 4096);
   if (!text) return Error{"secrets key file " + text.error().message};
   auto key = parseSecretsKey(*text);
   OPENSSL_cleanse(text->data(), text->size());
@@ -185,7 +174,7 @@ Result<std::map<std::string, std::string>> readSealed(const std::filesystem::pat
   std::map<std::string, std::string> out;
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return out;
-  auto text = readBounded(file, kMaxFileBytes);
+  auto text = readFileBounded(file, kMaxFileBytes);
   if (!text) return text.error();
   auto doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object() || doc.value("format", "") != kFormat ||

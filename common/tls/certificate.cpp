@@ -208,6 +208,24 @@ static std::string nameText(X509_NAME* name) {
   return std::string(p, static_cast<size_t>(n));
 }
 
+static std::string bioText(BIO* bio) {
+  char* p = nullptr;
+  long n = BIO_get_mem_data(bio, &p);
+  return std::string(p, n > 0 ? static_cast<size_t>(n) : 0);
+}
+
+std::string pemOf(X509* cert) {
+  auto bio = BioPtr(BIO_new(BIO_s_mem()));
+  PEM_write_bio_X509(bio.get(), cert);
+  return bioText(bio.get());
+}
+
+std::string pemOf(EVP_PKEY* key) {
+  auto bio = BioPtr(BIO_new(BIO_s_mem()));
+  PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr);
+  return bioText(bio.get());
+}
+
 std::string subjectOf(X509* cert) { return nameText(X509_get_subject_name(cert)); }
 std::string issuerOf(X509* cert) { return nameText(X509_get_issuer_name(cert)); }
 

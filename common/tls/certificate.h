@@ -42,6 +42,10 @@ Result<void> checkKeyMatches(X509* leaf, EVP_PKEY* key, const std::string& what)
 // naming the date.
 Result<void> checkCurrent(X509* cert, const std::string& what, Clock::time_point now);
 
+// PEM text of a certificate, and of a private key (PKCS#8, not encrypted).
+std::string pemOf(X509* cert);
+std::string pemOf(EVP_PKEY* key);
+
 // "CN=lab-analyzer,O=Hospital" (RFC 2253 order and escaping).
 std::string subjectOf(X509* cert);
 std::string issuerOf(X509* cert);

@@ -73,16 +73,6 @@ bool isIpAddress(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
-std::string pemOf(X509* x) {
-  BIO* b = BIO_new(BIO_s_mem());
-  PEM_write_bio_X509(b, x);
-  char* p = nullptr;
-  long n = BIO_get_mem_data(b, &p);
-  std::string s(p, static_cast<size_t>(n));
-  BIO_free(b);
-  return s;
-}
-
 }  // namespace
 
 Result<Loaded> loadSource(const CertificateSource& s, Clock::time_point now) {
@@ -408,13 +398,7 @@ std::string ClientTls::keyPem() const {
   if (settings_.certificate.empty()) return {};
   auto pair = owner_->entry(settings_.certificate);
   if (!pair || !pair->key) return {};
-  BIO* b = BIO_new(BIO_s_mem());
-  PEM_write_bio_PrivateKey(b, pair->key.get(), nullptr, nullptr, 0, nullptr, nullptr);
-  char* p = nullptr;
-  long n = BIO_get_mem_data(b, &p);
-  std::string s(p, static_cast<size_t>(n));
-  BIO_free(b);
-  return s;
+  return pemOf(pair->key.get());
 }
 
 }  // namespace ductus::tls
