@@ -107,6 +107,31 @@ struct PauseInfo {
   std::vector<PauseReasonInfo> reasons;  // every pause's, oldest first
 };
 
+// A destination's health as the monitor judged it (common/monitor/): its
+// state (monitor::stateName: paused, stalled, error, behind, ok) and the
+// facts behind it. Times are RFC 3339, UTC; "" when never.
+struct DestinationHealthInfo {
+  std::string state = "ok";
+  std::string reason;  // one line an operator can act on; "" when ok
+  int64_t waiting = 0;
+  std::optional<double> oldestSeconds;  // the oldest waiting message's age
+  int64_t quarantined = 0;
+  std::string lastSent, lastError;
+  std::string lastErrorText;
+  // For a backlog over a minute old: catching up (with an ETA) or not,
+  // and what looks like the cause ("burst", "slow receiver").
+  std::optional<bool> catchingUp;
+  std::optional<double> etaSeconds;
+  std::vector<std::string> causes;
+};
+
+// An interface's: the worst of its destinations', or stopped, late, quiet.
+struct InterfaceHealthInfo {
+  std::string state = "ok";
+  std::string reason;
+  std::string lastReceived, watchedSince;  // RFC 3339, UTC; "" when never
+};
+
 // Counts since the engine started (they start at zero with it).
 struct DestinationInfo {
   std::string name;
@@ -122,6 +147,8 @@ struct DestinationInfo {
   HistogramInfo send;       // one send
   HistogramInfo transform;  // one call of its function, a wait for a worker included
   std::optional<PauseInfo> paused;  // nullopt: its loops run
+  // Set by interfacesWithPending() when the engine judges health.
+  std::optional<DestinationHealthInfo> health;
 };
 
 struct InterfaceInfo {
@@ -133,6 +160,30 @@ struct InterfaceInfo {
   std::optional<bool> gateOpen;
   int64_t received = 0, duplicates = 0;
   std::vector<DestinationInfo> destinations;
+  std::optional<InterfaceHealthInfo> health;  // as DestinationInfo::health
+};
+
+// GET /hotspots: where a destination's backlog waits. One lane's first
+// waiting message (the one its worker is on), and the lanes with most.
+struct LaneInfo {
+  int32_t lane = 0;
+  int64_t waiting = 0;
+  int64_t firstMessageId = 0;
+  std::string firstKey;        // the message's ordering key ("" when none)
+  int32_t firstAttempts = 0;   // failed attempts so far
+  std::string firstLastError;  // its last error's text
+  std::string firstReceivedAt; // RFC 3339, UTC
+};
+// A finding names its kind ("blocked-lane", "receiver-down", "hot-key",
+// "unowned-lanes") and says it in a sentence.
+struct HotspotFinding {
+  std::string kind, text;
+};
+struct HotspotInfo {
+  std::string interface, destination;
+  int64_t waiting = 0;
+  std::vector<LaneInfo> lanes;  // most waiting first, at most 10
+  std::vector<HotspotFinding> findings;
 };
 
 // readKeys(): a message as the interface's intake would store it.
@@ -173,6 +224,12 @@ class EngineView {
   virtual void interfacesWithPending(
       std::function<void(Result<std::vector<InterfaceInfo>>)> done) {
     interfaces(std::move(done));
+  }
+  // Every destination with a backlog, its busiest lanes and what they
+  // show (GET /hotspots): queries, so it answers later, on the loop. The
+  // default: none.
+  virtual void hotspots(std::function<void(Result<std::vector<HotspotInfo>>)> done) {
+    done(std::vector<HotspotInfo>{});
   }
   // Wakes every delivery loop of the interface, so rows an API call made
   // pending (a resend) are read now rather than at the loop's next wake.

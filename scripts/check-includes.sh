@@ -15,6 +15,7 @@ declare -A allowed=(
   [common/config]="common"
   [common/net]="common"
   [common/tls]="common"
+  [common/monitor]="common"
   [proto]="proto common"
   [schema]="schema common"
   [worker]="worker common proto"
@@ -33,6 +34,7 @@ declare -A denied=(
   [common/config]="common/net"
   [common/net]="common/config"
   [common/tls]="common/config common/net"
+  [common/monitor]="common/config common/net common/tls"
 )
 ours="common|proto|schema|worker|intake|supervisor|api|ctl"
 
@@ -43,6 +45,7 @@ ruleOf() {  # the rule's key for a file
     common/config/*) echo common/config ;;
     common/net/*) echo common/net ;;
     common/tls/*) echo common/tls ;;
+    common/monitor/*) echo common/monitor ;;
     *) echo "${f%%/*}" ;;
   esac
 }
