@@ -419,6 +419,7 @@ Status Engine::buildDelivery() {
     is.onStored = [a = f->activity](int64_t stored, int64_t duplicates) {
       delivery::count(a->received, stored);
       delivery::count(a->duplicates, duplicates);
+      if (stored > 0) a->lastReceived.markNow();
     };
     Iface* fp = f.get();
     f->intake = std::make_unique<intake::Intake>(*store_, std::move(is),

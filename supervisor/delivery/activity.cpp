@@ -8,6 +8,13 @@
 #include "common/log.h"
 
 namespace ductus::delivery {
+
+void Moment::markNow() {
+  mark(std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+           .count());
+}
+
 namespace {
 
 int64_t load(const std::atomic<int64_t>& c) { return c.load(std::memory_order_relaxed); }

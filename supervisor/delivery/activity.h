@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,24 @@ namespace ductus::delivery {
 inline void count(std::atomic<int64_t>& counter, int64_t n = 1) {
   counter.fetch_add(n, std::memory_order_relaxed);
 }
+
+// A moment something last happened, in ms since the epoch (0: never as
+// far as this engine knows). It only moves forward: a mark older than the
+// one held (a time loaded from the store, another loop's) changes
+// nothing. Written on the loop, read by the monitor and the API.
+class Moment {
+ public:
+  void mark(int64_t ms) {
+    int64_t held = ms_.load(std::memory_order_relaxed);
+    while (ms > held && !ms_.compare_exchange_weak(held, ms, std::memory_order_relaxed)) {
+    }
+  }
+  void markNow();
+  int64_t ms() const { return ms_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> ms_{0};
+};
 
 struct DestinationActivity {
   DestinationActivity(std::string n, bool r, int64_t id = 0)
@@ -48,6 +67,25 @@ struct DestinationActivity {
   Histogram latency;    // received -> finished here (sent, filtered, quarantined, routed)
   Histogram sendTime;   // one send, from handing it to the sender to its answer
   Histogram transform;  // one call of the destination's function
+  // Last activity (kept in the store by the monitor, loaded at start):
+  // sent (or routed), anything finished (sent, filtered, routed,
+  // quarantined: what "nothing finished" of a stall means), a failed
+  // attempt or a quarantine, and that error's text.
+  Moment lastSent, lastFinished, lastError;
+  void markError(int64_t ms, std::string text) {
+    std::lock_guard lock(errorMutex_);
+    if (ms < lastError.ms()) return;
+    lastError.mark(ms);
+    lastErrorText_ = std::move(text);
+  }
+  std::string lastErrorText() const {
+    std::lock_guard lock(errorMutex_);
+    return lastErrorText_;
+  }
+
+ private:
+  mutable std::mutex errorMutex_;
+  std::string lastErrorText_;
 };
 
 struct InterfaceActivity {
@@ -55,6 +93,7 @@ struct InterfaceActivity {
   const std::string name;
   std::atomic<int64_t> received{0};  // stored, duplicates included
   std::atomic<int64_t> duplicates{0};
+  Moment lastReceived;  // as DestinationActivity's moments
   // A deque: a destination stays where it is as more are added (delivery
   // loops hold its address).
   std::deque<DestinationActivity> destinations;

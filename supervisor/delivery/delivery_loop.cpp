@@ -406,6 +406,9 @@ void DeliveryLoop::report(const Item& item, std::string_view outcome,
     else if (quarantined) count(a->quarantined);
     else count(a->routed);
     if (received > 0) a->latency.observe(std::chrono::milliseconds(ms));
+    a->lastFinished.markNow();
+    if (outcome == "sent" || outcome == "routed") a->lastSent.markNow();
+    if (quarantined) a->markError(a->lastFinished.ms(), why.value_or("quarantined"));
   }
   auto level = quarantined ? spdlog::level::warn : spdlog::level::debug;
   if (!spdlog::default_logger_raw()->should_log(level)) return;
@@ -433,7 +436,13 @@ void DeliveryLoop::failed(const std::string& why) {
     return;
   }
   ++counters_.retries;
-  if (target_.activity) count(target_.activity->retries);
+  if (auto* a = target_.activity) {
+    count(a->retries);
+    a->markError(std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count(),
+                 why);
+  }
   // Record the attempt (attempts + 1, last_error), the message stays
   // pending; then flush everything done before it, and back off.
   batch_.push_back(

@@ -181,5 +181,22 @@ TEST(Histogram, TheDestinationsTimingsStartEmpty) {
   EXPECT_EQ(d.transform.snapshot().sumUs, 0);
 }
 
+// Two engines, or a time loaded from the store after a newer mark, must
+// not move a last-activity time back.
+TEST(Moment, NeverMovesBack) {
+  Moment m;
+  EXPECT_EQ(m.ms(), 0);
+  m.mark(2'000);
+  m.mark(1'000);
+  EXPECT_EQ(m.ms(), 2'000);
+  m.mark(3'000);
+  EXPECT_EQ(m.ms(), 3'000);
+  DestinationActivity d("lab", false);
+  d.markError(5'000, "refused");
+  d.markError(4'000, "older");
+  EXPECT_EQ(d.lastError.ms(), 5'000);
+  EXPECT_EQ(d.lastErrorText(), "refused");
+}
+
 }  // namespace
 }  // namespace ductus::delivery

@@ -519,6 +519,16 @@ TEST_F(DeliveryLoopTest, EachFinishedMessageIsCountedAndSaidInALineWithItsFields
   EXPECT_EQ(counts.latency.snapshot().count, 4);
   EXPECT_EQ(counts.sendTime.snapshot().count, 4);
   EXPECT_GE(counts.transform.snapshot().count, 5);
+  // Last activity, kept by the monitor: every outcome finished something,
+  // a sent one was sent, and the last error is the quarantine's (after
+  // the retry's "receiver busy", or the retry's if it came last).
+  auto nowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+  EXPECT_GT(counts.lastFinished.ms(), nowMs - 60'000);
+  EXPECT_GT(counts.lastSent.ms(), nowMs - 60'000);
+  EXPECT_GT(counts.lastError.ms(), nowMs - 60'000);
+  EXPECT_FALSE(counts.lastErrorText().empty());
 
   // One line per message and outcome, with the message's own fields.
   auto about = [&](int64_t id, const std::string& outcome) -> nlohmann::json {
