@@ -75,6 +75,32 @@ void EngineViewAdapter::interfaces(
 
 void EngineViewAdapter::interfacesWithPending(
     std::function<void(Result<std::vector<api::InterfaceInfo>>)> done) {
+  if (!health_) return interfacesWithCounts(std::move(done));
+  auto alive = alive_;
+  interfacesWithCounts([this, alive, done = std::move(done)](
+                           Result<std::vector<api::InterfaceInfo>> r) mutable {
+    if (!*alive) return done(Error{"the engine is stopping"});
+    if (!r) return done(std::move(r));
+    health_(std::move(*r), [done = std::move(done)](std::vector<api::InterfaceInfo> judged) {
+      done(std::move(judged));
+    });
+  });
+}
+
+void EngineViewAdapter::hotspots(
+    std::function<void(Result<std::vector<api::HotspotInfo>>)> done) {
+  if (!hotspots_) return done(std::vector<api::HotspotInfo>{});
+  auto alive = alive_;
+  interfacesWithCounts([this, alive, done = std::move(done)](
+                           Result<std::vector<api::InterfaceInfo>> r) mutable {
+    if (!*alive) return done(Error{"the engine is stopping"});
+    if (!r) return done(r.error());
+    hotspots_(std::move(*r), std::move(done));
+  });
+}
+
+void EngineViewAdapter::interfacesWithCounts(
+    std::function<void(Result<std::vector<api::InterfaceInfo>>)> done) {
   if (!waiting_) return interfaces(std::move(done));
   // The destinations' ids, in the order interfaces() lists them.
   std::vector<std::vector<int64_t>> ids;

@@ -49,8 +49,23 @@ class EngineViewAdapter : public api::EngineView {
   api::EngineState state() const override { return state_(); }
   api::EngineInfo engine() const override;
   void interfaces(std::function<void(Result<std::vector<api::InterfaceInfo>>)> done) override;
+  // The counts, then the health when a monitor judges it (setHealth).
   void interfacesWithPending(
       std::function<void(Result<std::vector<api::InterfaceInfo>>)> done) override;
+  // The counts alone: what the monitor judges.
+  void interfacesWithCounts(std::function<void(Result<std::vector<api::InterfaceInfo>>)> done);
+  void hotspots(std::function<void(Result<std::vector<api::HotspotInfo>>)> done) override;
+  // Who fills health into the counted list, and who finds hotspots in it
+  // (supervisor/monitor/monitor.h); unset: no health, no hotspots.
+  using Health = std::function<void(std::vector<api::InterfaceInfo>,
+                                    std::function<void(std::vector<api::InterfaceInfo>)>)>;
+  using Hotspots =
+      std::function<void(std::vector<api::InterfaceInfo>,
+                         std::function<void(Result<std::vector<api::HotspotInfo>>)>)>;
+  void setHealth(Health health, Hotspots hotspots) {
+    health_ = std::move(health);
+    hotspots_ = std::move(hotspots);
+  }
   void wake(const std::string& interface) override {
     if (wake_) wake_(interface);
   }
@@ -83,6 +98,8 @@ class EngineViewAdapter : public api::EngineView {
   std::function<void(const std::string&)> wake_;
   std::function<void(api::EngineInfo&)> engineExtra_;
   EngineActions* actions_ = nullptr;
+  Health health_;
+  Hotspots hotspots_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
