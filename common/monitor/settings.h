@@ -105,7 +105,8 @@ struct SmtpServer {
   std::string from;
   std::string user;      // optional; with password: AUTH
   std::string password;  // substitution allowed (${secret:...})
-  // starttls (default): STARTTLS when the server offers it; required:
+  // starttls (default): STARTTLS when the server offers it (with a user,
+  // required: a password never goes in the clear); required:
   // refuse a server that doesn't; tls: implicit TLS (smtps, usually 465);
   // off: plain (loopback test servers only).
   enum class Tls : uint8_t { StartTlsIfOffered, StartTlsRequired, Implicit, Off };

@@ -9,9 +9,12 @@
 namespace ductus::supervisor::alerts {
 namespace {
 
+std::chrono::milliseconds interval(monitor::Seconds every) {
+  return std::max<std::chrono::milliseconds>(every, Heartbeat::kMinEvery);
+}
+
 std::chrono::milliseconds beatTimeout(monitor::Seconds every) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(every);
-  return std::clamp(ms, std::chrono::milliseconds(1), Heartbeat::kMaxTimeout);
+  return std::min(interval(every), Heartbeat::kMaxTimeout);
 }
 
 }  // namespace
@@ -31,9 +34,8 @@ Heartbeat::~Heartbeat() { timer_.reset(); }
 
 void Heartbeat::start() {
   if (!timer_) return;
-  auto every = std::max<int64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(settings_.every).count(), 1);
-  uv_timer_start(timer_.get(), &Heartbeat::onTimer, 0, static_cast<uint64_t>(every));
+  auto every = static_cast<uint64_t>(interval(settings_.every).count());
+  uv_timer_start(timer_.get(), &Heartbeat::onTimer, 0, every);
 }
 
 void Heartbeat::stop() {

@@ -24,6 +24,9 @@ class Heartbeat {
  public:
   // The longest a beat may take: a beat is never longer than `every`.
   static constexpr std::chrono::milliseconds kMaxTimeout{15000};
+  // The shortest interval: an every: of 0 must not turn into a busy loop
+  // of requests.
+  static constexpr std::chrono::milliseconds kMinEvery{1000};
 
   Heartbeat(net::CurlMulti& multi, monitor::Heartbeat settings,
             std::shared_ptr<const net::CurlTls> tls = nullptr);

@@ -155,6 +155,10 @@ std::string buildMessage(const Email& email, std::chrono::system_clock::time_poi
   m += "Content-Transfer-Encoding: 8bit\r\n";
   m += "\r\n";
   std::string body = asText(email.text);
+  if (body.size() > kMaxTextBytes) {
+    body.resize(charBoundary(body, kMaxTextBytes));
+    body += "\n[cut at " + std::to_string(kMaxTextBytes) + " bytes]\n";
+  }
   size_t line = 0;  // bytes on the current line
   for (size_t i = 0; i < body.size(); ++i) {
     char c = body[i];

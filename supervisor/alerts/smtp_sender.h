@@ -49,8 +49,10 @@ std::string headerValue(std::string_view text);
 
 // The whole message, CRLF line ends: Date, From, To, Subject, Message-ID,
 // MIME-Version, Content-Type text/plain utf-8, 8bit, then the body with
-// every line end made CRLF, NULs dropped and lines over 998 octets broken.
-// Dot-stuffing is libcurl's (it doubles a leading '.' on upload).
+// every line end made CRLF, NULs dropped and lines over 998 octets broken;
+// a text over kMaxTextBytes is cut there, saying so. Dot-stuffing is
+// libcurl's (it doubles a leading '.' on upload).
+constexpr size_t kMaxTextBytes = 1u << 20;
 std::string buildMessage(const Email& email, std::chrono::system_clock::time_point date,
                          std::string_view messageId);
 

@@ -123,6 +123,15 @@ TEST_F(HeartbeatTest, ADownReceiverIsLoggedOncePerChangeAndTheBeatGoesOn) {
   EXPECT_EQ(log.count("fails"), 2u) << log.all();
 }
 
+TEST_F(HeartbeatTest, AnIntervalOfZeroIsOneSecond) {
+  senders::test::HttpReceiver server;
+  auto& beat = make(server.url("/ping"), 0s);
+  beat.start();
+  test::runUntil(&loop_, [] { return false; }, 1500ms);
+  EXPECT_GE(server.requests().size(), 1u);
+  EXPECT_LE(server.requests().size(), 2u);
+}
+
 TEST_F(HeartbeatTest, DestroyedMidBeatItNeverCallsBack) {
   senders::test::HttpReceiver server;
   auto& beat = make(server.url("/slow/3000"), 10s);

@@ -364,5 +364,16 @@ TEST(SmtpMessage, TheBodyHasCrlfLinesNoNulAndNoLineOver998Octets) {
   }
 }
 
+TEST(SmtpMessage, ATextOverTheLimitIsCutSayingSo) {
+  Email e{.from = "a@b.example", .to = {"c@d.example"}, .subject = "s", .text = {}};
+  e.text = std::string(kMaxTextBytes - 1, 'x') + "\xc3\xa9" + std::string(5000, 'z');
+  std::string body = buildMessage(e, {}, "<id@x>");
+  body = body.substr(body.find("\r\n\r\n") + 4);
+  EXPECT_LT(body.size(), kMaxTextBytes + kMaxTextBytes / 990 * 2 + 100);
+  EXPECT_EQ(body.find('z'), std::string::npos);
+  EXPECT_EQ(body.find("\xc3"), std::string::npos) << "a character was split";
+  EXPECT_NE(body.find("[cut at 1048576 bytes]\r\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ductus::supervisor::alerts
