@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "api/alert_routes.h"
 #include "api/audit/audit_routes.h"
 #include "api/engine_actions.h"
 #include "api/engine_routes.h"
@@ -22,6 +23,7 @@ std::vector<Route> allRoutes(const RouteDeps& deps) {
   for (auto& r : engineActionRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
   for (auto& r : messageBrowserRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
   for (auto& r : eventsRoutes(deps.engine)) routes.push_back(std::move(r));
+  for (auto& r : alertRoutes(deps.auth)) routes.push_back(std::move(r));
   auto document = std::make_shared<std::string>();
   routes.push_back(openApiRoute(document));
   // Written after the list is complete, so it includes its own route.
