@@ -625,6 +625,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The alerts, firing and recovering first, each with its last changes
+         * @description Needs the viewer role.
+         */
+        get: operations["listAlerts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/alerts/{id}/acknowledge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledge a firing alert: no more reminders for this firing
+         * @description Needs the operator role. With a session cookie, send the header X-Ductus: 1.
+         */
+        post: operations["acknowledgeAlert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/alerts/{id}/silence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Silence a firing alert for a while (1m to 30d): no notifications until then
+         * @description Needs the operator role. With a session cookie, send the header X-Ductus: 1.
+         */
+        post: operations["silenceAlert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -2232,6 +2292,180 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listAlerts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        alerts: {
+                            id: number;
+                            /** @description interface, interface/destination or certificate:name */
+                            subject: string;
+                            interface: string | null;
+                            destination: string | null;
+                            certificate: string | null;
+                            /** @enum {unknown} */
+                            phase: "ok" | "firing" | "recovering";
+                            state: string;
+                            /** @enum {unknown} */
+                            severity: "info" | "warning" | "critical";
+                            /** Format: date-time */
+                            openedAt: string | null;
+                            /** Format: date-time */
+                            changedAt: string | null;
+                            /** Format: date-time */
+                            acknowledgedAt: string | null;
+                            acknowledgedBy: string | null;
+                            /** Format: date-time */
+                            silencedUntil: string | null;
+                            silencedBy: string | null;
+                            /** @description a notification of this firing was made */
+                            told: boolean;
+                            /** @description the last changes, newest first */
+                            events?: {
+                                /** Format: date-time */
+                                at: string;
+                                change: string;
+                                state: string;
+                                severity: string;
+                                reason: string;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    acknowledgeAlert: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        /** @description interface, interface/destination or certificate:name */
+                        subject: string;
+                        interface: string | null;
+                        destination: string | null;
+                        certificate: string | null;
+                        /** @enum {unknown} */
+                        phase: "ok" | "firing" | "recovering";
+                        state: string;
+                        /** @enum {unknown} */
+                        severity: "info" | "warning" | "critical";
+                        /** Format: date-time */
+                        openedAt: string | null;
+                        /** Format: date-time */
+                        changedAt: string | null;
+                        /** Format: date-time */
+                        acknowledgedAt: string | null;
+                        acknowledgedBy: string | null;
+                        /** Format: date-time */
+                        silencedUntil: string | null;
+                        silencedBy: string | null;
+                        /** @description a notification of this firing was made */
+                        told: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    silenceAlert: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description how long: 30m, 2h, 1d
+                     * @example 2h
+                     */
+                    for: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        /** @description interface, interface/destination or certificate:name */
+                        subject: string;
+                        interface: string | null;
+                        destination: string | null;
+                        certificate: string | null;
+                        /** @enum {unknown} */
+                        phase: "ok" | "firing" | "recovering";
+                        state: string;
+                        /** @enum {unknown} */
+                        severity: "info" | "warning" | "critical";
+                        /** Format: date-time */
+                        openedAt: string | null;
+                        /** Format: date-time */
+                        changedAt: string | null;
+                        /** Format: date-time */
+                        acknowledgedAt: string | null;
+                        acknowledgedBy: string | null;
+                        /** Format: date-time */
+                        silencedUntil: string | null;
+                        silencedBy: string | null;
+                        /** @description a notification of this firing was made */
+                        told: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             default: components["responses"]["Error"];
