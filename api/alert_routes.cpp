@@ -98,10 +98,9 @@ void acknowledge(Deps& d, const ApiRequest& req, ApiRespond respond) {
   if (!id) return respond(errorResponse(id.error()));
   auto entry = auditEntryFor(*req.caller, "alert.acknowledge");
   entry.targetKind = "alert";
-  store::acknowledgeAlert(d.pool, *id, req.caller->name, auditOf(d, entry),
-                          [respond](Result<monitor::AlertState> r) {
-                            answerChanged(respond, std::move(r));
-                          });
+  store::acknowledgeAlert(
+      d.pool, *id, req.caller->name, auditOf(d, entry),
+      [respond](Result<monitor::AlertState> r) { answerChanged(respond, std::move(r)); });
 }
 
 void silence(Deps& d, const ApiRequest& req, ApiRespond respond) {
@@ -113,50 +112,50 @@ void silence(Deps& d, const ApiRequest& req, ApiRespond respond) {
   std::optional<config::Duration> length;
   if (text) length = config::parseDuration(*text);
   if (!length || *length < kMinSilence || *length > kMaxSilence)
-    return respond(jsonError(400, "invalid",
-                             "give {\"for\": how long} from 1m to 30d, e.g. \"2h\""));
+    return respond(
+        jsonError(400, "invalid", "give {\"for\": how long} from 1m to 30d, e.g. \"2h\""));
   auto until = std::chrono::system_clock::now() +
                std::chrono::duration_cast<std::chrono::system_clock::duration>(*length);
   auto entry = auditEntryFor(*req.caller, "alert.silence");
   entry.targetKind = "alert";
   entry.detail["for"] = *text;
   entry.detail["until"] = rfc3339(until);
-  store::silenceAlert(d.pool, *id, until, req.caller->name, auditOf(d, entry),
-                      [respond](Result<monitor::AlertState> r) {
-                        answerChanged(respond, std::move(r));
-                      });
+  store::silenceAlert(
+      d.pool, *id, until, req.caller->name, auditOf(d, entry),
+      [respond](Result<monitor::AlertState> r) { answerChanged(respond, std::move(r)); });
 }
 
 // ---- schemas ------------------------------------------------------------------
 
-#define DUCTUS_ALERT_PROPERTIES                                                               \
-  R"("id":{"type":"integer"},"subject":{"type":"string","description":"interface, interface/destination or certificate:name"},)" \
-  R"("interface":{"type":["string","null"]},"destination":{"type":["string","null"]},)"         \
-  R"("certificate":{"type":["string","null"]},"phase":{"enum":["ok","firing","recovering"]},)"  \
-  R"("state":{"type":"string"},"severity":{"enum":["info","warning","critical"]},)"             \
-  R"("openedAt":{"type":["string","null"],"format":"date-time"},)"                              \
-  R"("changedAt":{"type":["string","null"],"format":"date-time"},)"                             \
-  R"("acknowledgedAt":{"type":["string","null"],"format":"date-time"},)"                        \
-  R"("acknowledgedBy":{"type":["string","null"]},)"                                             \
-  R"("silencedUntil":{"type":["string","null"],"format":"date-time"},)"                         \
-  R"("silencedBy":{"type":["string","null"]},)"                                                 \
-  R"("told":{"type":"boolean","description":"a notification of this firing was made"})"
+// One alert's properties, shared by the list's items and the POSTs' answers.
+constexpr const char* kAlertProperties =
+    R"("id":{"type":"integer"},
+"subject":{"type":"string","description":"interface, interface/destination or certificate:name"},
+"interface":{"type":["string","null"]},"destination":{"type":["string","null"]},
+"certificate":{"type":["string","null"]},"phase":{"enum":["ok","firing","recovering"]},
+"state":{"type":"string"},"severity":{"enum":["info","warning","critical"]},
+"openedAt":{"type":["string","null"],"format":"date-time"},
+"changedAt":{"type":["string","null"],"format":"date-time"},
+"acknowledgedAt":{"type":["string","null"],"format":"date-time"},
+"acknowledgedBy":{"type":["string","null"]},
+"silencedUntil":{"type":["string","null"],"format":"date-time"},
+"silencedBy":{"type":["string","null"]},
+"told":{"type":"boolean","description":"a notification of this firing was made"})";
 
 constexpr const char* kAlertRequired =
     R"("required":["id","subject","interface","destination","certificate","phase","state","severity","openedAt","changedAt","acknowledgedAt","acknowledgedBy","silencedUntil","silencedBy","told"])";
 
 std::string alertSchema() {
   return std::string(R"({"type":"object",)") + kAlertRequired + R"(,"properties":{)" +
-         DUCTUS_ALERT_PROPERTIES + "}}";
+         kAlertProperties + "}}";
 }
 
 std::string listSchema() {
-  return std::string(R"({"type":"object","required":["alerts"],"properties":{"alerts":{"type":"array","items":{"type":"object",)") +
-         kAlertRequired + R"(,"properties":{)" + DUCTUS_ALERT_PROPERTIES +
+  return std::string(
+             R"({"type":"object","required":["alerts"],"properties":{"alerts":{"type":"array","items":{"type":"object",)") +
+         kAlertRequired + R"(,"properties":{)" + kAlertProperties +
          R"(,"events":{"type":"array","description":"the last changes, newest first","items":{"type":"object","required":["at","change","state","severity","reason"],"properties":{"at":{"type":"string","format":"date-time"},"change":{"type":"string"},"state":{"type":"string"},"severity":{"type":"string"},"reason":{"type":"string"}}}}}}}}})";
 }
-
-#undef DUCTUS_ALERT_PROPERTIES
 
 }  // namespace
 
@@ -168,8 +167,10 @@ std::vector<Route> alertRoutes(AuthDeps* auth) {
   };
   auto route = [](std::string method, std::string path, std::string id, std::string summary,
                   Requirement req, ApiHandler h, std::string in, std::string out) {
-    return Route{std::move(method), std::move(path), std::move(id), std::move(summary),
-                 "alerts",          req,             std::move(h),  std::move(in),
+    return Route{std::move(method), std::move(path),
+                 std::move(id),     std::move(summary),
+                 "alerts",          req,
+                 std::move(h),      std::move(in),
                  std::move(out),    {}};
   };
   std::vector<Route> routes;

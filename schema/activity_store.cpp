@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <memory>
 
-#include "common/text.h"
 #include "schema/pg_values.h"
 
 namespace ductus::store {
@@ -16,9 +15,6 @@ using pgvalue::microsSql;
 using pgvalue::momentAt;
 using pgvalue::momentParam;
 using pgvalue::momentSql;
-
-// An error's text is a peer's words: stored as database text, bounded.
-constexpr size_t kMaxErrorTextBytes = 1000;
 
 // {1.5,NULL,...} for a float8[] column; a value that is no finite number
 // is stored as NULL (not learned). Empty: NULL (keep the stored one).
@@ -63,17 +59,9 @@ Baseline baselineOf(const PgResult& r, int row, int col) {
   return out;
 }
 
-std::string storedErrorText(const std::string& text) {
-  std::string t = asDatabaseText(text);
-  if (t.size() <= kMaxErrorTextBytes) return t;
-  size_t cut = kMaxErrorTextBytes;
-  while (cut > 0 && (static_cast<unsigned char>(t[cut]) & 0xC0) == 0x80) --cut;  // whole characters
-  return t.substr(0, cut);
-}
-
 std::string loadInterfacesSql() {
-  return "SELECT interface_id, " + microsSql("last_received") + ", " +
-         microsSql("watched_since") + " FROM interface_activity ORDER BY interface_id";
+  return "SELECT interface_id, " + microsSql("last_received") + ", " + microsSql("watched_since") +
+         " FROM interface_activity ORDER BY interface_id";
 }
 
 std::string loadDestinationsSql() {
@@ -123,8 +111,7 @@ void loadActivity(PgPool& pool, std::function<void(Result<ActivityRows>)> done) 
       if (!ri) return done(ri.error());
       auto out = std::make_shared<ActivityRows>();
       for (int i = 0; i < ri->rows(); ++i)
-        out->interfaces.push_back(
-            {ri->integer(i, 0), momentAt(*ri, i, 1), momentAt(*ri, i, 2)});
+        out->interfaces.push_back({ri->integer(i, 0), momentAt(*ri, i, 1), momentAt(*ri, i, 2)});
       l->conn().query(loadDestinationsSql(), {}, [l, out, done](Result<PgResult> rd) {
         if (!rd) return done(rd.error());
         for (int i = 0; i < rd->rows(); ++i) {
@@ -156,8 +143,8 @@ void saveActivity(PgPool& pool, ActivityChanges changes, std::function<void(Stat
       received.push_back(momentParam(i.lastReceived));
       watched.push_back(momentParam(i.watchedSince));
     }
-    statements.push_back({saveInterfacesSql(),
-                          {arrayLiteral(ids), arrayLiteral(received), arrayLiteral(watched)}});
+    statements.push_back(
+        {saveInterfacesSql(), {arrayLiteral(ids), arrayLiteral(received), arrayLiteral(watched)}});
   }
   if (!changes.destinations.empty()) {
     std::vector<Param> ids, sent, error, text, in, send;
@@ -165,7 +152,8 @@ void saveActivity(PgPool& pool, ActivityChanges changes, std::function<void(Stat
       ids.push_back(std::to_string(d.destinationId));
       sent.push_back(momentParam(d.lastSent));
       error.push_back(momentParam(d.lastError));
-      text.push_back(d.lastError ? Param(storedErrorText(d.lastErrorText)) : std::nullopt);
+      text.push_back(d.lastError ? Param(pgvalue::boundedText(d.lastErrorText, kMaxErrorTextBytes))
+                                 : std::nullopt);
       in.push_back(baselineLiteral(d.baselineIn));
       send.push_back(baselineLiteral(d.baselineSendMs));
     }

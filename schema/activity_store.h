@@ -28,6 +28,9 @@ namespace ductus::store {
 
 using ActivityTime = std::chrono::system_clock::time_point;
 
+// An error's text is a peer's words: stored as database text, at most this long.
+inline constexpr size_t kMaxErrorTextBytes = 1000;
+
 struct InterfaceActivityRow {
   int64_t interfaceId = 0;
   std::optional<ActivityTime> lastReceived;

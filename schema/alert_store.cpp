@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <memory>
 
-#include "common/text.h"
-
 #include "schema/pg_transaction.h"
 #include "schema/pg_values.h"
 
@@ -24,12 +22,12 @@ std::string alertColumns() {
          "a.severity, " +
          microsSql("a.opened_at") + ", " + microsSql("a.changed_at") + ", " +
          microsSql("a.good_since") + ", " + microsSql("a.remind_at") + ", " +
-         microsSql("a.acknowledged_at") + ", a.acknowledged_by, " +
-         microsSql("a.silenced_until") + ", a.silenced_by, a.told, a.stage, a.rev";
+         microsSql("a.acknowledged_at") + ", a.acknowledged_by, " + microsSql("a.silenced_until") +
+         ", a.silenced_by, a.told, a.stage, a.rev";
 }
 
 monitor::Phase phaseOf(std::string_view s) {
-  return s == "firing" ? monitor::Phase::Firing
+  return s == "firing"       ? monitor::Phase::Firing
          : s == "recovering" ? monitor::Phase::Recovering
                              : monitor::Phase::Ok;
 }
@@ -81,16 +79,15 @@ std::string insertAlertSql() {
          "VALUES ($1, $2, $3, $4, $5, $6, $7, " +
          momentSql("$8") + ", " + momentSql("$9") + ", " + momentSql("$10") + ", " +
          momentSql("$11") + ", " + momentSql("$12") + ", $13, " + momentSql("$14") +
-         ", $15, $16::bool, $17::int) ON CONFLICT (subject) DO NOTHING RETURNING " +
-         alertColumns();
+         ", $15, $16::bool, $17::int) ON CONFLICT (subject) DO NOTHING RETURNING " + alertColumns();
 }
 
 std::string updateAlertSql() {
   return "UPDATE alert_state a SET phase = $3, state = $4, severity = $5, opened_at = " +
          momentSql("$6") + ", changed_at = " + momentSql("$7") +
          ", good_since = " + momentSql("$8") + ", remind_at = " + momentSql("$9") +
-         ", acknowledged_at = " + momentSql("$10") + ", acknowledged_by = $11, silenced_until = " +
-         momentSql("$12") +
+         ", acknowledged_at = " + momentSql("$10") +
+         ", acknowledged_by = $11, silenced_until = " + momentSql("$12") +
          ", silenced_by = $13, told = $14::bool, stage = $15::int, rev = a.rev + 1 "
          "WHERE a.id = $1::int8 AND a.rev = $2::int8 RETURNING " +
          alertColumns();
@@ -100,16 +97,18 @@ std::string updateAlertSql() {
 // Its time is the database's: one clock for every engine's events.
 SqlStatement eventStatement(const PgResult& r, const std::string& change,
                             const std::string& reason) {
-  return {"INSERT INTO alert_events (alert_id, change, phase, state, severity, reason) "
-          "VALUES ($1::int8, $2, $3, $4, $5, $6) RETURNING id",
-          {std::string(r.text(0, 0)), change, std::string(r.text(0, 4)),
-           std::string(r.text(0, 5)), std::string(r.text(0, 6)), reason}};
+  return {
+      "INSERT INTO alert_events (alert_id, change, phase, state, severity, reason) "
+      "VALUES ($1::int8, $2, $3, $4, $5, $6) RETURNING id",
+      {std::string(r.text(0, 0)), change, std::string(r.text(0, 4)), std::string(r.text(0, 5)),
+       std::string(r.text(0, 6)), reason}};
 }
 
 SqlStatement cancelStatement(const std::string& alertId, const std::string& why) {
-  return {"UPDATE alert_deliveries SET given_up = true, lease_until = NULL, last_error = $2 "
-          "WHERE alert_id = $1::int8 AND sent_at IS NULL AND NOT given_up",
-          {alertId, why}};
+  return {
+      "UPDATE alert_deliveries SET given_up = true, lease_until = NULL, last_error = $2 "
+      "WHERE alert_id = $1::int8 AND sent_at IS NULL AND NOT given_up",
+      {alertId, why}};
 }
 
 SqlStatement outboxStatement(const std::string& alertId, const std::string& eventId,
@@ -124,14 +123,15 @@ SqlStatement outboxStatement(const std::string& alertId, const std::string& even
     type.push_back(n.contentType.empty() ? "text/plain" : n.contentType);
     due.push_back(n.due == AlertTime{} ? std::nullopt : momentParam(n.due));
   }
-  return {"INSERT INTO alert_deliveries (alert_id, event_id, channel, kind, target, subject, "
-          "body, content_type, due_at) SELECT $1::int8, $2::int8, u.channel, u.kind, u.target, "
-          "u.subject, u.body, u.type, coalesce(" +
-              momentSql("u.due") +
-              ", now()) FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], "
-              "$8::text[], $9::text[]) AS u(channel, kind, target, subject, body, type, due)",
-          {alertId, eventId, arrayLiteral(channel), arrayLiteral(kind), arrayLiteral(target),
-           arrayLiteral(subject), arrayLiteral(body), arrayLiteral(type), arrayLiteral(due)}};
+  return {
+      "INSERT INTO alert_deliveries (alert_id, event_id, channel, kind, target, subject, "
+      "body, content_type, due_at) SELECT $1::int8, $2::int8, u.channel, u.kind, u.target, "
+      "u.subject, u.body, u.type, coalesce(" +
+          momentSql("u.due") +
+          ", now()) FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], "
+          "$8::text[], $9::text[]) AS u(channel, kind, target, subject, body, type, due)",
+      {alertId, eventId, arrayLiteral(channel), arrayLiteral(kind), arrayLiteral(target),
+       arrayLiteral(subject), arrayLiteral(body), arrayLiteral(type), arrayLiteral(due)}};
 }
 
 // What a step's transaction ends with when the compare-and-set found
@@ -184,18 +184,16 @@ void operatorChange(PgPool& pool, int64_t alertId, std::string setSql, std::vect
     auto l = *lease;
     std::string id = std::to_string(alertId);
     std::vector<TxStep> steps;
-    steps.push_back(fixedStep({"SELECT a.phase FROM alert_state a WHERE a.id = $1::int8 FOR UPDATE",
-                               {id}}));
+    steps.push_back(
+        fixedStep({"SELECT a.phase FROM alert_state a WHERE a.id = $1::int8 FOR UPDATE", {id}}));
     steps.push_back([=](const Results& r) -> Result<SqlStatement> {
-      if (r[0].rows() == 0)
-        return Error{"no alert " + id, ErrorKind::NotFound};
+      if (r[0].rows() == 0) return Error{"no alert " + id, ErrorKind::NotFound};
       if (r[0].text(0, 0) != "firing")
         return Error{"alert " + id + " is not firing", ErrorKind::Conflict};
       std::vector<Param> params{id};
       for (auto& p : setParams) params.push_back(p);
       return SqlStatement{"UPDATE alert_state a SET " + setSql +
-                              ", rev = a.rev + 1 WHERE a.id = $1::int8 RETURNING " +
-                              alertColumns(),
+                              ", rev = a.rev + 1 WHERE a.id = $1::int8 RETURNING " + alertColumns(),
                           params};
     });
     steps.push_back([=](const Results& r) -> Result<SqlStatement> {
@@ -204,10 +202,13 @@ void operatorChange(PgPool& pool, int64_t alertId, std::string setSql, std::vect
     auto extra = more(id);
     if (extra) steps.push_back(fixedStep(*extra));
     steps.push_back([=](const Results& r) { return audit(alertAt(r[1], 0)); });
-    runTransactionRetried(l, std::move(steps), [l, done](Result<Results> r) {
-      if (!r) return done(r.error());
-      done(alertAt((*r)[1], 0));
-    }, kActionTries);
+    runTransactionRetried(
+        l, std::move(steps),
+        [l, done](Result<Results> r) {
+          if (!r) return done(r.error());
+          done(alertAt((*r)[1], 0));
+        },
+        kActionTries);
   });
 }
 
@@ -254,14 +255,17 @@ void applyStep(PgPool& pool, AlertWrite write, std::function<void(Result<bool>)>
         return outboxStatement(std::string(r[0].text(0, 0)), std::string(r[1].text(0, 0)),
                                w->notifications);
       });
-    runTransactionRetried(l, std::move(steps), [l, done](Result<Results> r) {
-      if (!r) {
-        if (r.error().kind == ErrorKind::Conflict && r.error().message == kNotApplied)
-          return done(false);
-        return done(r.error());
-      }
-      done(true);
-    }, kActionTries);
+    runTransactionRetried(
+        l, std::move(steps),
+        [l, done](Result<Results> r) {
+          if (!r) {
+            if (r.error().kind == ErrorKind::Conflict && r.error().message == kNotApplied)
+              return done(false);
+            return done(r.error());
+          }
+          done(true);
+        },
+        kActionTries);
   });
 }
 
@@ -298,12 +302,11 @@ void markSent(PgPool& pool, int64_t id, std::function<void(Status)> done) {
 
 void markFailed(PgPool& pool, int64_t id, std::string error, AlertTime nextDue, bool giveUp,
                 std::function<void(Status)> done) {
-  if (error.size() > 1000) error.resize(1000);
   runOne(pool,
          "UPDATE alert_deliveries SET lease_until = NULL, last_error = $2, due_at = " +
              momentSql("$3") + ", given_up = $4::bool WHERE id = $1::int8",
-         {std::to_string(id), asDatabaseText(error), momentParam(nextDue),
-          giveUp ? "true" : "false"},
+         {std::to_string(id), pgvalue::boundedText(error, kMaxOutboxErrorBytes),
+          momentParam(nextDue), giveUp ? "true" : "false"},
          [done](Result<PgResult> r) {
            if (!r) return done(r.error());
            done({});
@@ -354,23 +357,23 @@ void acknowledgeAlert(PgPool& pool, int64_t alertId, std::string by,
                       AuditStatement<monitor::AlertState> audit,
                       std::function<void(Result<monitor::AlertState>)> done) {
   // Acknowledged: no more reminders for this firing.
-  operatorChange(pool, alertId, "acknowledged_at = now(), acknowledged_by = $2, remind_at = NULL",
-                 {by}, "acknowledged", "acknowledged by " + by,
-                 [](const std::string&) { return std::nullopt; }, std::move(audit),
-                 std::move(done));
+  operatorChange(
+      pool, alertId, "acknowledged_at = now(), acknowledged_by = $2, remind_at = NULL", {by},
+      "acknowledged", "acknowledged by " + by, [](const std::string&) { return std::nullopt; },
+      std::move(audit), std::move(done));
 }
 
 void silenceAlert(PgPool& pool, int64_t alertId, AlertTime until, std::string by,
                   AuditStatement<monitor::AlertState> audit,
                   std::function<void(Result<monitor::AlertState>)> done) {
   std::string reason = "silenced by " + by;
-  operatorChange(pool, alertId,
-                 "silenced_until = " + momentSql("$2") + ", silenced_by = $3",
-                 {momentParam(until), by}, "silenced", reason,
-                 [reason](const std::string& id) -> std::optional<SqlStatement> {
-                   return cancelStatement(id, reason);
-                 },
-                 std::move(audit), std::move(done));
+  operatorChange(
+      pool, alertId, "silenced_until = " + momentSql("$2") + ", silenced_by = $3",
+      {momentParam(until), by}, "silenced", reason,
+      [reason](const std::string& id) -> std::optional<SqlStatement> {
+        return cancelStatement(id, reason);
+      },
+      std::move(audit), std::move(done));
 }
 
 void purgeAlerts(PgPool& pool, std::chrono::seconds keep,

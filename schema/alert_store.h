@@ -74,6 +74,8 @@ void applyStep(PgPool& pool, AlertWrite write, std::function<void(Result<bool>)>
 // and its attempts counted.
 void claimDue(PgPool& pool, int limit, std::chrono::seconds lease,
               std::function<void(Result<std::vector<OutboxRow>>)> done);
+// A send's error as kept (a server's words: database text, bounded).
+inline constexpr size_t kMaxOutboxErrorBytes = 1000;
 void markSent(PgPool& pool, int64_t id, std::function<void(Status)> done);
 // Not sent: tried again at `nextDue`, or given up for good.
 void markFailed(PgPool& pool, int64_t id, std::string error, AlertTime nextDue, bool giveUp,
@@ -114,6 +116,7 @@ void silenceAlert(PgPool& pool, int64_t alertId, AlertTime until, std::string by
 
 // History older than `keep`: events, sent and given-up outbox rows.
 // Answers how many rows went.
-void purgeAlerts(PgPool& pool, std::chrono::seconds keep, std::function<void(Result<int64_t>)> done);
+void purgeAlerts(PgPool& pool, std::chrono::seconds keep,
+                 std::function<void(Result<int64_t>)> done);
 
 }  // namespace ductus::store

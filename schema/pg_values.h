@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/text.h"
 #include "schema/pg_connection.h"
 #include "schema/pg_result.h"
 
@@ -37,8 +38,8 @@ inline Param momentParam(std::optional<Moment> t) {
 // A column selected through microsSql; nullopt when NULL.
 inline std::optional<Moment> momentAt(const PgResult& r, int row, int col) {
   if (r.isNull(row, col)) return std::nullopt;
-  return Moment(std::chrono::duration_cast<Moment::duration>(
-      std::chrono::microseconds(r.integer(row, col))));
+  return Moment(
+      std::chrono::duration_cast<Moment::duration>(std::chrono::microseconds(r.integer(row, col))));
 }
 
 // {"a",NULL,"b\"c"}: every element quoted (so any text, empty included,
@@ -59,6 +60,16 @@ inline std::string arrayLiteral(const std::vector<Param>& items) {
     s += '"';
   }
   return s + "}";
+}
+
+// A peer's words (an error's text) as a bounded text column: database
+// text (common/text.h), cut to at most `max` bytes at a character's start.
+inline std::string boundedText(std::string_view raw, size_t max) {
+  std::string t = asDatabaseText(raw);
+  if (t.size() <= max) return t;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(t[cut]) & 0xC0) == 0x80) --cut;
+  return t.substr(0, cut);
 }
 
 }  // namespace ductus::store::pgvalue

@@ -51,12 +51,14 @@ class AlertRoutesTest : public AuthFixture {
         "INSERT INTO alert_state (subject, certificate_name, phase, state, severity, changed_at) "
         "VALUES ('certificate:server', 'server', 'ok', 'ok', 'warning', now() - interval '1 day') "
         "RETURNING id");
-    db_.value("INSERT INTO alert_events (alert_id, change, phase, state, severity, reason) "
-              "VALUES ($1::int8, 'fired', 'firing', 'stalled', 'critical', 'nothing sent')",
-              {firing_});
-    db_.value("INSERT INTO alert_deliveries (alert_id, channel, kind, target, body) "
-              "VALUES ($1::int8, 'oncall', 'email', 'a@example.org', 'text') RETURNING id",
-              {firing_});
+    db_.value(
+        "INSERT INTO alert_events (alert_id, change, phase, state, severity, reason) "
+        "VALUES ($1::int8, 'fired', 'firing', 'stalled', 'critical', 'nothing sent')",
+        {firing_});
+    db_.value(
+        "INSERT INTO alert_deliveries (alert_id, channel, kind, target, body) "
+        "VALUES ($1::int8, 'oncall', 'email', 'a@example.org', 'text') RETURNING id",
+        {firing_});
   }
 
   ductus::test::HttpReply post(const std::string& path, const json& body,
@@ -116,8 +118,7 @@ TEST_F(AlertRoutesTest, AnOperatorAcknowledgesAFiringAlertWithItsAuditRow) {
                       "WHERE id = $1::int8",
                       {firing_}),
             "ops true");
-  EXPECT_EQ(db_.value("SELECT change FROM alert_events ORDER BY id DESC LIMIT 1"),
-            "acknowledged");
+  EXPECT_EQ(db_.value("SELECT change FROM alert_events ORDER BY id DESC LIMIT 1"), "acknowledged");
 
   // Not firing: 409; no such alert: 404; not an id: 400. None audited.
   r = post("/api/v1/alerts/" + ok_ + "/acknowledge", nullptr, ops_);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <set>
 
+#include "common/text.h"
 #include "schema/activity_store.h"
 #include "schema/alert_store.h"
 #include "schema/queue_probes.h"
@@ -30,12 +31,14 @@ class MonitorStore : public StoreTest {
   PgPool& pool() { return store_->sharedConnections(); }
 
   Status save(ActivityChanges c) {
-    return await<bool>(&loop_, [&](auto cb) {
-             saveActivity(pool(), std::move(c), [cb](Status s) {
-               if (!s) return cb(s.error());
-               cb(true);
-             });
-           }).ok()
+    return await<bool>(
+               &loop_,
+               [&](auto cb) {
+                 saveActivity(pool(), std::move(c), [cb](Status s) {
+                   if (!s) return cb(s.error());
+                   cb(true);
+                 });
+               }).ok()
                ? Status{}
                : Status{Error{"save failed"}};
   }
@@ -62,8 +65,8 @@ class MonitorStore : public StoreTest {
 TEST_F(MonitorStore, AThousandInterfacesAreSavedInTwoStatements) {
   std::vector<int64_t> ids;
   for (int i = 0; i < 1001; ++i) {
-    auto id = run<int64_t>(
-        [&](auto cb) { store_->ensureInterface("if-" + std::to_string(i), cb); });
+    auto id =
+        run<int64_t>([&](auto cb) { store_->ensureInterface("if-" + std::to_string(i), cb); });
     ASSERT_TRUE(id.ok()) << id.error().message;
     ids.push_back(*id);
   }
@@ -157,6 +160,21 @@ TEST_F(MonitorStore, BaselinesRoundTripWithTheirGapsAndAreKeptWhenNotGiven) {
   EXPECT_EQ(rows.destinations[0].lastSent, at(2));
 }
 
+TEST_F(MonitorStore, AnErrorsTextIsStoredAsBoundedDatabaseText) {
+  std::string longText = std::string("x\0y", 3);
+  for (int i = 0; i < 800; ++i) longText += "\xc3\xa9";  // é: two bytes each
+  ActivityChanges c;
+  c.destinations.push_back({destA_, std::nullopt, at(1), longText, {}, {}});
+  ASSERT_TRUE(save(c).ok());
+  auto rows = load();
+  ASSERT_EQ(rows.destinations.size(), 1u);
+  const auto& text = rows.destinations[0].lastErrorText;
+  EXPECT_LE(text.size(), kMaxErrorTextBytes);
+  EXPECT_GT(text.size(), kMaxErrorTextBytes - 2);
+  EXPECT_EQ(text.rfind("x\\X00\\y", 0), 0u) << text.substr(0, 20);
+  EXPECT_TRUE(isUtf8(text));
+}
+
 // ---- queue probes -----------------------------------------------------------------
 
 TEST_F(MonitorStore, TheOldestWaitingMessageIsOneIndexProbePerDestination) {
@@ -168,14 +186,16 @@ TEST_F(MonitorStore, TheOldestWaitingMessageIsOneIndexProbePerDestination) {
                       "destination_id = $2::int8",
                       {std::to_string(m1->ref.id), std::to_string(destA_)})
                   .ok());
-  auto r = run<std::map<int64_t, QueueTime>>(
-      [&](auto cb) { oldestWaiting(pool(), {destA_, destB_, destC_}, cb); });
+  auto r = run<std::map<int64_t, QueueTime>>([&](auto cb) {
+    oldestWaiting(pool(), {destA_, destB_, destC_}, cb);
+  });
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r->size(), 2u);
   auto receivedOf = [&](int64_t id) {
-    return scalar("SELECT (extract(epoch FROM received_at) * 1000000)::int8 FROM messages "
-                  "WHERE id = $1::int8",
-                  {std::to_string(id)});
+    return scalar(
+        "SELECT (extract(epoch FROM received_at) * 1000000)::int8 FROM messages "
+        "WHERE id = $1::int8",
+        {std::to_string(id)});
   };
   auto micros = [](QueueTime t) {
     return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
@@ -232,6 +252,11 @@ TEST_F(MonitorStore, LanesComeMostWaitingFirstWithTheirFirstMessage) {
   EXPECT_EQ((*r)[1].lane, 7);  // ties by lane
   EXPECT_EQ((*r)[1].firstMessageId, first7);
   EXPECT_EQ((*r)[1].lastError, "");
+  // A limit below one reads one lane.
+  auto one = run<std::vector<LaneRow>>([&](auto cb) { lanes(pool(), destA_, 0, cb); });
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].lane, 3);
   auto none = run<std::vector<LaneRow>>([&](auto cb) { lanes(pool(), destC_, 10, cb); });
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
@@ -437,6 +462,13 @@ TEST_F(Alerts, TwoClaimersNeverGetTheSameRowAndAnExpiredLeaseIsClaimableAgain) {
       EXPECT_EQ(r.lastError, "refused");
     }
   }
+  // A server's long answer is kept bounded.
+  ASSERT_TRUE(status([&](auto cb) {
+                markFailed(pool(), list[1], std::string(3000, 'e'), Clock::now(), false, cb);
+              }).ok());
+  EXPECT_EQ(scalar("SELECT length(last_error) FROM alert_deliveries WHERE id = $1::int8",
+                   {std::to_string(list[1])}),
+            static_cast<int64_t>(kMaxOutboxErrorBytes));
 }
 
 TEST_F(Alerts, AnAcknowledgeAndASilenceAreWrittenWithTheirAuditRow) {
@@ -523,13 +555,24 @@ TEST_F(Alerts, TheListHasTheFiringFirstWithTheirLastEventsAndThePurgeKeepsTheRec
                 n.change = "reminded";
                 n.notifications.push_back(mail("reminder"));
                 return n;
-              }()).ok());
+              }())
+                  .ok());
   auto gone = run<int64_t>([&](auto cb) { purgeAlerts(pool(), std::chrono::hours(24 * 30), cb); });
   ASSERT_TRUE(gone.ok()) << gone.error().message;
   // 1 sent mail + every event but the reminder's (at now): 14.
   EXPECT_EQ(*gone, 15);
   EXPECT_EQ(scalar("SELECT count(*) FROM alert_deliveries"), 1);
   EXPECT_EQ(scalar("SELECT count(*) FROM alert_events"), 1);
+
+  // The list is bounded, the firing one still first.
+  ASSERT_TRUE((*sql_)("INSERT INTO alert_state (subject, interface_name, phase, state, severity, "
+                      "changed_at) SELECT 'if-' || i, 'if-' || i, 'ok', 'ok', 'info', now() "
+                      "FROM generate_series(1, 600) i")
+                  .ok());
+  list = run<std::vector<AlertListItem>>([&](auto cb) { listAlerts(pool(), cb); });
+  ASSERT_TRUE(list.ok()) << list.error().message;
+  ASSERT_EQ(list->size(), static_cast<size_t>(kMaxAlertsListed));
+  EXPECT_EQ((*list)[0].alert.subject.key(), "adt-in/lab");
 }
 
 }  // namespace
