@@ -36,6 +36,7 @@
 #include "supervisor/certificate_watch.h"
 #include "supervisor/control_socket.h"
 #include "supervisor/delivery/activity.h"
+#include "supervisor/monitor/monitor.h"
 #include "supervisor/delivery/delivery_loop.h"
 #include "supervisor/delivery/sender_factory.h"
 #include "supervisor/engine_actions.h"
@@ -219,6 +220,7 @@ void Engine::start(std::function<void(Status)> done) {
 
 void Engine::startRunning() {
   retention_->start();
+  monitor_->start([](Status) {});
   watchOwnership();
   api::recordEngineStart(store_->sharedConnections(), *audit_, instance(), [](Status s) {
     if (!s) spdlog::warn("engine.start is not in the audit log: {}", s.error().message);
@@ -515,6 +517,28 @@ Status Engine::buildDelivery() {
           answer(r ? std::optional(std::move(*r)) : std::nullopt);
         });
       });
+  std::vector<HealthJudge::Interface> watched;
+  for (auto& f : ifaces_)
+    watched.push_back({f->cfg, f->id, f->activity, f->destinationIds, f->slots,
+                       f->cfg->partitionCount()});
+  Monitor::Deps md;
+  md.loop = loop_;
+  md.pool = &store_->sharedConnections();
+  md.project = &project_;
+  md.curl = curl_.get();
+  md.counts = [this](auto done) {
+    if (!view_) return done(Error{"the engine's view is not open yet", ErrorKind::Unavailable});
+    view_->interfacesWithCounts(std::move(done));
+  };
+  md.certificates = [this] {
+    std::vector<api::CertificateInfo> out;
+    if (certificates_)
+      for (const auto& c : certificates_->entries()) out.push_back({c->name, c->subject, c->notAfter});
+    return out;
+  };
+  md.startedAt = startedAt_;
+  md.host = instance().host;
+  monitor_ = std::make_unique<Monitor>(std::move(md), std::move(watched));
   return {};
 }
 
@@ -716,6 +740,13 @@ Status Engine::openApi() {
             wake(*it->second, static_cast<int32_t>(lane));
       });
   view_->setActions(actions_.get());
+  view_->setHealth(
+      [this](std::vector<api::InterfaceInfo> list, auto done) {
+        monitor_->annotate(std::move(list), std::move(done));
+      },
+      [this](std::vector<api::InterfaceInfo> list, auto done) {
+        monitor_->hotspots(std::move(list), std::move(done));
+      });
   view_->setQuarantinedCounts([this](auto answer) {
     store_->quarantinedCounts([answer](Result<std::map<int64_t, int64_t>> r) {
       if (!r) spdlog::warn("counting the quarantined deliveries failed: {}", r.error().message);
@@ -993,6 +1024,11 @@ void Engine::runStopPhase() {
       return senders->start();
     }
     case StopPhase::RecordStop:
+      // Last activity is saved once more, then the stop is recorded.
+      if (monitor_)
+        return monitor_->stop([this, alive = alive_, next = nextPhase(StopPhase::CloseApi)] {
+          if (*alive) recordStop(next);
+        });
       return recordStop(nextPhase(StopPhase::CloseApi));
     case StopPhase::CloseApi: {
       auto next = nextPhase(stop_.handover ? StopPhase::Done : StopPhase::ReleaseOwnership);

@@ -69,6 +69,7 @@ class WorkerPool;
 class Systemd;
 class ProjectServices;
 class EngineViewAdapter;
+class Monitor;
 class EngineActions;
 class RetentionJob;
 class ControlSocket;
@@ -269,6 +270,9 @@ class Engine {
   // the loops, so it goes before them and after the view.
   std::unique_ptr<EngineActions> actions_;
   std::unique_ptr<EngineViewAdapter> view_;
+  // Health, last activity, alerts: built with delivery, started when the
+  // engine runs (supervisor/monitor/monitor.h).
+  std::unique_ptr<Monitor> monitor_;
   std::unique_ptr<api::ApiServer> api_;
   // ductusctl's way to the API's operations (control_socket.h), declared
   // after what its routes use.

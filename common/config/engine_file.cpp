@@ -13,9 +13,8 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
   EngineConfig e;
   if (!r.map(root, "",
              {"database", "api", "isolates", "retention", "max_message_size", "secrets", "limits",
-              "audit"},
-             {{"alerts", "alert rules, channels and the heartbeat"},
-              {"auth", "sign-in settings and directory (LDAP) sign-in"},
+              "audit", "alerts"},
+             {{"auth", "sign-in settings and directory (LDAP) sign-in"},
               {"doctor", "scheduled certificate and connection checks"},
               {"monitor", "monitoring settings"},
               {"owners", "owners of interfaces"}}))
@@ -48,6 +47,10 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
         if (auto hp = r.hostPort(api, "listen", "api")) e.apiListen = *hp;
       }
     }
+  }
+  if (YamlReader::has(root, "alerts")) {
+    e.alerts = parseAlerts(r, root["alerts"]);
+    e.alertsAt = r.keyAt(root, "alerts");
   }
   if (YamlReader::has(root, "isolates")) {
     YAML::Node iso = root["isolates"];

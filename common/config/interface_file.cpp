@@ -178,7 +178,8 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
   d.keyPath = path;
   d.output = iface.format;
   if (!r.map(n, path,
-             with(kTargetKinds, {"transform", "output", "retry", "rate_limit", "save_output"}),
+             with(kTargetKinds,
+                  {"transform", "output", "retry", "rate_limit", "save_output", "monitor"}),
              {{"tls", "TLS on outbound connections"}, {"batch", "batched deliveries"}}))
     return std::nullopt;
   std::vector<std::string> kinds;
@@ -315,6 +316,11 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
     }
   }
   if (auto v = r.flag(n, "save_output", path)) d.saveOutput = *v;
+  if (YamlReader::has(n, "monitor")) {
+    monitor::Expectations own;
+    parseMonitor(r, n["monitor"], path + ".monitor", own, true);
+    d.behind = own.behind;
+  }
   return d;
 }
 
@@ -331,10 +337,9 @@ void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& ifac
   if (!r.map(root, "",
              {"source", "format", "charset", "ordering", "dedupe", "durability", "timeout",
               "isolation", "workers", "retention", "max_message_size", "code", "respond",
-              "dedicated_pools", "destination", "destinations"},
+              "dedicated_pools", "destination", "destinations", "monitor"},
              {{"owners", "owners of an interface"},
               {"owner", "owners of an interface"},
-              {"monitor", "per-interface monitoring thresholds"},
               {"alerts", "per-interface alert rules"},
               {"quarantined", "quarantine retention (quarantined: purge)"},
               {"description", "interface descriptions"}}))
@@ -409,8 +414,13 @@ void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& ifac
     }
   }
 
+  if (YamlReader::has(root, "monitor")) parseMonitor(r, root["monitor"], "monitor", iface.monitor, false);
   bool one = YamlReader::has(root, "destination"), many = YamlReader::has(root, "destinations");
   if (iface.respondMode()) {
+    if (iface.monitor.behind)
+      r.error(r.keyAt(root, "monitor"), "monitor.behind",
+              "a respond-mode interface has no queue to fall behind (active_within and active_by "
+              "still apply)");
     if (one || many)
       r.error(r.keyAt(root, one ? "destination" : "destinations"), one ? "destination" : "destinations",
               "a respond-mode interface answers the request itself and has no destination");

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/config/diagnostic.h"
+#include "common/monitor/settings.h"
 #include "common/tls/settings.h"
 
 namespace ductus::config {
@@ -104,6 +105,8 @@ struct EngineConfig {
   // audit: { keep: 6y }: audit rows older than this are deleted (hourly, in
   // batches). At least a year: the log is what an inspection asks for.
   Duration auditKeep = std::chrono::hours(24 * 365 * 6);
+  monitor::AlertSettings alerts;  // alerts: (enabled when present)
+  Location alertsAt;
 };
 
 // ---- resources.yaml -------------------------------------------------------
@@ -246,6 +249,8 @@ struct Destination {
   Format output = Format::Hl7v2;        // defaults to the interface's format
   uint32_t maxAttempts = 0;             // retry.max_attempts; 0 = forever (transient)
   std::optional<RateLimit> rateLimit;
+  // Its own monitor: { behind: }; unset: the interface's.
+  std::optional<monitor::Behind> behind;
   bool saveOutput = false;
   std::string describe;  // "file out/" — from the text as written, never secret values
   Location at;           // the destination's map
@@ -286,6 +291,7 @@ struct InterfaceConfig {
   std::map<std::string, uint32_t> dedicatedPools;  // database resource → connections
   Location dedicatedPoolsAt;
   std::vector<Destination> destinations;  // empty only in respond mode
+  monitor::Expectations monitor;          // monitor:
 
   // Lanes: the partition count with an ordering key, else one.
   uint32_t partitionCount() const { return ordering ? ordering->partitions : 1; }

@@ -47,4 +47,12 @@ tls::ConnectTls parseUrlTls(YamlReader& r, const YAML::Node& map, const std::str
 // in iface, and the engine's defaults (retention, max size) applied.
 void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface);
 
+// monitor: (common/config/monitor_file.cpp): an interface's expectations,
+// or (destinationOnly) a destination's own behind:.
+void parseMonitor(YamlReader& r, const YAML::Node& n, const std::string& path,
+                  monitor::Expectations& out, bool destinationOnly);
+// ductus.yaml's alerts:, the one section of it whose texts may use ${...}
+// for a password or a webhook's token.
+monitor::AlertSettings parseAlerts(YamlReader& r, const YAML::Node& n);
+
 }  // namespace ductus::config

@@ -1,0 +1,106 @@
+#include "common/monitor/deadlines.h"
+
+#include <algorithm>
+#include <ctime>
+
+namespace ductus::monitor {
+
+namespace {
+
+std::tm localOf(TimePoint t) {
+  std::time_t s = Clock::to_time_t(t);
+  std::tm tm{};
+  localtime_r(&s, &tm);
+  return tm;
+}
+
+int minuteOfDayOf(TimePoint t) {
+  std::tm tm = localOf(t);
+  return tm.tm_hour * 60 + tm.tm_min;
+}
+
+// The latest firing of `cron` at or before `now`: looked for in the last
+// hour, then the last day, then the last 8 days, so a frequent schedule
+// walks few firings and a weekly one is still found.
+std::optional<TimePoint> lastFiring(const Cron& cron, TimePoint now) {
+  for (auto back : {std::chrono::hours(1), std::chrono::hours(24), std::chrono::hours(24 * 8)}) {
+    std::optional<TimePoint> last;
+    TimePoint t = now - back;
+    for (int i = 0; i < 100000; ++i) {
+      TimePoint next = cron.next(t);
+      if (next > now || next == TimePoint::max()) break;
+      last = next;
+      t = next;
+    }
+    if (last) return last;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TimePoint localTimeOn(TimePoint day, int minuteOfDay, int addDays) {
+  std::tm tm = localOf(day);
+  tm.tm_mday += addDays;
+  tm.tm_hour = minuteOfDay / 60;
+  tm.tm_min = minuteOfDay % 60;
+  tm.tm_sec = 0;
+  tm.tm_isdst = -1;
+  return Clock::from_time_t(std::mktime(&tm));
+}
+
+bool activeWithinMissed(const ActiveWithin& a, std::optional<TimePoint> lastReceived,
+                        TimePoint watchedSince, TimePoint now) {
+  TimePoint since = lastReceived ? std::max(*lastReceived, watchedSince) : watchedSince;
+  if (since >= now) return false;
+  if (!a.between) return now - since > a.within;
+  // Only the window's time counts: add up each day's window within
+  // [since, now], from the day before since's (a wrapping window started
+  // then) to now's day. Past 60 days of quiet, 60 days are enough to say.
+  since = std::max(since, now - std::chrono::hours(24 * 60));
+  const int start = a.between->startMinute, end = a.between->endMinute;
+  const bool wraps = end <= start;
+  Clock::duration quiet{0};
+  for (int d = -1;; ++d) {
+    TimePoint ws = localTimeOn(since, start, d);
+    if (ws > now) break;
+    TimePoint we = localTimeOn(since, end, wraps ? d + 1 : d);
+    TimePoint from = std::max(ws, since), to = std::min(we, now);
+    if (to > from) quiet += to - from;
+    if (quiet > a.within) return true;
+  }
+  return quiet > a.within;
+}
+
+DeadlineCheck activeByCheck(const ActiveBy& a, const Cron* cron,
+                            std::optional<TimePoint> lastReceived, TimePoint watchedSince,
+                            TimePoint now) {
+  DeadlineCheck c;
+  switch (a.kind) {
+    case ActiveBy::Kind::Daily: {
+      TimePoint today = localTimeOn(now, a.minuteOfDay);
+      c.deadline = today <= now ? today : localTimeOn(now, a.minuteOfDay, -1);
+      break;
+    }
+    case ActiveBy::Kind::Weekly:
+      for (int back = 0; back <= 7; ++back) {
+        TimePoint t = localTimeOn(now, a.minuteOfDay, -back);
+        if (t <= now && localOf(t).tm_wday == a.weekday) {
+          c.deadline = t;
+          break;
+        }
+      }
+      break;
+    case ActiveBy::Kind::Cron:
+      if (cron) c.deadline = lastFiring(*cron, now);
+      break;
+  }
+  if (!c.deadline) return c;
+  int from = a.fromMinute.value_or(0);
+  c.windowStart = localTimeOn(*c.deadline, from, from > minuteOfDayOf(*c.deadline) ? -1 : 0);
+  bool arrived = lastReceived && *lastReceived >= c.windowStart;
+  c.missed = *c.deadline > watchedSince && !arrived;
+  return c;
+}
+
+}  // namespace ductus::monitor

@@ -1,0 +1,270 @@
+// Monitoring against real engines and real servers (issue #31): an
+// interface whose MLLP receiver is down is judged behind (then stalled)
+// in GET /interfaces, /metrics and ductusctl status; an e-mail (Debian's
+// aiosmtpd) and a webhook naming it arrive within 150 s of the start; the
+// heartbeat URL is called; a second engine on the same database sends no
+// notification twice; an acknowledged alert stops reminding while one not
+// acknowledged reminds; when the receiver comes back every message is
+// delivered and a recovery goes out; last activity survives a restart.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "tests/support/e2e.h"
+#include "tests/support/engine_process.h"
+#include "tests/support/exit_status.h"
+#include "tests/support/http_client.h"
+#include "tests/support/mllp_client.h"
+#include "tests/support/ports.h"
+#include "tests/support/receivers.h"
+#include "tests/support/smtp_receiver.h"
+#include "tests/support/test_database.h"
+#include "tests/support/test_env.h"
+
+namespace ductus::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using senders::test::HttpReceiver;
+using senders::test::MllpReply;
+using senders::test::hl7Ack;
+using senders::test::mllpFrame;
+using Receiver = senders::test::MllpReceiver;
+
+std::string tokenFor(const std::string& url, const std::string& role) {
+  auto r = runChild({ductusBinary(), "token", "create", "monitor-" + role, "--role", role,
+                     "--database", url});
+  EXPECT_TRUE(exitedWith(r.exitStatus, 0)) << r.out;
+  return r.out.substr(0, r.out.find('\n'));
+}
+
+struct Api {
+  uint16_t port;
+  std::string token;
+  HttpReply call(const std::string& method, const std::string& path,
+                 const json& body = nullptr) const {
+    auto c = HttpClient::connect(port);
+    if (!c) return {};
+    std::map<std::string, std::string> h{{"Authorization", "Bearer " + token}};
+    std::string text;
+    if (!body.is_null()) {
+      text = body.dump();
+      h["Content-Type"] = "application/json";
+    }
+    auto r = c->request(method, path, text, h);
+    return r ? *r : HttpReply{};
+  }
+  json get(const std::string& path) const {
+    auto j = json::parse(call("GET", path).body, nullptr, false);
+    return j.is_discarded() ? json() : j;
+  }
+};
+
+// The alerts: section both engines run.
+std::string alertsYaml(uint16_t smtpPort, const std::string& hook, const std::string& beat) {
+  return "alerts:\n"
+         "  smtp: { host: 127.0.0.1, port: " +
+         std::to_string(smtpPort) +
+         ", from: ductus@hospital.test, tls: off }\n"
+         "  channels:\n"
+         "    oncall: { email: [oncall@hospital.test] }\n"
+         "    hook: { webhook: \"" +
+         hook +
+         "\", format: json }\n"
+         "  rules:\n"
+         "    - { when: [stalled, behind, error, stopped], severity: critical, notify: [oncall, "
+         "hook] }\n"
+         "  heartbeat: { url: \"" +
+         beat +
+         "\", every: 10s }\n"
+         "  remind: 1m\n"
+         "  settle: 5s\n";
+}
+
+// The destination's health in GET /interfaces.
+json healthOf(const json& list, const std::string& interface, const std::string& destination) {
+  for (auto& i : list.value("interfaces", json::array()))
+    if (i.value("name", "") == interface)
+      for (auto& d : i.value("destinations", json::array()))
+        if (d.value("name", "") == destination && d.contains("health")) return d["health"];
+  return json::object();
+}
+
+int mailsAbout(const SmtpReceiver& smtp, const std::string& subjectPart) {
+  int n = 0;
+  for (auto& m : smtp.messages())
+    if (m.header("Subject").find(subjectPart) != std::string::npos) ++n;
+  return n;
+}
+
+class Monitoring : public ::testing::Test {
+ protected:
+  TestDatabase db_;
+};
+
+TEST_F(Monitoring, AFeedWhoseReceiverIsDownIsAlertedOnceAndRecovers) {
+  SmtpReceiver smtp;
+  ASSERT_NE(smtp.port(), 0);
+  HttpReceiver hook;
+  // Two receivers, both down: a bound socket that does not listen refuses.
+  uint16_t labPort = 0, billingPort = 0;
+  Fd labBound = closedPort(&labPort), billingBound = closedPort(&billingPort);
+  uint16_t mllpPort = freePort(), apiPort = freePort(), otherPort = freePort();
+
+  std::string alerts = alertsYaml(smtp.port(), hook.url("/hooks/x"), hook.url("/ping/beat"));
+  TempProject project(std::map<std::string, std::string>{
+      {"ductus.yaml", "api: { listen: 127.0.0.1:" + std::to_string(apiPort) +
+                          " }\nisolates: { workers: 1, heap_mb: 256 }\n" + alerts},
+      {"interfaces/adt/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(mllpPort) +
+           " }\nformat: hl7v2\n"
+           "monitor:\n  behind: { waiting: 5 }\n"
+           "destinations:\n"
+           "  lab:\n    mllp: { host: 127.0.0.1, port: " +
+           std::to_string(labPort) +
+           " }\n"
+           "  billing:\n    mllp: { host: 127.0.0.1, port: " +
+           std::to_string(billingPort) + " }\n"},
+      {"interfaces/adt/transform.js", kPassThrough}});
+  // A second engine on the same database, with an interface of its own
+  // and the same alerts: its outbox claims from the same table.
+  TempProject other(std::map<std::string, std::string>{
+      {"ductus.yaml", engineYaml() + alerts},
+      {"interfaces/orders/interface.yaml",
+       "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(otherPort) +
+           " }\nformat: hl7v2\ndestination:\n  file: { path: out/ }\n"},
+      {"interfaces/orders/transform.js", kPassThrough}});
+
+  char tmpl[] = "/tmp/ductus-monitoring-XXXXXX";
+  fs::path dir = mkdtemp(tmpl);
+  std::string control = (dir / "control").string();
+  auto started = std::chrono::steady_clock::now();
+  EngineProcess a(project.root(), db_.url());
+  a.setExtraArgs({"--control", control});
+  ASSERT_TRUE(a.start()) << a.log();
+  EngineProcess b(other.root(), db_.url());
+  b.setExtraArgs({"--control", (dir / "control-b").string()});
+  ASSERT_TRUE(b.start()) << b.log();
+  Api api{apiPort, tokenFor(db_.url(), "operator")};
+
+  {
+    auto c = MllpClient::connect("127.0.0.1", mllpPort, 5000ms);
+    ASSERT_TRUE(c);
+    for (int i = 0; i < 20; ++i) {
+      auto ack = c->exchange(hl7("M" + std::to_string(i), "P" + std::to_string(i % 3)), 10000ms);
+      ASSERT_TRUE(ack);
+      ASSERT_EQ(readAck(*ack).code, "AA");
+    }
+  }
+
+  // Judged behind at once (20 waiting, more than 5), stalled past a minute.
+  json h;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        h = healthOf(api.get("/api/v1/interfaces"), "adt", "lab");
+        auto s = h.value("state", "");
+        return s == "behind" || s == "stalled";
+      },
+      30s))
+      << h.dump();
+  EXPECT_EQ(h.value("waiting", 0), 20);
+  EXPECT_THAT(h.value("reason", ""), HasSubstr("20 waiting"));
+  auto metrics = api.call("GET", "/api/v1/metrics").body;
+  EXPECT_TRUE(metrics.find("ductus_destination_state{interface=\"adt\",destination=\"lab\","
+                           "state=\"behind\"} 1") != std::string::npos ||
+              metrics.find("ductus_destination_state{interface=\"adt\",destination=\"lab\","
+                           "state=\"stalled\"} 1") != std::string::npos)
+      << metrics.substr(0, 4000);
+  EXPECT_THAT(metrics, HasSubstr("ductus_queue_oldest_seconds{interface=\"adt\","
+                                 "destination=\"lab\"}"));
+  auto status = runSplit({(fs::path(ductusBinary()).parent_path() / "ductusctl").string(),
+                          "status", "--control", control});
+  EXPECT_EQ(status.code, 0) << status.err;
+  EXPECT_TRUE(status.out.find("behind") != std::string::npos ||
+              status.out.find("stalled") != std::string::npos)
+      << status.out;
+
+  // An e-mail and a webhook naming it within 150 s of the start.
+  bool mailed = waitFor([&] { return mailsAbout(smtp, "adt/lab") >= 1; },
+                        150s - (std::chrono::steady_clock::now() - started));
+  ASSERT_TRUE(mailed) << smtp.messages().size() << " e-mails; the engine's log:\n" << a.log();
+  ASSERT_TRUE(waitFor(
+      [&] {
+        for (auto& r : hook.requests())
+          if (r.path == "/hooks/x" && r.body.find("adt/lab") != std::string::npos) return true;
+        return false;
+      },
+      20s));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 150s);
+  auto mail = smtp.messages().front();
+  EXPECT_EQ(mail.to, std::vector<std::string>{"oncall@hospital.test"});
+  // The heartbeat, every 10 s.
+  int beats = 0;
+  for (auto& r : hook.requests()) beats += r.path == "/ping/beat";
+  EXPECT_GE(beats, 2);
+
+  // Acknowledge lab's alert; billing's is left to remind.
+  json list = api.get("/api/v1/alerts");
+  int64_t labAlert = 0;
+  for (auto& al : list.value("alerts", json::array()))
+    if (al.value("interface", "") == "adt" && al.value("destination", "") == "lab")
+      labAlert = al.value("id", int64_t{0});
+  ASSERT_NE(labAlert, 0) << list.dump();
+  auto acked = api.call("POST", "/api/v1/alerts/" + std::to_string(labAlert) + "/acknowledge");
+  ASSERT_EQ(acked.status, 200) << acked.body;
+
+  // A reminder for billing (remind: 1m), none for lab.
+  ASSERT_TRUE(waitFor([&] { return mailsAbout(smtp, "adt/billing") >= 2; }, 100s))
+      << "no reminder for the alert nobody acknowledged";
+  EXPECT_EQ(mailsAbout(smtp, "adt/lab"), 1) << "the acknowledged alert reminded";
+  // Two engines claim from the same outbox: lab's one e-mail above, and
+  // its one webhook.
+  int labHooks = 0;
+  for (auto& r : hook.requests())
+    labHooks += r.path == "/hooks/x" && r.body.find("adt/lab") != std::string::npos;
+  EXPECT_EQ(labHooks, 1);
+
+  // The receivers come back: everything is delivered, then a recovery.
+  Receiver lab([](const std::string&) { return MllpReply{mllpFrame(hl7Ack("AA"))}; },
+               std::move(labBound));
+  Receiver billing([](const std::string&) { return MllpReply{mllpFrame(hl7Ack("AA"))}; },
+                   std::move(billingBound));
+  ASSERT_TRUE(waitFor([&] { return lab.messages().size() == 20 && billing.messages().size() == 20; },
+                      90s))
+      << lab.messages().size() << " " << billing.messages().size();
+  ASSERT_TRUE(waitFor(
+      [&] {
+        for (auto& m : smtp.messages())
+          if (m.header("Subject").find("adt/lab") != std::string::npos &&
+              m.header("Subject").find("RECOVERED") != std::string::npos)
+            return true;
+        return false;
+      },
+      60s))
+      << a.log();
+  EXPECT_EQ(healthOf(api.get("/api/v1/interfaces"), "adt", "lab").value("state", ""), "ok");
+
+  // Last activity survives a restart.
+  json before = api.get("/api/v1/interfaces");
+  std::string lastReceived;
+  for (auto& i : before["interfaces"])
+    if (i["name"] == "adt") lastReceived = i["health"].value("lastReceived", "");
+  ASSERT_FALSE(lastReceived.empty());
+  ASSERT_EQ(a.terminate(), 0);
+  ASSERT_TRUE(a.start()) << a.log();
+  json after = api.get("/api/v1/interfaces");
+  for (auto& i : after["interfaces"])
+    if (i["name"] == "adt") EXPECT_EQ(i["health"].value("lastReceived", ""), lastReceived);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ductus::test
