@@ -176,7 +176,7 @@ TEST(LoadProject, AnUnknownNestedKeyIsPlacedAtItsOwnLineAndColumn) {
 
 TEST(LoadProject, SettingsNotImplementedYetAreRefusedNotIgnored) {
   ProjectDir p;
-  p.write("ductus.yaml", "alerts: { keep: 1y }\n");
+  p.write("ductus.yaml", "doctor: { schedule: 6h }\n");
   p.write("resources.yaml", "ldap: {}\n");
   p.iface("adt",
           "source:\n"
@@ -185,7 +185,7 @@ TEST(LoadProject, SettingsNotImplementedYetAreRefusedNotIgnored) {
           "destination:\n"
           "  file: { path: out/ }\n");
   std::string e = p.errors();
-  EXPECT_THAT(e, HasSubstr("ductus.yaml:1:1: alerts: `alerts` (alert rules, channels and the heartbeat) is not supported yet"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:1:1: doctor: `doctor` (scheduled certificate and connection checks) is not supported yet"));
   EXPECT_THAT(e, HasSubstr("resources.yaml:1:1: ldap: `ldap`"));
   EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:3:1: owners: `owners` (owners of an interface) is not supported yet"));
 }
@@ -618,6 +618,99 @@ TEST(LoadProject, AnUnknownCharsetIsPlacedAtItsLine) {
   p.iface("a", std::string(kMllpToFile) + "charset: latin9\n");
   EXPECT_THAT(p.errors(), HasSubstr("interfaces/a/interface.yaml:5:10: charset: expected auto | "
                                     "utf-8 | iso-8859-1, got `latin9`"));
+}
+
+}  // namespace
+}  // namespace ductus::config::test
+
+namespace ductus::config::test {
+namespace {
+
+// monitor: and alerts: as issue #31 writes them (the shapes users rely
+// on), read into the model.
+TEST(LoadProject, MonitorAndAlertsAreReadAsTheIssueWritesThem) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "alerts:\n"
+          "  smtp: { host: mail.hospital.org, port: 587, from: ductus@hospital.org, user: ductus, "
+          "password: \"${env:SMTP_PASSWORD}\" }\n"
+          "  channels:\n"
+          "    oncall: { email: [oncall@hospital.org] }\n"
+          "    hook: { webhook: https://chat.hospital.org/hooks/x, format: slack }\n"
+          "  rules:\n"
+          "    - { when: [stalled, behind, error, stopped], severity: critical, notify: [oncall, hook] }\n"
+          "  heartbeat: { url: https://uptime.hospital.org/ping/x, every: 1m }\n"
+          "  quiet_hours: { between: \"22:00-07:00\", hold: [warning] }\n"
+          "  remind: 30m\n");
+  p.iface("adt",
+          "source:\n  mllp: { listen: 127.0.0.1:2575 }\n"
+          "monitor:\n"
+          "  behind: { waiting: 5, oldest: 10m }\n"
+          "  active_within: { within: 30m, between: \"07:00-19:00\" }\n"
+          "  active_by: { weekly: \"mon 06:00\", from: \"04:00\" }\n"
+          "destinations:\n"
+          "  lab:\n    file: { path: out/ }\n    monitor: { behind: { oldest: 1h } }\n");
+  auto out = p.load(withEnv({{"SMTP_PASSWORD", "s3cret"}}));
+  ASSERT_TRUE(out.project) << p.errors(withEnv({{"SMTP_PASSWORD", "s3cret"}}));
+  const auto& a = out.project->engine.alerts;
+  EXPECT_TRUE(a.enabled);
+  ASSERT_TRUE(a.smtp);
+  EXPECT_EQ(a.smtp->password, "s3cret");
+  EXPECT_EQ(a.smtp->port, 587);
+  ASSERT_EQ(a.channels.size(), 2u);
+  EXPECT_EQ(a.channel("hook")->format, monitor::WebhookFormat::Slack);
+  ASSERT_EQ(a.rules.size(), 1u);
+  EXPECT_EQ(a.rules[0].when.size(), 4u);
+  EXPECT_EQ(a.rules[0].severity, monitor::Severity::Critical);
+  ASSERT_TRUE(a.heartbeat);
+  EXPECT_EQ(a.heartbeat->every.count(), 60);
+  ASSERT_TRUE(a.quietHours);
+  EXPECT_EQ(a.quietHours->between.startMinute, 22 * 60);
+  EXPECT_EQ(a.quietHours->hold, std::vector<monitor::Severity>{monitor::Severity::Warning});
+  EXPECT_EQ(a.remind.count(), 1800);
+  const auto& m = out.project->interfaces[0].monitor;
+  ASSERT_TRUE(m.behind);
+  EXPECT_EQ(m.behind->waiting, 5);
+  EXPECT_EQ(m.behind->oldest->count(), 600);
+  ASSERT_TRUE(m.activeWithin && m.activeWithin->between);
+  EXPECT_EQ(m.activeWithin->between->endMinute, 19 * 60);
+  ASSERT_TRUE(m.activeBy);
+  EXPECT_EQ(m.activeBy->kind, monitor::ActiveBy::Kind::Weekly);
+  EXPECT_EQ(m.activeBy->weekday, 1);
+  EXPECT_EQ(m.activeBy->fromMinute, 4 * 60);
+  ASSERT_TRUE(out.project->interfaces[0].destinations[0].behind);
+  EXPECT_EQ(out.project->interfaces[0].destinations[0].behind->oldest->count(), 3600);
+}
+
+TEST(LoadProject, MonitorAndAlertsMistakesArePlacedWithWhatWasExpected) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "alerts:\n"
+          "  channels:\n"
+          "    oncall: { email: [\"x@y.org\\r\\nRCPT TO:<evil@z>\"] }\n"
+          "    hook: { webhook: ftp://x }\n"
+          "  rules:\n"
+          "    - { when: [stuck], severity: fatal, notify: [pager] }\n"
+          "  remind: 1s\n");
+  p.iface("adt",
+          "source:\n  mllp: { listen: 127.0.0.1:2575 }\n"
+          "monitor:\n"
+          "  behind: {}\n"
+          "  active_within: { within: 30m, between: \"07:00-07:00\" }\n"
+          "  active_by: { daily: \"25:00\" }\n"
+          "destination:\n  file: { path: out/ }\n");
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("alerts.channels.oncall.email: `x@y.org"));
+  EXPECT_THAT(e, HasSubstr("alerts.channels.hook.webhook: expected an http:// or https:// URL"));
+  EXPECT_THAT(e, HasSubstr("alerts.channels.oncall: the channel sends e-mail: alerts.smtp:"));
+  EXPECT_THAT(e, HasSubstr("unknown state `stuck`"));
+  EXPECT_THAT(e, HasSubstr("expected info | warning | critical, got `fatal`"));
+  EXPECT_THAT(e, HasSubstr("no channel `pager` under alerts.channels"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:7:"));  // remind: 1s, below its floor
+  EXPECT_THAT(e, HasSubstr("interface.yaml:4:"));
+  EXPECT_THAT(e, HasSubstr("give waiting:"));
+  EXPECT_THAT(e, HasSubstr("the window starts and ends at the same time"));
+  EXPECT_THAT(e, HasSubstr("monitor.active_by.daily: expected a time of day as HH:MM"));
 }
 
 }  // namespace
