@@ -109,6 +109,17 @@ constexpr const char* kInterfacesSchema = R"({
               "duplicates": {"type": "integer"}
             }
           },
+          "health": {
+            "type": "object",
+            "description": "the worst of its destinations', or stopped, late, quiet; absent before the engine runs",
+            "required": ["state", "reason", "lastReceived", "watchedSince"],
+            "properties": {
+              "state": {"type": "string", "enum": ["stopped", "paused", "stalled", "error", "behind", "late", "quiet", "ok"]},
+              "reason": {"type": "string"},
+              "lastReceived": {"type": "string", "description": "RFC 3339; empty when never"},
+              "watchedSince": {"type": "string", "description": "RFC 3339: deadlines before it don't count"}
+            }
+          },
           "destinations": {
             "type": "array",
             "items": {
@@ -140,6 +151,24 @@ constexpr const char* kInterfacesSchema = R"({
                     "quarantined": {"type": "integer"},
                     "routed": {"type": "integer"},
                     "retries": {"type": "integer"}
+                  }
+                },
+                "health": {
+                  "type": "object",
+                  "description": "the monitor's judgement; absent before the engine runs",
+                  "required": ["state", "reason", "waiting", "quarantined"],
+                  "properties": {
+                    "state": {"type": "string", "enum": ["paused", "stalled", "error", "behind", "ok"]},
+                    "reason": {"type": "string", "description": "one line an operator can act on; empty when ok"},
+                    "waiting": {"type": "integer"},
+                    "oldestSeconds": {"type": "number", "description": "the oldest waiting message's age"},
+                    "quarantined": {"type": "integer"},
+                    "lastSent": {"type": "string", "description": "RFC 3339; empty when never"},
+                    "lastError": {"type": "string", "description": "RFC 3339; empty when never"},
+                    "lastErrorText": {"type": "string"},
+                    "catchingUp": {"type": "boolean", "description": "for a backlog over a minute old"},
+                    "etaSeconds": {"type": "number"},
+                    "causes": {"type": "array", "items": {"type": "string", "enum": ["burst", "slow receiver"]}}
                   }
                 },
                 "paused": {
@@ -240,12 +269,17 @@ json interfacesJson(const std::vector<InterfaceInfo>& list) {
                          {"routed", d.routed},
                          {"retries", d.retries}}},
                        {"paused", pausedJson(d.paused)}});
-    out.push_back({{"name", f.name},
-                   {"source", f.source},
-                   {"state", f.state},
-                   {"gate", f.gateOpen ? json(*f.gateOpen ? "open" : "closed") : json(nullptr)},
-                   {"sinceStart", {{"received", f.received}, {"duplicates", f.duplicates}}},
-                   {"destinations", std::move(dests)}});
+    for (size_t j = 0; j < f.destinations.size(); ++j)
+      if (f.destinations[j].health)
+        dests[j]["health"] = destinationHealthJson(*f.destinations[j].health, true);
+    json i = {{"name", f.name},
+              {"source", f.source},
+              {"state", f.state},
+              {"gate", f.gateOpen ? json(*f.gateOpen ? "open" : "closed") : json(nullptr)},
+              {"sinceStart", {{"received", f.received}, {"duplicates", f.duplicates}}},
+              {"destinations", std::move(dests)}};
+    if (f.health) i["health"] = interfaceHealthJson(*f.health);
+    out.push_back(std::move(i));
   }
   return {{"interfaces", std::move(out)}};
 }
@@ -255,6 +289,28 @@ std::string dump(const json& j) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json destinationHealthJson(const DestinationHealthInfo& h, bool moving) {
+  nlohmann::ordered_json j = {{"state", h.state},
+                              {"reason", h.reason},
+                              {"waiting", h.waiting}};
+  if (moving && h.oldestSeconds) j["oldestSeconds"] = *h.oldestSeconds;
+  j["quarantined"] = h.quarantined;
+  j["lastSent"] = h.lastSent;
+  j["lastError"] = h.lastError;
+  j["lastErrorText"] = h.lastErrorText;
+  if (h.catchingUp) j["catchingUp"] = *h.catchingUp;
+  if (moving && h.etaSeconds) j["etaSeconds"] = *h.etaSeconds;
+  j["causes"] = h.causes;
+  return j;
+}
+
+nlohmann::ordered_json interfaceHealthJson(const InterfaceHealthInfo& h) {
+  return {{"state", h.state},
+          {"reason", h.reason},
+          {"lastReceived", h.lastReceived},
+          {"watchedSince", h.watchedSince}};
+}
 
 std::vector<Route> engineRoutes(EngineView* engine) {
   std::vector<Route> routes;

@@ -4,6 +4,7 @@
 // GET /api/v1/interfaces (state, gate, counts since the start).
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <vector>
 
 #include "api/engine_view.h"
@@ -14,5 +15,11 @@ namespace ductus::api {
 // `engine` null: the routes for the document only (`ductus api-spec`);
 // their handlers answer 503.
 std::vector<Route> engineRoutes(EngineView* engine);
+
+// The monitor's judgement as GET /interfaces and the events' snapshots
+// show it. `moving`: with the ages that grow by themselves (oldestSeconds,
+// etaSeconds); a snapshot leaves them out, since an event means a change.
+nlohmann::ordered_json destinationHealthJson(const DestinationHealthInfo& h, bool moving);
+nlohmann::ordered_json interfaceHealthJson(const InterfaceHealthInfo& h);
 
 }  // namespace ductus::api

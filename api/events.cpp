@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "api/engine_routes.h"
+
 namespace ductus::api {
 namespace {
 
@@ -64,9 +66,17 @@ constexpr const char* kEventsSchema = R"({
                                 "description": "pending now, as the store counts them; null when it could not"},
                     "quarantinedNow": {"type": ["integer", "null"],
                                        "description": "quarantined now, likewise; quarantined counts those since the start"},
-                    "paused": {"type": "boolean"}
+                    "paused": {"type": "boolean"},
+                    "health": {
+                      "type": "object",
+                      "description": "as in GET /api/v1/interfaces, without oldestSeconds and etaSeconds (they grow by themselves; an event means a change); absent before the engine judges"
+                    }
                   }
                 }
+              },
+              "health": {
+                "type": "object",
+                "description": "as in GET /api/v1/interfaces; absent before the engine judges"
               }
             }
           }
@@ -93,7 +103,7 @@ std::string snapshotJson(const EngineInfo& engine, const std::vector<InterfaceIn
   json list = json::array();
   for (auto& f : interfaces) {
     json dests = json::array();
-    for (auto& d : f.destinations)
+    for (auto& d : f.destinations) {
       dests.push_back({{"name", d.name},
                        {"sent", d.sent},
                        {"filtered", d.filtered},
@@ -104,12 +114,16 @@ std::string snapshotJson(const EngineInfo& engine, const std::vector<InterfaceIn
                        {"quarantinedNow",
                         d.quarantinedNow ? json(*d.quarantinedNow) : json(nullptr)},
                        {"paused", d.paused.has_value()}});
-    list.push_back({{"name", f.name},
-                    {"state", f.state},
-                    {"gate", f.gateOpen ? json(*f.gateOpen ? "open" : "closed") : json(nullptr)},
-                    {"received", f.received},
-                    {"duplicates", f.duplicates},
-                    {"destinations", std::move(dests)}});
+      if (d.health) dests.back()["health"] = destinationHealthJson(*d.health, false);
+    }
+    json i = {{"name", f.name},
+              {"state", f.state},
+              {"gate", f.gateOpen ? json(*f.gateOpen ? "open" : "closed") : json(nullptr)},
+              {"received", f.received},
+              {"duplicates", f.duplicates},
+              {"destinations", std::move(dests)}};
+    if (f.health) i["health"] = interfaceHealthJson(*f.health);
+    list.push_back(std::move(i));
   }
   json snapshot = {{"state", engineStateName(engine.state)},
                    {"workers", std::move(workers)},

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "common/monitor/settings.h"
+
 namespace ductus::api {
 
 void MetricsText::family(std::string_view name, std::string_view type, std::string_view help) {
@@ -197,6 +199,43 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
       if (dest.quarantinedNow)
         m.sample("ductus_queue_quarantined", {{"interface", f.name}, {"destination", dest.name}},
                  static_cast<double>(*dest.quarantinedNow));
+
+  // The monitor's states as Prometheus' enum idiom: one series per state,
+  // 1 for the current one, so a query matches a state by label and a
+  // change shows as two series moving. Only what the engine has judged.
+  using monitor::State;
+  constexpr State kDestinationStates[] = {State::Paused, State::Stalled, State::Error,
+                                          State::Behind, State::Ok};
+  constexpr State kInterfaceStates[] = {State::Stopped, State::Paused, State::Stalled,
+                                        State::Error,   State::Behind, State::Late,
+                                        State::Quiet,   State::Ok};
+  m.family("ductus_destination_state", "gauge",
+           "1 for the state the monitor judged a destination in (paused, stalled, error, behind, "
+           "ok), 0 for the others.");
+  for (auto& f : interfaces)
+    for (auto& dest : f.destinations)
+      if (dest.health)
+        for (State s : kDestinationStates)
+          m.sample("ductus_destination_state",
+                   {{"interface", f.name}, {"destination", dest.name},
+                    {"state", monitor::stateName(s)}},
+                   dest.health->state == monitor::stateName(s) ? 1 : 0);
+  m.family("ductus_interface_state", "gauge",
+           "1 for the state the monitor judged an interface in (stopped, paused, stalled, error, "
+           "behind, late, quiet, ok), 0 for the others.");
+  for (auto& f : interfaces)
+    if (f.health)
+      for (State s : kInterfaceStates)
+        m.sample("ductus_interface_state",
+                 {{"interface", f.name}, {"state", monitor::stateName(s)}},
+                 f.health->state == monitor::stateName(s) ? 1 : 0);
+  m.family("ductus_queue_oldest_seconds", "gauge",
+           "How long a destination's oldest waiting message has waited; 0 when nothing waits.");
+  for (auto& f : interfaces)
+    for (auto& dest : f.destinations)
+      if (dest.health)
+        m.sample("ductus_queue_oldest_seconds", {{"interface", f.name}, {"destination", dest.name}},
+                 dest.health->oldestSeconds.value_or(0));
 
   m.family("ductus_interface_stopped", "gauge",
            "1 while an interface's code is stopped (runaways), its messages left pending.");

@@ -7,6 +7,7 @@
 #include "api/engine_actions.h"
 #include "api/engine_routes.h"
 #include "api/events.h"
+#include "api/hotspot_routes.h"
 #include "api/message_browser.h"
 #include "api/message_routes.h"
 #include "api/metrics.h"
@@ -23,6 +24,7 @@ std::vector<Route> allRoutes(const RouteDeps& deps) {
   for (auto& r : engineActionRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
   for (auto& r : messageBrowserRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
   for (auto& r : eventsRoutes(deps.engine)) routes.push_back(std::move(r));
+  for (auto& r : hotspotRoutes(deps.engine)) routes.push_back(std::move(r));
   for (auto& r : alertRoutes(deps.auth)) routes.push_back(std::move(r));
   auto document = std::make_shared<std::string>();
   routes.push_back(openApiRoute(document));

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "api/hotspot_routes.h"
 #include "api/metrics.h"
 #include "api/routes.h"
 #include "common/version.h"
@@ -57,17 +58,43 @@ class FakeEngine : public EngineView {
 
   void interfacesWithPending(
       std::function<void(Result<std::vector<InterfaceInfo>>)> done) override {
-    interfaces([done](Result<std::vector<InterfaceInfo>> r) {
+    interfaces([this, done](Result<std::vector<InterfaceInfo>> r) {
       if (r) {
         (*r)[0].destinations[0].pending = 12;
         (*r)[0].destinations[0].quarantinedNow = 3;
+        if (withHealth) {
+          DestinationHealthInfo h;
+          h.state = "behind";
+          h.reason = "40 waiting, the oldest for 12 minutes";
+          h.waiting = 40;
+          h.oldestSeconds = 720;
+          h.quarantined = 3;
+          h.lastSent = "2024-05-01T12:00:00Z";
+          h.catchingUp = false;
+          h.causes = {"slow receiver"};
+          (*r)[0].destinations[0].health = h;
+          (*r)[0].health = InterfaceHealthInfo{"behind", "default: 40 waiting", "", "2024-05-01T11:00:00Z"};
+        }
       }
       done(std::move(r));
     });
   }
 
+  void hotspots(std::function<void(Result<std::vector<HotspotInfo>>)> done) override {
+    if (fail) return done(Error{"the store is unreachable"});
+    HotspotInfo h;
+    h.interface = "adt";
+    h.destination = "default";
+    h.waiting = 41;
+    h.lanes.push_back({7, 40, 1234, "MRN-1", 9, "connection refused", "2024-05-01T12:00:00Z"});
+    h.lanes.push_back({2, 1, 1300, "", 0, "", "2024-05-01T12:01:00Z"});
+    h.findings.push_back({"blocked-lane", "lane 7 waits behind message 1234 (9 attempts)"});
+    done(std::vector<HotspotInfo>{h});
+  }
+
   EngineState state_ = EngineState::Serving;  // set on the loop thread
   bool fail = false;
+  bool withHealth = false;  // as an engine that judges health
   std::chrono::system_clock::time_point startedAt =
       std::chrono::system_clock::time_point(std::chrono::milliseconds(1714564800123));
 };
@@ -152,6 +179,57 @@ TEST_F(EngineRoutesTest, InterfacesNeedAViewerAndGiveStateGateAndCountsSinceStar
   EXPECT_TRUE(dest["timings"]["latency"]["p50Ms"].is_null()) << "no observation yet";
 }
 
+TEST_F(EngineRoutesTest, InterfacesCarryTheMonitorsHealthWhenItJudgesAndNoneBefore) {
+  auto before = json::parse(api_.get("/api/v1/interfaces", bearer("viewer")).body)["interfaces"];
+  EXPECT_FALSE(before[0].contains("health")) << "no judgement yet: no health, not a made-up ok";
+  EXPECT_FALSE(before[0]["destinations"][0].contains("health"));
+  api_.loop().run([&] { engine_.withHealth = true; });
+  auto r = api_.get("/api/v1/interfaces", bearer("viewer"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto list = json::parse(r.body)["interfaces"];
+  EXPECT_EQ(list[0]["health"], (json{{"state", "behind"},
+                                     {"reason", "default: 40 waiting"},
+                                     {"lastReceived", ""},
+                                     {"watchedSince", "2024-05-01T11:00:00Z"}}));
+  EXPECT_EQ(list[0]["destinations"][0]["health"],
+            (json{{"state", "behind"},
+                  {"reason", "40 waiting, the oldest for 12 minutes"},
+                  {"waiting", 40},
+                  {"oldestSeconds", 720.0},
+                  {"quarantined", 3},
+                  {"lastSent", "2024-05-01T12:00:00Z"},
+                  {"lastError", ""},
+                  {"lastErrorText", ""},
+                  {"catchingUp", false},
+                  {"causes", {"slow receiver"}}}))
+      << "etaSeconds is left out when there is none";
+  EXPECT_FALSE(list[1].contains("health"));
+}
+
+TEST_F(EngineRoutesTest, HotspotsNeedAViewerAndShowLanesAndFindings) {
+  EXPECT_EQ(api_.get("/api/v1/hotspots").status, 401);
+  auto r = api_.get("/api/v1/hotspots", bearer("viewer"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = json::parse(r.body);
+  ASSERT_EQ(j["destinations"].size(), 1u);
+  auto& d = j["destinations"][0];
+  EXPECT_EQ(d["interface"], "adt");
+  EXPECT_EQ(d["destination"], "default");
+  EXPECT_EQ(d["waiting"], 41);
+  ASSERT_EQ(d["lanes"].size(), 2u);
+  EXPECT_EQ(d["lanes"][0], (json{{"lane", 7},
+                                 {"waiting", 40},
+                                 {"firstMessageId", 1234},
+                                 {"firstKey", "MRN-1"},
+                                 {"firstAttempts", 9},
+                                 {"firstLastError", "connection refused"},
+                                 {"firstReceivedAt", "2024-05-01T12:00:00Z"}}));
+  EXPECT_EQ(d["findings"], (json::array({{{"kind", "blocked-lane"},
+                                          {"text", "lane 7 waits behind message 1234 (9 attempts)"}}})));
+  api_.loop().run([&] { engine_.fail = true; });
+  EXPECT_EQ(api_.get("/api/v1/hotspots", bearer("viewer")).status, 503);
+}
+
 TEST(HistogramQuantile, IsLinearWithinItsBucketAndTheLastBoundPastThem) {
   HistogramInfo h;
   h.bounds = {1, 2, 4};
@@ -179,6 +257,9 @@ TEST(EngineRoutesWithoutAnEngine, AnswerUnavailable) {
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(api.get("/api/v1/health").status, 503);
   EXPECT_EQ(api.get("/api/v1/interfaces", bearer("viewer")).status, 503);
+  ApiHarness hot;
+  ASSERT_TRUE(hot.start(hotspotRoutes(nullptr)));
+  EXPECT_EQ(hot.get("/api/v1/hotspots", bearer("viewer")).status, 503);
 }
 
 }  // namespace

@@ -68,6 +68,10 @@ class FakeEngine : public EngineView {
       auto list = *r;
       list[0].destinations[0].pending = pending;
       list[0].destinations[0].quarantinedNow = 2;
+      if (health) {
+        list[0].destinations[0].health = *health;
+        list[0].health = InterfaceHealthInfo{health->state, "lab: " + health->reason, "", ""};
+      }
       ductus::test::LoopThread::after(loop, 1, [done, list] { done(list); });
     });
   }
@@ -79,6 +83,7 @@ class FakeEngine : public EngineView {
   int64_t pending = 3;
   int padding = 0;
   bool changeEveryQuery = false;
+  std::optional<DestinationHealthInfo> health;  // nullopt: not judged
   std::atomic<int> queries{0};
 };
 
@@ -268,6 +273,40 @@ TEST_F(EventsTest, AChangeSendsAnEventAndNoChangeSendsNone) {
   api_.loop().run([&] { engine_.state_ = EngineState::Draining; });
   EXPECT_EQ(snapshotOf(c.nextEvent())["state"], "draining");
   EXPECT_EQ(c.next(milliseconds(200)), "");
+}
+
+// The monitor's judgement rides in the snapshot: a new state is an event;
+// the oldest message's age, growing by itself, is not.
+TEST_F(EventsTest, AHealthChangeSendsAnEventAndAnAgeGrowingSendsNone) {
+  start(fast());
+  SseClient c(api_.port(), bearer("viewer"));
+  ASSERT_FALSE(c.head().empty());
+  auto first = snapshotOf(c.nextEvent());
+  EXPECT_FALSE(first["interfaces"][0].contains("health")) << "not judged yet";
+  EXPECT_FALSE(first["interfaces"][0]["destinations"][0].contains("health"));
+  DestinationHealthInfo h;
+  h.state = "behind";
+  h.reason = "3 waiting";
+  h.waiting = 3;
+  h.oldestSeconds = 700;
+  h.etaSeconds = 30;
+  h.catchingUp = true;
+  api_.loop().run([&] { engine_.health = h; });
+  auto s = snapshotOf(c.nextEvent());
+  EXPECT_EQ(s["interfaces"][0]["health"]["state"], "behind");
+  EXPECT_EQ(s["interfaces"][0]["health"]["reason"], "lab: 3 waiting");
+  EXPECT_EQ(s["interfaces"][0]["destinations"][0]["health"],
+            (json{{"state", "behind"}, {"reason", "3 waiting"}, {"waiting", 3},
+                  {"quarantined", 0}, {"lastSent", ""}, {"lastError", ""},
+                  {"lastErrorText", ""}, {"catchingUp", true}, {"causes", json::array()}}));
+  api_.loop().run([&] {
+    engine_.health->oldestSeconds = 900;
+    engine_.health->etaSeconds = 20;
+  });
+  EXPECT_EQ(c.next(milliseconds(300)), "") << "an age moving by itself is no change";
+  api_.loop().run([&] { engine_.health->state = "stalled"; });
+  EXPECT_EQ(snapshotOf(c.nextEvent())["interfaces"][0]["destinations"][0]["health"]["state"],
+            "stalled");
 }
 
 TEST_F(EventsTest, AQuietStreamGetsHeartbeats) {

@@ -120,6 +120,11 @@ class FakeEngine : public EngineView {
     interfaces([this, done](Result<std::vector<InterfaceInfo>> r) {
       auto list = *r;
       list[0].destinations[0].pending = 40 + scrapes;
+      DestinationHealthInfo h;
+      h.state = "behind";
+      h.oldestSeconds = 90.5;
+      list[0].destinations[0].health = h;
+      list[0].health = InterfaceHealthInfo{"behind", "lab: behind", "", ""};
       ductus::test::LoopThread::after(loop, 2, [done, list] { done(list); });
     });
   }
@@ -192,6 +197,41 @@ TEST(Metrics, RendersEveryFamilyWithItsLabels) {
   EXPECT_THAT(text, HasSubstr("ductus_transform_seconds_bucket{" + lab + ",le=\"60\"} 15\n"));
   // A destination without timings (a fake's route) has no histogram lines.
   EXPECT_THAT(text, Not(HasSubstr("ductus_send_seconds_bucket{" + adt + ",destination=\"copy\"")));
+}
+
+// The monitor's judgement: a one-hot gauge per state (Prometheus' enum
+// idiom, every state listed), and the oldest wait, 0 when nothing waits.
+// Nothing for what the engine has not judged.
+TEST(Metrics, MonitorStatesAreOneHotGaugesAndTheOldestWaitIsAGauge) {
+  FakeEngine engine;
+  std::vector<InterfaceInfo> list;
+  engine.interfaces([&](Result<std::vector<InterfaceInfo>> r) { list = *r; });
+  DestinationHealthInfo stalled;
+  stalled.state = "stalled";
+  stalled.oldestSeconds = 1800;
+  list[0].destinations[0].health = stalled;
+  list[0].destinations[1].health = DestinationHealthInfo{};  // ok, nothing waits
+  list[0].health = InterfaceHealthInfo{"stalled", "lab: stalled", "", ""};
+  std::string text = renderMetrics(engine.engine(), list);
+  const std::string lab = "interface=\"adt \\\"main\\\"\",destination=\"lab\"";
+  EXPECT_THAT(text, HasSubstr("# TYPE ductus_destination_state gauge\n"));
+  EXPECT_THAT(text, HasSubstr("ductus_destination_state{" + lab + ",state=\"stalled\"} 1\n"));
+  for (auto* other : {"paused", "error", "behind", "ok"})
+    EXPECT_THAT(text, HasSubstr("ductus_destination_state{" + lab + ",state=\"" + other + "\"} 0\n"))
+        << other;
+  EXPECT_THAT(text, Not(HasSubstr("ductus_destination_state{" + lab + ",state=\"quiet\"}")))
+      << "quiet is an interface's alone";
+  EXPECT_THAT(text, HasSubstr("ductus_destination_state{interface=\"adt \\\"main\\\"\","
+                              "destination=\"copy\",state=\"ok\"} 1\n"));
+  const std::string adt = "interface=\"adt \\\"main\\\"\"";
+  EXPECT_THAT(text, HasSubstr("ductus_interface_state{" + adt + ",state=\"stalled\"} 1\n"));
+  for (auto* other : {"stopped", "paused", "error", "behind", "late", "quiet", "ok"})
+    EXPECT_THAT(text, HasSubstr("ductus_interface_state{" + adt + ",state=\"" + other + "\"} 0\n"))
+        << other;
+  EXPECT_THAT(text, HasSubstr("ductus_queue_oldest_seconds{" + lab + "} 1800\n"));
+  EXPECT_THAT(text, HasSubstr("ductus_queue_oldest_seconds{" + adt + ",destination=\"copy\"} 0\n"));
+  // lookup was not judged: no series rather than a made-up ok.
+  EXPECT_THAT(text, Not(HasSubstr("ductus_interface_state{interface=\"lookup\"")));
 }
 
 class MetricsRouteTest : public ::testing::Test {

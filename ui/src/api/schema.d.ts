@@ -874,6 +874,16 @@ export interface operations {
                                 received: number;
                                 duplicates: number;
                             };
+                            /** @description the worst of its destinations', or stopped, late, quiet; absent before the engine runs */
+                            health?: {
+                                /** @enum {string} */
+                                state: "stopped" | "paused" | "stalled" | "error" | "behind" | "late" | "quiet" | "ok";
+                                reason: string;
+                                /** @description RFC 3339; empty when never */
+                                lastReceived: string;
+                                /** @description RFC 3339: deadlines before it don't count */
+                                watchedSince: string;
+                            };
                             destinations: {
                                 name: string;
                                 route: boolean;
@@ -908,6 +918,26 @@ export interface operations {
                                     quarantined: number;
                                     routed: number;
                                     retries: number;
+                                };
+                                /** @description the monitor's judgement; absent before the engine runs */
+                                health?: {
+                                    /** @enum {string} */
+                                    state: "paused" | "stalled" | "error" | "behind" | "ok";
+                                    /** @description one line an operator can act on; empty when ok */
+                                    reason: string;
+                                    waiting: number;
+                                    /** @description the oldest waiting message's age */
+                                    oldestSeconds?: number;
+                                    quarantined: number;
+                                    /** @description RFC 3339; empty when never */
+                                    lastSent?: string;
+                                    /** @description RFC 3339; empty when never */
+                                    lastError?: string;
+                                    lastErrorText?: string;
+                                    /** @description for a backlog over a minute old */
+                                    catchingUp?: boolean;
+                                    etaSeconds?: number;
+                                    causes?: ("burst" | "slow receiver")[];
                                 };
                                 /** @description null while it delivers; set while an operator's pause holds it */
                                 paused: {
