@@ -12,9 +12,6 @@
 namespace ductus::ctl {
 using nlohmann::json;
 
-namespace {
-
-// A query value: unreserved characters as they are, the rest %XX.
 std::string encoded(const std::string& v) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;
@@ -30,11 +27,8 @@ std::string encoded(const std::string& v) {
   return out;
 }
 
-// One API operation through the control socket. The answer's body, or
-// nullopt after saying on stderr why not (as `ductusctl COMMAND: ...`).
 std::optional<json> call(const CtlArgs& args, const std::string& command,
-                         const std::string& method, const std::string& path,
-                         const json& body = nullptr) {
+                         const std::string& method, const std::string& path, const json& body) {
   json request = {{"request", "api"}, {"method", method}, {"path", path}};
   if (!body.is_null()) request["body"] = body;
   auto answer = controlRequest(args.control, request);
@@ -51,7 +45,6 @@ std::optional<json> call(const CtlArgs& args, const std::string& command,
   return answer->value("body", json());
 }
 
-// The answer as --json prints it, or through `print`.
 int show(const CtlArgs& args, const std::optional<json>& body,
          const std::function<void(const json&)>& print) {
   if (!body) return 1;
@@ -61,6 +54,8 @@ int show(const CtlArgs& args, const std::optional<json>& body,
     print(*body);
   return 0;
 }
+
+namespace {
 
 std::string deliveriesText(const json& list) {
   std::string out;

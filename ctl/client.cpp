@@ -123,6 +123,32 @@ std::string duration(int64_t s) {
   return std::to_string(s / 86400) + "d" + std::to_string(s % 86400 / 3600) + "h";
 }
 
+// The monitor's judgement: each interface, then its destinations indented,
+// with the state and the reason to act on. Nothing before the engine
+// judges (an older engine, or one without the monitor).
+void printHealth(const json& list) {
+  std::vector<std::vector<std::string>> rows{{"HEALTH", "OF", "WHY"}};
+  auto reason = [](const json& h) {
+    std::string r = h.value("reason", std::string());
+    return r.empty() ? std::string("-") : r;
+  };
+  for (auto& f : list) {
+    auto h = f.value("health", json());
+    if (h.is_object())
+      rows.push_back({text(h.value("state", json())), text(f.value("name", json())), reason(h)});
+    for (auto& d : f.value("destinations", json::array())) {
+      auto dh = d.value("health", json());
+      if (!dh.is_object()) continue;
+      rows.push_back({text(dh.value("state", json())),
+                      "  " + text(f.value("name", json())) + "/" + text(d.value("name", json())),
+                      reason(dh)});
+    }
+  }
+  if (rows.size() == 1) return;
+  std::printf("\n");
+  printTable(rows);
+}
+
 // One row per destination; the interface's own columns on its first.
 void printInterfaces(const json& list) {
   std::vector<std::vector<std::string>> rows{{"INTERFACE", "SOURCE", "STATE", "INTAKE", "RECEIVED",
@@ -152,6 +178,7 @@ void printInterfaces(const json& list) {
   }
   if (rows.size() == 1) return (void)std::printf("no interfaces\n");
   printTable(rows);
+  printHealth(list);
 }
 
 void printStatus(const json& a) {
@@ -266,7 +293,10 @@ void addCtlCommands(CLI::App& program, int& exitCode) {
   addCommonOptions(*status, *statusArgs);
   status->footer(
       "Counts are since the engine started, but PENDING: the deliveries waiting now,\n"
-      "from the database (- when it could not be asked).");
+      "from the database (- when it could not be asked). HEALTH is the monitor's\n"
+      "judgement, worst first: stopped, paused, stalled (waiting and nothing finished\n"
+      "for a minute), error (quarantined), behind (monitor: behind:), late (active_by:\n"
+      "passed), quiet (active_within: passed), ok; WHY says what to look at.");
   status->callback([statusArgs, &exitCode] { exitCode = ask(*statusArgs, "status", printStatus); });
 
   auto ifaceArgs = std::make_shared<CtlArgs>();

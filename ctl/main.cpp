@@ -6,6 +6,7 @@
 #include "common/version.h"
 #include "ctl/actions.h"
 #include "ctl/client.h"
+#include "ctl/monitoring.h"
 
 int main(int argc, char** argv) {
   using namespace ductus;
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   std::string versionLine = std::string("ductusctl ") + ductus::kVersionLine;
   addCtlCommands(program, exitCode);
   addCtlActionCommands(program, exitCode);
+  addCtlMonitorCommands(program, exitCode);
   addVersionCommand(program, versionLine, exitCode);
   addHelpCommand(program, exitCode);
   finishProgram(program, versionLine,

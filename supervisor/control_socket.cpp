@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "api/auth/local_caller.h"
+#include "api/engine_routes.h"
 #include "api/engine_view.h"
 #include "api/router.h"
 #include "common/fd.h"
@@ -422,7 +423,7 @@ void ControlSocket::answerStatus(const std::shared_ptr<Connection>& c, bool with
         json interfaces = json::array();
         for (auto& f : *list) {
           json destinations = json::array();
-          for (auto& d : f.destinations)
+          for (auto& d : f.destinations) {
             destinations.push_back({{"name", d.name},
                                     {"route", d.route},
                                     {"pending", d.pending ? json(*d.pending) : json(nullptr)},
@@ -431,6 +432,9 @@ void ControlSocket::answerStatus(const std::shared_ptr<Connection>& c, bool with
                                     {"quarantined", d.quarantined},
                                     {"routed", d.routed},
                                     {"retries", d.retries}});
+            // The monitor's judgement, as GET /interfaces shows it.
+            if (d.health) destinations.back()["health"] = api::destinationHealthJson(*d.health, true);
+          }
           json intake = nullptr;
           if (f.gateOpen) intake = *f.gateOpen ? "open" : "closed";
           interfaces.push_back({{"name", f.name},
@@ -440,6 +444,7 @@ void ControlSocket::answerStatus(const std::shared_ptr<Connection>& c, bool with
                                 {"received", f.received},
                                 {"duplicates", f.duplicates},
                                 {"destinations", std::move(destinations)}});
+          if (f.health) interfaces.back()["health"] = api::interfaceHealthJson(*f.health);
         }
         if (withEngine) {
           api::EngineInfo e = view_.engine();

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/e2e.h"
@@ -190,6 +191,49 @@ TEST_F(CtlActions, ResendPauseResumeRestartAndDrainGoThroughTheApisOperations) {
   auto unknown = ctl({"messages", "nosuch"});
   EXPECT_EQ(unknown.code, 1);
   EXPECT_THAT(unknown.err, HasSubstr("nosuch"));
+}
+
+// Issue #31: the monitor's judgement in status, and the monitoring
+// commands through the API's operations.
+TEST_F(CtlActions, StatusSaysHealthAndHotspotsAndAlertsGoThroughTheApi) {
+  auto paused = ctl({"pause", "adt", "--reason", "receiver down"});
+  ASSERT_EQ(paused.code, 0) << paused.err;
+  send("HELD-9", "M9");
+  auto status = ctl({"status"});
+  ASSERT_EQ(status.code, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr("HEALTH"));
+  // A row "STATE  OF  WHY": the state, whose it is, and a reason.
+  auto row = [&](const std::string& state, const std::string& of) {
+    std::istringstream lines(status.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream words(line);
+      std::string first, second, why;
+      if (words >> first >> second >> why && first == state && second == of) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(row("paused", "adt")) << "the interface's state and why:\n" << status.out;
+  EXPECT_TRUE(row("paused", "adt/default")) << status.out;
+  auto asJson = ctl({"interfaces", "--json"});
+  ASSERT_EQ(asJson.code, 0);
+  auto dest = json::parse(asJson.out)["interfaces"][0]["destinations"][0];
+  EXPECT_EQ(dest["health"]["state"], "paused") << asJson.out;
+
+  auto hot = ctl({"hotspots", "--json"});
+  ASSERT_EQ(hot.code, 0) << hot.err;
+  EXPECT_TRUE(json::parse(hot.out)["destinations"].is_array()) << hot.out;
+  EXPECT_EQ(ctl({"hotspots"}).code, 0);
+
+  auto alerts = ctl({"alerts"});
+  ASSERT_EQ(alerts.code, 0) << alerts.err;
+  EXPECT_EQ(alerts.out, "no alerts\n") << "no alerts: in ductus.yaml, none fire";
+  auto ack = ctl({"alerts", "ack", "424242"});
+  EXPECT_EQ(ack.code, 1);
+  EXPECT_THAT(ack.err, HasSubstr("ductusctl alerts ack: ")) << ack.err;
+  EXPECT_EQ(ctl({"alerts", "silence", "424242"}).code, 2) << "--for is required";
+  auto silence = ctl({"alerts", "silence", "424242", "--for", "2h"});
+  EXPECT_EQ(silence.code, 1);
+  EXPECT_THAT(silence.err, HasSubstr("ductusctl alerts silence: ")) << silence.err;
 }
 
 }  // namespace
