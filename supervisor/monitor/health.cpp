@@ -53,8 +53,9 @@ void HealthJudge::annotate(std::vector<api::InterfaceInfo> list,
     return done(judge(std::move(list), {}, std::chrono::system_clock::now()));
   store::oldestWaiting(
       pool_, std::move(backlog),
-      [this, list = std::move(list), done = std::move(done)](
+      [this, alive = alive_, list = std::move(list), done = std::move(done)](
           Result<std::map<int64_t, TimePoint>> r) mutable {
+        if (!*alive) return;
         if (!r) spdlog::warn("monitor: reading the oldest waiting messages failed: {}",
                              r.error().message);
         done(judge(std::move(list), r ? *r : std::map<int64_t, TimePoint>{},

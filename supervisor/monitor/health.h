@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,9 @@ class HealthJudge {
 
   HealthJudge(store::PgPool& pool, const ActivityKeeper& keeper, std::vector<Interface> watched,
               TimePoint startedAt);
+  ~HealthJudge() { *alive_ = false; }
+  HealthJudge(const HealthJudge&) = delete;
+  HealthJudge& operator=(const HealthJudge&) = delete;
 
   // Probes the oldest waiting message of each destination with a backlog,
   // then judges. `done` runs on the loop; a probe that fails leaves the
@@ -82,6 +86,9 @@ class HealthJudge {
   std::vector<Watched> watched_;
   std::map<std::string, size_t> byName_;
   TimePoint startedAt_;
+  // A probe answering after the judge is gone (the engine stopping) calls
+  // nothing.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace ductus::supervisor
