@@ -526,6 +526,7 @@ Status Engine::buildDelivery() {
   md.pool = &store_->sharedConnections();
   md.project = &project_;
   md.curl = curl_.get();
+  md.tls = certificates_;
   md.counts = [this](auto done) {
     if (!view_) return done(Error{"the engine's view is not open yet", ErrorKind::Unavailable});
     view_->interfacesWithCounts(std::move(done));

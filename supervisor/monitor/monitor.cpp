@@ -6,6 +6,7 @@
 #include "common/countdown.h"
 #include "common/monitor/hotspots.h"
 #include "common/net/curl_easy.h"
+#include "common/tls/certificates.h"
 #include "common/time_text.h"
 #include "schema/alert_store.h"
 #include "schema/queue_probes.h"
@@ -44,7 +45,19 @@ void Monitor::start(std::function<void(Status)> done) {
     started_ = true;
     const auto& settings = deps_.project->engine.alerts;
     if (!settings.enabled) return done({});
-    notifier_ = std::make_unique<alerts::Notifier>(*deps_.curl, settings);
+    std::shared_ptr<const net::CurlTls> smtpTls;
+    if (settings.smtp && !settings.smtp->ca.empty() && deps_.tls) {
+      tls::ConnectTls ca;
+      ca.enabled = true;
+      ca.ca = settings.smtp->ca;
+      if (auto client = deps_.tls->client(ca))
+        smtpTls = std::make_shared<net::CurlTls>(*client);
+      else
+        spdlog::error("alerts: alerts.smtp.ca {}: {}; the mail server is verified with the "
+                      "system's roots",
+                      settings.smtp->ca, client.error().message);
+    }
+    notifier_ = std::make_unique<alerts::Notifier>(*deps_.curl, settings, smtpTls);
     outbox_ = std::make_unique<Outbox>(deps_.loop, *deps_.pool, *notifier_, Outbox::Options{});
     AlertRound::Deps r;
     r.loop = deps_.loop;

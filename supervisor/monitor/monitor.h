@@ -33,6 +33,9 @@ struct Project;
 namespace ductus::net {
 class CurlMulti;
 }
+namespace ductus::tls {
+class Certificates;
+}
 namespace ductus::store {
 class PgPool;
 }
@@ -54,6 +57,9 @@ class Monitor {
     store::PgPool* pool = nullptr;
     const config::Project* project = nullptr;
     net::CurlMulti* curl = nullptr;
+    // The engine's certificates: alerts.smtp.ca names one to verify the
+    // mail server with (without it, the system's roots).
+    std::shared_ptr<tls::Certificates> tls;
     // The API's list with its counts (EngineView::interfacesWithPending,
     // before health): what every round judges.
     std::function<void(std::function<void(Result<std::vector<api::InterfaceInfo>>)>)> counts;
