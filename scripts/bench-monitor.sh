@@ -81,7 +81,8 @@ project "$work/off" off
 project "$work/on" on
 # The "on" project logs at debug: its rounds say what they cost.
 engine_start() {
-  "$build/ductus" run "$1" --database "$2" --log-level "$([ "$1" = "$work/on" ] && echo debug || echo info)" \
+  "$build/ductus" run "$1" --database "$2" --control "$work/control" \
+    --log-level "$([ "$1" = "$work/on" ] && echo debug || echo info)" \
     >"$work/engine.log" 2>&1 &
   engine_pid=$!
   for _ in $(seq 1 $(( ${ENGINE_START_SECONDS:-20} * 10 ))); do
