@@ -226,6 +226,11 @@ void checkCertificates(const Project& project, Diagnostics& out) {
   };
   listener(project.engine.apiTls, "api");
   connect(project.engine.databaseTls, "database");
+  // The SMTP server is verified with smtp.ca like any outbound connection.
+  if (const auto& smtp = project.engine.alerts.smtp) {
+    const Location& at = project.engine.alertsSmtpCaAt;
+    use(smtp->ca, at.file + ":" + std::to_string(at.line), "alerts.smtp.ca", false);
+  }
   for (auto& [name, db] : project.resources.databases) connect(db.tls, "databases." + name);
   for (auto& [name, api] : project.resources.apis) connect(api.tls, "apis." + name);
   for (auto& iface : project.interfaces) {
@@ -248,6 +253,27 @@ Diagnostics projectWarnings(const Project& project) {
             " without tls: { certificate }: its session cookie is Secure (browsers will not send it over "
             "plain HTTP) and passwords would cross in clear; add tls: { certificate: ... } "
             "(resources.yaml certificates:) or listen on loopback behind a proxy"));
+  // Alerts that would tell no one, and channels no alert reaches: valid,
+  // but almost always a rule or a name forgotten.
+  const auto& a = e.alerts;
+  auto placed = [](const std::vector<Location>& at, size_t i, const Location& whole) {
+    return i < at.size() ? at[i] : whole;
+  };
+  for (size_t i = 0; i < a.rules.size(); ++i)
+    if (a.rules[i].notify.empty())
+      out.push_back(diagnosticAt(placed(e.alertRulesAt, i, e.alertsAt),
+                                 "alerts.rules[" + std::to_string(i) + "].notify",
+                                 "the rule notifies no channel: its alerts are recorded (the API, "
+                                 "the console) but no one is told"));
+  for (size_t i = 0; i < a.channels.size(); ++i) {
+    bool used = false;
+    for (const auto& rule : a.rules)
+      for (const auto& n : rule.notify) used = used || n == a.channels[i].name;
+    if (!used)
+      out.push_back(diagnosticAt(placed(e.alertChannelsAt, i, e.alertsAt),
+                                 "alerts.channels." + a.channels[i].name,
+                                 "no rule notifies this channel (alerts.rules[].notify)"));
+  }
   return out;
 }
 

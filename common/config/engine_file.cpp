@@ -49,7 +49,7 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
     }
   }
   if (YamlReader::has(root, "alerts")) {
-    e.alerts = parseAlerts(r, root["alerts"]);
+    parseAlerts(r, root["alerts"], e);
     e.alertsAt = r.keyAt(root, "alerts");
   }
   if (YamlReader::has(root, "isolates")) {

@@ -414,11 +414,14 @@ void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& ifac
     }
   }
 
-  if (YamlReader::has(root, "monitor")) parseMonitor(r, root["monitor"], "monitor", iface.monitor, false);
+  if (YamlReader::has(root, "monitor")) {
+    iface.monitorAt = r.keyAt(root, "monitor");
+    parseMonitor(r, root["monitor"], "monitor", iface.monitor, false);
+  }
   bool one = YamlReader::has(root, "destination"), many = YamlReader::has(root, "destinations");
   if (iface.respondMode()) {
     if (iface.monitor.behind)
-      r.error(r.keyAt(root, "monitor"), "monitor.behind",
+      r.error(iface.monitorAt, "monitor.behind",
               "a respond-mode interface has no queue to fall behind (active_within and active_by "
               "still apply)");
     if (one || many)

@@ -107,6 +107,11 @@ struct EngineConfig {
   Duration auditKeep = std::chrono::hours(24 * 365 * 6);
   monitor::AlertSettings alerts;  // alerts: (enabled when present)
   Location alertsAt;
+  // Where the cross-file checks and warnings place their words: smtp.ca
+  // (a certificates: entry), and each channel and rule, in alerts' order.
+  Location alertsSmtpCaAt;
+  std::vector<Location> alertChannelsAt;
+  std::vector<Location> alertRulesAt;
 };
 
 // ---- resources.yaml -------------------------------------------------------
@@ -292,6 +297,7 @@ struct InterfaceConfig {
   Location dedicatedPoolsAt;
   std::vector<Destination> destinations;  // empty only in respond mode
   monitor::Expectations monitor;          // monitor:
+  Location monitorAt;
 
   // Lanes: the partition count with an ordering key, else one.
   uint32_t partitionCount() const { return ordering ? ordering->partitions : 1; }

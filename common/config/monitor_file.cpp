@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "common/config/project_files.h"
+#include "common/config/suggest.h"
 #include "common/cron.h"
 
 namespace ductus::config {
@@ -125,9 +126,14 @@ void parseMonitor(YamlReader& r, const YAML::Node& n, const std::string& path,
     if (a.IsMap()) {
       if (r.map(a, ap, {"within", "between"})) {
         if (!YamlReader::has(a, "within")) r.error(a, ap + ".within", "`within` is required");
-        if (auto v = seconds(r, a, "within", ap, std::chrono::minutes(1), std::chrono::hours(24 * 30)))
-          w.within = *v, out.activeWithin = w;
-        if (out.activeWithin) out.activeWithin->between = window(r, a, "between", ap);
+        // Both read, so a wrong window is reported even when within is too.
+        auto v = seconds(r, a, "within", ap, std::chrono::minutes(1), std::chrono::hours(24 * 30));
+        auto between = window(r, a, "between", ap);
+        if (v && (between || !YamlReader::has(a, "between"))) {
+          w.within = *v;
+          w.between = between;
+          out.activeWithin = w;
+        }
       }
     } else if (auto v = seconds(r, n, "active_within", path, std::chrono::minutes(1),
                                 std::chrono::hours(24 * 30))) {
@@ -192,13 +198,16 @@ void parseMonitor(YamlReader& r, const YAML::Node& n, const std::string& path,
   }
 }
 
-monitor::AlertSettings parseAlerts(YamlReader& r, const YAML::Node& n) {
-  monitor::AlertSettings s;
+void parseAlerts(YamlReader& r, const YAML::Node& n, EngineConfig& e) {
+  monitor::AlertSettings& s = e.alerts;
+  s = monitor::AlertSettings{};
+  e.alertChannelsAt.clear();
+  e.alertRulesAt.clear();
   const std::string path = "alerts";
   if (!r.map(n, path,
              {"smtp", "channels", "rules", "heartbeat", "quiet_hours", "remind", "settle", "keep",
               "certificates"}))
-    return s;
+    return;
   s.enabled = true;
   if (YamlReader::has(n, "smtp")) {
     YAML::Node m = n["smtp"];
@@ -222,7 +231,10 @@ monitor::AlertSettings parseAlerts(YamlReader& r, const YAML::Node& n) {
       }
       if (auto v = r.text(m, "user", mp, Subst::Yes)) smtp.user = *v;
       if (auto v = r.text(m, "password", mp, Subst::Yes)) smtp.password = *v;
-      if (auto v = r.text(m, "ca", mp)) smtp.ca = *v;
+      if (auto v = r.text(m, "ca", mp)) {
+        smtp.ca = *v;
+        e.alertsSmtpCaAt = r.at(m["ca"]);
+      }
       s.smtp = smtp;
     }
   }
@@ -266,6 +278,7 @@ monitor::AlertSettings parseAlerts(YamlReader& r, const YAML::Node& n) {
         if (ch.email.empty() && ch.webhook.empty())
           r.error(c, cp, "a channel needs email: (addresses) or webhook: (a URL), or both");
         s.channels.push_back(std::move(ch));
+        e.alertChannelsAt.push_back(r.at(it->first));
       }
     }
   }
@@ -294,12 +307,17 @@ monitor::AlertSettings parseAlerts(YamlReader& r, const YAML::Node& n) {
           for (size_t k = 0; k < w.size(); ++k) {
             std::string t = w[k].IsScalar() ? w[k].as<std::string>() : "";
             auto st = monitor::parseState(t);
-            if (!st || *st == monitor::State::Ok)
+            if (!st || *st == monitor::State::Ok) {
+              std::string near = nearestKey(t, {"stopped", "paused", "stalled", "error", "behind",
+                                                "late", "quiet", "expiring"});
               r.error(w[k], rp + ".when",
-                      "unknown state `" + t + "`: expected stopped, paused, stalled, error, "
-                      "behind, late, quiet or expiring");
-            else
+                      "unknown state `" + t +
+                          "`: expected stopped, paused, stalled, error, behind, late, quiet or "
+                          "expiring" +
+                          (near.empty() ? "" : " \u2014 did you mean `" + near + "`?"));
+            } else {
               out.when.push_back(*st);
+            }
           }
         }
         if (auto v = r.choice<monitor::Severity>(rule, "severity", rp,
@@ -324,6 +342,7 @@ monitor::AlertSettings parseAlerts(YamlReader& r, const YAML::Node& n) {
           }
         }
         s.rules.push_back(std::move(out));
+        e.alertRulesAt.push_back(r.at(rule));
       }
     }
   }
@@ -367,7 +386,8 @@ monitor::AlertSettings parseAlerts(YamlReader& r, const YAML::Node& n) {
       }
     }
   }
-  if (auto v = seconds(r, n, "remind", path, std::chrono::seconds(10), std::chrono::hours(24 * 7)))
+  // Under a minute would be mail every judge round or two: noise, not a reminder.
+  if (auto v = seconds(r, n, "remind", path, std::chrono::minutes(1), std::chrono::hours(24 * 7)))
     s.remind = *v;
   if (auto v = seconds(r, n, "settle", path, std::chrono::seconds(0), std::chrono::hours(24)))
     s.settle = *v;
@@ -389,7 +409,6 @@ monitor::AlertSettings parseAlerts(YamlReader& r, const YAML::Node& n) {
       else r.error(d, cp + ".warn_days", "expected whole days, descending, e.g. [30, 14, 7]");
     }
   }
-  return s;
 }
 
 }  // namespace ductus::config

@@ -52,7 +52,8 @@ void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& ifac
 void parseMonitor(YamlReader& r, const YAML::Node& n, const std::string& path,
                   monitor::Expectations& out, bool destinationOnly);
 // ductus.yaml's alerts:, the one section of it whose texts may use ${...}
-// for a password or a webhook's token.
-monitor::AlertSettings parseAlerts(YamlReader& r, const YAML::Node& n);
+// for a password or a webhook's token: into e.alerts, with the places the
+// cross-file checks need (e.alertsSmtpCaAt, alertChannelsAt, alertRulesAt).
+void parseAlerts(YamlReader& r, const YAML::Node& n, EngineConfig& e);
 
 }  // namespace ductus::config

@@ -107,7 +107,7 @@ std::optional<std::string> YamlReader::substitute(const YAML::Node& node, const 
   if (subst == Subst::No) {
     error(node, path,
           "${...} is not allowed here (only in the database URL, resources.yaml, destination "
-          "hosts, URLs and headers, and SFTP credentials)");
+          "hosts, URLs and headers, SFTP credentials, and alerts:)");
     return std::nullopt;
   }
   auto outcome = subst_.apply(value);

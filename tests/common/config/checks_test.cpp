@@ -200,5 +200,45 @@ TEST(ProjectWarnings, TheApiOffLoopbackWithoutTlsIsAWarningNotAnError) {
   EXPECT_TRUE(so.warnings.empty());
 }
 
+TEST(CheckCertificates, TheSmtpServersCaNamesACertificatesEntry) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "alerts:\n"
+          "  smtp: { host: mail.example, from: d@example.org,\n"
+          "          ca: analyzer }\n");
+  p.write("resources.yaml", kCertificates);
+  p.iface("a", mllpTo("127.0.0.1:2575", "  file: { path: out/ }\n"));
+  EXPECT_THAT(p.errors(), HasSubstr("ductus.yaml:3: alerts.smtp.ca: certificate `analyzer` is not in "
+                                    "resources.yaml (certificates:) \u2014 did you mean `analyzers`?"));
+
+  ProjectDir ok;
+  ok.write("ductus.yaml", "alerts:\n  smtp: { host: mail.example, from: d@example.org, ca: analyzers }\n");
+  ok.write("resources.yaml", kCertificates);
+  ok.iface("a", mllpTo("127.0.0.1:2575", "  file: { path: out/ }\n"));
+  EXPECT_EQ(ok.errors(), "");
+}
+
+TEST(ProjectWarnings, ARuleThatNotifiesNoOneAndAChannelNoRuleUsesAreWarnings) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "alerts:\n"
+          "  channels:\n"
+          "    hook: { webhook: https://chat.example/x }\n"
+          "    spare: { webhook: https://chat.example/y }\n"
+          "  rules:\n"
+          "    - { when: [stalled], severity: critical, notify: [hook] }\n"
+          "    - { when: [quiet], severity: info }\n");
+  p.iface("a", mllpTo("127.0.0.1:2575", "  file: { path: out/ }\n"));
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  ASSERT_EQ(o.warnings.size(), 2u);
+  EXPECT_EQ(o.warnings[0].line, 4);
+  EXPECT_EQ(o.warnings[0].keyPath, "alerts.channels.spare");
+  EXPECT_THAT(o.warnings[0].message, HasSubstr("no rule notifies this channel"));
+  EXPECT_EQ(o.warnings[1].line, 7);
+  EXPECT_EQ(o.warnings[1].keyPath, "alerts.rules[1].notify");
+  EXPECT_THAT(o.warnings[1].message, HasSubstr("the rule notifies no channel"));
+}
+
 }  // namespace
 }  // namespace ductus::config::test

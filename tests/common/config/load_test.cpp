@@ -713,5 +713,157 @@ TEST(LoadProject, MonitorAndAlertsMistakesArePlacedWithWhatWasExpected) {
   EXPECT_THAT(e, HasSubstr("monitor.active_by.daily: expected a time of day as HH:MM"));
 }
 
+// Every other mistake in monitor: and alerts:, each at its line.
+TEST(LoadProject, EachMonitorMistakeIsPlacedAtItsLine) {
+  ProjectDir p;
+  p.iface("a",
+          "source:\n  mllp: { listen: 127.0.0.1:2575 }\n"
+          "monitor:\n"
+          "  active_with: 30m\n"
+          "destination:\n  file: { path: out/ }\n");
+  p.iface("b",
+          "source:\n  mllp: { listen: 127.0.0.1:2576 }\n"
+          "monitor:\n"
+          "  behind: { waiting: 0 }\n"
+          "  active_within: { between: \"07:00-19\" }\n"
+          "  active_by: { daily: \"06:00\", weekly: \"mon 06:00\" }\n"
+          "destination:\n  file: { path: out/ }\n");
+  p.iface("c",
+          "source:\n  mllp: { listen: 127.0.0.1:2577 }\n"
+          "monitor:\n"
+          "  active_by: { weekly: \"someday 06:00\", from: \"4:00\" }\n"
+          "destinations:\n  lab:\n    file: { path: out/ }\n"
+          "    monitor: { active_within: 5m }\n");
+  p.iface("d",
+          "source:\n  mllp: { listen: 127.0.0.1:2578 }\n"
+          "monitor:\n"
+          "  active_by: { cron: \"0 25 * * *\" }\n"
+          "destination:\n  file: { path: out/ }\n");
+  p.iface("r",
+          "source:\n  http: { listen: 127.0.0.1:8081, mode: respond }\nformat: json\n"
+          "monitor:\n"
+          "  behind: { waiting: 5 }\n");
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("interfaces/a/interface.yaml:4:3: monitor.active_with: unknown key "
+                           "`active_with` \u2014 did you mean `active_within`?"));
+  EXPECT_THAT(e, HasSubstr("interfaces/b/interface.yaml:4:"));  // waiting: 0
+  EXPECT_THAT(e, HasSubstr("interfaces/b/interface.yaml:5:18: monitor.active_within.within"));
+  EXPECT_THAT(e, HasSubstr("monitor.active_within.within: `within` is required"));
+  EXPECT_THAT(e, HasSubstr("monitor.active_within.between: expected a part of the day"));
+  EXPECT_THAT(e, HasSubstr("interfaces/b/interface.yaml:6:14: monitor.active_by: give exactly one of"));
+  EXPECT_THAT(e, HasSubstr("interfaces/c/interface.yaml:4:24: monitor.active_by.weekly"));
+  EXPECT_THAT(e, HasSubstr("monitor.active_by.weekly: expected a weekday and a time, e.g. \"mon 06:00\""));
+  EXPECT_THAT(e, HasSubstr("monitor.active_by.from: expected a time of day as HH:MM (00:00-23:59), "
+                           "got `4:00`"));
+  EXPECT_THAT(e, HasSubstr("destinations.lab.monitor.active_within: unknown key `active_within`"));
+  EXPECT_THAT(e, HasSubstr("interfaces/d/interface.yaml:4:22: monitor.active_by.cron"));
+  EXPECT_THAT(e, HasSubstr("monitor.active_by.cron: cron "));
+  EXPECT_THAT(e, HasSubstr("interfaces/r/interface.yaml:4:1: monitor.behind: a respond-mode interface "
+                           "has no queue to fall behind"));
+
+  // Weekdays in any case, three letters or whole; a respond-mode interface
+  // may still expect traffic.
+  ProjectDir ok;
+  ok.iface("a",
+           "source:\n  mllp: { listen: 127.0.0.1:2575 }\n"
+           "monitor: { active_by: { weekly: \"Saturday 23:59\" }, active_within: 30m }\n"
+           "destination:\n  file: { path: out/ }\n");
+  ok.iface("b",
+           "source:\n  mllp: { listen: 127.0.0.1:2576 }\n"
+           "monitor: { active_by: { weekly: \"SUN 00:00\" } }\n"
+           "destination:\n  file: { path: out/ }\n");
+  ok.iface("r",
+           "source:\n  http: { listen: 127.0.0.1:8081, mode: respond }\nformat: json\n"
+           "monitor: { active_by: { cron: \"0 6 * * 1-5\", from: \"04:00\" } }\n");
+  auto o = ok.load();
+  ASSERT_TRUE(o.project) << ok.errors();
+  EXPECT_EQ(o.project->find("a")->monitor.activeBy->weekday, 6);
+  EXPECT_EQ(o.project->find("a")->monitor.activeBy->minuteOfDay, 23 * 60 + 59);
+  EXPECT_EQ(o.project->find("a")->monitor.activeWithin->within.count(), 1800);
+  EXPECT_EQ(o.project->find("b")->monitor.activeBy->weekday, 0);
+  EXPECT_EQ(o.project->find("r")->monitor.activeBy->kind, monitor::ActiveBy::Kind::Cron);
+  EXPECT_EQ(o.project->find("a")->monitorAt.line, 3);
+}
+
+TEST(LoadProject, EachAlertsMistakeIsPlacedAtItsLine) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "alerts:\n"
+          "  smtp: { host: mail.example, tls: sometimes }\n"
+          "  channels:\n"
+          "    one: { email: \"a@b.org, c@d.org\" }\n"
+          "    none: {}\n"
+          "  rules:\n"
+          "    - { when: [stalld], notify: one }\n"
+          "  heartbeat: { url: ftp://up.example/x, every: 5s }\n"
+          "  quiet_hours: { between: \"22:00-07:00\", hold: [loud] }\n"
+          "  remind: 30s\n"
+          "  certificates: { warn_days: [7, 14] }\n"
+          "  pager: {}\n");
+  p.iface("a", "source:\n  mllp: { listen: 127.0.0.1:2575 }\ndestination:\n  file: { path: out/ }\n");
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:2:9: alerts.smtp.from: `from` is required"));
+  EXPECT_THAT(e, HasSubstr("alerts.smtp.tls: expected starttls | required | tls | off, got `sometimes`"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:4:"));
+  EXPECT_THAT(e, HasSubstr("alerts.channels.one.email: `a@b.org, c@d.org` is not an address"));
+  EXPECT_THAT(e, HasSubstr("alerts.channels.none: a channel needs email: (addresses) or webhook:"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:7:"));
+  EXPECT_THAT(e, HasSubstr("unknown state `stalld`: expected stopped, paused, stalled, error, behind, "
+                           "late, quiet or expiring \u2014 did you mean `stalled`?"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:8:"));
+  EXPECT_THAT(e, HasSubstr("alerts.heartbeat.url: expected an http:// or https:// URL"));
+  EXPECT_THAT(e, HasSubstr("alerts.heartbeat.every:"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:9:"));
+  EXPECT_THAT(e, HasSubstr("unknown severity `loud`"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:10:11: alerts.remind: must be from 1m"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:11:"));
+  EXPECT_THAT(e, HasSubstr("alerts.certificates.warn_days: expected whole days, descending"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:12:3: alerts.pager: unknown key `pager`"));
+}
+
+// The defaults the issue gives, expiring as a state, and ${...} allowed in
+// alerts: alone among ductus.yaml's sections.
+TEST(LoadProject, AlertsDefaultsAndSubstitution) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "alerts:\n"
+          "  smtp: { host: \"${env:SMTP_HOST}\", from: ductus@hospital.org, tls: tls,\n"
+          "          user: d, password: \"${env:SMTP_PASSWORD}\" }\n"
+          "  channels:\n"
+          "    oncall: { email: oncall@hospital.org }\n"
+          "    hook: { webhook: \"https://chat.hospital.org/hooks/${env:HOOK}\" }\n"
+          "  rules:\n"
+          "    - { when: [expiring], severity: warning, notify: [oncall, hook] }\n"
+          "  heartbeat: { url: https://uptime.hospital.org/ping/x }\n"
+          "  quiet_hours: { between: \"22:00-07:00\" }\n"
+          "  remind: 1m\n");
+  p.iface("a", "source:\n  mllp: { listen: 127.0.0.1:2575 }\ndestination:\n  file: { path: out/ }\n");
+  auto env = withEnv({{"SMTP_HOST", "mail.hospital.org"}, {"SMTP_PASSWORD", "pw"}, {"HOOK", "t0k"}});
+  auto o = p.load(env);
+  ASSERT_TRUE(o.project) << p.errors(env);
+  EXPECT_TRUE(o.warnings.empty());
+  const auto& a = o.project->engine.alerts;
+  EXPECT_EQ(a.smtp->host, "mail.hospital.org");
+  EXPECT_EQ(a.smtp->port, 465);
+  EXPECT_EQ(a.smtp->tls, monitor::SmtpServer::Tls::Implicit);
+  EXPECT_EQ(a.smtp->password, "pw");
+  EXPECT_EQ(a.channel("oncall")->email, std::vector<std::string>{"oncall@hospital.org"});
+  EXPECT_EQ(a.channel("hook")->webhook, "https://chat.hospital.org/hooks/t0k");
+  EXPECT_EQ(a.channel("hook")->format, monitor::WebhookFormat::Json);
+  EXPECT_EQ(a.rules[0].when, std::vector<monitor::State>{monitor::State::Expiring});
+  EXPECT_EQ(a.heartbeat->every.count(), 60);
+  EXPECT_EQ(a.quietHours->hold,
+            (std::vector<monitor::Severity>{monitor::Severity::Info, monitor::Severity::Warning}));
+  EXPECT_EQ(a.remind.count(), 60);
+  EXPECT_EQ(a.settle.count(), 120);
+  EXPECT_EQ(a.certificateDays, (std::vector<int>{30, 14, 7}));
+
+  ProjectDir elsewhere;
+  elsewhere.write("ductus.yaml", "api: { listen: \"${env:LISTEN}\" }\n");
+  elsewhere.iface("a", "source:\n  mllp: { listen: 127.0.0.1:2575 }\ndestination:\n  file: { path: out/ }\n");
+  EXPECT_THAT(elsewhere.errors(withEnv({{"LISTEN", "127.0.0.1:7700"}})),
+              HasSubstr("${...} is not allowed here"));
+}
+
 }  // namespace
 }  // namespace ductus::config::test
