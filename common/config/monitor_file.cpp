@@ -386,8 +386,8 @@ void parseAlerts(YamlReader& r, const YAML::Node& n, EngineConfig& e) {
       }
     }
   }
-  // Under a minute would be mail every judge round or two: noise, not a reminder.
-  if (auto v = seconds(r, n, "remind", path, std::chrono::minutes(1), std::chrono::hours(24 * 7)))
+  // Alerts are judged every 15 s: a reminder can't come sooner than a round.
+  if (auto v = seconds(r, n, "remind", path, std::chrono::seconds(15), std::chrono::hours(24 * 7)))
     s.remind = *v;
   if (auto v = seconds(r, n, "settle", path, std::chrono::seconds(0), std::chrono::hours(24)))
     s.settle = *v;

@@ -797,7 +797,7 @@ TEST(LoadProject, EachAlertsMistakeIsPlacedAtItsLine) {
           "    - { when: [stalld], notify: one }\n"
           "  heartbeat: { url: ftp://up.example/x, every: 5s }\n"
           "  quiet_hours: { between: \"22:00-07:00\", hold: [loud] }\n"
-          "  remind: 30s\n"
+          "  remind: 10s\n"
           "  certificates: { warn_days: [7, 14] }\n"
           "  pager: {}\n");
   p.iface("a", "source:\n  mllp: { listen: 127.0.0.1:2575 }\ndestination:\n  file: { path: out/ }\n");
@@ -815,7 +815,7 @@ TEST(LoadProject, EachAlertsMistakeIsPlacedAtItsLine) {
   EXPECT_THAT(e, HasSubstr("alerts.heartbeat.every:"));
   EXPECT_THAT(e, HasSubstr("ductus.yaml:9:"));
   EXPECT_THAT(e, HasSubstr("unknown severity `loud`"));
-  EXPECT_THAT(e, HasSubstr("ductus.yaml:10:11: alerts.remind: must be from 1m"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:10:11: alerts.remind: must be from 15s"));
   EXPECT_THAT(e, HasSubstr("ductus.yaml:11:"));
   EXPECT_THAT(e, HasSubstr("alerts.certificates.warn_days: expected whole days, descending"));
   EXPECT_THAT(e, HasSubstr("ductus.yaml:12:3: alerts.pager: unknown key `pager`"));
