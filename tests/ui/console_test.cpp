@@ -99,7 +99,13 @@ TEST(Console, AnOperatorsHourInARealBrowser) {
   uint16_t mllp = freePort(), apiPort = freePort();
   char outTmpl[] = "/tmp/ductus-console-out.XXXXXX";
   fs::path out = mkdtemp(outTmpl);
-  TempProject project({{"ductus.yaml", "isolates: { workers: 1, heap_mb: 256 }\n"},
+  // Alerts for a quarantine (error), to a webhook nobody listens on: the
+  // Alerts page has one to acknowledge and silence.
+  uint16_t hook = freePort();
+  std::string alerts = "alerts:\n  channels:\n    hook: { webhook: \"http://127.0.0.1:" +
+                       std::to_string(hook) + "/hook\", format: json }\n  rules:\n"
+                       "    - { when: [error, stopped], severity: critical, notify: [hook] }\n";
+  TempProject project({{"ductus.yaml", "isolates: { workers: 1, heap_mb: 256 }\n" + alerts},
                        {"interfaces/adt/interface.yaml", adtInterface(mllp, out)},
                        {"interfaces/adt/transform.js", kAdtTransform}});
   EngineProcess engine(project.root(), db.url());

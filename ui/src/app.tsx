@@ -12,6 +12,7 @@ import { match, navigate, useLocation } from './router';
 import { atLeast, chooseTheme, loadMe, may, me, signOut, theme, type Theme } from './session';
 import { useStore } from './store';
 
+const Alerts = lazy(() => import('./pages/alerts'));
 const Audit = lazy(() => import('./pages/audit'));
 const Tokens = lazy(() => import('./pages/tokens'));
 const Users = lazy(() => import('./pages/users'));
@@ -80,6 +81,7 @@ export function App() {
   else if ((p = match('/interfaces/:name/messages', path))) page = <Messages key={p['name']} name={p['name']!} />;
   else if ((p = match('/messages/:id', path)) && /^\d+$/.test(p['id']!)) page = <Message key={p['id']} id={p['id']!} />;
   else if (path === '/quarantine') page = <Quarantine />;
+  else if (path === '/alerts') page = <Alerts />;
   else if (path === '/audit') page = may(who, 'audit') ? <Audit /> : <Denied />;
   else if (path === '/tokens') page = atLeast(who, 'admin') ? <Tokens /> : <Denied />;
   else if (path === '/users') page = atLeast(who, 'admin') ? <Users /> : <Denied />;
@@ -118,6 +120,7 @@ function Nav({ path }: { path: string }) {
         {item('/', 'Overview')}
         {item('/interfaces', 'Interfaces', path === '/interfaces' || path.startsWith('/interfaces/') || path.startsWith('/messages/'))}
         {item('/quarantine', 'Quarantine')}
+        {item('/alerts', 'Alerts')}
         {may(who, 'audit') && item('/audit', 'Audit log')}
         {atLeast(who, 'admin') && item('/tokens', 'My tokens')}
         {atLeast(who, 'admin') && item('/users', 'Users and tokens')}

@@ -9,6 +9,14 @@ import { store, useStore } from './store';
 type Listed = Answer<'/api/v1/interfaces'>['interfaces'][number];
 export type Paused = Listed['destinations'][number]['paused'];
 
+/** The monitor's judgement: a state (worst first: stopped, paused, stalled,
+ * error, behind, late, quiet, ok) and the reason to act on; null before the
+ * engine judges. */
+export interface Health {
+  state: string;
+  reason: string;
+}
+
 export interface DestinationView {
   name: string;
   route: boolean;
@@ -19,6 +27,7 @@ export interface DestinationView {
   sent: number;
   filtered: number;
   retries: number;
+  health: Health | null;
 }
 
 export interface InterfaceView {
@@ -29,6 +38,7 @@ export interface InterfaceView {
   received: number;
   duplicates: number;
   destinations: DestinationView[];
+  health: Health | null;
 }
 
 export interface LiveState {
@@ -57,8 +67,14 @@ interface Snapshot {
       pending: number | null;
       quarantinedNow: number | null;
       paused: boolean;
+      health?: Health;
     }[];
+    health?: Health;
   }[];
+}
+
+function judged(h: Health | undefined): Health | null {
+  return h ? { state: h.state, reason: h.reason } : null;
 }
 
 function fromList(list: Listed[]): InterfaceView[] {
@@ -79,7 +95,9 @@ function fromList(list: Listed[]): InterfaceView[] {
       sent: d.sinceStart.sent,
       filtered: d.sinceStart.filtered,
       retries: d.sinceStart.retries,
+      health: judged(d.health),
     })),
+    health: judged(f.health),
   }));
 }
 
@@ -111,8 +129,10 @@ function fromSnapshot(s: Snapshot, before: InterfaceView[] | null): { views: Int
           sent: d.sent,
           filtered: d.filtered,
           retries: d.retries,
+          health: judged(d.health),
         };
       }),
+      health: judged(f.health),
     };
   });
   return { views, stale };

@@ -1,7 +1,8 @@
 // The console in a real browser against a real engine (started by the C++
 // harness, tests/ui): sign-in, live counts, a quarantined message edited and
-// delivered, a dismissal found in the audit log, the forced password change,
-// a viewer's limits, and axe-core on every main page in both themes.
+// delivered, a dismissal found in the audit log, a pause's health badge, an
+// alert acknowledged and silenced, the forced password change, a viewer's
+// limits, and axe-core on every main page in both themes (AAA for badges).
 // Prints a line per check and "N passed, M failed"; exits 1 on a failure.
 import { createConnection } from 'node:net';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -261,10 +262,46 @@ await check('a destination is paused with a reason and resumed, each after a con
   await page.getByRole('dialog').getByLabel(/Reason/).fill(reason);
   await page.getByRole('dialog').getByRole('button', { name: 'Pause' }).click();
   await panel.getByText(reason).waitFor();
+  // The monitor's judgement follows: a badge (a word, coloured) and why.
+  await panel.locator('[data-dest="default"] [data-health="paused"] .badge', { hasText: 'paused' }).waitFor();
+  await panel.locator('.iface-health [data-health="paused"]').waitFor();
+  assert(((await panel.locator('.iface-health .health-reason').textContent()) ?? '').trim().length > 0, 'no reason beside the health');
+  await page.screenshot({ path: join(shots, 'interfaces-paused.png'), fullPage: true });
+  await page.getByRole('link', { name: 'Overview' }).click();
+  await heading(page, 'Overview');
+  await page.locator('tr[data-iface="adt"] [data-cell="health"] [data-health="paused"]').waitFor();
+  await page.screenshot({ path: join(shots, 'overview-paused.png'), fullPage: true });
+  await page.getByRole('link', { name: 'Interfaces' }).click();
+  await heading(page, 'Interfaces');
   await panel.getByRole('button', { name: 'Resume…' }).first().click();
   await page.getByRole('dialog').getByRole('button', { name: 'Resume' }).click();
   await panel.getByRole('button', { name: 'Pause…' }).first().waitFor();
   assert((await panel.getByText(reason).count()) === 0, 'still shown as paused');
+  await until('the health to leave paused', async () => (await panel.locator('[data-dest="default"] [data-health="paused"]').count()) === 0);
+});
+
+await check('an alert fires for the quarantine; an operator acknowledges and silences it on Alerts', async () => {
+  await page.getByRole('link', { name: 'Alerts' }).click();
+  await heading(page, 'Alerts');
+  // The alerts' round runs every 15 s.
+  const row = page.locator('tr[data-alert]', { hasText: 'adt → default' });
+  await until('the alert on adt → default', async () => {
+    if (await row.count()) return true;
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    return false;
+  }, 60_000);
+  assert(((await row.textContent()) ?? '').includes('firing'), `not firing: ${await row.textContent()}`);
+  await row.getByRole('button', { name: 'Acknowledge…' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Acknowledge' }).click();
+  await page.getByText('is acknowledged: no more reminders').waitFor();
+  await row.locator('[data-cell="acknowledged"]', { hasText: `by local:${admin.name}` }).or(row.locator('[data-cell="acknowledged"]', { hasText: admin.name })).first().waitFor();
+  assert((await row.getByRole('button', { name: 'Acknowledge…' }).count()) === 0, 'still offered to acknowledge');
+  await row.getByRole('button', { name: 'Silence…' }).click();
+  await page.getByRole('dialog').getByLabel('For').selectOption('2h');
+  await page.getByRole('dialog').getByRole('button', { name: 'Silence' }).click();
+  await page.getByText('is silenced for 2h').waitFor();
+  await row.getByText('silenced until').waitFor();
+  await page.screenshot({ path: join(shots, 'alerts.png'), fullPage: true });
 });
 
 await check('two quarantined messages are resent in bulk', async () => {
@@ -359,6 +396,10 @@ await check('a viewer sees no resend button, and the API refuses a resend (403)'
   await p.locator(`tr[data-message="${state.keep}"]`).waitFor();
   assert((await p.getByRole('button', { name: /Resend|Dismiss/ }).count()) === 0, 'resend or dismiss buttons in Quarantine');
   assert((await p.getByRole('link', { name: 'Audit log' }).count()) === 0, 'the viewer sees the audit log');
+  await p.goto('/alerts');
+  await heading(p, 'Alerts');
+  await p.locator('tr[data-alert]').first().waitFor();
+  assert((await p.getByRole('button', { name: /Acknowledge|Silence/ }).count()) === 0, 'a viewer is offered to acknowledge or silence');
   const r = await p.request.post(`/api/v1/messages/${state.keep}/resend`, { headers: { 'X-Ductus': '1' }, data: {} });
   assert(r.status() === 403, `resend answered ${r.status()}`);
   await context.close();
@@ -373,6 +414,7 @@ const pages = [
   ['Message', () => `/messages/${state.keep}`, () => `Message ${state.keep}`, '.hl7'],
   ['Quarantine', '/quarantine', 'Quarantine', 'tr[data-message]'],
   ['Audit log', '/audit', 'Audit log', 'tr[data-action]'],
+  ['Alerts', '/alerts', 'Alerts', 'tr[data-alert]'],
   ['Users', '/users', 'Users and tokens', 'tbody tr'],
 ];
 {
@@ -406,7 +448,18 @@ const pages = [
         await p.locator(ready).first().waitFor();
         await p.waitForFunction(() => !document.querySelector('[aria-busy="true"]'));
         await axe();
-        if (scheme === 'dark' && ['Overview', 'Interfaces', 'Message', 'Quarantine'].includes(label))
+        // The status badges (health among them) carry meaning in a word and
+        // a colour: AAA contrast (7:1) for them, as a high-contrast need.
+        const aaa = await p.evaluate(() =>
+          document.querySelector('.badge')
+            ? window.axe.run({ include: [['.badge']] }, { runOnly: { type: 'rule', values: ['color-contrast-enhanced'] } })
+            : { violations: [] },
+        );
+        assert(
+          aaa.violations.length === 0,
+          aaa.violations.map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => `${n.target.join(' ')} ${n.any[0]?.message ?? ''}`).join(', ')}`).join('; '),
+        );
+        if (scheme === 'dark' && ['Overview', 'Interfaces', 'Message', 'Quarantine', 'Alerts'].includes(label))
           await p.screenshot({ path: join(shots, `${label.toLowerCase()}-dark.png`), fullPage: true });
       });
   await context.close();

@@ -625,6 +625,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/hotspots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where each destination's backlog waits: its busiest lanes and what they show
+         * @description Needs the viewer role.
+         */
+        get: operations["listHotspots"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/alerts": {
         parameters: {
             query?: never;
@@ -2320,6 +2340,55 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listHotspots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description every destination with a backlog, as the engine found it now */
+                        destinations: {
+                            interface: string;
+                            destination: string;
+                            waiting: number;
+                            /** @description most waiting first, at most 10 */
+                            lanes: {
+                                lane: number;
+                                waiting: number;
+                                /** @description the lane's first waiting message: the one its worker is on */
+                                firstMessageId: number;
+                                /** @description its ordering key; empty when none */
+                                firstKey: string;
+                                /** @description its failed attempts so far */
+                                firstAttempts: number;
+                                firstLastError: string;
+                                /** @description RFC 3339, UTC */
+                                firstReceivedAt: string;
+                            }[];
+                            findings: {
+                                /** @enum {string} */
+                                kind: "blocked-lane" | "receiver-down" | "hot-key" | "unowned-lanes";
+                                text: string;
+                            }[];
+                        }[];
+                    };
                 };
             };
             401: components["responses"]["Unauthenticated"];

@@ -81,10 +81,34 @@ const tone: Record<string, string> = {
   paused: 'warn',
   draining: 'warn',
   stopping: 'warn',
+  // The monitor's states (and an alert's phase and severity).
+  stalled: 'bad',
+  error: 'bad',
+  behind: 'warn',
+  late: 'warn',
+  quiet: 'warn',
+  expiring: 'warn',
+  firing: 'bad',
+  recovering: 'info',
+  critical: 'bad',
+  warning: 'warn',
+  info: 'info',
 };
 
 export function Badge({ value, label }: { value: string; label?: string }) {
   return <span class={`badge ${tone[value] ?? 'neutral'}`}>{label ?? value}</span>;
+}
+
+/** A health state as a badge (a word, coloured) and the reason beside it;
+ * "not judged yet" before the engine judges. */
+export function HealthBadge({ health }: { health: { state: string; reason: string } | null | undefined }) {
+  if (!health) return <span class="muted">not judged yet</span>;
+  return (
+    <span class="health" data-health={health.state}>
+      <Badge value={health.state} />
+      {health.reason && <span class="health-reason"> {health.reason}</span>}
+    </span>
+  );
 }
 
 export function When({ at }: { at: string | null | undefined }) {

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { call } from '../api/client';
-import { Badge, Confirm, Count, ErrorNote, Notice, Page, When } from '../components/ui';
+import { Badge, Confirm, Count, ErrorNote, HealthBadge, Notice, Page, When } from '../components/ui';
 import { refresh, useLive, type DestinationView, type InterfaceView } from '../live';
 import { atLeast, me } from '../session';
 import { useStore } from '../store';
@@ -112,6 +112,11 @@ function InterfaceCard({ f, operator, onAsk }: { f: InterfaceView; operator: boo
         <Badge value={f.state} />
         {f.gate && <Badge value={f.gate} label={`gate ${f.gate}`} />}
         <span class="muted">{f.source}</span>
+        {f.health && (
+          <span class="iface-health">
+            health <HealthBadge health={f.health} />
+          </span>
+        )}
         <span class="spacer" />
         <span>
           received <strong data-count="received">{f.received.toLocaleString('en')}</strong>
@@ -149,7 +154,18 @@ function InterfaceCard({ f, operator, onAsk }: { f: InterfaceView; operator: boo
                   {d.route && <span class="muted"> (route)</span>}
                 </th>
                 <td>
-                  {d.paused ? (
+                  {d.health ? (
+                    <>
+                      <HealthBadge health={d.health} />
+                      {d.paused && d.pausedInfo && (
+                        <span class="muted">
+                          {' '}
+                          (by {d.pausedInfo.by} <When at={d.pausedInfo.since} />
+                          {d.pausedInfo.reasons.length ? `: ${d.pausedInfo.reasons.map((r) => r.reason).join('; ')}` : ''})
+                        </span>
+                      )}
+                    </>
+                  ) : d.paused ? (
                     <>
                       <Badge value="paused" />
                       {d.pausedInfo && (

@@ -1,13 +1,20 @@
 import { useState } from 'preact/hooks';
 import { call } from '../api/client';
-import { Badge, Confirm, Count, ErrorNote, Notice, Page, When, useApi } from '../components/ui';
+import { Badge, Confirm, Count, ErrorNote, HealthBadge, Notice, Page, When, useApi } from '../components/ui';
 import { useLive, type InterfaceView } from '../live';
 import { atLeast, me } from '../session';
 import { useStore } from '../store';
 
+// The monitor's states, worst first (common/monitor/settings.h).
+const worstFirst = ['stopped', 'paused', 'stalled', 'error', 'behind', 'late', 'quiet', 'ok'];
+
 function trouble(f: InterfaceView): number {
-  // Highest first: what needs a person now.
+  // Highest first: what needs a person now; the monitor's judgement first.
   let score = 0;
+  if (f.health) {
+    const rank = worstFirst.indexOf(f.health.state);
+    score += (worstFirst.length - 1 - (rank < 0 ? worstFirst.length - 1 : rank)) * 10000;
+  }
   if (f.state === 'stopped') score += 1000;
   if (f.gate === 'closed') score += 100;
   for (const d of f.destinations) {
@@ -122,6 +129,7 @@ export default function Overview() {
                 <tr>
                   <th scope="col">Interface</th>
                   <th scope="col">State</th>
+                  <th scope="col">Health</th>
                   <th scope="col">Gate</th>
                   <th scope="col" class="num">Received</th>
                   <th scope="col" class="num">Pending</th>
@@ -141,6 +149,9 @@ export default function Overview() {
                       </th>
                       <td>
                         <Badge value={f.state} />
+                      </td>
+                      <td data-cell="health">
+                        <HealthBadge health={f.health} />
                       </td>
                       <td>{f.gate ? <Badge value={f.gate} /> : <span class="muted">–</span>}</td>
                       <td class="num" data-count="received">
