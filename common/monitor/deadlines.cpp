@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <tuple>
 
 namespace ductus::monitor {
 
@@ -39,14 +40,46 @@ std::optional<TimePoint> lastFiring(const Cron& cron, TimePoint now) {
 
 }  // namespace
 
+// mktime is asked with each tm_isdst and its answer converted back, as
+// common/cron.cpp does: with tm_isdst = -1 glibc resolves a repeated hour
+// by a guess kept from its earlier calls, and a skipped time to an hour
+// after it (02:30 becomes 03:30, when the clock showed 03:00 first).
 TimePoint localTimeOn(TimePoint day, int minuteOfDay, int addDays) {
-  std::tm tm = localOf(day);
-  tm.tm_mday += addDays;
-  tm.tm_hour = minuteOfDay / 60;
-  tm.tm_min = minuteOfDay % 60;
-  tm.tm_sec = 0;
-  tm.tm_isdst = -1;
-  return Clock::from_time_t(std::mktime(&tm));
+  std::tm date = localOf(day);
+  date.tm_mday += addDays;
+  date.tm_hour = 12;  // noon: a day's date is normalised where no clock change falls
+  date.tm_min = date.tm_sec = 0;
+  date.tm_isdst = -1;
+  std::mktime(&date);
+  const auto wall = [](const std::tm& t) {
+    return std::tuple(t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min);
+  };
+  std::tm want = date;
+  want.tm_hour = minuteOfDay / 60;
+  want.tm_min = minuteOfDay % 60;
+  const auto wanted = wall(want);
+  std::optional<std::time_t> first, earliest;
+  for (int isdst : {0, 1}) {
+    std::tm cand = want;
+    cand.tm_isdst = isdst;
+    std::time_t t = std::mktime(&cand);
+    std::tm back{};
+    if (t == -1 || !localtime_r(&t, &back)) continue;
+    if (!earliest || t < *earliest) earliest = t;
+    if (wall(back) == wanted && (!first || t < *first)) first = t;  // a repeated hour: the first
+  }
+  if (first) return Clock::from_time_t(*first);
+  if (!earliest) return Clock::from_time_t(std::mktime(&want));
+  // The clock skipped the time: the first minute it shows after it, found
+  // walking on from the earlier reading (before the gap; a gap is at most
+  // a few hours, the bound only guards against a broken zone file).
+  std::time_t t = *earliest;
+  for (int i = 0; i < 24 * 60; ++i, t += 60) {
+    std::tm at{};
+    localtime_r(&t, &at);
+    if (wall(at) >= wanted) break;
+  }
+  return Clock::from_time_t(t);
 }
 
 bool activeWithinMissed(const ActiveWithin& a, std::optional<TimePoint> lastReceived,

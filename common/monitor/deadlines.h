@@ -27,7 +27,8 @@ bool activeWithinMissed(const ActiveWithin& a, std::optional<TimePoint> lastRece
 // deadline clears it: late, but here), and the deadline after
 // `watchedSince`. `cron` is active_by's cron, parsed (null for daily and
 // weekly). A deadline at a time the clock skips (spring forward) is the
-// first valid minute after it, as mktime gives it.
+// first minute the clock shows after it (02:30 -> 03:00); one in an hour
+// the clock repeats (fall back) is its first occurrence.
 struct DeadlineCheck {
   std::optional<TimePoint> deadline;
   TimePoint windowStart{};
@@ -38,7 +39,8 @@ DeadlineCheck activeByCheck(const ActiveBy& a, const Cron* cron,
                             TimePoint now);
 
 // A local wall-clock time on the day of `day` (its date in local time) at
-// minuteOfDay, shifted by `addDays` days.
+// minuteOfDay, shifted by `addDays` days: a skipped time is the first
+// minute shown after it, a repeated one its first occurrence.
 TimePoint localTimeOn(TimePoint day, int minuteOfDay, int addDays = 0);
 
 }  // namespace ductus::monitor

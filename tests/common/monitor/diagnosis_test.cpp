@@ -37,8 +37,7 @@ class Zone {
   bool had_ = false;
 };
 
-// A local wall-clock time in the zone set now.
-TimePoint local(int y, int mo, int d, int h, int mi) {
+std::tm fields(int y, int mo, int d, int h, int mi) {
   std::tm tm{};
   tm.tm_year = y - 1900;
   tm.tm_mon = mo - 1;
@@ -46,7 +45,20 @@ TimePoint local(int y, int mo, int d, int h, int mi) {
   tm.tm_hour = h;
   tm.tm_min = mi;
   tm.tm_isdst = -1;
+  return tm;
+}
+
+// A local wall-clock time in the zone set now.
+TimePoint local(int y, int mo, int d, int h, int mi) {
+  std::tm tm = fields(y, mo, d, h, mi);
   return Clock::from_time_t(std::mktime(&tm));
+}
+
+// An instant given as its UTC time, for the local times mktime can't name
+// for sure (the repeated and the skipped hours).
+TimePoint utc(int y, int mo, int d, int h, int mi) {
+  std::tm tm = fields(y, mo, d, h, mi);
+  return Clock::from_time_t(timegm(&tm));
 }
 
 const TimePoint kNow = Clock::from_time_t(1'800'000'000);
@@ -211,6 +223,38 @@ TEST(JudgeInterface, StoppedThenTheWorstOfItsDestinationsThenLateAndQuiet) {
   EXPECT_EQ(judgeInterface(q, kNow).state, State::Ok);
 }
 
+TEST(JudgeInterface, LateBeatsQuietAndADestinationWorseBeatsLate) {
+  Zone z("UTC");
+  Expectations e;
+  e.activeWithin = ActiveWithin{Seconds(1800), std::nullopt};
+  ActiveBy by;
+  by.kind = ActiveBy::Kind::Daily;
+  by.minuteOfDay = 6 * 60;
+  e.activeBy = by;
+  InterfaceFacts f;
+  f.watchedSince = utc(2026, 6, 1, 0, 0);
+  f.lastReceived = utc(2026, 6, 1, 23, 0);
+  f.expectations = &e;
+  auto d = judgeInterface(f, utc(2026, 6, 2, 7, 0));
+  EXPECT_EQ(stateName(d.state), "late");
+  ASSERT_TRUE(d.deadline);
+  EXPECT_EQ(*d.deadline, utc(2026, 6, 2, 6, 0));
+  EXPECT_EQ(d.reason, "nothing received by its deadline, 60m ago");
+  f.destinations = {State::Ok, State::Stalled};
+  d = judgeInterface(f, utc(2026, 6, 2, 7, 0));
+  EXPECT_EQ(stateName(d.state), "stalled");
+  EXPECT_EQ(d.reason, "a destination is stalled");
+  f.destinations = {State::Ok};
+  // Late but here at 06:20: no longer late, but quiet for 40 minutes.
+  f.lastReceived = utc(2026, 6, 2, 6, 20);
+  EXPECT_EQ(stateName(judgeInterface(f, utc(2026, 6, 2, 7, 0)).state), "quiet");
+  f.lastReceived = utc(2026, 6, 2, 6, 50);
+  d = judgeInterface(f, utc(2026, 6, 2, 7, 0));
+  EXPECT_EQ(stateName(d.state), "ok");
+  EXPECT_EQ(d.reason, "");
+  EXPECT_TRUE(d.deadline) << "the deadline in force is said even when met";
+}
+
 TEST(ActiveWithin, CountsFromTheLaterOfTheLastMessageAndTheWatchStart) {
   ActiveWithin a{Seconds(1800), std::nullopt};
   EXPECT_TRUE(activeWithinMissed(a, kNow - 31min, kNow - 24h, kNow));
@@ -319,13 +363,90 @@ TEST(ActiveBy, ADeadlineOnTheDaysTheClocksChangeIsItsWallClockTime) {
   auto c = activeByCheck(daily, nullptr, std::nullopt, watched, local(2026, 10, 25, 6, 1));
   EXPECT_EQ(*c.deadline, local(2026, 10, 25, 6, 0));
   EXPECT_EQ(std::chrono::duration_cast<std::chrono::hours>(*c.deadline - c.windowStart).count(), 7);
-  // A deadline inside the skipped hour (02:30 on 29 March) still comes.
+  // A deadline inside the skipped hour (02:30 on 29 March) is the first
+  // minute the clock shows after it, 03:00, not mktime's 03:30.
   daily.minuteOfDay = 2 * 60 + 30;
   c = activeByCheck(daily, nullptr, std::nullopt, watched, local(2026, 3, 29, 4, 0));
   ASSERT_TRUE(c.deadline);
-  EXPECT_GT(*c.deadline, local(2026, 3, 29, 1, 59));
-  EXPECT_LE(*c.deadline, local(2026, 3, 29, 4, 0));
+  EXPECT_EQ(*c.deadline, utc(2026, 3, 29, 1, 0)) << "03:00 CEST";
   EXPECT_TRUE(c.missed);
+  // A message at 03:10 is before the 03:30 mktime would say, yet late.
+  EXPECT_FALSE(
+      activeByCheck(daily, nullptr, utc(2026, 3, 29, 1, 10), watched, utc(2026, 3, 29, 1, 20))
+          .missed);
+  // A deadline inside the repeated hour (02:30 on 25 October) is its first
+  // occurrence, 02:30 CEST, whatever mktime guessed from its last call.
+  c = activeByCheck(daily, nullptr, std::nullopt, watched, utc(2026, 10, 25, 3, 0));
+  ASSERT_TRUE(c.deadline);
+  EXPECT_EQ(*c.deadline, utc(2026, 10, 25, 0, 30)) << "02:30 CEST";
+  c = activeByCheck(daily, nullptr, std::nullopt, watched, utc(2026, 10, 25, 1, 15));
+  EXPECT_EQ(*c.deadline, utc(2026, 10, 25, 0, 30)) << "asked inside the second 02:xx";
+}
+
+TEST(ActiveBy, NewYorksDstDaysToo) {
+  Zone z("America/New_York");
+  ActiveBy daily;
+  daily.kind = ActiveBy::Kind::Daily;
+  daily.minuteOfDay = 2 * 60 + 30;
+  auto watched = utc(2026, 1, 1, 0, 0);
+  // 8 March 2026: 02:00 EST jumps to 03:00 EDT (07:00 UTC).
+  auto c = activeByCheck(daily, nullptr, std::nullopt, watched, utc(2026, 3, 8, 12, 0));
+  EXPECT_EQ(*c.deadline, utc(2026, 3, 8, 7, 0));
+  EXPECT_EQ(c.windowStart, utc(2026, 3, 8, 5, 0)) << "midnight EST";
+  // 1 November 2026: 01:00-02:00 comes twice; 01:30 is the EDT one.
+  daily.minuteOfDay = 90;
+  c = activeByCheck(daily, nullptr, std::nullopt, watched, utc(2026, 11, 1, 12, 0));
+  EXPECT_EQ(*c.deadline, utc(2026, 11, 1, 5, 30));
+  EXPECT_EQ(c.windowStart, utc(2026, 11, 1, 4, 0)) << "midnight EDT";
+  // The day after, an ordinary day: 06:30 UTC.
+  c = activeByCheck(daily, nullptr, std::nullopt, watched, utc(2026, 11, 2, 12, 0));
+  EXPECT_EQ(*c.deadline, utc(2026, 11, 2, 6, 30));
+}
+
+TEST(ActiveBy, FromEarlierThatDayAndWeeklyBeforeTheWatch) {
+  Zone z("Europe/Berlin");
+  ActiveBy daily;
+  daily.kind = ActiveBy::Kind::Daily;
+  daily.minuteOfDay = 6 * 60;
+  daily.fromMinute = 4 * 60;
+  auto watched = local(2026, 1, 1, 0, 0);
+  // from: 04:00 before 06:00: the window is that morning's 04:00-06:00.
+  auto c = activeByCheck(daily, nullptr, local(2026, 6, 2, 3, 0), watched, local(2026, 6, 2, 7, 0));
+  EXPECT_EQ(c.windowStart, local(2026, 6, 2, 4, 0));
+  EXPECT_TRUE(c.missed) << "03:00 is before the window";
+  EXPECT_FALSE(
+      activeByCheck(daily, nullptr, local(2026, 6, 2, 4, 0), watched, local(2026, 6, 2, 7, 0))
+          .missed);
+
+  ActiveBy weekly;
+  weekly.kind = ActiveBy::Kind::Weekly;
+  weekly.weekday = 0;  // Sunday, 29 March 2026 is one: spring forward
+  weekly.minuteOfDay = 9 * 60;
+  c = activeByCheck(weekly, nullptr, std::nullopt, watched, local(2026, 3, 31, 12, 0));
+  EXPECT_EQ(*c.deadline, local(2026, 3, 29, 9, 0));
+  EXPECT_TRUE(c.missed);
+  // Watching began after Sunday's deadline: not late until next Sunday's.
+  EXPECT_FALSE(activeByCheck(weekly, nullptr, std::nullopt, local(2026, 3, 30, 8, 0),
+                             local(2026, 3, 31, 12, 0))
+                   .missed);
+  // At the deadline minute itself it is in force.
+  c = activeByCheck(weekly, nullptr, std::nullopt, watched, local(2026, 4, 5, 9, 0));
+  EXPECT_EQ(*c.deadline, local(2026, 4, 5, 9, 0));
+}
+
+TEST(ActiveWithin, BetweenCountsFromTheWatchStartInsideTheWindow) {
+  Zone z("Europe/Berlin");
+  ActiveWithin day{Seconds(1800), DayWindow{7 * 60, 19 * 60}};
+  // Nothing for days, but watched only since 18:45: 15 + 20 minutes.
+  EXPECT_TRUE(activeWithinMissed(day, local(2026, 5, 1, 12, 0), local(2026, 6, 1, 18, 45),
+                                 local(2026, 6, 2, 7, 20)));
+  EXPECT_FALSE(activeWithinMissed(day, local(2026, 5, 1, 12, 0), local(2026, 6, 1, 18, 45),
+                                  local(2026, 6, 2, 7, 10)));
+  // A window in the hour that comes twice (02:00-03:00 on 25 October)
+  // counts both: 2 hours of quiet there.
+  ActiveWithin twice{Seconds(90 * 60), DayWindow{2 * 60, 3 * 60}};
+  EXPECT_TRUE(
+      activeWithinMissed(twice, std::nullopt, local(2026, 10, 24, 12, 0), utc(2026, 10, 25, 2, 0)));
 }
 
 TEST(Trends, AWindowOfFiveMinutesGivesRatesAndTheMeanSend) {
