@@ -6,24 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/time_text.h"
 #include "common/version.h"
 
 namespace ductus::api {
 namespace {
 
 using nlohmann::json;
-
-// RFC 3339 in UTC with milliseconds: "2024-05-01T12:00:00.123Z".
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  time_t s = static_cast<time_t>(ms / 1000);
-  tm parts{};
-  gmtime_r(&s, &parts);
-  char buf[40];
-  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &parts);
-  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
-  return buf;
-}
 
 net::HttpResponse notRunning() {
   return jsonError(503, "unavailable", "no engine is running");
