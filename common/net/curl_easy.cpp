@@ -96,4 +96,15 @@ void CurlTls::apply(CURL* e) const {
   OPENSSL_cleanse(key.data(), key.size());
 }
 
+std::optional<std::string_view> statusLineReason(std::string_view line) {
+  if (line.substr(0, 5) != "HTTP/") return std::nullopt;
+  // The reason is after the second space.
+  size_t sp = line.find(' ');
+  sp = sp == std::string_view::npos ? sp : line.find(' ', sp + 1);
+  if (sp == std::string_view::npos) return std::string_view();
+  std::string_view r = line.substr(sp + 1);
+  while (!r.empty() && (r.back() == '\r' || r.back() == '\n')) r.remove_suffix(1);
+  return r.substr(0, 100);
+}
+
 }  // namespace ductus::net

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <string>
 
 namespace ductus::tls {
@@ -33,6 +35,11 @@ using CurlDataCallback = size_t (*)(char* data, size_t size, size_t n, void* use
 void setRequestOptions(CURL* e, std::chrono::milliseconds timeout, curl_slist* headers,
                        char* errorBuffer, CurlDataCallback onBody, CurlDataCallback onHeader,
                        void* data);
+
+// The reason phrase of a header line that is an HTTP status line ("HTTP/1.1
+// 404 Not Found\r\n" -> "Not Found"), cut at 100 bytes; nullopt for any
+// other header line. A view into `line`.
+std::optional<std::string_view> statusLineReason(std::string_view line);
 
 // HEAD sends no body, nor does GET when `body` is null; any other method
 // sends *body ("" when null), read in place: it must outlive the transfer.

@@ -57,17 +57,7 @@ struct HttpSender::Transfer {
   static size_t onHeader(char* data, size_t size, size_t n, void* userp) {
     auto* t = static_cast<Transfer*>(userp);
     std::string_view line(data, size * n);
-    if (line.substr(0, 5) == "HTTP/") {
-      // "HTTP/1.1 404 Not Found\r\n": the reason is after the second space.
-      size_t sp = line.find(' ');
-      sp = sp == std::string_view::npos ? sp : line.find(' ', sp + 1);
-      t->reason.clear();
-      if (sp != std::string_view::npos) {
-        std::string_view r = line.substr(sp + 1);
-        while (!r.empty() && (r.back() == '\r' || r.back() == '\n')) r.remove_suffix(1);
-        t->reason = std::string(r.substr(0, 100));
-      }
-    }
+    if (auto r = net::statusLineReason(line)) t->reason = std::string(*r);
     return size * n;
   }
 };
