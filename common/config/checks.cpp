@@ -1,13 +1,20 @@
 #include "common/config/checks.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <set>
 
+#include <openssl/hmac.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/base64.h"
 #include "common/config/address.h"
 #include "common/config/suggest.h"
+#include "common/file_text.h"
 
 namespace ductus::config {
 namespace {
@@ -40,6 +47,101 @@ Location locationOf(const std::string& at) {
 // The same words as api::isLoopbackHost (config/ may not include api/).
 bool isLoopback(std::string_view host) {
   return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+// A known_hosts file is a few kilobytes; a wrong path to something big is
+// refused rather than read.
+constexpr std::uintmax_t kMaxKnownHostsBytes = 4u << 20;
+
+// OpenSSH's wildcards: * any run, ? one character; nothing else is special
+// ("[host]:port" is literal, unlike in fnmatch).
+bool wildcardMatch(std::string_view pattern, std::string_view text) {
+  size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p, ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++, mark = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1, t = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+// Whether a known_hosts line's host field names `name` (OpenSSH's rules:
+// comma-separated patterns with * and ?, "!" to exclude, or a hashed
+// "|1|salt|hash" as ssh-keyscan -H writes).
+bool knownHostsNames(const std::string& field, const std::string& name) {
+  if (field.rfind("|1|", 0) == 0) {
+    auto bar = field.find('|', 3);
+    if (bar == std::string::npos) return false;
+    auto salt = base64Decode(field.substr(3, bar - 3));
+    auto hash = base64Decode(field.substr(bar + 1));
+    if (!salt || !hash) return false;
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    HMAC(EVP_sha1(), salt->data(), static_cast<int>(salt->size()),
+         reinterpret_cast<const unsigned char*>(name.data()), name.size(), mac, &len);
+    return hash->size() == len && std::memcmp(hash->data(), mac, len) == 0;
+  }
+  bool matched = false;
+  size_t start = 0;
+  while (start <= field.size()) {
+    size_t comma = field.find(',', start);
+    std::string pattern = field.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    bool negated = !pattern.empty() && pattern[0] == '!';
+    if (negated) pattern.erase(0, 1);
+    if (!pattern.empty() && wildcardMatch(pattern, name)) {
+      if (negated) return false;
+      matched = true;
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return matched;
+}
+
+// Whether the file has a key for host:port (written "host" for port 22,
+// "[host]:port" otherwise, as ssh and ssh-keyscan write them).
+bool knownHostsHas(const std::string& text, const std::string& host, uint16_t port) {
+  std::string name = port == 22 ? host : "[" + host + "]:" + std::to_string(port);
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    size_t i = line.find_first_not_of(" \t");
+    if (i == std::string::npos || line[i] == '#' || line[i] == '@') continue;  // markers: not a host's key
+    size_t sp = line.find_first_of(" \t", i);
+    if (sp == std::string::npos) continue;
+    if (knownHostsNames(line.substr(i, sp - i), name)) return true;
+  }
+  return false;
+}
+
+// The SFTP servers of the project's sources and destinations, each with the
+// key path of its sftp: map.
+struct SftpUse {
+  const sftp::ServerSettings* server;
+  Location privateKeyAt, knownHostsAt;
+  std::string path;
+};
+
+std::vector<SftpUse> sftpUses(const Project& project) {
+  std::vector<SftpUse> out;
+  for (auto& iface : project.interfaces) {
+    if (auto* s = std::get_if<SftpSource>(&iface.source))
+      out.push_back({&s->server, s->privateKeyAt, s->knownHostsAt, "source.sftp"});
+    for (auto& d : iface.destinations)
+      if (auto* t = std::get_if<SftpDestination>(&d.target))
+        out.push_back({&t->server, t->privateKeyAt, t->knownHostsAt, d.keyPath + ".sftp"});
+  }
+  return out;
 }
 
 template <typename Map>
@@ -243,9 +345,40 @@ void checkCertificates(const Project& project, Diagnostics& out) {
   }
 }
 
+void checkSftpFiles(const Project& project, Diagnostics& out) {
+  for (const auto& use : sftpUses(project)) {
+    const auto& server = *use.server;
+    if (!server.privateKeyFile.empty() && ::access(server.privateKeyFile.c_str(), R_OK) != 0)
+      out.push_back(diagnosticAt(use.privateKeyAt, use.path + ".private_key",
+                                 server.privateKeyFile.string() + ": " + std::strerror(errno) +
+                                     " (the engine reads the key at each connect)"));
+    if (server.knownHostsFile.empty()) continue;
+    auto text = readFileBounded(server.knownHostsFile, kMaxKnownHostsBytes);
+    if (!text) {
+      out.push_back(diagnosticAt(use.knownHostsAt, use.path + ".known_hosts", text.error().message));
+      continue;
+    }
+    if (!knownHostsHas(*text, server.host, server.port))
+      out.push_back(diagnosticAt(
+          use.knownHostsAt, use.path + ".known_hosts",
+          server.knownHostsFile.string() + " has no key for " +
+              (server.port == 22 ? server.host : "[" + server.host + "]:" + std::to_string(server.port)) +
+              ": add the line `ssh-keyscan -p " + std::to_string(server.port) + " " + server.host +
+              "` prints (and check it with the server's owner)"));
+  }
+}
+
 Diagnostics projectWarnings(const Project& project) {
   Diagnostics out;
   const EngineConfig& e = project.engine;
+  // A private key others can read is a key others may have copied.
+  for (const auto& use : sftpUses(project)) {
+    struct stat st {};
+    const auto& key = use.server->privateKeyFile;
+    if (!key.empty() && ::stat(key.c_str(), &st) == 0 && (st.st_mode & 0044) != 0)
+      out.push_back(diagnosticAt(use.privateKeyAt, use.path + ".private_key",
+                                 key.string() + " can be read by its group or others: chmod 600 it"));
+  }
   if (e.apiEnabled && !e.apiTls && !isLoopback(e.apiListen.host))
     out.push_back(diagnosticAt(
         e.apiListenAt, "api.listen",

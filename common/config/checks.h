@@ -24,9 +24,14 @@ void checkResources(const Project& project, Diagnostics& out);
 // is then the CA). Each mistake at the use, with the entries that would fit.
 void checkCertificates(const Project& project, Diagnostics& out);
 
+// sftp: private_key files exist and can be read; a known_hosts file has a
+// key for the server's host (or [host]:port).
+void checkSftpFiles(const Project& project, Diagnostics& out);
+
 // What starts but should not go unnoticed: the API on an address other than
 // loopback without tls: (its session cookie is Secure; passwords would cross
-// in clear). `validate` prints these; the engine logs the same at start.
+// in clear); an sftp: private_key file its group or others can read.
+// `validate` prints these; the engine logs the same at start.
 Diagnostics projectWarnings(const Project& project);
 
 }  // namespace ductus::config

@@ -2,6 +2,7 @@
 #include <cctype>
 #include <chrono>
 
+#include "common/base64.h"
 #include "common/config/address.h"
 #include "common/config/duration.h"
 #include "common/config/project_files.h"
@@ -64,6 +65,125 @@ std::vector<std::string_view> with(std::vector<std::string_view> a,
   return a;
 }
 
+// ---- sftp: the server, shared by a source and a destination ----------------
+
+const std::vector<std::string_view> kSftpServerKeys = {"host",        "port",     "user",
+                                                       "password",    "private_key", "host_key",
+                                                       "known_hosts"};
+
+// The key types OpenSSH's servers offer and ssh-keyscan prints.
+bool isHostKeyType(std::string_view t) {
+  for (std::string_view k : {"ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+                             "ecdsa-sha2-nistp521", "ssh-dss", "sk-ssh-ed25519@openssh.com",
+                             "sk-ecdsa-sha2-nistp256@openssh.com"})
+    if (t == k) return true;
+  return false;
+}
+
+// A pinned key as ssh-keyscan prints it without the host: "<type> <base64>"
+// (a comment after it is allowed). The blob is SSH's wire form, whose first
+// field is the type's name again: a key pasted under the wrong type, or cut
+// short, is caught here rather than as a mismatch at every connect.
+std::optional<std::string> hostKeyProblem(const std::string& line) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    size_t start = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i > start) words.push_back(line.substr(start, i - start));
+  }
+  const std::string shape = "expected \"<type> <base64>\" as `ssh-keyscan` prints it without the host "
+                            "(e.g. \"ssh-ed25519 AAAAC3Nza...\")";
+  if (words.size() < 2) return shape;
+  if (!isHostKeyType(words[0]))
+    return "`" + words[0] + "` is not a host key type (ssh-ed25519, ecdsa-sha2-nistp256, ssh-rsa, ...); " +
+           shape;
+  auto blob = base64Decode(words[1]);
+  if (!blob) return "the key after " + words[0] + " is not valid base64";
+  const std::string& b = *blob;
+  uint32_t n = 0;
+  if (b.size() >= 4)
+    n = (uint32_t(uint8_t(b[0])) << 24) | (uint32_t(uint8_t(b[1])) << 16) |
+        (uint32_t(uint8_t(b[2])) << 8) | uint32_t(uint8_t(b[3]));
+  if (b.size() < 4 || n != words[0].size() || b.compare(4, n, words[0]) != 0)
+    return "the base64 is not a " + words[0] + " key (a key of another type, or cut short?)";
+  return std::nullopt;
+}
+
+// A file a project names: absolute, or relative to the project folder.
+std::filesystem::path projectFile(const InterfaceConfig& iface, const std::string& value) {
+  std::filesystem::path p(value);
+  // iface.folder is <project>/interfaces/<name>.
+  return p.is_absolute() ? p : iface.folder.parent_path().parent_path() / p;
+}
+
+// host, port, user, password, private_key and host_key | known_hosts.
+// Sign-in needs a key or a password; the server's key must be pinned, so a
+// server that is not the one meant is refused before any credential is sent.
+void parseSftpServer(YamlReader& r, const YAML::Node& n, const std::string& path,
+                     const InterfaceConfig& iface, sftp::ServerSettings& s, Location& privateKeyAt,
+                     Location& knownHostsAt) {
+  s.at = r.file() + ":" + std::to_string(r.at(n).line);
+  if (!YamlReader::has(n, "host")) r.error(r.at(n), path + ".host", "`host` is required");
+  if (auto v = r.host(n, "host", path)) s.host = *v;
+  if (auto v = r.whole(n, "port", path, 1, 65535)) s.port = static_cast<uint16_t>(*v);
+  if (auto v = r.required(n, "user", path, Subst::Yes)) s.user = *v;
+  if (auto v = r.text(n, "password", path, Subst::Yes)) s.password = *v;
+  bool key = YamlReader::has(n, "private_key"), password = YamlReader::has(n, "password");
+  if (!key && !password)
+    r.error(n, path, "no sign-in: give private_key: <a file or ${secret:...} PEM> or password:, or both");
+  if (key) {
+    privateKeyAt = r.at(n["private_key"]);
+    if (auto v = r.required(n, "private_key", path, Subst::Yes)) {
+      if (v->rfind("-----BEGIN", 0) == 0) {
+        s.privateKeyPem = *v;
+      } else if (!isInsideProject(*v)) {
+        checkFolder(r, n, path, "private_key", *v);
+      } else {
+        s.privateKeyFile = projectFile(iface, *v);
+      }
+    }
+  }
+  bool pinned = YamlReader::has(n, "host_key"), known = YamlReader::has(n, "known_hosts");
+  if (!pinned && !known) {
+    std::string port = YamlReader::has(n, "port") ? YamlReader::raw(n, "port") : "22";
+    std::string host = YamlReader::raw(n, "host").empty() ? "HOST" : YamlReader::raw(n, "host");
+    r.error(n, path,
+            "the server's key is not pinned: add host_key: \"<type> <base64>\" (get it with `ssh-keyscan -p " +
+                port + " " + host +
+                "` and check it with the server's owner) or known_hosts: <file>; an unpinned "
+                "server could be anyone's");
+  } else if (pinned && known) {
+    r.error(r.keyAt(n, "known_hosts"), path + ".known_hosts", "give host_key: or known_hosts:, not both");
+  }
+  if (pinned) {
+    YAML::Node h = n["host_key"];
+    std::vector<YAML::Node> lines;
+    if (h.IsSequence())
+      for (const auto& e : h) lines.push_back(e);
+    else
+      lines.push_back(h);
+    if (lines.empty()) r.error(h, path + ".host_key", "host_key: lists no key");
+    for (size_t k = 0; k < lines.size(); ++k) {
+      std::string kp = path + ".host_key" + (h.IsSequence() ? "[" + std::to_string(k) + "]" : "");
+      if (!lines[k].IsScalar()) {
+        r.error(lines[k], kp, "expected a line \"<type> <base64>\"");
+        continue;
+      }
+      if (auto problem = hostKeyProblem(lines[k].Scalar())) r.error(lines[k], kp, *problem);
+      else s.hostKeys.push_back(lines[k].Scalar());
+    }
+  }
+  if (known) {
+    knownHostsAt = r.at(n["known_hosts"]);
+    if (auto v = r.required(n, "known_hosts", path)) {
+      checkFolder(r, n, path, "known_hosts", *v);
+      if (isInsideProject(*v)) s.knownHostsFile = projectFile(iface, *v);
+    }
+  }
+}
+
 const std::vector<std::string_view> kSourceKinds = {"mllp", "http", "file", "sftp", "schedule",
                                                     "internal"};
 
@@ -121,15 +241,10 @@ void parseSource(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) 
     iface.source = s;
   } else if (kind == "sftp") {
     SftpSource s;
-    s.server.port = 22;
-    if (r.map(n, path, with(kSelectionKeys, {"host", "port", "user", "password"}),
-              {{"private_key", "key-based SFTP sign-in"},
-               {"host_key", "pinned SFTP host keys"},
-               {"marker", "ready-marker files"}})) {
-      if (auto v = r.host(n, "host", path)) s.server.host = *v;
-      if (auto v = r.whole(n, "port", path, 1, 65535)) s.server.port = static_cast<uint16_t>(*v);
-      if (auto v = r.required(n, "user", path, Subst::Yes)) s.user = *v;
-      if (auto v = r.required(n, "password", path, Subst::Yes)) s.password = *v;
+    if (r.map(n, path, with(kSelectionKeys, {"host", "port", "user", "password", "private_key",
+                                             "host_key", "known_hosts"}),
+              {{"marker", "ready-marker files"}})) {
+      parseSftpServer(r, n, path, iface, s.server, s.privateKeyAt, s.knownHostsAt);
       s.files = parseSelection(r, n, path);
     }
     iface.sourceDescribe = "sftp " + YamlReader::raw(n, "host") + ":" + s.files.path;
@@ -157,6 +272,30 @@ void parseSource(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) 
     r.map(n, path, {});
     iface.sourceDescribe = "internal";
     iface.source = InternalSource{};
+  }
+}
+
+// A file or SFTP destination's name: (placeholders are checked where the
+// sender is made: validateNameTemplate in file_sender.h).
+void parseFileName(YamlReader& r, const YAML::Node& t, const std::string& tp, std::string& name) {
+  if (auto v = r.text(t, "name", tp)) {
+    if (v->find('/') != v->npos) r.error(t["name"], tp + ".name", "a file name has no `/`");
+    else name = *v;
+  }
+}
+
+// mode: of the files a destination writes, octal as chmod takes it: "0640", "640".
+void parseFileMode(YamlReader& r, const YAML::Node& t, const std::string& tp, int& out) {
+  if (auto v = r.text(t, "mode", tp)) {
+    bool octal = !v->empty() && v->size() <= 4 &&
+                 v->find_first_not_of("01234567") == std::string::npos;
+    int mode = octal ? std::stoi(*v, nullptr, 8) : -1;
+    if (!octal || mode > 0777)
+      r.error(t["mode"], tp + ".mode", "expected an octal file mode such as \"0640\"");
+    else if ((mode & 0600) != 0600)
+      r.error(t["mode"], tp + ".mode", "the engine must be able to read and write its files (0600 at least)");
+    else
+      out = mode;
   }
 }
 
@@ -252,36 +391,18 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
         checkFolder(r, t, tp, "path", *v);
         f.path = *v;
       }
-      if (auto v = r.text(t, "name", tp)) {
-        if (v->find('/') != v->npos) r.error(t["name"], tp + ".name", "a file name has no `/`");
-        else f.name = *v;
-      }
-      if (auto v = r.text(t, "mode", tp)) {
-        // Octal as chmod takes it: "0640", "640".
-        bool octal = !v->empty() && v->size() <= 4 &&
-                     v->find_first_not_of("01234567") == std::string::npos;
-        int mode = octal ? std::stoi(*v, nullptr, 8) : -1;
-        if (!octal || mode > 0777)
-          r.error(t["mode"], tp + ".mode", "expected an octal file mode such as \"0640\"");
-        else if ((mode & 0600) != 0600)
-          r.error(t["mode"], tp + ".mode", "the engine must be able to read and write its files (0600 at least)");
-        else
-          f.mode = mode;
-      }
+      parseFileName(r, t, tp, f.name);
+      parseFileMode(r, t, tp, f.mode);
     }
     d.describe = "file " + f.path;
     d.target = f;
   } else if (kind == "sftp") {
     SftpDestination s;
-    s.server.port = 22;
-    if (r.map(t, tp, {"host", "port", "user", "password", "path", "name"},
-              {{"private_key", "key-based SFTP sign-in"}, {"host_key", "pinned SFTP host keys"}})) {
-      if (auto v = r.host(t, "host", tp)) s.server.host = *v;
-      if (auto v = r.whole(t, "port", tp, 1, 65535)) s.server.port = static_cast<uint16_t>(*v);
-      if (auto v = r.required(t, "user", tp, Subst::Yes)) s.user = *v;
-      if (auto v = r.required(t, "password", tp, Subst::Yes)) s.password = *v;
+    if (r.map(t, tp, with(kSftpServerKeys, {"path", "name", "mode"}))) {
+      parseSftpServer(r, t, tp, iface, s.server, s.privateKeyAt, s.knownHostsAt);
       if (auto v = r.required(t, "path", tp)) s.path = *v;
-      if (auto v = r.text(t, "name", tp)) s.name = *v;
+      parseFileName(r, t, tp, s.name);
+      parseFileMode(r, t, tp, s.mode);
     }
     d.describe = "sftp " + YamlReader::raw(t, "host") + ":" + s.path;
     d.target = s;

@@ -167,6 +167,7 @@ LoadOutcome loadProjectWithDiagnostics(const fs::path& root, const LoadOptions& 
   checkEndpoints(project, out);
   checkResources(project, out);
   checkCertificates(project, out);
+  checkSftpFiles(project, out);
 
   std::stable_sort(out.begin(), out.end(), [](const Diagnostic& a, const Diagnostic& b) {
     return std::tie(a.file, a.line, a.column) < std::tie(b.file, b.line, b.column);

@@ -18,6 +18,7 @@
 
 #include "common/config/diagnostic.h"
 #include "common/monitor/settings.h"
+#include "common/sftp/settings.h"
 #include "common/tls/settings.h"
 
 namespace ductus::config {
@@ -176,10 +177,12 @@ struct FileSource {
 };
 
 struct SftpSource {
-  HostPort server;  // host + port (default 22); host substitution allowed
-  std::string user;
-  std::string password;  // substitution allowed (a ${secret:})
+  // host, user, password and an inline private_key may be substituted;
+  // private_key and known_hosts files are resolved against the project.
+  sftp::ServerSettings server;
   FileSelection files;
+  // Where private_key: and known_hosts: are written, for the checks.
+  Location privateKeyAt, knownHostsAt;
 };
 
 struct ScheduleSource {
@@ -224,11 +227,11 @@ struct FileDestination {
 };
 
 struct SftpDestination {
-  HostPort server;
-  std::string user;
-  std::string password;
-  std::string path;
-  std::string name = "{id}";
+  sftp::ServerSettings server;  // as SftpSource's
+  std::string path;             // the folder on the server
+  std::string name = "{id}";    // as a file destination's (no `/`)
+  int mode = 0640;              // the files written; patient data
+  Location privateKeyAt, knownHostsAt;
 };
 
 // `interface: <name>`: routes to an interface whose source is internal.

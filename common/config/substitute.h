@@ -2,7 +2,8 @@
 //
 // Allowed only where a deployment differs or a credential sits: the engine's
 // database URL; every string in resources.yaml (URLs, headers, credentials);
-// destination hosts, URLs and headers; SFTP hosts, users and passwords.
+// destination hosts, URLs and headers; SFTP hosts, users, passwords and
+// private keys.
 // Anywhere else a `${` is refused, so a template can't silently become a
 // literal file name or path.
 #pragma once

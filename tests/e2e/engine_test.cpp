@@ -704,9 +704,9 @@ TEST(EngineEndToEnd, CodeThatDoesNotLoadStopsTheStartBeforeAnyListener) {
   EXPECT_EQ(db.value("SELECT count(*) FROM messages"), "0");
 }
 
-// What the engine can't run yet is refused before it connects anywhere,
-// at the line validate names.
-TEST(EngineEndToEnd, AnUnsupportedKindIsRefusedBeforeTheDatabase) {
+// An SFTP server whose key is not pinned is refused before the engine
+// connects anywhere, at the line validate names.
+TEST(EngineEndToEnd, AnUnpinnedSftpServerIsRefusedBeforeTheDatabase) {
   TempProject project({
       {"ductus.yaml", engineYaml()},
       {"interfaces/pickup/interface.yaml",
@@ -720,7 +720,7 @@ TEST(EngineEndToEnd, AnUnsupportedKindIsRefusedBeforeTheDatabase) {
                          "' --database 'postgresql://nobody@127.0.0.1:1/none' 2>&1"});
   EXPECT_TRUE(exitedWith(r.exitStatus, 1)) << r.out;
   EXPECT_NE(r.out.find((project.root() / "interfaces/pickup/interface.yaml").string() +
-                       ":2:3: source.sftp: sftp sources are not supported by this engine yet"),
+                       ":2:9: source.sftp: the server's key is not pinned"),
             std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("migrat"), std::string::npos) << r.out;

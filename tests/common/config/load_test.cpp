@@ -11,6 +11,10 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
+// A real ed25519 public key as ssh-keyscan prints it (without the host).
+constexpr const char* kSftpHostKey =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAkUt5CgstUNshcz4pink7vlO2LXNGaqbB//9HWYoX6I";
+
 constexpr const char* kMllpToFile =
     "source:\n"
     "  mllp: { listen: 127.0.0.1:2575 }\n"
@@ -133,7 +137,8 @@ TEST(LoadProject, EachSourceKindIsRead) {
   p.iface("s", "source:\n  schedule: { cron: \"0 2 * * mon-fri\" }\nformat: json\n"
                "destination:\n  file: { path: out2/ }\n");
   p.iface("e", "source:\n  schedule: { every: 5m }\ndestination:\n  file: { path: out3/ }\n");
-  p.iface("t", "source:\n  sftp: { host: sftp.example, user: u, password: p, path: /in, delete: true }\n"
+  p.iface("t", "source:\n  sftp: { host: sftp.example, user: u, password: p, path: /in, delete: true,\n"
+               "          host_key: \"" + std::string(kSftpHostKey) + "\" }\n"
                "destination:\n  file: { path: out4/ }\n");
   p.iface("r", "source:\n  http: { listen: 127.0.0.1:8081, mode: respond }\nformat: json\n");
   auto o = p.load();
@@ -863,6 +868,157 @@ TEST(LoadProject, AlertsDefaultsAndSubstitution) {
   elsewhere.iface("a", "source:\n  mllp: { listen: 127.0.0.1:2575 }\ndestination:\n  file: { path: out/ }\n");
   EXPECT_THAT(elsewhere.errors(withEnv({{"LISTEN", "127.0.0.1:7700"}})),
               HasSubstr("${...} is not allowed here"));
+}
+
+}  // namespace
+}  // namespace ductus::config::test
+
+// ---- sftp: servers -----------------------------------------------------------
+
+namespace ductus::config::test {
+namespace {
+
+std::string sftpSource(const std::string& server) {
+  return "source:\n  sftp: { " + server + ", path: outbox/, delete: true }\n"
+         "destination:\n  file: { path: out/ }\n";
+}
+
+TEST(LoadSftp, AKeyFileAPinnedKeyAndAPasswordOnlyDestinationAreRead) {
+  ProjectDir p;
+  auto key = p.write("keys/lab", "-----BEGIN OPENSSH PRIVATE KEY-----\nx\n-----END OPENSSH PRIVATE KEY-----\n");
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  p.iface("t", "source:\n  sftp: { host: lab-gw.example, port: 2222, user: ductus, private_key: keys/lab,\n"
+               "          host_key: \"" + std::string(kSftpHostKey) + "\", path: outbox/, move_to: done/ }\n"
+               "destination:\n  sftp:\n    host: out.example\n    user: u\n    password: pw\n"
+               "    host_key:\n      - \"" + std::string(kSftpHostKey) + "\"\n"
+               "      - \"" + std::string(kSftpHostKey) + " a comment\"\n"
+               "    path: inbox/\n    name: \"{id}.hl7\"\n");
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  EXPECT_TRUE(o.warnings.empty());
+  auto& s = std::get<SftpSource>(o.project->find("t")->source).server;
+  EXPECT_EQ(s.host, "lab-gw.example");
+  EXPECT_EQ(s.port, 2222);
+  EXPECT_EQ(s.user, "ductus");
+  EXPECT_EQ(s.privateKeyFile, p.root() / "keys/lab");
+  EXPECT_TRUE(s.privateKeyPem.empty());
+  EXPECT_EQ(s.hostKeys, std::vector<std::string>{kSftpHostKey});
+  EXPECT_THAT(s.at, ::testing::EndsWith("interfaces/t/interface.yaml:2"));
+  auto& d = std::get<SftpDestination>(o.project->find("t")->destinations[0].target);
+  EXPECT_EQ(d.server.password, "pw");
+  EXPECT_EQ(d.server.port, 22);
+  EXPECT_TRUE(d.server.privateKeyFile.empty());
+  EXPECT_EQ(d.server.hostKeys.size(), 2u);
+  EXPECT_EQ(d.path, "inbox/");
+  EXPECT_EQ(d.name, "{id}.hl7");
+}
+
+TEST(LoadSftp, AnInlinePemFromASubstitutionIsTheKeyItself) {
+  ProjectDir p;
+  const char* pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n";
+  p.iface("t", "source:\n  file: { path: in/, delete: true }\ndestination:\n"
+               "  sftp: { host: out.example, user: u, private_key: \"${env:LAB_KEY}\",\n"
+               "          host_key: \"" + std::string(kSftpHostKey) + "\", path: inbox/ }\n");
+  auto env = withEnv({{"LAB_KEY", pem}});
+  auto o = p.load(env);
+  ASSERT_TRUE(o.project) << p.errors(env);
+  auto& d = std::get<SftpDestination>(o.project->find("t")->destinations[0].target);
+  EXPECT_EQ(d.server.privateKeyPem, pem);
+  EXPECT_TRUE(d.server.privateKeyFile.empty());
+}
+
+TEST(LoadSftp, AnUnpinnedServerIsRefusedWithTheCommandThatGetsItsKey) {
+  ProjectDir p;
+  p.iface("t", sftpSource("host: sftp.example, port: 2222, user: u, password: p"));
+  EXPECT_THAT(p.errors(),
+              HasSubstr("interfaces/t/interface.yaml:2:9: source.sftp: the server's key is not pinned: "
+                        "add host_key: \"<type> <base64>\" (get it with `ssh-keyscan -p 2222 sftp.example`"));
+}
+
+TEST(LoadSftp, HostKeyAndKnownHostsTogetherAreRefused) {
+  ProjectDir p;
+  p.write("known_hosts", std::string("sftp.example ") + kSftpHostKey + "\n");
+  p.iface("t", sftpSource("host: sftp.example, user: u, password: p, known_hosts: known_hosts, host_key: \"" +
+                          std::string(kSftpHostKey) + "\""));
+  EXPECT_THAT(p.errors(), HasSubstr("source.sftp.known_hosts: give host_key: or known_hosts:, not both"));
+}
+
+TEST(LoadSftp, NoSignInIsRefused) {
+  ProjectDir p;
+  p.iface("t", sftpSource("host: sftp.example, user: u, host_key: \"" + std::string(kSftpHostKey) + "\""));
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/t/interface.yaml:2:9: source.sftp: no sign-in: give "
+                                    "private_key:"));
+}
+
+TEST(LoadSftp, AMalformedHostKeyIsRefusedAtItsLineSayingWhy) {
+  ProjectDir p;
+  std::string blob = std::string(kSftpHostKey).substr(12);  // the base64 alone
+  p.iface("t", "source:\n  file: { path: in/, delete: true }\ndestinations:\n"
+               "  a:\n    sftp:\n      host: h\n      user: u\n      password: p\n      path: x/\n"
+               "      host_key:\n"
+               "        - \"ssh-foo " + blob + "\"\n"
+               "        - \"ssh-ed25519 AAAA!!!!\"\n"
+               "        - \"ssh-rsa " + blob + "\"\n"
+               "        - \"h.example " + std::string(kSftpHostKey) + "\"\n"
+               "        - \"ssh-ed25519\"\n");
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr(":11:11: destinations.a.sftp.host_key[0]: `ssh-foo` is not a host key type"));
+  EXPECT_THAT(e, HasSubstr(":12:11: destinations.a.sftp.host_key[1]: the key after ssh-ed25519 is not valid "
+                           "base64"));
+  EXPECT_THAT(e, HasSubstr(":13:11: destinations.a.sftp.host_key[2]: the base64 is not a ssh-rsa key"));
+  EXPECT_THAT(e, HasSubstr(":14:11: destinations.a.sftp.host_key[3]: `h.example` is not a host key type"));
+  EXPECT_THAT(e, HasSubstr(":15:11: destinations.a.sftp.host_key[4]: expected \"<type> <base64>\""));
+}
+
+TEST(LoadSftp, AMissingKeyFileIsAnErrorAtItsLine) {
+  ProjectDir p;
+  p.iface("t", sftpSource("host: sftp.example, user: u, private_key: keys/none, host_key: \"" +
+                          std::string(kSftpHostKey) + "\""));
+  EXPECT_THAT(p.errors(), HasSubstr("interfaces/t/interface.yaml:2:53: source.sftp.private_key: "));
+  EXPECT_THAT(p.errors(), HasSubstr("keys/none: No such file or directory"));
+}
+
+TEST(LoadSftp, AKeyFileOthersCanReadIsAWarning) {
+  ProjectDir p;
+  auto key = p.write("keys/lab", "k");
+  std::filesystem::permissions(key, std::filesystem::perms(0644));
+  p.iface("t", sftpSource("host: sftp.example, user: u, private_key: keys/lab, host_key: \"" +
+                          std::string(kSftpHostKey) + "\""));
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  ASSERT_EQ(o.warnings.size(), 1u);
+  EXPECT_EQ(o.warnings[0].line, 2);
+  EXPECT_EQ(o.warnings[0].keyPath, "source.sftp.private_key");
+  EXPECT_THAT(o.warnings[0].message, HasSubstr("can be read by its group or others: chmod 600 it"));
+}
+
+TEST(LoadSftp, AKnownHostsFileMustHaveTheServersEntry) {
+  ProjectDir p;
+  // Port 2222 is written [host]:port; a plain entry for the host is port 22's.
+  p.write("kh/plain", std::string("sftp.example ") + kSftpHostKey + "\n");
+  p.write("kh/ported", std::string("# keyscan\n@revoked * ") + kSftpHostKey + "\nother,[sftp.*]:22?2 " + kSftpHostKey + "\n");
+  // As ssh-keygen -H writes "[sftp.example]:2222".
+  p.write("kh/hashed", std::string("|1|TWub5a9PJcGOq2OnU8rLeIIvehI=|kV1VjDOjtgR13MIvTmgvT5HW+u4= ") + kSftpHostKey +
+                           "\n");
+  p.iface("a", sftpSource("host: sftp.example, port: 2222, user: u, password: p, known_hosts: kh/plain"));
+  EXPECT_THAT(p.errors(),
+              HasSubstr("interfaces/a/interface.yaml:2:78: source.sftp.known_hosts: "));
+  EXPECT_THAT(p.errors(), HasSubstr("kh/plain has no key for [sftp.example]:2222: add the line `ssh-keyscan "
+                                    "-p 2222 sftp.example` prints"));
+  p.iface("a", sftpSource("host: sftp.example, port: 2222, user: u, password: p, known_hosts: kh/ported"));
+  EXPECT_EQ(p.errors(), "");
+  p.iface("a", sftpSource("host: sftp.example, port: 2222, user: u, password: p, known_hosts: kh/hashed"));
+  EXPECT_EQ(p.errors(), "");
+  p.iface("a", sftpSource("host: sftp.example, port: 2222, user: u, password: p, known_hosts: kh/none"));
+  EXPECT_THAT(p.errors(), HasSubstr("source.sftp.known_hosts: "));
+}
+
+TEST(LoadSftp, ADestinationFileNameHasNoSlash) {
+  ProjectDir p;
+  p.iface("t", "source:\n  file: { path: in/, delete: true }\ndestination:\n"
+               "  sftp: { host: out.example, user: u, password: p, path: inbox/, name: \"a/{id}\",\n"
+               "          host_key: \"" + std::string(kSftpHostKey) + "\" }\n");
+  EXPECT_THAT(p.errors(), HasSubstr("destination.sftp.name: a file name has no `/`"));
 }
 
 }  // namespace
