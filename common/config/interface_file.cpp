@@ -241,9 +241,9 @@ void parseSource(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) 
     iface.source = s;
   } else if (kind == "sftp") {
     SftpSource s;
-    if (r.map(n, path, with(kSelectionKeys, {"host", "port", "user", "password", "private_key",
-                                             "host_key", "known_hosts"}),
-              {{"marker", "ready-marker files"}})) {
+    std::vector<std::string_view> keys = kSftpServerKeys;
+    keys.insert(keys.end(), kSelectionKeys.begin(), kSelectionKeys.end());
+    if (r.map(n, path, keys, {{"marker", "ready-marker files"}})) {
       parseSftpServer(r, n, path, iface, s.server, s.privateKeyAt, s.knownHostsAt);
       s.files = parseSelection(r, n, path);
     }
