@@ -1,6 +1,5 @@
-// FilePoller: one look at a local folder for the file source, on libuv's
-// thread pool (uv_fs_scandir, uv_fs_stat) so the loop never blocks on a
-// slow disk or NFS mount.
+// FilePoller: one look at a drop folder (drop_folder.h: local or SFTP) for
+// the file source. The readiness rule lives here only, for both kinds.
 //
 // A file is ready when
 // * without a marker: its size and modification time are the same as at
@@ -8,15 +7,17 @@
 //   them), so a new file is never ready on the poll that first sees it;
 // * with a marker suffix (e.g. ".done"): "<name><suffix>" exists; marker
 //   files themselves are never candidates.
-// Dot-files, directories and names not matching the pattern are skipped.
+// Dot-files, directories, links and names not matching the pattern are
+// skipped. SFTP (version 3) gives times in whole seconds: a writer that
+// appends within the same second still changes the size, but one that
+// rewrites a file to the same size within that second looks still; such a
+// writer should write a dot-file (or another name) and rename it.
 // Ready files come oldest first (modification time, then name), so the
 // source can take them one at a time in order.
 //
 // Scheduling polls and taking files one at a time belong to the file
 // source; this only answers "what is ready now".
 #pragma once
-
-#include <uv.h>
 
 #include <cstdint>
 #include <functional>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "intake/drop_folder.h"
 
 namespace ductus::intake {
 
@@ -38,7 +40,6 @@ struct PolledFile {
 };
 
 struct FilePollerSettings {
-  std::string folder;
   std::string pattern = "*";  // fnmatch(3) glob on the name
   std::string markerSuffix;   // "" = ready when size and time hold still
 };
@@ -47,7 +48,8 @@ class FilePoller {
  public:
   using Callback = std::function<void(Result<std::vector<PolledFile>>)>;
 
-  FilePoller(uv_loop_t* loop, FilePollerSettings settings);
+  // The folder outlives the poller.
+  FilePoller(DropFolder& folder, FilePollerSettings settings);
   // A poll in flight when the poller goes never calls back.
   ~FilePoller();
   FilePoller(const FilePoller&) = delete;
@@ -62,14 +64,14 @@ class FilePoller {
   void forget(const std::string& name) { seen_.erase(name); }
 
  private:
-  struct Run;
   struct Seen {
     uint64_t size;
     int64_t mtimeNs;
   };
-  void finish(Run& run);
+  static bool candidate(const FilePollerSettings& s, const std::string& name);
+  std::vector<PolledFile> decide(FolderListing listing);
 
-  uv_loop_t* loop_;
+  DropFolder& folder_;
   FilePollerSettings settings_;
   std::unordered_map<std::string, Seen> seen_;
   bool polling_ = false;

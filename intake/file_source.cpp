@@ -1,28 +1,24 @@
 #include "intake/file_source.h"
 
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "common/hl7/mllp.h"
 #include "common/text.h"
 #include "intake/intake.h"
+#include "intake/local_folder.h"
 
 namespace ductus::intake {
 namespace fs = std::filesystem;
 
+// The file being read. A read or a store answered for a job the source gave
+// up meanwhile is told apart by seq and dropped.
 struct FileSource::Job {
-  FileSource* owner = nullptr;  // null once the source is gone or gave it up mid-request
-  uint64_t seq = 0;             // tells a store's answer for an abandoned job apart
-  bool reading = false;         // a uv_fs request (open or read) is in flight
-  enum class Step { Open, Header, Read } step = Step::Open;  // what that request is
-  bool storing = false;         // a batch's transaction is in flight
+  uint64_t seq = 0;
+  bool reading = false;  // a read is in flight
+  bool storing = false;  // a batch's transaction is in flight
   PolledFile file;
-  int fd = -1;
   uint64_t readAt = 0;     // next byte to read
   uint64_t committed = 0;  // offset saved with the last committed batch
   int64_t records = 0;
@@ -31,11 +27,10 @@ struct FileSource::Job {
   std::vector<intake::SplitRecord> pending;
   size_t pendingBytes = 0;
   bool atEnd = false;  // the whole file is read (and split)
-  std::string buf = std::string(kReadChunk, '\0');
-  uv_fs_t req{};
-  ~Job() {
-    if (fd >= 0) ::close(fd);  // a regular file's close does not wait on the disk
-  }
+  // A read that failed while a batch was committing: the round ends once
+  // that commit is answered, so the next round's resume reads progress
+  // that includes it (else it could store that batch again).
+  std::optional<Error> failed;
 };
 
 namespace {
@@ -54,16 +49,30 @@ std::string stateKey(const std::string& name) { return "file:" + asDatabaseText(
 
 }  // namespace
 
+namespace {
+
+fs::path underProject(const fs::path& root, const std::string& p) {
+  if (p.empty()) return {};
+  return fs::path(p).is_absolute() ? fs::path(p) : root / p;
+}
+
+}  // namespace
+
 FileSource::FileSource(uv_loop_t* loop, Intake& intake,
                        const config::FileSelection& files, config::Format format,
                        const fs::path& projectRoot, uint64_t maxMessageBytes)
+    : FileSource(loop, intake,
+                 std::make_unique<LocalFolder>(loop, underProject(projectRoot, files.path),
+                                               underProject(projectRoot, files.moveTo)),
+                 files, format, maxMessageBytes) {}
+
+FileSource::FileSource(uv_loop_t* loop, Intake& intake, std::unique_ptr<DropFolder> folder,
+                       const config::FileSelection& files, config::Format format,
+                       uint64_t maxMessageBytes)
     : loop_(loop), intake_(intake), files_(files), format_(format),
       maxMessageBytes_(std::min(maxMessageBytes, kMaxUnsplitBytes)),
-      folder_(fs::path(files.path).is_absolute() ? fs::path(files.path) : projectRoot / files.path),
-      moveTo_(files.moveTo.empty() ? fs::path()
-              : fs::path(files.moveTo).is_absolute() ? fs::path(files.moveTo)
-                                                     : projectRoot / files.moveTo),
-      poller_(loop, FilePollerSettings{folder_.string(), files.pattern, ""}) {
+      folder_(std::move(folder)),
+      poller_(*folder_, FilePollerSettings{files.pattern, ""}) {
   timer_ = makeTimer(loop_, this);
   schedule(0);
 }
@@ -74,13 +83,9 @@ FileSource::~FileSource() {
 }
 
 void FileSource::dropJob() {
-  // A read in flight still uses the job's buffer and request: hand the job
-  // to the read's callback, which frees it.
-  if (job_ && job_->reading) {
-    job_->owner = nullptr;
-    job_.release();
-  }
+  // A read in flight answers into nothing: its job's seq is gone.
   job_.reset();
+  folder_->release();
 }
 
 void FileSource::schedule(uint64_t ms) {
@@ -110,9 +115,14 @@ void FileSource::poll() {
   poller_.poll([this, alive](Result<std::vector<PolledFile>> r) {
     if (!*alive) return;
     if (!r) {
-      spdlog::warn("{}: file source: {}", intake_.spec().name, r.error().message);
+      if (r.error().kind == ErrorKind::Denied) refused(r.error());
+      else spdlog::warn("{}: file source: {}", intake_.spec().name, r.error().message);
       return roundDone();
     }
+    if (!lastRefusal_.empty())
+      spdlog::info("{}: file source: {} is reachable again", intake_.spec().name,
+                   folder_->describe());
+    lastRefusal_.clear();
     ready_ = std::move(*r);
     next_ = 0;
     nextFile();
@@ -140,10 +150,8 @@ void FileSource::nextFile() {
 
 void FileSource::startFile(const PolledFile& f, std::optional<std::string> state) {
   job_ = std::make_unique<Job>();
-  job_->owner = this;
   job_->seq = ++jobSeq_;
   job_->file = f;
-  job_->req.data = job_.get();
   bool split = files_.split == config::Split::Records;
   if (state) {
     auto j = nlohmann::json::parse(*state, nullptr, false);
@@ -164,88 +172,64 @@ void FileSource::startFile(const PolledFile& f, std::optional<std::string> state
     ++next_;
     return nextFile();
   }
-  job_->step = Job::Step::Open;
-  int rc =
-      uv_fs_open(loop_, &job_->req, f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0, &FileSource::onFs);
-  if (rc < 0) return fail("open " + f.path + ": " + uv_strerror(rc));
-  job_->reading = true;
-}
-
-// Every uv_fs request of a job ends here, on the loop. A job its source gave
-// up meanwhile (handed over by dropJob) is freed here instead.
-void FileSource::onFs(uv_fs_t* req) {
-  auto* job = static_cast<Job*>(req->data);
-  ssize_t n = req->result;
-  uv_fs_req_cleanup(req);
-  job->reading = false;
-  if (job->step == Job::Step::Open && n >= 0) job->fd = static_cast<int>(n);  // the job closes it
-  if (!job->owner) {
-    std::unique_ptr<Job> orphan(job);  // its source is gone or gave it up
-    return;
-  }
-  switch (job->step) {
-    case Job::Step::Open: return job->owner->onOpen(n);
-    case Job::Step::Header: return job->owner->onHeader(n);
-    case Job::Step::Read: return job->owner->onRead(n);
-  }
-}
-
-void FileSource::onOpen(ssize_t n) {
   Job& j = *job_;
-  if (n < 0) return fail("open " + j.file.path + ": " + uv_strerror(static_cast<int>(n)));
-  bool split = files_.split == config::Split::Records;
   if (j.committed == 0)
     spdlog::info("{}: storing {} ({} bytes{})", intake_.spec().name, j.file.name, j.file.size,
                  split ? ", a message per record" : "");
   j.readAt = j.committed;
   if (split && format_ == config::Format::Csv && j.committed > 0) {
     // Resuming: the header is the file's first record; read it again.
-    j.step = Job::Step::Header;
-    size_t headerBytes = std::min<size_t>(j.buf.size(), 64 * 1024);
-    uv_buf_t b = uv_buf_init(j.buf.data(), static_cast<unsigned>(headerBytes));
-    int rc = uv_fs_read(loop_, &j.req, j.fd, &b, 1, 0, &FileSource::onFs);
-    if (rc < 0) return fail("read " + j.file.path + ": " + uv_strerror(rc));
+    auto alive = alive_;
+    uint64_t seq = j.seq;
     j.reading = true;
+    folder_->read(j.file.name, 0, 64 * 1024, [this, alive, seq](Result<std::string> r) {
+      if (!*alive || !job_ || job_->seq != seq) return;  // the job was given up meanwhile
+      job_->reading = false;
+      onHeader(std::move(r));
+    });
     return;
   }
   if (split) j.splitter.emplace(splitFormatOf(format_), j.committed, std::nullopt);
   readMore();
 }
 
-void FileSource::onHeader(ssize_t n) {
+void FileSource::onHeader(Result<std::string> r) {
+  if (!r) return fail(r.error());
   Job& j = *job_;
   std::optional<std::string> header;
-  if (n > 0) header = intake::RecordSplitter::readCsvHeader(std::string_view(j.buf.data(), n));
+  if (!r->empty()) header = intake::RecordSplitter::readCsvHeader(*r);
   if (!header) return fail(j.file.path + ": cannot read the CSV header to resume");
   j.splitter.emplace(splitFormatOf(format_), j.committed, header);
   readMore();
 }
 
 void FileSource::readMore() {
-  job_->step = Job::Step::Read;
-  uv_buf_t b = uv_buf_init(job_->buf.data(), static_cast<unsigned>(job_->buf.size()));
-  int rc = uv_fs_read(loop_, &job_->req, job_->fd, &b, 1, static_cast<int64_t>(job_->readAt),
-                      &FileSource::onFs);
-  if (rc < 0) return fail(std::string("read: ") + uv_strerror(rc));
+  auto alive = alive_;
+  uint64_t seq = job_->seq;
   job_->reading = true;
+  folder_->read(job_->file.name, job_->readAt, kReadChunk,
+                [this, alive, seq](Result<std::string> r) {
+                  if (!*alive || !job_ || job_->seq != seq) return;  // given up meanwhile
+                  job_->reading = false;
+                  onRead(std::move(r));
+                });
 }
 
-void FileSource::onRead(ssize_t n) {
-  if (n < 0) return fail("read " + job_->file.path + ": " + uv_strerror(static_cast<int>(n)));
+void FileSource::onRead(Result<std::string> r) {
+  if (!r) return fail(r.error());
   Job& j = *job_;
-  if (n == 0) {
+  if (r->empty()) {
     if (j.splitter) j.splitter->finish(j.pending);
     j.atEnd = true;
     return advance();
   }
-  j.readAt += static_cast<uint64_t>(n);
-  std::string_view chunk(j.buf.data(), static_cast<size_t>(n));
+  j.readAt += r->size();
   if (!j.splitter) {
-    j.whole.append(chunk);
+    j.whole.append(*r);
     return advance();
   }
   size_t before = j.pending.size();
-  j.splitter->feed(chunk, j.pending);
+  j.splitter->feed(*r, j.pending);
   for (size_t i = before; i < j.pending.size(); ++i) j.pendingBytes += j.pending[i].bytes.size();
   advance();
 }
@@ -319,6 +303,7 @@ void FileSource::storeBatch() {
   auto after = [this, alive, seq, offset, records, last](Status s) {
     if (!*alive || !job_ || job_->seq != seq) return;  // the job was given up meanwhile
     job_->storing = false;
+    if (job_->failed) return fail(Error(*job_->failed));
     if (!s) return fail(s.error().message);
     job_->committed = offset;
     job_->records = records;
@@ -359,64 +344,48 @@ void FileSource::finishFile() {
         intake_.spec().name, f.name, skipped,
         records == 0 ? "; the file held no message at all" : "");
   }
-  // Moving or deleting touches the folder: on a network drop folder that
-  // can take long, so it runs on libuv's thread pool.
-  struct Move {
-    uv_work_t req{};
-    fs::path from, moveTo;
-    std::error_code ec;
-    std::function<void(const std::error_code&)> done;
-  };
-  auto move = std::make_unique<Move>();
-  move->req.data = move.get();
-  move->from = f.path;
-  move->moveTo = moveTo_;
   auto alive = alive_;
-  move->done = [this, alive, f, records](const std::error_code& ec) {
+  folder_->finish(f.name, [this, alive, f, records](Status s) {
     if (!*alive) return;
-    if (ec) {
+    if (!s) {
       // Stored (done is saved), so the next round only retries the move.
       spdlog::error("{}: {} is stored but could not be {}: {}", intake_.spec().name, f.path,
-                    moveTo_.empty() ? "deleted" : "moved to " + moveTo_.string(), ec.message());
+                    folder_->finishDescribe(), s.error().message);
       return roundDone();
     }
     spdlog::info("{}: {} stored ({} message(s)) and {}", intake_.spec().name, f.name, records,
-                 moveTo_.empty() ? "deleted" : "moved");
+                 files_.moveTo.empty() ? "deleted" : "moved");
     poller_.forget(f.name);
     ++next_;
     nextFile();
-  };
-  int rc = uv_queue_work(
-      loop_, &move->req,
-      [](uv_work_t* req) {
-        auto& m = *static_cast<Move*>(req->data);
-        if (m.moveTo.empty()) {
-          fs::remove(m.from, m.ec);
-          return;
-        }
-        fs::create_directories(m.moveTo, m.ec);
-        fs::path target = m.moveTo / m.from.filename();
-        std::error_code exists;
-        if (fs::exists(target, exists))
-          target +=
-              "." + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
-        fs::rename(m.from, target, m.ec);
-      },
-      [](uv_work_t* req, int) {
-        std::unique_ptr<Move> m(static_cast<Move*>(req->data));
-        m->done(m->ec);
-      });
-  if (rc < 0) {
-    spdlog::error("{}: {} is stored but its move could not start: {}", intake_.spec().name,
-                  f.path, uv_strerror(rc));
-    return roundDone();
-  }
-  move.release();  // freed when the work is done
+  });
 }
 
 void FileSource::fail(const std::string& why) {
+  if (job_ && job_->storing) return fail(Error{why});
   spdlog::warn("{}: file source: {}; trying again at the next poll", intake_.spec().name, why);
   roundDone();
+}
+
+void FileSource::fail(const Error& e) {
+  if (job_ && job_->storing) {
+    job_->failed = e;  // the round ends when the commit in flight is answered
+    return;
+  }
+  if (e.kind == ErrorKind::Denied) {
+    refused(e);
+    return roundDone();
+  }
+  fail(e.message);
+}
+
+// Retrying changes nothing until the project does, so the same refusal is
+// said once, not at every poll; a different one is said again.
+void FileSource::refused(const Error& e) {
+  if (e.message == lastRefusal_) return;
+  lastRefusal_ = e.message;
+  spdlog::error("{}: file source: {}: {}; nothing is taken until this is fixed",
+                intake_.spec().name, folder_->describe(), e.message);
 }
 
 }  // namespace ductus::intake

@@ -12,7 +12,11 @@
 // else from the start. Only after every record is committed is the file
 // moved to move_to or deleted: that is the file's acknowledgement.
 //
-// File I/O runs on libuv's thread pool; the loop never waits on the disk.
+// The folder is a DropFolder (drop_folder.h): a local one (file I/O on
+// libuv's thread pool) or one on an SFTP server (sftp_folder.h, the client's
+// own thread); the loop never waits on either. A host key that does not
+// match or a refused sign-in is logged once per distinct message, not at
+// every poll; nothing is taken meanwhile.
 #pragma once
 
 #include <uv.h>
@@ -25,6 +29,7 @@
 
 #include "common/config/model.h"
 #include "common/uv_handle.h"
+#include "intake/drop_folder.h"
 #include "intake/file_poller.h"
 #include "intake/record_splitter.h"
 
@@ -46,6 +51,10 @@ class FileSource {
   FileSource(uv_loop_t* loop, Intake& intake, const config::FileSelection& files,
              config::Format format, const std::filesystem::path& projectRoot,
              uint64_t maxMessageBytes = kMaxUnsplitBytes);
+  // Any folder: files.path and files.moveTo are the folder's business.
+  FileSource(uv_loop_t* loop, Intake& intake, std::unique_ptr<DropFolder> folder,
+             const config::FileSelection& files, config::Format format,
+             uint64_t maxMessageBytes = kMaxUnsplitBytes);
   ~FileSource();
 
   // Takes no new file until resume(): the engine lost its ownership lock,
@@ -61,15 +70,16 @@ class FileSource {
   void poll();
   void nextFile();
   void startFile(const PolledFile& f, std::optional<std::string> state);
-  static void onFs(uv_fs_t* req);
-  void onOpen(ssize_t n);
-  void onHeader(ssize_t n);
+  void onHeader(Result<std::string> r);
   void readMore();
-  void onRead(ssize_t n);
+  void onRead(Result<std::string> r);
   void advance();
   void storeBatch();
   void finishFile();
   void fail(const std::string& why);
+  void fail(const Error& e);
+  // Denied (host key, sign-in): logged when the message is new.
+  void refused(const Error& e);
   void roundDone();
   void dropJob();
 
@@ -78,8 +88,9 @@ class FileSource {
   config::FileSelection files_;
   config::Format format_;
   uint64_t maxMessageBytes_;
-  std::filesystem::path folder_, moveTo_;
+  std::unique_ptr<DropFolder> folder_;
   FilePoller poller_;
+  std::string lastRefusal_;  // the Denied message last logged; "" after a good poll
   UvHandle<uv_timer_t> timer_;
   std::vector<PolledFile> ready_;
   size_t next_ = 0;

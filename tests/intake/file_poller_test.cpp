@@ -1,5 +1,7 @@
 #include "intake/file_poller.h"
 
+#include "intake/local_folder.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -24,13 +26,15 @@ class FilePollerTest : public ::testing::Test {
   }
   void TearDown() override {
     poller_.reset();
+    folder_.reset();
     uv_run(&loop_, UV_RUN_DEFAULT);
     uv_loop_close(&loop_);
     fs::remove_all(dir_);
   }
   void make(FilePollerSettings s = {}) {
-    s.folder = dir_;
-    poller_ = std::make_unique<FilePoller>(&loop_, s);
+    poller_.reset();
+    folder_ = std::make_unique<LocalFolder>(&loop_, dir_, "");
+    poller_ = std::make_unique<FilePoller>(*folder_, s);
   }
   void write(const std::string& name, const std::string& data, bool append = false) {
     std::ofstream(dir_ + "/" + name, append ? std::ios::app : std::ios::trunc) << data;
@@ -58,6 +62,7 @@ class FilePollerTest : public ::testing::Test {
 
   std::string dir_;
   uv_loop_t loop_;
+  std::unique_ptr<LocalFolder> folder_;
   std::unique_ptr<FilePoller> poller_;
 };
 
