@@ -105,10 +105,15 @@ bool knownHostsNames(const std::string& field, const std::string& name) {
   return matched;
 }
 
-// Whether the file has a key for host:port (written "host" for port 22,
-// "[host]:port" otherwise, as ssh and ssh-keyscan write them).
+// How known_hosts names a server: "host" for port 22, "[host]:port"
+// otherwise, as ssh and ssh-keyscan write them.
+std::string knownHostsName(const std::string& host, uint16_t port) {
+  return port == 22 ? host : "[" + host + "]:" + std::to_string(port);
+}
+
+// Whether the file has a key for host:port.
 bool knownHostsHas(const std::string& text, const std::string& host, uint16_t port) {
-  std::string name = port == 22 ? host : "[" + host + "]:" + std::to_string(port);
+  std::string name = knownHostsName(host, port);
   size_t start = 0;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
@@ -359,12 +364,12 @@ void checkSftpFiles(const Project& project, Diagnostics& out) {
       continue;
     }
     if (!knownHostsHas(*text, server.host, server.port))
-      out.push_back(diagnosticAt(
-          use.knownHostsAt, use.path + ".known_hosts",
-          server.knownHostsFile.string() + " has no key for " +
-              (server.port == 22 ? server.host : "[" + server.host + "]:" + std::to_string(server.port)) +
-              ": add the line `ssh-keyscan -p " + std::to_string(server.port) + " " + server.host +
-              "` prints (and check it with the server's owner)"));
+      out.push_back(diagnosticAt(use.knownHostsAt, use.path + ".known_hosts",
+                                 server.knownHostsFile.string() + " has no key for " +
+                                     knownHostsName(server.host, server.port) +
+                                     ": add the line `ssh-keyscan -p " +
+                                     std::to_string(server.port) + " " + server.host +
+                                     "` prints (and check it with the server's owner)"));
   }
 }
 

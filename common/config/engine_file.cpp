@@ -113,8 +113,7 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
     YAML::Node s = root["secrets"];
     if (r.map(s, "secrets", {"key_file"})) {
       if (auto v = r.required(s, "key_file", "secrets")) {
-        std::filesystem::path p(*v);
-        e.secretsKeyFile = p.is_absolute() ? p : projectRoot / p;
+        e.secretsKeyFile = projectPath(projectRoot, *v);
       }
     }
   }

@@ -111,11 +111,9 @@ std::optional<std::string> hostKeyProblem(const std::string& line) {
   return std::nullopt;
 }
 
-// A file a project names: absolute, or relative to the project folder.
-std::filesystem::path projectFile(const InterfaceConfig& iface, const std::string& value) {
-  std::filesystem::path p(value);
-  // iface.folder is <project>/interfaces/<name>.
-  return p.is_absolute() ? p : iface.folder.parent_path().parent_path() / p;
+// The project folder: iface.folder is <project>/interfaces/<name>.
+std::filesystem::path projectRootOf(const InterfaceConfig& iface) {
+  return iface.folder.parent_path().parent_path();
 }
 
 // host, port, user, password, private_key and host_key | known_hosts.
@@ -141,7 +139,7 @@ void parseSftpServer(YamlReader& r, const YAML::Node& n, const std::string& path
       } else if (!isInsideProject(*v)) {
         checkFolder(r, n, path, "private_key", *v);
       } else {
-        s.privateKeyFile = projectFile(iface, *v);
+        s.privateKeyFile = projectPath(projectRootOf(iface), *v);
       }
     }
   }
@@ -179,7 +177,7 @@ void parseSftpServer(YamlReader& r, const YAML::Node& n, const std::string& path
     knownHostsAt = r.at(n["known_hosts"]);
     if (auto v = r.required(n, "known_hosts", path)) {
       checkFolder(r, n, path, "known_hosts", *v);
-      if (isInsideProject(*v)) s.knownHostsFile = projectFile(iface, *v);
+      if (isInsideProject(*v)) s.knownHostsFile = projectPath(projectRootOf(iface), *v);
     }
   }
 }

@@ -15,6 +15,14 @@
 
 namespace ductus::config {
 
+// A file a project names: absolute as written, else relative to the
+// project folder (never to the engine's working directory).
+inline std::filesystem::path projectPath(const std::filesystem::path& projectRoot,
+                                         const std::string& value) {
+  std::filesystem::path p(value);
+  return p.is_absolute() ? p : projectRoot / p;
+}
+
 // ductus.yaml
 EngineConfig parseEngine(YamlReader& r, const YAML::Node& root, const std::filesystem::path& projectRoot);
 

@@ -54,8 +54,7 @@ std::map<std::string, tls::CertificateSource> parseCertificates(
     auto file = [&](std::string_view key) -> std::filesystem::path {
       auto v = r.text(n, key, path, Subst::Yes);
       if (!v || v->empty()) return {};
-      std::filesystem::path p(*v);
-      return p.is_absolute() ? p : projectRoot / p;
+      return projectPath(projectRoot, *v);
     };
     s.certFile = file("cert_file");
     s.keyFile = file("key_file");
