@@ -9,6 +9,7 @@
 // source sends; a folder need not take more.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -34,6 +35,13 @@ struct FolderListing {
   std::unordered_set<std::string> names;
   std::vector<FolderEntry> entries;
 };
+
+// The name a finished file takes in move_to when its own is taken there,
+// for every kind of folder: "<target>.<ns since the epoch>", so the file
+// already there is kept.
+inline std::string movedAsideName(const std::string& target) {
+  return target + "." + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+}
 
 class DropFolder {
  public:

@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <chrono>
-
 namespace ductus::intake {
 namespace fs = std::filesystem;
 
@@ -228,9 +226,7 @@ void LocalFolder::finish(const std::string& name, DoneCallback cb) {
         fs::create_directories(m.moveTo, m.ec);
         fs::path target = m.moveTo / m.from.filename();
         std::error_code exists;
-        if (fs::exists(target, exists))
-          target +=
-              "." + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+        if (fs::exists(target, exists)) target = movedAsideName(target.string());
         fs::rename(m.from, target, m.ec);
       },
       [](uv_work_t* req, int) {

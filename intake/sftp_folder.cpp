@@ -1,7 +1,5 @@
 #include "intake/sftp_folder.h"
 
-#include <chrono>
-
 namespace ductus::intake {
 
 namespace {
@@ -72,11 +70,7 @@ void SftpFolder::finish(const std::string& name, DoneCallback cb) {
       // rename never replaces: a name already in move_to gets a suffix, as
       // a local folder's does.
       if (s || s.error().kind != ErrorKind::Invalid) return cb(s);
-      client_.rename(
-          from,
-          target + "." +
-              std::to_string(std::chrono::system_clock::now().time_since_epoch().count()),
-          cb);
+      client_.rename(from, movedAsideName(target), cb);
     });
   });
 }
