@@ -16,6 +16,7 @@ v8_root="$here/.deps/libnode"
 
 packages=(
   build-essential cmake pkg-config git
+  lld  # the linker (CMakeLists.txt): Debug test binaries link in seconds, not minutes
   libuv1-dev libpq-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
   libcapnp-dev capnproto libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev googletest libcli11-dev
