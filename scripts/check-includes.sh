@@ -16,6 +16,7 @@ declare -A allowed=(
   [common/net]="common"
   [common/tls]="common"
   [common/monitor]="common"
+  [common/sftp]="common"
   [proto]="proto common"
   [schema]="schema common"
   [worker]="worker common proto"
@@ -28,13 +29,14 @@ declare -A allowed=(
 # folder -> folders inside an allowed one it still may not include: the
 # config model and the network core are both common/, and neither may
 # reach the other (net/ is handed its limits; config/ knows no sockets).
-# tls/ is read by both (its settings.h is the shape config/ fills) and
-# reaches neither.
+# tls/ and sftp/ are read by both (their settings.h is the shape config/
+# fills) and reach neither.
 declare -A denied=(
   [common/config]="common/net"
   [common/net]="common/config"
   [common/tls]="common/config common/net"
   [common/monitor]="common/config common/net common/tls"
+  [common/sftp]="common/config common/net common/tls common/monitor"
 )
 ours="common|proto|schema|worker|intake|supervisor|api|ctl"
 
@@ -46,6 +48,7 @@ ruleOf() {  # the rule's key for a file
     common/net/*) echo common/net ;;
     common/tls/*) echo common/tls ;;
     common/monitor/*) echo common/monitor ;;
+    common/sftp/*) echo common/sftp ;;
     *) echo "${f%%/*}" ;;
   esac
 }

@@ -29,6 +29,7 @@ packages=(
   chromium  # tests/ui: the web console in a real browser (playwright-core)
   testssl.sh  # tests/e2e: what a TLS listener offers, judged by a tool we did not write
   python3-aiosmtpd  # tests: alert e-mail against a real SMTP server (for /usr/bin/python3)
+  openssh-server openssh-client  # tests: SFTP against a real sshd; scripts/bench-sftp.sh's sftp -b
   # libnode108's runtime libraries (it is extracted, not installed)
   libicu72 libc-ares2 libnghttp2-14 libbrotli1 zlib1g
 )

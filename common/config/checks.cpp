@@ -7,14 +7,13 @@
 #include <map>
 #include <set>
 
-#include <openssl/hmac.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/base64.h"
 #include "common/config/address.h"
 #include "common/config/suggest.h"
 #include "common/file_text.h"
+#include "common/sftp/known_hosts.h"
 
 namespace ductus::config {
 namespace {
@@ -52,82 +51,6 @@ bool isLoopback(std::string_view host) {
 // A known_hosts file is a few kilobytes; a wrong path to something big is
 // refused rather than read.
 constexpr std::uintmax_t kMaxKnownHostsBytes = 4u << 20;
-
-// OpenSSH's wildcards: * any run, ? one character; nothing else is special
-// ("[host]:port" is literal, unlike in fnmatch).
-bool wildcardMatch(std::string_view pattern, std::string_view text) {
-  size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-      ++p, ++t;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++, mark = t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1, t = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
-
-// Whether a known_hosts line's host field names `name` (OpenSSH's rules:
-// comma-separated patterns with * and ?, "!" to exclude, or a hashed
-// "|1|salt|hash" as ssh-keyscan -H writes).
-bool knownHostsNames(const std::string& field, const std::string& name) {
-  if (field.rfind("|1|", 0) == 0) {
-    auto bar = field.find('|', 3);
-    if (bar == std::string::npos) return false;
-    auto salt = base64Decode(field.substr(3, bar - 3));
-    auto hash = base64Decode(field.substr(bar + 1));
-    if (!salt || !hash) return false;
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    HMAC(EVP_sha1(), salt->data(), static_cast<int>(salt->size()),
-         reinterpret_cast<const unsigned char*>(name.data()), name.size(), mac, &len);
-    return hash->size() == len && std::memcmp(hash->data(), mac, len) == 0;
-  }
-  bool matched = false;
-  size_t start = 0;
-  while (start <= field.size()) {
-    size_t comma = field.find(',', start);
-    std::string pattern = field.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    bool negated = !pattern.empty() && pattern[0] == '!';
-    if (negated) pattern.erase(0, 1);
-    if (!pattern.empty() && wildcardMatch(pattern, name)) {
-      if (negated) return false;
-      matched = true;
-    }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return matched;
-}
-
-// How known_hosts names a server: "host" for port 22, "[host]:port"
-// otherwise, as ssh and ssh-keyscan write them.
-std::string knownHostsName(const std::string& host, uint16_t port) {
-  return port == 22 ? host : "[" + host + "]:" + std::to_string(port);
-}
-
-// Whether the file has a key for host:port.
-bool knownHostsHas(const std::string& text, const std::string& host, uint16_t port) {
-  std::string name = knownHostsName(host, port);
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    start = end + 1;
-    size_t i = line.find_first_not_of(" \t");
-    if (i == std::string::npos || line[i] == '#' || line[i] == '@') continue;  // markers: not a host's key
-    size_t sp = line.find_first_of(" \t", i);
-    if (sp == std::string::npos) continue;
-    if (knownHostsNames(line.substr(i, sp - i), name)) return true;
-  }
-  return false;
-}
 
 // The SFTP servers of the project's sources and destinations, each with the
 // key path of its sftp: map.
@@ -363,10 +286,10 @@ void checkSftpFiles(const Project& project, Diagnostics& out) {
       out.push_back(diagnosticAt(use.knownHostsAt, use.path + ".known_hosts", text.error().message));
       continue;
     }
-    if (!knownHostsHas(*text, server.host, server.port))
+    if (sftp::knownHostKeys(*text, server.host, server.port).empty())
       out.push_back(diagnosticAt(use.knownHostsAt, use.path + ".known_hosts",
                                  server.knownHostsFile.string() + " has no key for " +
-                                     knownHostsName(server.host, server.port) +
+                                     sftp::knownHostsName(server.host, server.port) +
                                      ": add the line `ssh-keyscan -p " +
                                      std::to_string(server.port) + " " + server.host +
                                      "` prints (and check it with the server's owner)"));

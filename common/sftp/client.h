@@ -93,8 +93,13 @@ class Client {
   uint64_t sessionsOpened() const;
   const ServerSettings& settings() const { return settings_; }
 
+  // One request as the client's thread runs it (common/sftp/client.cpp).
+  struct Job;
+
  private:
   struct Shared;  // the queue, the thread and the session, shared with the thread
+  // Queues a request, or answers it Busy when maxQueued wait.
+  void submit(Job job);
   ServerSettings settings_;
   std::shared_ptr<Shared> shared_;
 };

@@ -17,6 +17,7 @@
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_project.h"
+#include "tests/support/processes.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
 
@@ -25,25 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-// The children of `parent`, from /proc/PID/stat's fourth field.
-std::vector<pid_t> childrenOf(pid_t parent) {
-  std::vector<pid_t> out;
-  for (auto& e : fs::directory_iterator("/proc")) {
-    std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
-    auto close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    char state;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == parent) out.push_back(std::stoi(name));
-  }
-  return out;
-}
 
 TEST(ReplacedBinary, AWorkerRestartedAfterTheBinaryWasReplacedIsStillTheEnginesOwn) {
   TestDatabase db;
