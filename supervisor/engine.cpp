@@ -28,6 +28,7 @@
 #include "intake/intake.h"
 #include "intake/mllp_listener.h"
 #include "intake/schedule_source.h"
+#include "intake/sftp_folder.h"
 #include "intake/source_handlers.h"
 #include "schema/migrations.h"
 #include "schema/migrator.h"
@@ -36,11 +37,11 @@
 #include "supervisor/certificate_watch.h"
 #include "supervisor/control_socket.h"
 #include "supervisor/delivery/activity.h"
-#include "supervisor/monitor/monitor.h"
 #include "supervisor/delivery/delivery_loop.h"
 #include "supervisor/delivery/sender_factory.h"
 #include "supervisor/engine_actions.h"
 #include "supervisor/engine_view_adapter.h"
+#include "supervisor/monitor/monitor.h"
 #include "supervisor/ownership.h"
 #include "supervisor/retention_job.h"
 #include "supervisor/services/project_services.h"
@@ -647,6 +648,16 @@ Status Engine::openSource(Iface& f) {
     files_.push_back(std::make_unique<intake::FileSource>(loop_, *f.intake, fsrc->files, c.format,
                                                           project_.root, c.maxMessageBytes));
     listenerLines_.push_back("file " + c.name + " " + c.sourceDescribe);
+    return {};
+  }
+  if (auto* ss = std::get_if<config::SftpSource>(&c.source)) {
+    // The file source's one code path over a folder on the server: pause
+    // and resume with ownership and the gate as a local folder's.
+    auto folder = std::make_unique<intake::SftpFolder>(loop_, ss->server, ss->files.path,
+                                                       ss->files.moveTo, c.name + " source");
+    files_.push_back(std::make_unique<intake::FileSource>(loop_, *f.intake, std::move(folder),
+                                                          ss->files, c.format, c.maxMessageBytes));
+    listenerLines_.push_back("sftp " + c.name + " " + c.sourceDescribe);
     return {};
   }
   if (std::holds_alternative<config::InternalSource>(c.source)) return {};  // filled by routes

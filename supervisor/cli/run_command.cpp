@@ -174,19 +174,6 @@ std::optional<config::Project> load(const RunArgs& args) {
     spdlog::error("the project {} has errors; nothing was started", args.project);
     return std::nullopt;
   }
-  // Refused here, before a database or a listener, as validate refuses them.
-  if (auto unsupported = unsupportedKinds(*p.project); !unsupported.empty()) {
-    for (auto& d : unsupported)
-      logPlain(spdlog::level::err, d.toString(),
-               {.more = {{"file", d.file},
-                         {"line", d.line},
-                         {"column", d.column},
-                         {"key", d.keyPath},
-                         {"error", d.message}}});
-    spdlog::error("the project {} uses what this engine can't run yet; nothing was started",
-                  args.project);
-    return std::nullopt;
-  }
   // Each certificates: entry as validate loads it, before any database
   // (the engine's start loads them again for itself).
   if (auto broken = checkCertificateFiles(*p.project); !broken.empty()) {

@@ -11,26 +11,6 @@
 
 namespace ductus::supervisor {
 
-// What the model reads but the engine can't run yet is refused here, in one
-// place, for validate and start alike. SFTP: its settings are read and
-// checked (keys, pinned host keys), but no session to a server is opened
-// yet, so neither a source nor a destination may start.
-config::Diagnostics unsupportedKinds(const config::Project& project) {
-  config::Diagnostics out;
-  for (auto& c : project.interfaces) {
-    if (std::holds_alternative<config::SftpSource>(c.source))
-      out.push_back(config::diagnosticAt(c.sourceAt, "source.sftp",
-                                         std::string(config::sourceKind(c.source)) +
-                                             " sources are not supported by this engine yet"));
-    for (auto& d : c.destinations)
-      if (std::holds_alternative<config::SftpDestination>(d.target))
-        out.push_back(config::diagnosticAt(d.targetAt, d.keyPath + ".sftp",
-                                           std::string(config::targetKind(d.target)) +
-                                               " destinations are not supported by this engine yet"));
-  }
-  return out;
-}
-
 config::Diagnostics checkCertificateFiles(const config::Project& project,
                                           tls::Clock::time_point now) {
   config::Diagnostics out;

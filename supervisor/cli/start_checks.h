@@ -1,9 +1,9 @@
 // What keeps a project whose files are valid from starting, found without a
-// database: a kind this engine can't run yet, and interface code that does
+// database: a certificate that does not load, and interface code that does
 // not load in a worker or does not export a function interface.yaml names.
 // `ductus validate` reports these with the config's own errors, so "valid"
-// means "will start"; `ductus run` refuses an unsupported kind before
-// connecting anywhere (the engine itself refuses code that doesn't load).
+// means "will start"; `ductus run` refuses a certificate before connecting
+// anywhere (the engine itself refuses code that doesn't load).
 #pragma once
 
 #include <filesystem>
@@ -14,11 +14,6 @@
 #include "common/tls/certificate.h"
 
 namespace ductus::supervisor {
-
-// Sources and destinations the engine refuses at start (engine.cpp's
-// openSource, delivery/sender_factory.cpp), in the same words, at the
-// kind's line in interface.yaml.
-config::Diagnostics unsupportedKinds(const config::Project& project);
 
 // Loads every certificates: entry as the engine does before the database
 // (tls::loadSource): a file that can't be read, a key that doesn't match

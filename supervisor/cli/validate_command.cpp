@@ -79,8 +79,7 @@ nlohmann::json diagnosticsJson(const Diagnostics& list) {
 // After the files: what would still keep the project from starting (see
 // start_checks.h), as errors of the same kind.
 void checkStartable(LoadOutcome& outcome) {
-  Diagnostics more = supervisor::unsupportedKinds(*outcome.project);
-  for (auto& d : supervisor::checkCertificateFiles(*outcome.project)) more.push_back(std::move(d));
+  Diagnostics more = supervisor::checkCertificateFiles(*outcome.project);
   for (auto& d : supervisor::checkInterfaceCode(*outcome.project)) more.push_back(std::move(d));
   if (more.empty()) return;
   outcome.diagnostics = std::move(more);

@@ -5,6 +5,7 @@
 #include "supervisor/delivery/senders/file_sender.h"
 #include "supervisor/delivery/senders/http_sender.h"
 #include "supervisor/delivery/senders/mllp_sender.h"
+#include "supervisor/delivery/senders/sftp_sender.h"
 
 namespace ductus::delivery {
 namespace {
@@ -66,6 +67,17 @@ Result<std::unique_ptr<senders::Sender>> makeSender(const SenderContext& ctx,
     if (auto v = senders::validateNameTemplate(s.nameTemplate); !v)
       return Error{where + ": file name \"" + s.nameTemplate + "\": " + v.error().message};
     return std::unique_ptr<senders::Sender>(std::make_unique<senders::FileSender>(ctx.loop, s));
+  }
+  if (auto* sd = std::get_if<config::SftpDestination>(&d.target)) {
+    senders::SftpSenderSettings s;
+    s.server = sd->server;
+    s.dir = sd->path;
+    s.nameTemplate = sd->name;
+    s.fileMode = sd->mode;
+    s.who = where;
+    if (auto v = senders::validateNameTemplate(s.nameTemplate); !v)
+      return Error{where + ": file name \"" + s.nameTemplate + "\": " + v.error().message};
+    return std::unique_ptr<senders::Sender>(std::make_unique<senders::SftpSender>(ctx.loop, s));
   }
   if (std::holds_alternative<config::RouteDestination>(d.target))
     return Error{where + ": a route has no sender; its output goes to the target's intake"};

@@ -81,10 +81,12 @@ InterfaceSpec interfaceSpecOf(const config::Project& project, const config::Inte
   }
   // A schedule's run record is JSON whatever format: says; a CSV split into
   // records reaches the transform as one record keyed by its header.
-  const auto* files = std::get_if<config::FileSource>(&c.source);
+  const config::FileSelection* files = nullptr;  // a file or SFTP source's
+  if (const auto* f = std::get_if<config::FileSource>(&c.source)) files = &f->files;
+  if (const auto* f = std::get_if<config::SftpSource>(&c.source)) files = &f->files;
   std::string input =
       std::holds_alternative<config::ScheduleSource>(c.source) ? "json"
-      : c.format == config::Format::Csv && files && files->files.split == config::Split::Records
+      : c.format == config::Format::Csv && files && files->split == config::Split::Records
           ? "csv-record"
           : config::formatName(c.format);
   for (auto& d : c.destinations)
