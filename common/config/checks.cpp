@@ -48,10 +48,6 @@ bool isLoopback(std::string_view host) {
   return host == "localhost" || host == "::1" || host.starts_with("127.");
 }
 
-// A known_hosts file is a few kilobytes; a wrong path to something big is
-// refused rather than read.
-constexpr std::uintmax_t kMaxKnownHostsBytes = 4u << 20;
-
 // The SFTP servers of the project's sources and destinations, each with the
 // key path of its sftp: map.
 struct SftpUse {
@@ -281,7 +277,7 @@ void checkSftpFiles(const Project& project, Diagnostics& out) {
                                  server.privateKeyFile.string() + ": " + std::strerror(errno) +
                                      " (the engine reads the key at each connect)"));
     if (server.knownHostsFile.empty()) continue;
-    auto text = readFileBounded(server.knownHostsFile, kMaxKnownHostsBytes);
+    auto text = readFileBounded(server.knownHostsFile, sftp::kMaxKnownHostsBytes);
     if (!text) {
       out.push_back(diagnosticAt(use.knownHostsAt, use.path + ".known_hosts", text.error().message));
       continue;

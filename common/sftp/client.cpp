@@ -54,16 +54,10 @@ const char* hostKeyTypeName(int type) {
 // The host key algorithms to ask for: the pinned keys' types, an RSA key
 // by the SHA-2 signatures OpenSSH accepts as well as the old one.
 std::string hostKeyAlgorithms(const std::vector<std::string>& pinned) {
-  std::string types = pinnedKeyTypes(pinned), out;
-  size_t start = 0;
-  while (start <= types.size() && !types.empty()) {
-    size_t comma = types.find(',', start);
-    std::string t =
-        types.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  std::string out;
+  for (const auto& t : pinnedKeyTypes(pinned)) {
     if (!out.empty()) out += ',';
     out += t == "ssh-rsa" ? "rsa-sha2-512,rsa-sha2-256,ssh-rsa" : t;
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return out;
 }
@@ -110,7 +104,7 @@ class Session {
     libssh2_session_set_timeout(session_, static_cast<long>(s_.connectTimeout.count()));
     std::vector<std::string> pinned = s_.hostKeys;
     if (!s_.knownHostsFile.empty()) {
-      auto text = readFileBounded(s_.knownHostsFile, 4u << 20);
+      auto text = readFileBounded(s_.knownHostsFile, kMaxKnownHostsBytes);
       if (!text) return fail(err(ErrorKind::Denied, text.error().message));
       pinned = knownHostKeys(*text, s_.host, s_.port);
       if (pinned.empty())
@@ -260,16 +254,10 @@ class Session {
     // SFTP version 3's rename refuses an existing name on OpenSSH (and
     // libssh2 speaks no posix-rename@openssh.com): a file of that name is
     // removed first, so the new one replaces it.
-    int rc = libssh2_sftp_rename_ex(
-        sftp_, temporary.data(), static_cast<unsigned>(temporary.size()), final.data(),
-        static_cast<unsigned>(final.size()),
-        LIBSSH2_SFTP_RENAME_OVERWRITE | LIBSSH2_SFTP_RENAME_ATOMIC | LIBSSH2_SFTP_RENAME_NATIVE);
+    int rc = renameOn(temporary, final, true);
     if (rc != 0 && sftpCode(rc) != 0 && exists(final)) {
       libssh2_sftp_unlink(sftp_, final.c_str());
-      rc = libssh2_sftp_rename_ex(
-          sftp_, temporary.data(), static_cast<unsigned>(temporary.size()), final.data(),
-          static_cast<unsigned>(final.size()),
-          LIBSSH2_SFTP_RENAME_OVERWRITE | LIBSSH2_SFTP_RENAME_ATOMIC | LIBSSH2_SFTP_RENAME_NATIVE);
+      rc = renameOn(temporary, final, true);
     }
     if (rc != 0) {
       auto e = requestError("renaming " + temporary + " to " + final, rc);
@@ -282,10 +270,7 @@ class Session {
   Status rename(const std::string& from, const std::string& to) {
     closeReader();
     if (exists(to)) return err(ErrorKind::Invalid, to + " exists already on " + s_.describe());
-    if (int rc = libssh2_sftp_rename_ex(sftp_, from.data(), static_cast<unsigned>(from.size()),
-                                        to.data(), static_cast<unsigned>(to.size()),
-                                        LIBSSH2_SFTP_RENAME_ATOMIC | LIBSSH2_SFTP_RENAME_NATIVE);
-        rc != 0)
+    if (int rc = renameOn(from, to, false); rc != 0)
       return requestError("renaming " + from + " to " + to, rc);
     return {};
   }
@@ -416,6 +401,16 @@ class Session {
     if (a.flags & LIBSSH2_SFTP_ATTR_ACMODTIME)
       e.mtimeNs = static_cast<int64_t>(a.mtime) * 1'000'000'000;
     return e;
+  }
+
+  // The server's rename, its libssh2 code. The flags reach only servers
+  // of SFTP version 5 and later; OpenSSH's version 3 rename refuses an
+  // existing name whatever they say.
+  int renameOn(const std::string& from, const std::string& to, bool overwrite) {
+    long flags = LIBSSH2_SFTP_RENAME_ATOMIC | LIBSSH2_SFTP_RENAME_NATIVE;
+    if (overwrite) flags |= LIBSSH2_SFTP_RENAME_OVERWRITE;
+    return libssh2_sftp_rename_ex(sftp_, from.data(), static_cast<unsigned>(from.size()), to.data(),
+                                  static_cast<unsigned>(to.size()), flags);
   }
 
   bool exists(const std::string& path) {

@@ -3,6 +3,7 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/base64.h"
@@ -118,18 +119,11 @@ std::string fingerprint(std::string_view blob) {
   return "SHA256:" + b64;
 }
 
-std::string pinnedKeyTypes(const std::vector<std::string>& pinned) {
-  std::string out;
-  std::vector<std::string_view> seen;
+std::vector<std::string> pinnedKeyTypes(const std::vector<std::string>& pinned) {
+  std::vector<std::string> out;
   for (const auto& p : pinned) {
     auto w = words(p);
-    if (w.empty()) continue;
-    bool again = false;
-    for (auto s : seen) again = again || s == w[0];
-    if (again) continue;
-    seen.push_back(w[0]);
-    if (!out.empty()) out += ',';
-    out += w[0];
+    if (!w.empty() && std::find(out.begin(), out.end(), w[0]) == out.end()) out.emplace_back(w[0]);
   }
   return out;
 }

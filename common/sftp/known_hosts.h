@@ -11,6 +11,10 @@
 
 namespace ductus::sftp {
 
+// A known_hosts file is a few kilobytes; a wrong path to something big is
+// refused rather than read.
+constexpr std::uintmax_t kMaxKnownHostsBytes = 4u << 20;
+
 // How known_hosts names a server: "host" for port 22, "[host]:port"
 // otherwise, as ssh and ssh-keyscan write them.
 std::string knownHostsName(const std::string& host, uint16_t port);
@@ -35,8 +39,8 @@ bool pinnedKeyMatches(const std::vector<std::string>& pinned, std::string_view t
 std::string fingerprint(std::string_view blob);
 
 // The key types that `pinned` names, in order, without repeats
-// ("ssh-ed25519,ecdsa-sha2-nistp256"): the host key algorithms a client
-// asks for, so the server shows the key that was pinned.
-std::string pinnedKeyTypes(const std::vector<std::string>& pinned);
+// ({"ssh-ed25519", "ecdsa-sha2-nistp256"}): what a client asks the server
+// for, so the server shows the key that was pinned.
+std::vector<std::string> pinnedKeyTypes(const std::vector<std::string>& pinned);
 
 }  // namespace ductus::sftp
