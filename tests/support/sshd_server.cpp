@@ -30,13 +30,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 Status run(const std::vector<std::string>& argv) {
   auto r = runSplit(argv);
   if (r.code == 0) return {};
@@ -108,7 +101,7 @@ Status SshdServer::prepare() {
   fs::copy_file(root_ / "user_key.pub", root_ / "authorized_keys");
   fs::permissions(root_ / "authorized_keys", fs::perms::owner_read | fs::perms::owner_write |
                                                  fs::perms::group_read | fs::perms::others_read);
-  std::string pub = slurp(root_ / "host_key.pub");
+  std::string pub = fileText(root_ / "host_key.pub");
   std::istringstream words(pub);
   std::string type, blob;
   words >> type >> blob;
@@ -190,9 +183,9 @@ fs::path SshdServer::makeFolder(const std::string& relative) const {
   return p;
 }
 
-std::string SshdServer::privateKeyPem() const { return slurp(privateKeyFile()); }
+std::string SshdServer::privateKeyPem() const { return fileText(privateKeyFile()); }
 
-std::string SshdServer::log() const { return root_.empty() ? "" : slurp(root_ / "sshd.log"); }
+std::string SshdServer::log() const { return root_.empty() ? "" : fileText(root_ / "sshd.log"); }
 
 sftp::ServerSettings SshdServer::keySettings() const {
   sftp::ServerSettings s;

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +72,11 @@ ChildOutput runChild(const std::vector<std::string>& argv) {
   close(fds[0]);
   waitpid(pid, &r.exitStatus, 0);
   return r;
+}
+
+std::string fileText(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 SplitOutput runSplit(const std::vector<std::string>& argv) {

@@ -2,6 +2,7 @@
 // database, running child processes.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,10 @@ std::string databaseUrl();
 
 // The ductus binary under test.
 inline const char* ductusBinary() { return DUCTUS_BINARY; }
+
+// A file's bytes, whole; empty when it can't be read (the test's
+// assertion on the text then says what was missing).
+std::string fileText(const std::filesystem::path& file);
 
 struct ChildOutput {
   int exitStatus = -1;  // waitpid status

@@ -14,9 +14,9 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 
 #include "tests/support/receivers.h"
+#include "tests/support/test_env.h"
 
 namespace ductus::senders {
 namespace {
@@ -27,12 +27,7 @@ using namespace std::chrono_literals;
 // 2026-12-02 23:59:59 UTC: a time whose local date may differ from UTC's.
 const auto kFixedTime = std::chrono::system_clock::from_time_t(1796255999);
 
-std::string readFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::ductus::test::fileText;
 
 std::vector<std::string> listAll(const fs::path& dir) {
   std::vector<std::string> out;
@@ -91,7 +86,7 @@ TEST_F(FileSenderTest, TheFileHoldsThePayloadByteForByteAndNoTemporaryFileRemain
   SendOutcome out = sendOne({42, "adt", "archive", payload, {}, {}});
   EXPECT_EQ(out.kind, SendOutcomeKind::Sent) << out.detail;
   EXPECT_EQ(out.detail, (root_ / "adt-42.hl7").string());
-  EXPECT_EQ(readFile(root_ / "adt-42.hl7"), payload);
+  EXPECT_EQ(fileText(root_ / "adt-42.hl7"), payload);
   EXPECT_EQ(listAll(root_), std::vector<std::string>{"adt-42.hl7"});
 }
 
@@ -135,20 +130,20 @@ TEST_F(FileSenderTest, ALargePayloadIsWrittenWhole) {
   std::string payload;
   for (int i = 0; i < 5'000'000; ++i) payload += static_cast<char>(i * 7);
   EXPECT_EQ(sendOne({1, "adt", "archive", payload, {}, {}}).kind, SendOutcomeKind::Sent);
-  EXPECT_EQ(readFile(root_ / "1.bin"), payload);
+  EXPECT_EQ(fileText(root_ / "1.bin"), payload);
 }
 
 TEST_F(FileSenderTest, TheTemplateExpandsEveryPlaceholderAndMakesMissingFolders) {
   makeSender((root_ / "out").string(), "{date}/{destination}/{interface}_{id}.txt");
   EXPECT_EQ(sendOne({7, "adt", "lab", "x", {}, {}}).kind, SendOutcomeKind::Sent);
-  EXPECT_EQ(readFile(root_ / "out" / "20261202" / "lab" / "adt_7.txt"), "x");
+  EXPECT_EQ(fileText(root_ / "out" / "20261202" / "lab" / "adt_7.txt"), "x");
 }
 
 TEST_F(FileSenderTest, RewritingTheSameMessageReplacesTheFile) {
   makeSender(root_.string(), "{id}.txt");
   EXPECT_EQ(sendOne({3, "adt", "lab", "first", {}, {}}).kind, SendOutcomeKind::Sent);
   EXPECT_EQ(sendOne({3, "adt", "lab", "second", {}, {}}).kind, SendOutcomeKind::Sent);
-  EXPECT_EQ(readFile(root_ / "3.txt"), "second");
+  EXPECT_EQ(fileText(root_ / "3.txt"), "second");
   EXPECT_EQ(listAll(root_), std::vector<std::string>{"3.txt"});
 }
 
@@ -218,7 +213,8 @@ TEST_F(FileSenderTest, ManyWritesAtOnceAllLandShareFolderFsyncsAndCloseWaitsForT
   sender_->close([&] { closed = true; });
   ASSERT_TRUE(test::runUntil(&loop_, [&] { return closed; }));
   EXPECT_EQ(sent, 40);
-  for (int i = 0; i < 40; ++i) EXPECT_EQ(readFile(root_ / (std::to_string(i) + ".txt")), std::to_string(i));
+  for (int i = 0; i < 40; ++i)
+    EXPECT_EQ(fileText(root_ / (std::to_string(i) + ".txt")), std::to_string(i));
   EXPECT_EQ(listAll(root_).size(), 40u);
   // Renames that overlap share a folder fsync (one each would be 40).
   EXPECT_LT(sender_->folderSyncs(), 40u);

@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "tests/support/run_until.h"
 #include "tests/support/sshd_server.h"
+#include "tests/support/test_env.h"
 
 namespace ductus::senders {
 namespace {
@@ -22,12 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string readFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::ductus::test::fileText;
 
 std::vector<std::string> namesIn(const fs::path& dir) {
   std::vector<std::string> out;
@@ -100,7 +95,7 @@ TEST_F(SftpSenderTest, TwoHundredMessagesGoOverOneSessionAndLeaveNoTemporary) {
   auto names = namesIn(inbox_);
   ASSERT_EQ(names.size(), 200u);  // no dot-temporary beside them
   for (auto& n : names) EXPECT_NE(n[0], '.') << n;
-  EXPECT_EQ(readFile(inbox_ / "37.hl7"), "MSH|^~\\&|LAB|||||||ORU^R01|37|P|2.5\r");
+  EXPECT_EQ(fileText(inbox_ / "37.hl7"), "MSH|^~\\&|LAB|||||||ORU^R01|37|P|2.5\r");
 }
 
 TEST_F(SftpSenderTest, AStoppedServerIsTransientNamingItAndTheMessageGoesWhenItIsBack) {
@@ -116,7 +111,7 @@ TEST_F(SftpSenderTest, AStoppedServerIsTransientNamingItAndTheMessageGoesWhenItI
   ASSERT_TRUE(restarted) << restarted.error().message;
   auto back = sendOne(2, "two");
   EXPECT_EQ(back.kind, SendOutcomeKind::Sent) << back.detail;
-  EXPECT_EQ(readFile(inbox_ / "2.hl7"), "two");
+  EXPECT_EQ(fileText(inbox_ / "2.hl7"), "two");
   EXPECT_EQ(namesIn(inbox_), (std::vector<std::string>{"1.hl7", "2.hl7"}));
 }
 
@@ -139,7 +134,7 @@ TEST_F(SftpSenderTest, APasswordOnlyDestinationSignsIn) {
   makeSender(s);
   auto o = sendOne(5, "by password");
   ASSERT_EQ(o.kind, SendOutcomeKind::Sent) << o.detail;
-  EXPECT_EQ(readFile(inbox_ / "5.hl7"), "by password");
+  EXPECT_EQ(fileText(inbox_ / "5.hl7"), "by password");
 }
 
 TEST_F(SftpSenderTest, AMissingFolderIsMadeAndThePutRetried) {
@@ -148,7 +143,7 @@ TEST_F(SftpSenderTest, AMissingFolderIsMadeAndThePutRetried) {
   makeSender(s);
   auto o = sendOne(3, "made");
   ASSERT_EQ(o.kind, SendOutcomeKind::Sent) << o.detail;
-  EXPECT_EQ(readFile(sshd_->folder() / "new" / "deeper" / "3.hl7"), "made");
+  EXPECT_EQ(fileText(sshd_->folder() / "new" / "deeper" / "3.hl7"), "made");
 }
 
 TEST_F(SftpSenderTest, ANameTheTemplateCannotMakeIsPermanent) {
