@@ -1,7 +1,13 @@
 #include "common/file_text.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <fstream>
 #include <sstream>
+
+#include "common/fd.h"
 
 namespace ductus {
 
@@ -17,6 +23,27 @@ Result<std::string> readFileBounded(const std::filesystem::path& file, std::uint
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+Status replaceFile(const std::filesystem::path& file, const std::string& text, unsigned mode) {
+  std::filesystem::path tmp = file;
+  tmp += ".tmp";
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (!fd.valid()) return Error::fromErrno("cannot write " + tmp.string());
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(fd.get(), text.data() + off, text.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::fromErrno("cannot write " + tmp.string());
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0) return Error::fromErrno("fsync() of " + tmp.string());
+  fd.reset();
+  if (::rename(tmp.c_str(), file.c_str()) != 0)
+    return Error::fromErrno("cannot replace " + file.string());
+  return {};
 }
 
 }  // namespace ductus

@@ -1,4 +1,6 @@
-// A small file read whole, with a bound: project files an operator names
+// A small file read whole, or replaced whole.
+//
+// Read whole, with a bound: project files an operator names
 // (certificates, keys, secrets) are kilobytes, and a wrong path to a disk
 // image must not be read into memory.
 #pragma once
@@ -14,5 +16,10 @@ namespace ductus {
 // The file's bytes; an error naming the file when it is missing,
 // unreadable or larger than `limit`.
 Result<std::string> readFileBounded(const std::filesystem::path& file, std::uintmax_t limit);
+
+// Replaces `file` with `text` so a reader sees the old bytes or the new,
+// never half: written to file + ".tmp" with `mode`, fsync'd, renamed over.
+Status replaceFile(const std::filesystem::path& file, const std::string& text,
+                   unsigned mode = 0600);
 
 }  // namespace ductus

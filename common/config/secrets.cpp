@@ -1,10 +1,8 @@
 #include "common/config/secrets.h"
 
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
-#include <unistd.h>
 
 #include <cctype>
 #include <fstream>
@@ -13,7 +11,6 @@
 #include <sstream>
 
 #include "common/base64.h"
-#include "common/fd.h"
 #include "common/file_text.h"
 
 namespace ductus::config {
@@ -229,24 +226,7 @@ Status SecretsFile::save() const {
   std::error_code ec;
   if (file_.has_parent_path()) std::filesystem::create_directories(file_.parent_path(), ec);
   if (ec) return Error{"cannot create " + file_.parent_path().string() + ": " + ec.message()};
-  std::filesystem::path tmp = file_;
-  tmp += ".tmp";
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!fd.valid()) return Error::fromErrno("cannot write " + tmp.string());
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd.get(), text.data() + off, text.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Error::fromErrno("cannot write " + tmp.string());
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (::fsync(fd.get()) != 0) return Error::fromErrno("fsync() of " + tmp.string());
-  fd.reset();
-  if (::rename(tmp.c_str(), file_.c_str()) != 0)
-    return Error::fromErrno("cannot replace " + file_.string());
-  return {};
+  return replaceFile(file_, text);
 }
 
 }  // namespace ductus::config

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/file_text.h"
+#include "common/loop_mailbox.h"
 #include "common/sftp/known_hosts.h"
 
 namespace ductus::sftp {
@@ -526,8 +527,8 @@ struct Client::Job {
 };
 
 struct Client::Shared {
-  Shared(ServerSettings s, std::string w, size_t max)
-      : settings(std::move(s)), who(std::move(w)), maxQueued(max) {}
+  Shared(uv_loop_t* loop, ServerSettings s, std::string w, size_t max)
+      : settings(std::move(s)), who(std::move(w)), maxQueued(max), mailbox(loop) {}
 
   const ServerSettings settings;
   const std::string who;
@@ -535,22 +536,16 @@ struct Client::Shared {
 
   std::mutex mutex;
   std::condition_variable wake;
-  std::deque<Job> jobs;                       // waiting for the thread
-  std::deque<std::function<void()>> answers;  // waiting for the loop
-  bool stopping = false;                      // the client is gone: answer nothing more
-  uv_async_t* async = nullptr;                // the loop's wake-up; closed by ~Client
+  std::deque<Job> jobs;   // waiting for the thread
+  bool stopping = false;  // the client is gone: answer nothing more
+  LoopMailbox mailbox;    // answers, for the loop; closed by ~Client
 
   // The session's socket, for ~Client to shut down under fdMutex.
   std::atomic<int> fd{-1};
   std::mutex fdMutex;
   std::atomic<uint64_t> sessions{0};
 
-  void answer(std::function<void()> fn) {
-    std::lock_guard lock(mutex);
-    if (stopping) return;
-    answers.push_back(std::move(fn));
-    uv_async_send(async);
-  }
+  void answer(std::function<void()> fn) { mailbox.post(std::move(fn)); }
 
   void runThread() {
     Session session(settings, who, fd, fdMutex, sessions);
@@ -602,26 +597,8 @@ Client::Job makeJob(Client::Callback<T> cb, bool retryable, std::function<Result
 
 Client::Client(uv_loop_t* loop, ServerSettings settings, std::string who, size_t maxQueued)
     : settings_(settings),
-      shared_(std::make_shared<Shared>(std::move(settings), std::move(who), maxQueued)) {
+      shared_(std::make_shared<Shared>(loop, std::move(settings), std::move(who), maxQueued)) {
   initLibssh2Once();
-  auto* async = new uv_async_t;
-  // The handle holds the shared state while it is open: the loop drains
-  // answers through it, and ~Client stops it before closing it.
-  async->data = new std::shared_ptr<Shared>(shared_);
-  uv_async_init(loop, async, [](uv_async_t* h) {
-    std::shared_ptr<Shared> s = *static_cast<std::shared_ptr<Shared>*>(h->data);
-    for (;;) {
-      std::function<void()> fn;
-      {
-        std::lock_guard lock(s->mutex);
-        if (s->stopping || s->answers.empty()) return;
-        fn = std::move(s->answers.front());
-        s->answers.pop_front();
-      }
-      fn();  // may destroy the Client: `stopping` is checked again first
-    }
-  });
-  shared_->async = async;
   // The thread keeps the shared state alive until it returns; ~Client
   // never waits for it (a DNS lookup or a connect cannot be interrupted).
   std::thread([s = shared_] { s->runThread(); }).detach();
@@ -632,7 +609,6 @@ Client::~Client() {
     std::lock_guard lock(shared_->mutex);
     shared_->stopping = true;
     shared_->jobs.clear();
-    shared_->answers.clear();
   }
   shared_->wake.notify_all();
   {
@@ -640,10 +616,7 @@ Client::~Client() {
     std::lock_guard lock(shared_->fdMutex);
     if (int fd = shared_->fd.load(); fd >= 0) ::shutdown(fd, SHUT_RDWR);
   }
-  uv_close(reinterpret_cast<uv_handle_t*>(shared_->async), [](uv_handle_t* h) {
-    delete static_cast<std::shared_ptr<Shared>*>(h->data);
-    delete reinterpret_cast<uv_async_t*>(h);
-  });
+  shared_->mailbox.close();
 }
 
 void Client::submit(Job job) {
