@@ -50,7 +50,9 @@ set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 # headers describe. adduser: postinst makes the system user.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS "${V8_LIBRARY_DIR}")
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libnode108 (>= 18.19), adduser")
+# tdsodbc: FreeTDS's ODBC driver, which db() on SQL Server loads by its path
+# (the link to unixODBC itself is found by shlibdeps).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libnode108 (>= 18.19), adduser, tdsodbc")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "postgresql (>= 15)")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     "${CMAKE_SOURCE_DIR}/packaging/conffiles;${CMAKE_SOURCE_DIR}/packaging/postinst;${CMAKE_SOURCE_DIR}/packaging/prerm;${CMAKE_SOURCE_DIR}/packaging/postrm")

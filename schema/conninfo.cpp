@@ -113,16 +113,24 @@ Result<std::string> DatabaseTls::apply(const std::string& what, const std::strin
                                        const std::map<std::string, tls::CertificateSource>& sources,
                                        tls::Certificates* certificates) {
   if (!tls.enabled || tls.ca.empty()) return conninfo;
+  auto file = caFile(what, tls, sources, certificates);
+  if (!file) return file.error();
+  return withVerifiedTls(conninfo, file->string());
+}
+
+Result<std::filesystem::path> DatabaseTls::caFile(
+    const std::string& what, const tls::ConnectTls& tls,
+    const std::map<std::string, tls::CertificateSource>& sources, tls::Certificates* certificates) {
+  if (!tls.enabled || tls.ca.empty()) return std::filesystem::path{};
   auto source = sources.find(tls.ca);
-  if (source != sources.end() && !source->second.caFile.empty())
-    return withVerifiedTls(conninfo, source->second.caFile.string());
-  // PEM text, or a pair whose chain is the CA: written for libpq to read.
+  if (source != sources.end() && !source->second.caFile.empty()) return source->second.caFile;
+  // PEM text, or a pair whose chain is the CA: written for the client to read.
   if (!certificates) return Error{what + ": TLS with ca " + tls.ca + " without the engine's certificates"};
   auto client = certificates->client({.enabled = true, .ca = tls.ca, .certificate = {}, .at = tls.at});
   if (!client) return Error{what + ": " + client.error().message};
   std::string pem = (*client)->caPem();
   if (pem.empty()) return Error{what + ": certificates: entry " + tls.ca + " holds no CA"};
-  std::string path = (std::filesystem::temp_directory_path() / "ductus-pg-ca-XXXXXX").string();
+  std::string path = (std::filesystem::temp_directory_path() / "ductus-db-ca-XXXXXX").string();
   int fd = mkstemp(path.data());  // 0600
   if (fd < 0) return Error::fromErrno(what + ": a file for the CA of " + tls.ca);
   written_.emplace_back(path);
@@ -138,7 +146,7 @@ Result<std::string> DatabaseTls::apply(const std::string& what, const std::strin
     done += static_cast<size_t>(n);
   }
   ::close(fd);
-  return withVerifiedTls(conninfo, path);
+  return std::filesystem::path(path);
 }
 
 }  // namespace ductus::store

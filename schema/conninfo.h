@@ -75,6 +75,12 @@ class DatabaseTls {
                             const tls::ConnectTls& tls,
                             const std::map<std::string, tls::CertificateSource>& sources,
                             tls::Certificates* certificates);
+  // The file holding the CA's PEM, for a client that takes a path (SQL
+  // Server's driver too): the entry's own ca_file, else a file written
+  // here. Empty when `tls` names no CA.
+  Result<std::filesystem::path> caFile(const std::string& what, const tls::ConnectTls& tls,
+                                       const std::map<std::string, tls::CertificateSource>& sources,
+                                       tls::Certificates* certificates);
   const std::vector<std::filesystem::path>& written() const { return written_; }
 
  private:

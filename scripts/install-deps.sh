@@ -30,6 +30,7 @@ packages=(
   testssl.sh  # tests/e2e: what a TLS listener offers, judged by a tool we did not write
   python3-aiosmtpd  # tests: alert e-mail against a real SMTP server (for /usr/bin/python3)
   openssh-server openssh-client  # tests: SFTP against a real sshd; scripts/bench-sftp.sh's sftp -b
+  unixodbc-dev tdsodbc  # db() on SQL Server: unixODBC and FreeTDS's driver
   # libnode108's runtime libraries (it is extracted, not installed)
   libicu72 libc-ares2 libnghttp2-14 libbrotli1 zlib1g
 )

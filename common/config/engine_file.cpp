@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "common/config/address.h"
+#include "common/config/sqlserver_url.h"
 
 namespace ductus::config {
 
@@ -159,26 +160,56 @@ Resources parseResources(YamlReader& r, const YAML::Node& root,
   if (!r.map(root, "", {"databases", "apis", "certificates"},
              {{"ldap", "directory connections"}, {"sftp", "named SFTP servers"}}))
     return res;
-  forEachNamed(r, root, "databases", [&](const std::string& name, const std::string& path,
-                                         const YAML::Node& n, Location at) {
-    if (!r.map(n, path, {"url", "max_connections", "ca"},
-               {{"kind", "database kinds other than PostgreSQL (SQL Server)"}}))
-      return;
-    DatabaseResource db{name, "", 10, {}, at};
-    if (auto v = r.text(n, "ca", path)) {
-      db.tls.enabled = true;
-      db.tls.ca = *v;
-      db.tls.at = r.file() + ":" + std::to_string(r.keyAt(n, "ca").line);
-    }
-    if (auto v = r.required(n, "url", path, Subst::Yes)) {
-      if (v->rfind("postgres://", 0) != 0 && v->rfind("postgresql://", 0) != 0)
-        r.error(n["url"], joinPath(path, "url"),
-                "expected a PostgreSQL URL (postgresql://user@host/db)");
-      else db.url = *v;
-    }
-    if (auto v = r.whole(n, "max_connections", path, 1, 1000)) db.maxConnections = *v;
-    res.databases.emplace(name, std::move(db));
-  });
+  forEachNamed(
+      r, root, "databases",
+      [&](const std::string& name, const std::string& path, const YAML::Node& n, Location at) {
+        if (!r.map(n, path, {"kind", "url", "max_connections", "ca", "trust_server_certificate"}))
+          return;
+        DatabaseResource db;
+        db.name = name;
+        db.at = at;
+        if (auto v = r.text(n, "kind", path)) {
+          if (*v == "sqlserver")
+            db.kind = DatabaseKind::SqlServer;
+          else if (*v != "postgresql")
+            r.error(n["kind"], joinPath(path, "kind"),
+                    "expected postgresql or sqlserver, not \"" + *v + "\"");
+        }
+        bool sqlServer = db.kind == DatabaseKind::SqlServer;
+        if (auto v = r.text(n, "ca", path)) {
+          db.tls.enabled = true;
+          db.tls.ca = *v;
+          db.tls.at = r.file() + ":" + std::to_string(r.keyAt(n, "ca").line);
+        }
+        if (auto v = r.flag(n, "trust_server_certificate", path)) {
+          if (!sqlServer)
+            r.error(
+                n["trust_server_certificate"], joinPath(path, "trust_server_certificate"),
+                "only a kind: sqlserver database takes it (PostgreSQL: ca: verifies the server)");
+          else if (*v && db.tls.enabled)
+            r.error(n["trust_server_certificate"], joinPath(path, "trust_server_certificate"),
+                    "ca: and trust_server_certificate: true contradict each other: the CA is "
+                    "there to verify the server");
+          db.trustServerCertificate = *v;
+        }
+        if (auto v = r.required(n, "url", path, Subst::Yes)) {
+          if (sqlServer) {
+            if (auto u = parseSqlServerUrl(*v); !u)
+              r.error(n["url"], joinPath(path, "url"), u.error().message);
+            else
+              db.url = *v;
+          } else if (v->rfind("postgres://", 0) != 0 && v->rfind("postgresql://", 0) != 0) {
+            r.error(n["url"], joinPath(path, "url"),
+                    v->rfind("sqlserver://", 0) == 0
+                        ? "a sqlserver:// URL needs kind: sqlserver beside it"
+                        : "expected a PostgreSQL URL (postgresql://user@host/db)");
+          } else {
+            db.url = *v;
+          }
+        }
+        if (auto v = r.whole(n, "max_connections", path, 1, 1000)) db.maxConnections = *v;
+        res.databases.emplace(name, std::move(db));
+      });
   forEachNamed(r, root, "apis", [&](const std::string& name, const std::string& path,
                                     const YAML::Node& n, Location at) {
     if (!r.map(n, path, {"url", "headers", "timeout", "ca", "certificate"})) return;

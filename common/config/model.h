@@ -117,11 +117,20 @@ struct EngineConfig {
 
 // ---- resources.yaml -------------------------------------------------------
 
+enum class DatabaseKind { Postgresql, SqlServer };
+
 struct DatabaseResource {
   std::string name;
-  std::string url;  // a PostgreSQL connection URL; substitution allowed
+  DatabaseKind kind = DatabaseKind::Postgresql;
+  // postgresql://... (libpq's URL) or sqlserver://user:password@host/db
+  // (common/config/sqlserver_url.h); substitution allowed.
+  std::string url;
   uint32_t maxConnections = 10;
-  tls::ConnectTls tls;  // ca: a certificates: entry (verify-full)
+  // ca: a certificates: entry. PostgreSQL: verify-full against it. SQL
+  // Server: TLS always, the server's certificate and name verified against
+  // it (or the system's roots without ca:), unless trustServerCertificate.
+  tls::ConnectTls tls;
+  bool trustServerCertificate = false;  // SQL Server only
   Location at;
 };
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "common/config/sqlserver_url.h"
 #include "common/net/curl_easy.h"
 #include "common/text.h"
 #include "common/tls/certificates.h"
@@ -13,6 +14,7 @@
 #include "schema/conninfo.h"
 #include "schema/pg_error.h"
 #include "schema/pg_pool.h"
+#include "supervisor/services/sqlserver/parameters.h"
 
 extern char** environ;
 
@@ -159,6 +161,8 @@ struct ProjectServices::DbCall : std::enable_shared_from_this<DbCall> {
   bool query = false;
   std::string sql;  // as sent: a query is wrapped by cappedQuery
   std::vector<store::Param> params;
+  // SQL Server: the statement with its markers and typed parameters.
+  std::optional<services::sqlserver::Statement> sqlServer;
   std::chrono::milliseconds timeout{0};
   std::chrono::steady_clock::time_point deadline;
   bool started = false;  // took a place among max_connections
@@ -187,7 +191,8 @@ struct ProjectServices::DbPool {
   // sizes them.
   std::string connections;
   std::string setting = "max_connections in resources.yaml";
-  std::unique_ptr<store::PgPool> pool;
+  std::unique_ptr<store::PgPool> pool;                            // PostgreSQL
+  std::unique_ptr<services::sqlserver::SqlServerPool> sqlServer;  // or SQL Server
   // Why its connections cannot be opened as configured (its ca:); every
   // call is answered with it.
   std::optional<Error> broken;
@@ -222,14 +227,45 @@ ProjectServices::DbPool& ProjectServices::poolFor(const config::DatabaseResource
     p = std::make_unique<DbPool>();
     p->limit = std::max<size_t>(1, db.maxConnections);
     p->connections = "one of the database's " + std::to_string(p->limit) + " connections";
-    // Named in pg_stat_activity, so an operator can tell scripts'
-    // connections from the engine's and from each database resource's.
-    auto conninfo = dbConninfo(db, "ductus db(" + db.name + ")");
-    if (!conninfo) p->broken = conninfo.error();
-    // The pool starts empty and opens connections as calls need them.
-    p->pool = std::make_unique<store::PgPool>(loop_, conninfo ? *conninfo : db.url, p->limit);
+    // Named in pg_stat_activity (or sys.dm_exec_sessions), so an operator
+    // can tell scripts' connections from the engine's and from each
+    // database resource's.
+    makePool(*p, db, "ductus db(" + db.name + ")");
   }
   return *p;
+}
+
+void ProjectServices::makePool(DbPool& p, const config::DatabaseResource& db,
+                               const std::string& appName) {
+  // The pool starts empty and opens connections as calls need them.
+  if (db.kind == config::DatabaseKind::SqlServer) {
+    auto settings = sqlServerSettings(db, appName);
+    if (!settings) {
+      p.broken = settings.error();
+      return;
+    }
+    p.sqlServer = std::make_unique<services::sqlserver::SqlServerPool>(
+        loop_, std::move(*settings), p.limit, options_.dbIdleClose);
+    return;
+  }
+  auto conninfo = dbConninfo(db, appName);
+  if (!conninfo) p.broken = conninfo.error();
+  p.pool = std::make_unique<store::PgPool>(loop_, conninfo ? *conninfo : db.url, p.limit);
+}
+
+Result<services::sqlserver::ConnectSettings> ProjectServices::sqlServerSettings(
+    const config::DatabaseResource& db, const std::string& appName) {
+  std::string who = "db(\"" + db.name + "\")";
+  auto url = config::parseSqlServerUrl(db.url);
+  if (!url) return Error{who + ": url: " + url.error().message};
+  services::sqlserver::ConnectSettings s;
+  s.url = std::move(*url);
+  s.appName = appName;
+  s.trustServerCertificate = db.trustServerCertificate;
+  auto ca = dbTls_.caFile(who, db.tls, resources_.certificates, options_.certificates.get());
+  if (!ca) return ca.error();
+  s.caFile = *ca;
+  return s;
 }
 
 ProjectServices::DbPool* ProjectServices::dedicatedPoolFor(const ServiceCall& call,
@@ -244,9 +280,7 @@ ProjectServices::DbPool* ProjectServices::dedicatedPoolFor(const ServiceCall& ca
     p->limit = std::max<uint32_t>(1, n->second);
     p->connections = "one of its own " + std::to_string(p->limit) + " dedicated connections";
     p->setting = "dedicated_pools in interfaces/" + iface->name + "/interface.yaml";
-    auto conninfo = dbConninfo(db, "ductus db(" + db.name + ") for " + iface->name);
-    if (!conninfo) p->broken = conninfo.error();
-    p->pool = std::make_unique<store::PgPool>(loop_, conninfo ? *conninfo : db.url, p->limit);
+    makePool(*p, db, "ductus db(" + db.name + ") for " + iface->name);
   }
   return p.get();
 }
@@ -277,14 +311,27 @@ void ProjectServices::database(const ServiceCall& call, Reply reply) {
   if (it == resources_.databases.end())
     return reply(Error{"db(\"" + call.resource + "\"): no such database in resources.yaml"});
   std::vector<store::Param> params;
+  std::vector<services::sqlserver::Param> typed;  // SQL Server binds by type
   if (!call.paramsJson.empty()) {
     auto j = nlohmann::json::parse(call.paramsJson, nullptr, false);
     if (j.is_discarded() || !j.is_array())
       return reply(Error{"db(\"" + call.resource + "\"): parameters must be an array"});
+    using T = services::sqlserver::Param::Type;
     for (auto& v : j) {
       if (v.is_null()) params.emplace_back(std::nullopt);
       else if (v.is_string()) params.emplace_back(v.get<std::string>());
       else params.emplace_back(v.dump());
+      T t = v.is_null()             ? T::Null
+            : v.is_string()         ? T::Text
+            : v.is_boolean()        ? T::Boolean
+            : v.is_number_integer() ? T::Integer
+            : v.is_number()         ? T::Real
+                                    : T::Text;  // an object or array: its JSON text
+      std::string text = v.is_string()    ? v.get<std::string>()
+                         : v.is_boolean() ? (v.get<bool>() ? "1" : "0")
+                         : v.is_null()    ? ""
+                                          : v.dump();
+      typed.push_back({t, std::move(text)});
     }
   }
   DbPool& shared = poolFor(it->second);
@@ -307,9 +354,20 @@ void ProjectServices::database(const ServiceCall& call, Reply reply) {
                        " calls already wait for one of its " + std::to_string(pool.limit) +
                        " connections (" + pool.setting + ")" + kTransient});
   c->query = call.kind == ServiceCall::Kind::DbQuery;
-  c->sql =
-      c->query ? cappedQuery(call.sql, options_.maxDbRows, options_.maxDbResultBytes) : call.sql;
-  c->params = std::move(params);
+  if (pool.sqlServer) {
+    auto bound = services::sqlserver::bindMarkers(call.sql, typed.size());
+    if (!bound) return reply(Error{c->who() + ": " + bound.error().message});
+    services::sqlserver::Statement st;
+    st.query = c->query;
+    st.bound = std::move(*bound);
+    st.params = std::move(typed);
+    st.caps = {options_.maxDbRows, options_.maxDbResultBytes};
+    c->sqlServer = std::move(st);
+  } else {
+    c->sql =
+        c->query ? cappedQuery(call.sql, options_.maxDbRows, options_.maxDbResultBytes) : call.sql;
+    c->params = std::move(params);
+  }
   c->timeout = dbTimeoutFor(call);
   c->deadline = std::chrono::steady_clock::now() + c->timeout;
   c->reply = std::move(reply);
@@ -364,6 +422,26 @@ void ProjectServices::runDb(DbPool& pool, std::shared_ptr<DbCall> call) {
     if (transient(e)) msg += kTransient;
     call->answer(Error{msg});
   };
+  if (p->sqlServer) {
+    // The driver cancels the statement where this call's time ends
+    // (its query timeout, whole seconds), so a statement nobody waits for
+    // any more gives its connection back soon.
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        call->deadline - std::chrono::steady_clock::now());
+    call->sqlServer->timeout = std::max(left, std::chrono::milliseconds(1));
+    p->sqlServer->run(std::move(*call->sqlServer), [alive, call, finished](Result<std::string> r) {
+      if (!*alive) return;
+      if (r) {
+        call->answer(std::move(r));
+      } else {
+        std::string msg = call->who() + ": " + r.error().message;
+        if (r.error().kind == ErrorKind::Unavailable) msg += kTransient;
+        call->answer(Error{msg});
+      }
+      finished();
+    });
+    return;
+  }
   using LeasePtr = store::PgPool::LeasePtr;
   p->pool->acquire([this, alive, call, finished, failed](Result<LeasePtr> got) {
     if (!*alive) return;

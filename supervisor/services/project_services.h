@@ -16,6 +16,12 @@
 //   So it is never starved by the other interfaces' queries, and the
 //   database sees up to max_connections plus every dedicated N.
 //   A database with ca: connects with sslmode=verify-full against that CA.
+//   A kind: sqlserver database is reached through FreeTDS's ODBC driver,
+//   each connection on a thread of its own (services/sqlserver/): $1, $2
+//   are bound as parameters (parameters.h), rows come back as the same
+//   JSON (row_json.h), a connection is kept only after a call that
+//   succeeded and closed after dbIdleClose unused; connection, login and
+//   timeout failures are transient, the server's refusals are not.
 //   A call has the calling interface's timeout (dbTimeout when unknown) for
 //   waiting and running together: past it, it answers transient "timed
 //   out", and the server cancels the statement (statement_timeout, set to
@@ -57,6 +63,7 @@
 #include "common/config/secrets.h"
 #include "schema/conninfo.h"
 #include "supervisor/services/http_fetch.h"
+#include "supervisor/services/sqlserver/sqlserver_pool.h"
 #include "supervisor/workers/worker_pool.h"
 
 namespace ductus::store {
@@ -96,6 +103,8 @@ class ProjectServices : public ServiceHandler {
     // db(): calls that may wait for a connection of one database, beyond
     // those running; more are refused as transient.
     size_t maxDbWaiting = 1000;
+    // db() on SQL Server: a connection idle this long is closed.
+    std::chrono::milliseconds dbIdleClose = std::chrono::minutes(5);
     // The engine's certificates: entries, for apis with ca:/certificate:.
     std::shared_ptr<tls::Certificates> certificates;
   };
@@ -132,6 +141,10 @@ class ProjectServices : public ServiceHandler {
   void pumpDb(DbPool& pool);
   void runDb(DbPool& pool, std::shared_ptr<DbCall> call);
   Result<std::string> readDbResult(const DbCall& call, const store::PgResult& r) const;
+  // A SQL Server database's connection settings, or why it can't connect.
+  Result<services::sqlserver::ConnectSettings> sqlServerSettings(const config::DatabaseResource& db,
+                                                                 const std::string& appName);
+  void makePool(DbPool& p, const config::DatabaseResource& db, const std::string& appName);
   void fetch(const ServiceCall& call, Reply reply);
   void env(const ServiceCall& call, Reply reply);
   void secret(const ServiceCall& call, Reply reply);

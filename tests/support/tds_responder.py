@@ -34,7 +34,7 @@ sp_prepare) gets, by the first rule that matches, case-insensitively:
   SET/USE (first word)                just DONE (USE changes the database)
   anything else    one result set, int column "one" = 1
 --record FILE appends one JSON line per request:
-  {"kind": "login", "user", "database", "encrypted": LOGIN7 came in TLS}
+  {"kind": "login", "user", "database", "app", "encrypted": LOGIN7 came in TLS}
   {"kind": "batch"|"rpc", "sql", "params": [{"name", "type", "value"}]}
   ("rpc" also has "proc" and "declaration", the @params text; "params"
   are the statement's own parameters, not @stmt/@params, named from the
@@ -690,7 +690,7 @@ class Connection:
             return False
         login = parse_login7(payload)
         self.log({"kind": "login", "user": login["user"], "database": login["database"],
-                  "encrypted": encrypted})
+                  "app": login["app"], "encrypted": encrypted})
         if login["user"] != self.args.user or login["password"] != self.args.password:
             self.reply(token_error(18456, 1, 14, "Login failed for user '%s'." % login["user"])
                        + token_done(DONE_ERROR))

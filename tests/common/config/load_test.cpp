@@ -256,6 +256,52 @@ TEST(LoadProject, TlsAllowAndCertificatesAreReadAndTheirMistakesPlaced) {
   EXPECT_THAT(e, HasSubstr("an empty allow: list would refuse every connection"));
 }
 
+// databases: kind: sqlserver with its URL, TLS verified unless
+// trust_server_certificate; each mistake at its line.
+TEST(LoadProject, ASqlServerDatabaseIsReadWithItsTlsChoice) {
+  ProjectDir p;
+  p.write("resources.yaml",
+          "databases:\n"
+          "  emr: { kind: sqlserver, url: \"sqlserver://ductus:pw@emr-db:1433/EMR\", "
+          "max_connections: 4 }\n"
+          "  lab: { kind: sqlserver, url: \"sqlserver://u:p@lab-db/lab\", "
+          "trust_server_certificate: true }\n"
+          "  pg: { url: \"postgresql://u@pg/db\" }\n");
+  p.iface("adt",
+          "source:\n  mllp: { listen: 127.0.0.1:2575 }\ndestination:\n  file: { path: out/ }\n");
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  const auto& dbs = o.project->resources.databases;
+  EXPECT_EQ(dbs.at("emr").kind, DatabaseKind::SqlServer);
+  EXPECT_EQ(dbs.at("emr").maxConnections, 4u);
+  EXPECT_FALSE(dbs.at("emr").trustServerCertificate);
+  EXPECT_TRUE(dbs.at("lab").trustServerCertificate);
+  EXPECT_EQ(dbs.at("pg").kind, DatabaseKind::Postgresql);
+
+  p.write("resources.yaml",
+          "databases:\n"
+          "  a: { kind: oracle, url: \"postgresql://u@h/db\" }\n"
+          "  b: { kind: sqlserver, url: \"sqlserver://emr-db/EMR\" }\n"
+          "  c: { url: \"sqlserver://u@h/db\" }\n"
+          "  d: { url: \"postgresql://u@h/db\", trust_server_certificate: true }\n"
+          "  e: { kind: sqlserver, url: \"sqlserver://u@h/db\", ca: corp, "
+          "trust_server_certificate: true }\n"
+          "certificates:\n  corp: { ca_file: tls/corp.pem }\n");
+  o = p.load();
+  ASSERT_FALSE(o.project);
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("resources.yaml:2:"));
+  EXPECT_THAT(e, HasSubstr("databases.a.kind: expected postgresql or sqlserver, not \"oracle\""));
+  EXPECT_THAT(e, HasSubstr("resources.yaml:3:"));
+  EXPECT_THAT(e, HasSubstr("databases.b.url: no user@ before the host"));
+  EXPECT_THAT(e, HasSubstr("databases.c.url: a sqlserver:// URL needs kind: sqlserver beside it"));
+  EXPECT_THAT(
+      e,
+      HasSubstr("databases.d.trust_server_certificate: only a kind: sqlserver database takes it"));
+  EXPECT_THAT(e, HasSubstr("databases.e.trust_server_certificate: ca: and "
+                           "trust_server_certificate: true contradict"));
+}
+
 // Outbound TLS: tls: on MLLP destinations, ca:/certificate: beside a URL,
 // a database's ca:; the plain forms keep working.
 TEST(LoadProject, OutboundTlsIsReadBesideEachConnection) {

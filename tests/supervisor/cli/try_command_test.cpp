@@ -120,6 +120,33 @@ TEST_F(TryCommand, ServicesAreMockedAndShown) {
   EXPECT_THAT(r.out, HasSubstr("    PID|1||12345^^^H||Doe^rows=0 status=200\n"));
 }
 
+// A SQL Server database's db() is mocked as a PostgreSQL one's: the same
+// call, the same answer, nothing reached.
+TEST_F(TryCommand, ASqlServerDatabaseIsMockedAsPostgresIs) {
+  dir_.write("resources.yaml",
+             "databases:\n  emr: { kind: sqlserver, url: "
+             "\"sqlserver://ductus:pw@nowhere.invalid/EMR\" }\n");
+  dir_.iface("look",
+             "source:\n  mllp: { listen: 127.0.0.1:2599 }\ndestination:\n  file: { path: out/ }\n");
+  dir_.write("interfaces/look/transform.js",
+             "import { db } from \"ductus\";\n"
+             "export async function transform(msg) {\n"
+             "  const rows = await db(\"emr\").query(\"SELECT TOP 1 id FROM patients WHERE mrn = "
+             "$1\", [msg.get(\"PID.3.1\")]);\n"
+             "  const done = await db(\"emr\").execute(\"UPDATE seen SET n = n + 1 WHERE mrn = "
+             "$1\", [msg.get(\"PID.3.1\")]);\n"
+             "  msg.set(\"PID.5.2\", `rows=${rows.length} changed=${done.rowCount}`);\n"
+             "  return msg;\n"
+             "}\n");
+  auto r = tryIt(dir_.root(), "look", kAdt);
+  EXPECT_EQ(exitCode(r), 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("    db(\"emr\").query SELECT TOP 1 id FROM patients WHERE mrn = $1 "
+                               "[\"12345\"] -> [] (mocked)\n"));
+  EXPECT_THAT(r.out, HasSubstr("    db(\"emr\").execute UPDATE seen SET n = n + 1 WHERE mrn = $1 "
+                               "[\"12345\"] -> { rowCount: 0 } (mocked)\n"));
+  EXPECT_THAT(r.out, HasSubstr("    PID|1||12345^^^H||Doe^rows=0 changed=0\n"));
+}
+
 // try connects to nothing and sends nothing: the database's variable, a
 // destination's, need not be set in the shell that tries.
 TEST_F(TryCommand, NeedsNoVariableTheProjectNames) {

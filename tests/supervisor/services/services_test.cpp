@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,13 +20,14 @@
 #include "common/config/secrets.h"
 #include "common/tls/certificates.h"
 #include "supervisor/services/project_services.h"
+#include "tests/supervisor/workers/pool_fixture.h"
 #include "tests/support/pg_cluster.h"
 #include "tests/support/ports.h"
 #include "tests/support/receivers.h"
 #include "tests/support/script_server.h"
+#include "tests/support/tds_responder.h"
 #include "tests/support/test_ca.h"
 #include "tests/support/test_database.h"
-#include "tests/supervisor/workers/pool_fixture.h"
 
 namespace ductus::test {
 namespace {
@@ -350,6 +352,149 @@ TEST_F(ServicesTest, DbQueryAndExecuteBindTheirParametersOnARealDatabase) {
   auto unknown = run(fn, {{"op", "query"}, {"db", "other"}, {"sql", "SELECT 1"}});
   EXPECT_EQ(unknown.kind, Kind::Quarantine) << unknown.data;
   EXPECT_NE(unknown.data.find("no such database in resources.yaml"), std::string::npos);
+}
+
+// db() on a kind: sqlserver database: the same calls, through FreeTDS's
+// ODBC driver, against the TDS responder (tests/support/tds_responder.py),
+// its certificate verified against a CA of the test's.
+class SqlServerDbTest : public ServicesTest {
+ protected:
+  void SetUp() override {
+    ServicesTest::SetUp();
+    ca_.emplace(project_ / "ca");
+    Issued leaf = ca_->issue("sqlserver", "/CN=localhost", {"localhost"}, {"127.0.0.1"});
+    server_.emplace(leaf.cert, leaf.key);
+    ASSERT_GT(server_->port(), 0);
+    project_cfg_.resources.certificates["sql-ca"] = {.name = "sql-ca", .caFile = ca_->cert()};
+    config::DatabaseResource emr;
+    emr.name = "emr";
+    emr.kind = config::DatabaseKind::SqlServer;
+    // The password percent-encoded in the URL: S3;cr}e{t=!}
+    emr.url = "sqlserver://sa:S3%3Bcr%7De%7Bt%3D!%7D@localhost:" + std::to_string(server_->port()) +
+              "/EMR";
+    emr.tls = {.enabled = true, .ca = "sql-ca"};
+    emr.maxConnections = 1;
+    project_cfg_.resources.databases.emplace("emr", emr);
+  }
+
+  static ServiceCall call(ServiceCall::Kind kind, const std::string& sql,
+                          const json& params = json::array(),
+                          const std::string& interfaceName = "") {
+    ServiceCall c{};
+    c.kind = kind;
+    c.interfaceName = interfaceName;
+    c.resource = "emr";
+    c.sql = sql;
+    c.paramsJson = params.dump();
+    return c;
+  }
+  Result<std::string> query(const std::string& sql, const json& params = json::array()) {
+    return ask(call(ServiceCall::Kind::DbQuery, sql, params));
+  }
+  size_t logins() const { return server_->recorded("login").size(); }
+
+  std::optional<TestCa> ca_;
+  std::optional<TdsResponder> server_;
+};
+
+TEST_F(SqlServerDbTest, AScriptQueriesAndExecutesWithBoundParametersOverVerifiedTls) {
+  auto fn = loadModule();
+  auto rows =
+      run(fn, {{"op", "query"},
+               {"db", "emr"},
+               {"sql", "select echo_params from patients where mrn = $1 and site = $2 and n > $3"},
+               {"params", {"x'); DROP TABLE patients; --", nullptr, 2.5}}});
+  ASSERT_EQ(rows.kind, Kind::Output) << rows.data;
+  EXPECT_EQ(json::parse(rows.data),
+            json::parse(R"([{"P1":"x'); DROP TABLE patients; --","P2":null,"P3":2.5}])"));
+  auto n = run(fn, {{"op", "execute"}, {"db", "emr"}, {"sql", "UPDATE patients SET seen = 1"}});
+  ASSERT_EQ(n.kind, Kind::Output) << n.data;
+  EXPECT_EQ(json::parse(n.data), json::parse(R"({"rowCount":3})"));
+  // The server's refusal is the code's mistake; a server gone is waited out.
+  auto bad = run(fn, {{"op", "query"}, {"db", "emr"}, {"sql", "select raise_error"}});
+  EXPECT_EQ(bad.kind, Kind::Quarantine) << bad.data;
+  EXPECT_NE(bad.data.find("db(\"emr\")"), std::string::npos) << bad.data;
+  EXPECT_NE(bad.data.find("error 50000"), std::string::npos) << bad.data;
+  auto logins = server_->recorded("login");
+  ASSERT_GE(logins.size(), 1u);
+  EXPECT_EQ(logins[0]["encrypted"], true);
+  EXPECT_EQ(logins[0]["database"], "EMR");
+  server_.reset();
+  auto down = run(fn, {{"op", "query"}, {"db", "emr"}, {"sql", "select 1"}});
+  EXPECT_EQ(down.kind, Kind::Transient) << down.data;
+}
+
+TEST_F(SqlServerDbTest, AConnectionIsKeptOnlyAfterSuccessAndClosedWhenIdle) {
+  ProjectServices::Options o;
+  o.dbIdleClose = std::chrono::milliseconds(300);
+  services(o);
+  ASSERT_TRUE(query("select 1"));
+  ASSERT_TRUE(query("select 1"));
+  EXPECT_EQ(logins(), 1u) << "the second call did not reuse the connection";
+  auto refused = query("select raise_error");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message.find("[ductus:transient]"), std::string::npos)
+      << refused.error().message;
+  ASSERT_TRUE(query("select 1"));
+  EXPECT_EQ(logins(), 2u) << "a connection whose call failed was used again";
+  // Unused past dbIdleClose: closed, and the next call logs in anew.
+  runUntil([] { return false; }, std::chrono::milliseconds(800));
+  ASSERT_TRUE(query("select 1"));
+  EXPECT_EQ(logins(), 3u);
+}
+
+TEST_F(SqlServerDbTest, ACallPastItsTimeoutIsTransientAndTheStatementIsCancelled) {
+  config::InterfaceConfig lab;
+  lab.name = "lab";
+  lab.timeout = std::chrono::seconds(1);
+  project_cfg_.interfaces.push_back(lab);
+  auto start = std::chrono::steady_clock::now();
+  auto slow =
+      ask(call(ServiceCall::Kind::DbQuery, "waitfor delay '00:00:30'", json::array(), "lab"));
+  ASSERT_FALSE(slow);
+  EXPECT_NE(slow.error().message.find("[ductus:transient]"), std::string::npos)
+      << slow.error().message;
+  EXPECT_NE(slow.error().message.find("timed out"), std::string::npos) << slow.error().message;
+  // The driver cancels it (an ATTENTION), so the one connection is free soon.
+  auto next = query("select 1");
+  ASSERT_TRUE(next) << next.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+}
+
+TEST_F(SqlServerDbTest, AnInterfacesDedicatedPoolIsItsOwnWhileOthersHoldTheSharedConnection) {
+  config::InterfaceConfig own;
+  own.name = "own";
+  own.isolation = config::Isolation::Dedicated;
+  own.dedicatedPools = {{"emr", 1}};
+  own.timeout = std::chrono::seconds(2);
+  project_cfg_.interfaces.push_back(own);
+  ProjectServices::Options o;
+  o.dbTimeout = std::chrono::seconds(20);  // the other interfaces' calls
+  services(o);
+  std::optional<Result<std::string>> busy, queued, mine;
+  services().call(
+      call(ServiceCall::Kind::DbQuery, "waitfor delay '00:00:30'", json::array(), "other"),
+      [&](Result<std::string> r) { busy = std::move(r); });
+  services().call(call(ServiceCall::Kind::DbQuery, "select 2", json::array(), "other"),
+                  [&](Result<std::string> r) { queued = std::move(r); });
+  auto sent = [&](const std::string& text) {
+    for (const char* kind : {"batch", "rpc"})
+      for (auto& r : server_->recorded(kind))
+        if (r.value("sql", "").find(text) != std::string::npos) return true;
+    return false;
+  };
+  ASSERT_TRUE(runUntil([&] { return sent("waitfor"); }, std::chrono::seconds(5)));
+  services().call(call(ServiceCall::Kind::DbQuery, "select 3", json::array(), "own"),
+                  [&](Result<std::string> r) { mine = std::move(r); });
+  ASSERT_TRUE(runUntil([&] { return mine.has_value(); }, std::chrono::seconds(5)));
+  ASSERT_TRUE(*mine) << mine->error().message;
+  EXPECT_EQ(json::parse(**mine), json::parse(R"([{"one":1}])"));
+  EXPECT_FALSE(busy.has_value() || queued.has_value()) << "the shared connection was not held";
+  auto logins = server_->recorded("login");
+  ASSERT_EQ(logins.size(), 2u);
+  std::set<std::string> apps;
+  for (auto& l : logins) apps.insert(l.value("app", ""));
+  EXPECT_EQ(apps, (std::set<std::string>{"ductus db(emr)", "ductus db(emr) for own"}));
 }
 
 // db() through a pool per database: never more than max_connections, the
