@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/detached_threads.h"
 #include "common/fd.h"
 #include "common/log.h"
 #include "common/uv_handle.h"
@@ -421,8 +422,17 @@ int EngineProcess::run(config::Project project) {
 }  // namespace
 
 int runEngineProcess(config::Project project, EngineProcessOptions options) {
-  EngineProcess process(std::move(options));
-  return process.run(std::move(project));
+  int code = 0;
+  {
+    EngineProcess process(std::move(options));
+    code = process.run(std::move(project));
+  }
+  // SFTP sessions and SQL Server connections close on threads of their own
+  // (their owners are gone); exit must not unload OpenSSL under them.
+  if (!DetachedThreads::waitForAll(std::chrono::seconds(5)))
+    spdlog::warn("exiting with {} SFTP or SQL Server connection(s) still closing",
+                 DetachedThreads::running());
+  return code;
 }
 
 int refuseStart(StartFailure f) {

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/detached_threads.h"
 #include "common/file_text.h"
 #include "common/loop_mailbox.h"
 #include "common/sftp/known_hosts.h"
@@ -601,7 +602,10 @@ Client::Client(uv_loop_t* loop, ServerSettings settings, std::string who, size_t
   initLibssh2Once();
   // The thread keeps the shared state alive until it returns; ~Client
   // never waits for it (a DNS lookup or a connect cannot be interrupted).
-  std::thread([s = shared_] { s->runThread(); }).detach();
+  std::thread([s = shared_] {
+    DetachedThreads::Running running;
+    s->runThread();
+  }).detach();
 }
 
 Client::~Client() {

@@ -3,9 +3,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 
+#include "common/detached_threads.h"
 #include "common/loop_mailbox.h"
 #include "supervisor/services/sqlserver/freetds_conf.h"
 
@@ -13,8 +15,8 @@ namespace ductus::supervisor::services::sqlserver {
 
 struct SqlServerPool::Shared {
   struct Job {
+    uint64_t id;
     Statement statement;
-    std::function<void(Result<std::string>)> done;
   };
 
   Shared(uv_loop_t* loop, ConnectSettings s, size_t l, std::chrono::milliseconds idle)
@@ -32,6 +34,20 @@ struct SqlServerPool::Shared {
   bool stopping = false;
   LoopMailbox mailbox;  // answers, for the loop; closed by ~SqlServerPool
   std::atomic<uint64_t> opened{0};
+  // The callers' callbacks, by job id: touched on the loop only, so what
+  // they hold (a call's timer, say) is never freed on a connection thread,
+  // even when the pool is gone before the statement ends.
+  std::map<uint64_t, std::function<void(Result<std::string>)>> callbacks;
+  uint64_t nextId = 0;
+
+  // On the loop, through the mailbox (so never after ~SqlServerPool).
+  void answer(uint64_t id, Result<std::string> r) {
+    auto it = callbacks.find(id);
+    if (it == callbacks.end()) return;
+    auto done = std::move(it->second);
+    callbacks.erase(it);
+    done(std::move(r));
+  }
 
   // One connection's thread: takes jobs while there are any, and ends
   // after idleClose without one (closing its connection).
@@ -63,8 +79,7 @@ struct SqlServerPool::Shared {
         // Kept only after a call that succeeded.
         if (!r) conn.reset();
       }
-      mailbox.post(
-          [done = std::move(job.done), r = std::move(r)]() mutable { done(std::move(r)); });
+      mailbox.post([this, id = job.id, r = std::move(r)]() mutable { answer(id, std::move(r)); });
       lock.lock();
     }
     --threads;
@@ -90,16 +105,22 @@ SqlServerPool::~SqlServerPool() {
   }
   shared_->wake.notify_all();
   shared_->mailbox.close();
+  shared_->callbacks.clear();  // here, on the loop
 }
 
 void SqlServerPool::run(Statement statement, std::function<void(Result<std::string>)> done) {
+  uint64_t id = shared_->nextId++;
+  shared_->callbacks.emplace(id, std::move(done));
   std::unique_lock lock(shared_->mutex);
-  shared_->jobs.push_back({std::move(statement), std::move(done)});
+  shared_->jobs.push_back({id, std::move(statement)});
   // A waiting thread takes it; else a new connection's thread, up to the
   // limit (beyond it the job waits for a thread to finish its own).
   if (shared_->idle < shared_->jobs.size() && shared_->threads < shared_->limit) {
     ++shared_->threads;
-    std::thread([s = shared_] { s->runThread(); }).detach();
+    std::thread([s = shared_] {
+      DetachedThreads::Running running;
+      s->runThread();
+    }).detach();
   }
   lock.unlock();
   shared_->wake.notify_one();
