@@ -10,6 +10,7 @@
 #   FANOUT_DESTS="25"                  one shape only
 #   TOTAL=6000                         messages per run (default 6,000)
 #   PGBENCH_SECONDS=5                  each pgbench run (default 5)
+#   FANOUT_SYNC=group                  the file destinations' sync: (group, each)
 #
 # This machine's speed drifts (2x within an hour): a limit measured once at
 # the start and compared with a shape run minutes later says as much about
@@ -20,6 +21,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 bench_start
 rounds=${ROUNDS:-3}
+sync=${FANOUT_SYNC:-group}
 total=${TOTAL:-6000}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-5}
 port=$((20000 + RANDOM % 20000))
@@ -41,17 +43,22 @@ for dests in ${FANOUT_DESTS:-1 5 25}; do
   {
     printf 'source:\n  mllp: { listen: 127.0.0.1:%s }\nformat: hl7v2\n' "$port"
     printf 'ordering: { key: PID.3.1, partitions: 16 }\ndurability: strict\ndestinations:\n'
-    for d in $(seq 1 "$dests"); do printf '  d%s:\n    file: { path: out/d%s/ }\n' "$d" "$d"; done
+    for d in $(seq 1 "$dests"); do printf '  d%s:\n    file: { path: out/d%s/, sync: %s }\n' "$d" "$d" "$sync"; done
   } > "$dir/interfaces/adt/interface.yaml"
   echo 'export function transform(msg) { return msg; }' > "$dir/interfaces/adt/transform.js"
   acks="" pgs="" secs_all="" dps_all="" disks="" delivered=""
   want=$(( total * dests ))
   for r in $(seq 1 "$rounds"); do
     pg16=$(pgbench_rate 16)
-    # The disk's own limit for file destinations: the file sender's write,
-    # fsync and rename, 16 at once (its pipeline depth).
+    # The disk's own limit for file destinations, synced as the sender
+    # does: each, 16 at once (its pipeline depth); group, every
+    # destination's 16 in one group.
     rm -rf "$work/disk"/*
-    disk16=$("$(dirname "$LOAD")/file_sync_rate" "$work/disk" 3000 16 | sed -n 's/rate=//p')
+    if [ "$sync" = group ]; then
+      disk16=$("$(dirname "$LOAD")/file_sync_rate" "$work/disk" 6000 $((16 * dests)) group | sed -n 's/rate=//p')
+    else
+      disk16=$("$(dirname "$LOAD")/file_sync_rate" "$work/disk" 3000 16 each | sed -n 's/rate=//p')
+    fi
     rm -rf "$dir/out"
     db="$(new_db "fan_${dests}_$r")"
     engine_start "$dir" "$db"
@@ -83,7 +90,8 @@ done
 
 echo
 echo "$rounds rounds a shape; each round measures pgbench (durable single-row INSERT, 16"
-echo "clients, fresh database) and durable files (write, fsync, rename; 16 writers), then"
+echo "clients, fresh database) and durable files the way sync: $sync makes them (each: write,"
+echo "fsync, rename, folder fsync, 16 writers; group: 16 per destination written, syncfs, renamed, syncfs), then"
 echo "the engine on a fresh database. Medians; ratios are the median of the rounds' own."
 echo
 echo "| destinations | ACKs/s | pgbench INSERT/s | ACKs ÷ pgbench | seconds until all delivered | delivered | deliveries/s | durable files/s | deliveries ÷ durable files | each round: ACKs ÷ pgbench | each round: deliveries ÷ files |"

@@ -31,6 +31,7 @@ packages=(
   python3-aiosmtpd  # tests: alert e-mail against a real SMTP server (for /usr/bin/python3)
   openssh-server openssh-client  # tests: SFTP against a real sshd; scripts/bench-sftp.sh's sftp -b
   unixodbc-dev tdsodbc  # db() on SQL Server: unixODBC and FreeTDS's driver
+  strace  # tests: the file sender's system calls in the order the kernel saw them
   # libnode108's runtime libraries (it is extracted, not installed)
   libicu72 libc-ares2 libnghttp2-14 libbrotli1 zlib1g
 )

@@ -303,6 +303,16 @@ Diagnostics projectWarnings(const Project& project) {
       out.push_back(diagnosticAt(use.privateKeyAt, use.path + ".private_key",
                                  key.string() + " can be read by its group or others: chmod 600 it"));
   }
+  // A choice, but one that gives up what the engine otherwise promises.
+  for (const auto& iface : project.interfaces)
+    for (const auto& d : iface.destinations)
+      if (auto* f = std::get_if<FileDestination>(&d.target); f && f->sync == FileSyncMode::None)
+        out.push_back(
+            diagnosticAt(f->syncAt, d.keyPath + ".file.sync",
+                         "sync: none reports a file sent before it is on disk: a power loss "
+                         "or a kernel crash may lose files already reported sent, or leave "
+                         "a final name over an empty file (sync: group, the default, makes "
+                         "many files durable with two syncs and loses nothing)"));
   if (e.apiEnabled && !e.apiTls && !isLoopback(e.apiListen.host))
     out.push_back(diagnosticAt(
         e.apiListenAt, "api.listen",

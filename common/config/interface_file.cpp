@@ -384,13 +384,20 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
     d.target = h;
   } else if (kind == "file") {
     FileDestination f;
-    if (r.map(t, tp, {"path", "name", "mode"})) {
+    if (r.map(t, tp, {"path", "name", "mode", "sync"})) {
       if (auto v = r.required(t, "path", tp)) {
         checkFolder(r, t, tp, "path", *v);
         f.path = *v;
       }
       parseFileName(r, t, tp, f.name);
       parseFileMode(r, t, tp, f.mode);
+      if (auto v = r.choice<FileSyncMode>(t, "sync", tp,
+                                          {{"group", FileSyncMode::Group},
+                                           {"each", FileSyncMode::Each},
+                                           {"none", FileSyncMode::None}})) {
+        f.sync = *v;
+        f.syncAt = r.keyAt(t, "sync");
+      }
     }
     d.describe = "file " + f.path;
     d.target = f;

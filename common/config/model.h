@@ -226,6 +226,10 @@ struct HttpDestination {
   tls::ConnectTls tls;
 };
 
+// How a file destination makes a write durable before it counts as sent
+// (senders::FileSync says what each does).
+enum class FileSyncMode { Group, Each, None };
+
 struct FileDestination {
   std::string path;  // folder, relative to the project
   std::string name = "{id}";
@@ -233,6 +237,8 @@ struct FileDestination {
   // them get the same, plus search where reading is allowed. Messages are
   // patient data: not world-readable unless the project says so.
   int mode = 0640;
+  FileSyncMode sync = FileSyncMode::Group;
+  Location syncAt;  // for validate's warning about sync: none
 };
 
 struct SftpDestination {

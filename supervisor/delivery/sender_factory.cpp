@@ -64,6 +64,9 @@ Result<std::unique_ptr<senders::Sender>> makeSender(const SenderContext& ctx,
     s.dir = (dir.is_absolute() ? dir : ctx.projectRoot / dir).string();
     s.nameTemplate = fd->name;
     s.fileMode = fd->mode;
+    s.sync = fd->sync == config::FileSyncMode::Each   ? senders::FileSync::Each
+             : fd->sync == config::FileSyncMode::None ? senders::FileSync::None
+                                                      : senders::FileSync::Group;
     if (auto v = senders::validateNameTemplate(s.nameTemplate); !v)
       return Error{where + ": file name \"" + s.nameTemplate + "\": " + v.error().message};
     return std::unique_ptr<senders::Sender>(std::make_unique<senders::FileSender>(ctx.loop, s));

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -234,6 +235,96 @@ TEST(EngineEndToEnd, KillNineMidTrafficLosesNothingAcknowledgedAndKeepsOrder) {
   for (auto& a : acked)
     for (auto& id : a) EXPECT_TRUE(delivered.count(id)) << id << " was acknowledged, never delivered";
   expectFirstArrivalsInOrder(got);
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+// A fan-out to 25 file destinations killed in the middle (sync: group, the
+// default): no final name holds a partial file, every delivery marked sent
+// has its file, and after a restart every message reaches every folder.
+TEST(EngineEndToEnd, AKillNineMidFanOutLeavesNoPartialFileAndNoSentDeliveryWithoutItsFile) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  const int dests = 25, total = 300;
+  std::string destinations = "destinations:\n";
+  for (int d = 1; d <= dests; ++d)
+    destinations += "  d" + std::to_string(d) + ":\n    file: { path: out/d" + std::to_string(d) +
+                    "/, name: \"{id}.hl7\" }\n";
+  TempProject project(MllpProject{.port = port, .destination = destinations});
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  std::map<std::string, std::string> sentText;  // control id -> the message
+  std::vector<std::pair<std::string, std::string>> msgs;
+  for (int i = 0; i < total; ++i) {
+    std::string id = "F-" + std::to_string(i);
+    msgs.emplace_back(id, hl7(id, "MRN" + std::to_string(i % 7)));
+    sentText[id] = msgs.back().second;
+  }
+  std::vector<std::string> acked;
+  std::atomic<size_t> acks{0};
+  std::atomic<bool> stop{false};
+  std::thread sender([&] { sendAll(port, msgs, acked, stop, &acks); });
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~Joiner() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } joiner{stop, sender};
+  auto sentCount = [&] {
+    return std::stoll("0" + db.value("SELECT count(*) FROM deliveries WHERE status = 1"));
+  };
+  ASSERT_TRUE(waitFor([&] { return sentCount() >= 1000; }, 60s)) << engine.log();
+  engine.kill9();
+  long long atKill = sentCount();
+  EXPECT_LT(atKill, static_cast<long long>(total) * dests)
+      << "everything was delivered before the kill";
+
+  // Every file under a final name is whole, and every delivery marked sent
+  // has its file.
+  auto checkFolders = [&](const char* when) {
+    std::map<std::string, std::set<std::string>> names;  // folder -> final names
+    for (auto& e : std::filesystem::recursive_directory_iterator(project.root() / "out")) {
+      if (!e.is_regular_file()) continue;
+      std::string name = e.path().filename().string();
+      if (name[0] == '.') continue;  // a temporary file: never a final name
+      names[e.path().parent_path().filename().string()].insert(name);
+      std::string text = fileText(e.path());
+      std::string controlId = text.substr(0, text.find('\r'));
+      controlId = controlId.substr(controlId.find("ADT^A01|") + 8);
+      controlId = controlId.substr(0, controlId.find('|'));
+      auto expected = sentText.find(controlId);
+      ASSERT_NE(expected, sentText.end())
+          << when << ": " << e.path() << " holds " << text.size() << " bytes";
+      EXPECT_EQ(text, expected->second) << when << ": " << e.path() << " is not the whole message";
+    }
+    std::string rows = db.value(
+        "SELECT string_agg(t.name || '/' || d.message_id || '.hl7', ' ') FROM deliveries d JOIN "
+        "destinations t "
+        "ON t.id = d.destination_id WHERE d.status = 1");
+    std::istringstream sent(rows);
+    size_t missing = 0;
+    for (std::string path; sent >> path;) {
+      auto slash = path.find('/');
+      if (!names[path.substr(0, slash)].count(path.substr(slash + 1))) ++missing;
+    }
+    EXPECT_EQ(missing, 0u) << when << ": deliveries marked sent without their file";
+  };
+  checkFolders("after the kill");
+
+  ASSERT_TRUE(engine.start());
+  sender.join();
+  ASSERT_TRUE(waitFor(
+      [&] { return db.value("SELECT count(*) FROM deliveries WHERE status = 0") == "0"; }, 120s))
+      << engine.log();
+  checkFolders("after the restart");
+  for (int d = 1; d <= dests; ++d) {
+    size_t files = 0;
+    for (auto& e :
+         std::filesystem::directory_iterator(project.root() / "out" / ("d" + std::to_string(d))))
+      files += e.path().filename().string()[0] != '.';
+    EXPECT_GE(files, acked.size()) << "d" << d;
+  }
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 

@@ -115,6 +115,8 @@ struct FileSender::Job {
     SyncFile,
     CloseFile,
     Rename,
+    SyncName,     // sync: group, after the rename
+    CloseSynced,  // sync: group, the file closed after its name is durable
     CleanupClose,
     CleanupUnlink
   };
@@ -126,6 +128,7 @@ struct FileSender::Job {
   std::string finalPath, tempPath, dirPath;
   int mode = 0640;
   int folderMode = 0750;
+  FileSync sync = FileSync::Group;
   Step step = Step::OpenTemp;
   uv_file fd = -1;
   size_t written = 0;
@@ -189,7 +192,7 @@ struct FileSender::Job {
         }
         if (err) return fail(describe("create", tempPath, err));
         fd = static_cast<uv_file>(result);
-        if (payload.empty()) return syncFile();
+        if (payload.empty()) return dataWritten();
         return writeMore();
       case Step::MakeDir:
         if (err && err != UV_EEXIST) return fail(describe("make folder", dirsToMake[nextDir], err));
@@ -199,25 +202,36 @@ struct FileSender::Job {
         if (err) return fail(describe("write", tempPath, err));
         written += static_cast<size_t>(result);
         if (written < payload.size()) return writeMore();
-        return syncFile();
+        return dataWritten();
       case Step::SyncFile:
-        if (err) return fail(describe("fsync", tempPath, err));
-        step = Step::CloseFile;
-        return check(uv_fs_close(loop(), &req, std::exchange(fd, -1), &Job::onFs));
+        if (err)
+          return fail(
+              describe(sync == FileSync::Group ? "sync (syncfs) of" : "fsync", tempPath, err));
+        // group: the file stays open for the sync after its rename.
+        if (sync == FileSync::Group) return renameInTurn();
+        return closeFile();
       case Step::CloseFile:
         // A failed close after a successful fsync can still mean lost data
         // on NFS; treat it as the write failing.
         if (err) return fail(describe("close", tempPath, err));
-        step = Step::Rename;
-        if (prev) {
-          waitingForPrev = true;  // prev's turn comes first
-          return;
-        }
-        return rename();
+        return renameInTurn();
       case Step::Rename:
         if (err) return fail(describe("rename to", finalPath, err));
         releaseNext(false);
-        return renamed();
+        if (sync == FileSync::None) return done(SendOutcome::sent(finalPath));
+        if (sync == FileSync::Each) return renamed();
+        step = Step::SyncName;
+        return state->group->flush(fd, [this](int e) { onStep(e); });
+      case Step::SyncName:
+        // The file is complete under its final name; only its name's
+        // durability is in doubt. Retrying rewrites it, harmlessly.
+        if (err)
+          failure =
+              SendOutcome::transient(describe("sync (syncfs) after renaming to", finalPath, err));
+        step = Step::CloseSynced;
+        return check(uv_fs_close(loop(), &req, std::exchange(fd, -1), &Job::onFs));
+      case Step::CloseSynced:
+        return done(failure ? *failure : SendOutcome::sent(finalPath));
       case Step::CleanupClose:
         step = Step::CleanupUnlink;
         return check(uv_fs_unlink(loop(), &req, tempPath.c_str(), &Job::onFs));
@@ -255,9 +269,27 @@ struct FileSender::Job {
     }
   }
 
-  void syncFile() {
+  // The data is written: made durable as the destination's sync: says.
+  void dataWritten() {
+    if (sync == FileSync::None) return closeFile();
     step = Step::SyncFile;
+    if (sync == FileSync::Group) return state->group->flush(fd, [this](int e) { onStep(e); });
     check(uv_fs_fsync(loop(), &req, fd, &Job::onFs));
+  }
+
+  void closeFile() {
+    step = Step::CloseFile;
+    check(uv_fs_close(loop(), &req, std::exchange(fd, -1), &Job::onFs));
+  }
+
+  // Renames of one stream happen in send() order.
+  void renameInTurn() {
+    step = Step::Rename;
+    if (prev) {
+      waitingForPrev = true;  // prev's turn comes first
+      return;
+    }
+    rename();
   }
 
   // Folders from the first missing one down to the file's own, found by
@@ -471,6 +503,7 @@ struct StaleTemporaries {
 FileSender::FileSender(uv_loop_t* loop, FileSenderSettings settings, Clock now)
     : settings_(std::move(settings)), now_(std::move(now)), state_(std::make_shared<State>()) {
   state_->loop = loop;
+  if (settings_.sync == FileSync::Group) state_->group = FileSyncGroup::of(loop);
   while (settings_.dir.size() > 1 && settings_.dir.back() == '/') settings_.dir.pop_back();
   if (!settings_.dir.empty()) StaleTemporaries::start(loop, settings_.dir);
 }
@@ -501,6 +534,7 @@ void FileSender::send(SendRequest request, SendCallback cb) {
   job->cb = std::move(cb);
   job->payload = std::move(request.payload);
   job->mode = settings_.fileMode;
+  job->sync = settings_.sync;
   job->folderMode = folderModeFor(settings_.fileMode);
   job->finalPath = settings_.dir.empty() ? *name : settings_.dir + "/" + *name;
   job->dirPath = parentOf(job->finalPath);

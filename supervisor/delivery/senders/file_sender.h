@@ -1,8 +1,10 @@
 // FileSender: the file destination. Each message is written to a
-// temporary dot-name in the target folder, fsync'd, renamed to its final
-// name, and then the folder is fsync'd, so a reader never sees a partial
-// file and a crash never loses one that was reported Sent. Every step runs
-// on libuv's thread pool (uv_fs_* with callbacks); the loop never waits on
+// temporary dot-name in the target folder and renamed to its final name,
+// so a reader never sees a partial file. How the write is made durable is
+// the destination's `sync:` (FileSync below); with group and each, a crash
+// or a power loss never loses a file that was reported Sent, and a final
+// name never points at data that is not on disk. Every step runs on
+// libuv's thread pool (uv_fs_* with callbacks); the loop never waits on
 // the disk. Missing folders are made. Errors (EACCES, ENOSPC, EROFS, ...)
 // are Transient and name the path and the cause; a rewrite of the same
 // message replaces the file, so retrying is harmless.
@@ -21,9 +23,21 @@
 #include <vector>
 
 #include "common/result.h"
+#include "supervisor/delivery/senders/file_sync_group.h"
 #include "supervisor/delivery/senders/sender.h"
 
 namespace ductus::senders {
+
+// How a file destination makes its writes durable (`sync:`).
+//   group (the default): write; FileSyncGroup (the data of every file
+//     destination's writes since the last group, one syncfs per file
+//     system); rename; FileSyncGroup again (the names); close; Sent.
+//   each: write; fsync the file; close; rename; fsync the folder (renames
+//     landing while one runs share the next); Sent.
+//   none: write; close; rename; Sent. Nothing waits for the disk: a power
+//     loss or a kernel crash may lose files reported Sent, or leave a final
+//     name over an empty file. For those who accept that (validate says so).
+enum class FileSync { Group, Each, None };
 
 struct FileSenderSettings {
   std::string dir;
@@ -33,6 +47,7 @@ struct FileSenderSettings {
   // Before the umask. Messages are patient data: readable by the engine's
   // group at most, unless the destination's `mode:` says otherwise.
   int fileMode = 0640;
+  FileSync sync = FileSync::Group;
 };
 
 // The mode of a folder made for files of `fileMode`: the same, with search
@@ -71,7 +86,7 @@ class FileSender final : public Sender {
   // Writes run concurrently, each on its own temporary file; renames of
   // one stream happen in the order of send() (see Sender::pipelineDepth).
   void send(SendRequest request, SendCallback cb) override;
-  // Writes and fsyncs overlap on libuv's pool: a read's files cost about
+  // Writes and syncs overlap on libuv's pool: a read's files cost about
   // one disk flush together instead of one each.
   size_t pipelineDepth() const override { return 16; }
   // Waits for writes in flight (they report their real outcome), then done.
@@ -101,6 +116,7 @@ class FileSender final : public Sender {
     std::map<uint64_t, Job*> streamTails;  // the last job of each stream in flight
     uint64_t nextTemp = 0;
     uint64_t folderSyncs = 0;
+    std::shared_ptr<FileSyncGroup> group;  // sync: group
   };
 
   FileSenderSettings settings_;

@@ -200,6 +200,33 @@ TEST(ProjectWarnings, TheApiOffLoopbackWithoutTlsIsAWarningNotAnError) {
   EXPECT_TRUE(so.warnings.empty());
 }
 
+// sync: is read on file destinations; none is allowed, and named as the
+// risk it is.
+TEST(ProjectWarnings, AFileDestinationWithSyncNoneIsAWarningGroupAndEachAreNot) {
+  ProjectDir p;
+  p.iface("a", mllpTo("127.0.0.1:2575", "  file: { path: out/, sync: none }\n"));
+  p.iface("b", mllpTo("127.0.0.1:2576", "  file: { path: out2/, sync: each }\n"));
+  p.iface("c", mllpTo("127.0.0.1:2577", "  file: { path: out3/ }\n"));
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  ASSERT_EQ(o.warnings.size(), 1u);
+  EXPECT_THAT(o.warnings[0].file, HasSubstr("interfaces/a/interface.yaml"));
+  EXPECT_THAT(o.warnings[0].message,
+              HasSubstr("sync: none reports a file sent before it is on disk"));
+  auto sync = [&](const char* name) {
+    return std::get<config::FileDestination>(o.project->find(name)->destinations.at(0).target).sync;
+  };
+  EXPECT_EQ(sync("a"), config::FileSyncMode::None);
+  EXPECT_EQ(sync("b"), config::FileSyncMode::Each);
+  EXPECT_EQ(sync("c"), config::FileSyncMode::Group);
+
+  ProjectDir bad;
+  bad.iface("a", mllpTo("127.0.0.1:2575", "  file: { path: out/, sync: later }\n"));
+  EXPECT_FALSE(bad.load().project);
+  EXPECT_THAT(bad.errors(), HasSubstr("sync"));
+  EXPECT_THAT(bad.errors(), HasSubstr("group"));
+}
+
 TEST(CheckCertificates, TheSmtpServersCaNamesACertificatesEntry) {
   ProjectDir p;
   p.write("ductus.yaml",

@@ -1,0 +1,230 @@
+// The order of the file sender's system calls, as the kernel saw them:
+// this process traced by strace (every thread: libuv's pool does the work)
+// while it writes. A final name may appear only after a sync that covers
+// its file's data, and a file may be reported sent only after a sync that
+// covers its name. Checked for sync: group and sync: each; sync: none
+// promises neither, and the check is shown to catch it.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "supervisor/delivery/senders/file_sender.h"
+#include "tests/support/receivers.h"
+#include "tests/support/test_env.h"
+
+namespace ductus::senders {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// One system call seen by strace: where it started and ended in the log
+// (an interrupted call has two lines), its name, arguments and result.
+struct Call {
+  size_t start = 0, end = 0;
+  std::string name, args;
+  long result = 0;
+};
+
+// strace -f -p <this process>: attaches every thread, and follows the ones
+// started later. Stopped (SIGTERM: strace detaches) by calls().
+class SelfTrace {
+ public:
+  explicit SelfTrace(const fs::path& log) : log_(log) {
+    std::string pid = std::to_string(::getpid());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      execlp("strace", "strace", "-f", "-qq", "-s", "4096", "-o", log.c_str(), "-e",
+             "trace=openat,pwrite64,write,fsync,fdatasync,syncfs,rename,renameat,renameat2,close,access,"
+             "faccessat,faccessat2",
+             "-p", pid.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+  ~SelfTrace() { stop(); }
+
+  // Every thread of this process traced, within 10 s.
+  bool attached() const {
+    for (auto deadline = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(20ms)) {
+      bool all = true;
+      for (auto& task : fs::directory_iterator("/proc/self/task")) {
+        std::string status = ::ductus::test::fileText(task.path() / "status");
+        auto at = status.find("TracerPid:\t");
+        all = all && at != std::string::npos && status.compare(at + 11, 2, "0\n") != 0;
+      }
+      if (all) return true;
+    }
+    return false;
+  }
+
+  std::vector<Call> calls() {
+    stop();
+    std::vector<Call> out;
+    std::map<std::string, size_t> open;  // pid → the call it left unfinished
+    static const std::regex whole(R"(^(\d+) +(\w+)\((.*)\) += (-?\d+).*$)");
+    static const std::regex unfinished(R"(^(\d+) +(\w+)\((.*) <unfinished \.\.\.>$)");
+    static const std::regex resumed(R"(^(\d+) +<\.\.\. (\w+) resumed>(.*)\) += (-?\d+).*$)");
+    std::istringstream in(::ductus::test::fileText(log_));
+    size_t n = 0;
+    std::smatch m;
+    for (std::string line; std::getline(in, line); ++n) {
+      if (std::regex_match(line, m, whole)) {
+        out.push_back({n, n, m[2], m[3], std::stol(m[4])});
+      } else if (std::regex_match(line, m, unfinished)) {
+        open[m[1]] = out.size();
+        out.push_back({n, SIZE_MAX, m[2], m[3], 0});
+      } else if (std::regex_match(line, m, resumed)) {
+        auto it = open.find(m[1]);
+        if (it == open.end()) continue;
+        Call& c = out[it->second];
+        c.end = n;
+        c.args += m[3];
+        c.result = std::stol(m[4]);
+        open.erase(it);
+      }
+    }
+    return out;
+  }
+
+ private:
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  fs::path log_;
+  pid_t pid_ = -1;
+};
+
+// What must hold for each file written, as a list of complaints.
+std::vector<std::string> orderComplaints(const std::vector<Call>& calls, FileSync sync, int files) {
+  std::vector<std::string> out;
+  auto syncCovering = [&](size_t after, size_t before) {
+    for (const Call& c : calls) {
+      bool covers = c.name == "syncfs" && c.result == 0 && c.start > after && c.end < before;
+      if (covers) return true;
+    }
+    return false;
+  };
+  for (int id = 0; id < files; ++id) {
+    std::string name = std::to_string(id) + ".txt";
+    // Its temporary file's open, last write and close, its rename, and
+    // the marker the test's callback leaves when it is reported sent.
+    std::optional<size_t> lastWrite, closed, rename, sent, dataSynced;
+    std::string fd;
+    for (const Call& c : calls) {
+      if (c.name == "openat" && c.args.find("/." + name + ".") != std::string::npos && c.result >= 0) {
+        fd = std::to_string(c.result);
+      } else if (!fd.empty() && (c.name == "pwrite64" || c.name == "write") && c.args.rfind(fd + ",", 0) == 0) {
+        lastWrite = c.end;
+      } else if (!fd.empty() && c.name == "fsync" && c.args == fd && c.result == 0) {
+        dataSynced = c.end;
+      } else if (!fd.empty() && c.name == "close" && c.args == fd) {
+        closed = c.start;
+        fd.clear();
+      } else if (c.name.starts_with("rename") && c.args.find("/" + name + "\"") != std::string::npos) {
+        rename = c.start;
+      } else if (c.name.find("access") != std::string::npos && c.args.find("/ductus-sent/" + name) != std::string::npos) {
+        sent = c.start;
+      }
+    }
+    if (!lastWrite || !rename || !sent || !closed) {
+      out.push_back(name + ": not all of its calls were traced");
+      continue;
+    }
+    if (sync == FileSync::Each) {
+      if (!dataSynced || *dataSynced > *rename) out.push_back(name + ": renamed before an fsync of its data");
+      // An fsync of a folder (an fd opened O_DIRECTORY) between the two.
+      bool folderSynced = false;
+      std::map<std::string, bool> isFolder;
+      for (const Call& c : calls) {
+        if (c.name == "openat" && c.result >= 0)
+          isFolder[std::to_string(c.result)] = c.args.find("O_DIRECTORY") != std::string::npos;
+        if (c.name == "fsync" && c.result == 0 && isFolder[c.args] && c.start > *rename && c.end < *sent)
+          folderSynced = true;
+      }
+      if (!folderSynced) out.push_back(name + ": reported sent before an fsync after its rename");
+    } else {
+      if (!syncCovering(*lastWrite, *rename)) out.push_back(name + ": renamed before a sync of its data");
+      if (!syncCovering(*rename, *sent)) out.push_back(name + ": reported sent before a sync of its name");
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> traceWrites(FileSync sync, int files) {
+  char tmpl[] = "/tmp/ductus-sync-order-XXXXXX";
+  if (!mkdtemp(tmpl)) return {"mkdtemp failed"};
+  fs::path root = tmpl;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  std::vector<std::string> complaints;
+  {
+    FileSenderSettings s{(root / "out").string(), "{id}.txt"};
+    s.sync = sync;
+    FileSender sender(&loop, s);
+    SelfTrace trace(root / "strace.log");
+    if (!trace.attached()) return {"strace did not attach"};
+    int sent = 0;
+    for (int i = 0; i < files; ++i) {
+      SendRequest req{i, "adt", "lab", "message " + std::to_string(i), {}, {}};
+      req.stream = 1 + i % 3;
+      sender.send(std::move(req), [&sent, i](SendOutcome o) {
+        EXPECT_EQ(o.kind, SendOutcomeKind::Sent) << o.detail;
+        // A marker the trace shows where the callback ran.
+        std::string marker = "/ductus-sent/" + std::to_string(i) + ".txt";
+        (void)::access(marker.c_str(), F_OK);
+        ++sent;
+      });
+    }
+    EXPECT_TRUE(::ductus::test::runUntil(&loop, [&] { return sent == files; }, 30s));
+    complaints = orderComplaints(trace.calls(), sync, files);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  std::error_code ec;
+  fs::remove_all(root, ec);
+  return complaints;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += s + "\n";
+  return out;
+}
+
+TEST(FileSyncOrder, GroupRenamesOnlyAfterASyncOfTheDataAndReportsSentOnlyAfterASyncOfTheName) {
+  auto complaints = traceWrites(FileSync::Group, 24);
+  EXPECT_TRUE(complaints.empty()) << joined(complaints);
+}
+
+TEST(FileSyncOrder, EachFsyncsTheFileBeforeItsRenameAndTheFolderBeforeSent) {
+  auto complaints = traceWrites(FileSync::Each, 24);
+  EXPECT_TRUE(complaints.empty()) << joined(complaints);
+}
+
+// The check is not blind: sync: none, which waits for nothing, fails it.
+TEST(FileSyncOrder, NoneIsCaughtByTheSameCheck) {
+  auto complaints = traceWrites(FileSync::None, 4);
+  ASSERT_EQ(complaints.size(), 8u) << joined(complaints);
+  EXPECT_NE(complaints[0].find("renamed before a sync of its data"), std::string::npos) << joined(complaints);
+}
+
+}  // namespace
+}  // namespace ductus::senders
