@@ -1,5 +1,7 @@
 #include "tests/support/processes.h"
 
+#include "tests/support/test_env.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,8 +21,7 @@ std::vector<std::pair<pid_t, pid_t>> processTable() {
   for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
     std::string name = e.path().filename();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    std::string stat = fileText(e.path() / "stat");  // "" for a process already gone
     // The name in parentheses may hold spaces and parentheses: the fields
     // after it start after the last ')'.
     auto close = stat.rfind(')');

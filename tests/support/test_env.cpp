@@ -76,7 +76,13 @@ ChildOutput runChild(const std::vector<std::string>& argv) {
 
 std::string fileText(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  // libstdc++ throws from a failed read(2) whatever the stream's mask: a
+  // /proc file of a process that just ended fails with ESRCH.
+  try {
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  } catch (const std::exception&) {
+    return "";
+  }
 }
 
 SplitOutput runSplit(const std::vector<std::string>& argv) {

@@ -40,6 +40,17 @@ std::string describe(std::string_view what, const std::string& path, int uvErr) 
          ")";
 }
 
+// Closes fd on libuv's pool, owning its request; the result is not
+// needed (the file's data and name are already durable).
+void closeInBackground(uv_loop_t* loop, uv_file fd) {
+  auto req = std::make_unique<uv_fs_t>();
+  int rc = uv_fs_close(loop, req.get(), fd, [](uv_fs_t* r) {
+    std::unique_ptr<uv_fs_t> own(r);
+    uv_fs_req_cleanup(r);
+  });
+  if (rc == 0) req.release();  // owned by the request until its callback
+}
+
 std::string parentOf(const std::string& path) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -115,8 +126,7 @@ struct FileSender::Job {
     SyncFile,
     CloseFile,
     Rename,
-    SyncName,     // sync: group, after the rename
-    CloseSynced,  // sync: group, the file closed after its name is durable
+    SyncName,  // sync: group, after the rename
     CleanupClose,
     CleanupUnlink
   };
@@ -223,15 +233,17 @@ struct FileSender::Job {
         step = Step::SyncName;
         return state->group->flush(fd, [this](int e) { onStep(e); });
       case Step::SyncName:
+        // Answered now, in the order of the group's requests (so in send()
+        // order per stream); the close is cleanup with a request of its
+        // own: closes finishing out of order on the pool must not reorder
+        // the answers.
+        closeInBackground(loop(), std::exchange(fd, -1));
         // The file is complete under its final name; only its name's
         // durability is in doubt. Retrying rewrites it, harmlessly.
         if (err)
-          failure =
-              SendOutcome::transient(describe("sync (syncfs) after renaming to", finalPath, err));
-        step = Step::CloseSynced;
-        return check(uv_fs_close(loop(), &req, std::exchange(fd, -1), &Job::onFs));
-      case Step::CloseSynced:
-        return done(failure ? *failure : SendOutcome::sent(finalPath));
+          return done(
+              SendOutcome::transient(describe("sync (syncfs) after renaming to", finalPath, err)));
+        return done(SendOutcome::sent(finalPath));
       case Step::CleanupClose:
         step = Step::CleanupUnlink;
         return check(uv_fs_unlink(loop(), &req, tempPath.c_str(), &Job::onFs));
