@@ -14,6 +14,7 @@
 #include "schema/conninfo.h"
 #include "schema/pg_error.h"
 #include "schema/pg_pool.h"
+#include "supervisor/services/db_result_caps.h"
 #include "supervisor/services/sqlserver/parameters.h"
 
 extern char** environ;
@@ -491,12 +492,9 @@ Result<std::string> ProjectServices::readDbResult(const DbCall& call,
   if (!call.query) return nlohmann::json{{"rowCount", r.affected()}}.dump();
   if (r.rows() == 0) return std::string("[]");
   if (static_cast<size_t>(r.integer(0, 0)) > options_.maxDbRows)
-    return Error{call.who() + ": the result has more than " + std::to_string(options_.maxDbRows) +
-                 " rows, the most a script may receive; select fewer (LIMIT) or page through them"};
+    return Error{call.who() + ": " + services::tooManyRows(options_.maxDbRows, "LIMIT")};
   if (static_cast<size_t>(r.integer(0, 1)) > options_.maxDbResultBytes)
-    return Error{call.who() + ": the result is larger than " +
-                 std::to_string(options_.maxDbResultBytes) +
-                 " bytes of JSON, the most a script may receive; select fewer rows or columns"};
+    return Error{call.who() + ": " + services::tooManyBytes(options_.maxDbResultBytes)};
   return std::string(r.text(0, 2));
 }
 

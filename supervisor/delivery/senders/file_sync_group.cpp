@@ -18,27 +18,25 @@ struct FileSyncGroup::Group {
   std::vector<Request> requests;
   std::vector<int> results;  // per request: 0 or a negative errno
 
-  // On libuv's pool: one syncfs per device, through the first of its fds.
+  // On libuv's pool: one syncfs per device, through the first of its fds;
+  // each request gets its device's result.
   static void run(uv_work_t* w) {
     auto* g = static_cast<Group*>(w->data);
-    std::map<dev_t, int> byDevice;  // device -> result
+    std::vector<dev_t> devices(g->requests.size());
     g->results.assign(g->requests.size(), 0);
+    std::map<dev_t, int> byDevice;  // device -> syncfs result
     for (size_t i = 0; i < g->requests.size(); ++i) {
       struct stat st {};
       if (::fstat(g->requests[i].fd, &st) != 0) {
         g->results[i] = -errno;
         continue;
       }
+      devices[i] = st.st_dev;
       auto [it, fresh] = byDevice.emplace(st.st_dev, 0);
       if (fresh && ::syncfs(g->requests[i].fd) != 0) it->second = -errno;
     }
-    // Each request gets its device's result (a second pass: the device's
-    // syncfs may come after the request that shares it).
-    for (size_t i = 0; i < g->requests.size(); ++i) {
-      if (g->results[i] != 0) continue;
-      struct stat st {};
-      if (::fstat(g->requests[i].fd, &st) == 0) g->results[i] = byDevice[st.st_dev];
-    }
+    for (size_t i = 0; i < g->requests.size(); ++i)
+      if (g->results[i] == 0) g->results[i] = byDevice[devices[i]];
   }
 
   static void answered(uv_work_t* w, int status) {

@@ -9,6 +9,7 @@
 #include <deque>
 #include <tuple>
 
+#include "supervisor/services/db_result_caps.h"
 #include "supervisor/services/sqlserver/freetds_conf.h"
 #include "supervisor/services/sqlserver/row_json.h"
 
@@ -314,11 +315,7 @@ Result<std::string> OdbcConnection::query(const BoundStatement& st,
     rc = SQLFetch(stmt.h);
     if (rc == SQL_NO_DATA) break;
     if (!SQL_SUCCEEDED(rc)) return errorOf(who, SQL_HANDLE_STMT, stmt.h, false);
-    if (++rows > caps.maxRows)
-      return Error{
-          "the result has more than " + std::to_string(caps.maxRows) +
-              " rows, the most a script may receive; select fewer (TOP) or page through them",
-          ErrorKind::Invalid};
+    if (++rows > caps.maxRows) return Error{tooManyRows(caps.maxRows, "TOP"), ErrorKind::Invalid};
     json += rows == 1 ? "{" : ",{";
     for (size_t c = 0; c < keys.size(); ++c) {
       auto v =
@@ -334,11 +331,7 @@ Result<std::string> OdbcConnection::query(const BoundStatement& st,
       if (json.size() > caps.maxBytes) break;
     }
     json += '}';
-    if (json.size() > caps.maxBytes)
-      return Error{
-          "the result is larger than " + std::to_string(caps.maxBytes) +
-              " bytes of JSON, the most a script may receive; select fewer rows or columns",
-          ErrorKind::Invalid};
+    if (json.size() > caps.maxBytes) return Error{tooManyBytes(caps.maxBytes), ErrorKind::Invalid};
   }
   // Only the first result set; freeing the statement discards the rest.
   return json + "]";

@@ -139,6 +139,21 @@ class ServicesTest : public PoolTest {
     ASSERT_TRUE(file->save());
   }
 
+  // An interface "own" (isolation: dedicated, a 2 s timeout) with one
+  // connection of its own to `database`; then the services, where the
+  // other interfaces' calls have 20 s.
+  void startWithOwnPool(const std::string& database) {
+    config::InterfaceConfig own;
+    own.name = "own";
+    own.isolation = config::Isolation::Dedicated;
+    own.dedicatedPools = {{database, 1}};
+    own.timeout = std::chrono::seconds(2);
+    project_cfg_.interfaces.push_back(own);
+    ProjectServices::Options o;
+    o.dbTimeout = std::chrono::seconds(20);
+    services(o);
+  }
+
   senders::test::HttpReceiver http_;
   config::Project project_cfg_;
   std::unique_ptr<ProjectServices> real_;
@@ -462,15 +477,7 @@ TEST_F(SqlServerDbTest, ACallPastItsTimeoutIsTransientAndTheStatementIsCancelled
 }
 
 TEST_F(SqlServerDbTest, AnInterfacesDedicatedPoolIsItsOwnWhileOthersHoldTheSharedConnection) {
-  config::InterfaceConfig own;
-  own.name = "own";
-  own.isolation = config::Isolation::Dedicated;
-  own.dedicatedPools = {{"emr", 1}};
-  own.timeout = std::chrono::seconds(2);
-  project_cfg_.interfaces.push_back(own);
-  ProjectServices::Options o;
-  o.dbTimeout = std::chrono::seconds(20);  // the other interfaces' calls
-  services(o);
+  startWithOwnPool("emr");
   std::optional<Result<std::string>> busy, queued, mine;
   services().call(
       call(ServiceCall::Kind::DbQuery, "waitfor delay '00:00:30'", json::array(), "other"),
@@ -660,15 +667,7 @@ class DedicatedPoolTest : public ServicesTest {
     main.url = db_.url();
     main.maxConnections = 1;
     project_cfg_.resources.databases.emplace("main", main);
-    config::InterfaceConfig own;
-    own.name = "own";
-    own.isolation = config::Isolation::Dedicated;
-    own.dedicatedPools = {{"main", 1}};
-    own.timeout = std::chrono::seconds(2);
-    project_cfg_.interfaces.push_back(own);
-    ProjectServices::Options o;
-    o.dbTimeout = std::chrono::seconds(20);  // the other interfaces' calls
-    services(o);
+    startWithOwnPool("main");
   }
 
   static ServiceCall query(const std::string& interfaceName, const std::string& sql) {
