@@ -148,24 +148,7 @@ PgPool::~PgPool() {
   orphaned.clear();
 }
 
-void PgPool::start(std::function<void(Status)> cb) {
-  auto remaining = std::make_shared<size_t>(shared_->slots.size());
-  auto reported = std::make_shared<bool>(false);
-  for (size_t i = 0; i < shared_->slots.size(); ++i) {
-    shared_->connect(i, [cb, remaining, reported](Status s) {
-      --*remaining;
-      if (*reported) return;
-      if (!s.ok()) {
-        *reported = true;
-        return cb(s);
-      }
-      if (*remaining == 0) {
-        *reported = true;
-        cb({});
-      }
-    });
-  }
-}
+void PgPool::start(std::function<void(Status)> cb) { shared_->connect(0, std::move(cb)); }
 
 void PgPool::acquire(LeaseCallback cb) {
   shared_->waiters.push_back(std::move(cb));

@@ -62,10 +62,13 @@ SET tier = EXCLUDED.tier, requested_tier = NULL, requested_at = NULL, updated_at
 WHERE r.tier > EXCLUDED.tier
 )";
 
+// Every interface of one window at once: the keys are found through
+// their seen_at index, which a statement per interface walked once each
+// (1,001 statements 5 s after every start of 1,001 interfaces).
 constexpr const char* kPurgeDedupe = R"(
 DELETE FROM dedupe_keys d
 USING (SELECT interface_id, key FROM dedupe_keys
-       WHERE interface_id = $1 AND seen_at < now() - $2::int8 * interval '1 second'
+       WHERE interface_id = ANY ($1::int8[]) AND seen_at < now() - $2::int8 * interval '1 second'
        LIMIT $3) doomed
 WHERE d.interface_id = doomed.interface_id AND d.key = doomed.key
 )";
@@ -582,11 +585,16 @@ void Retention::reattachEach(std::shared_ptr<Period> p, size_t i, Done done) {
 
 void Retention::purgeDedupeKeys(std::vector<DedupeWindow> windows, int64_t othersSeconds,
                                 Callback<int64_t> cb) {
+  // The interfaces by window: one statement (and its batches) each.
+  std::map<int64_t, std::vector<std::string>> byWindow;
+  for (auto& w : windows) byWindow[w.seconds].push_back(num(w.interfaceId));
+  std::vector<std::pair<int64_t, std::string>> groups;
+  for (auto& [seconds, ids] : byWindow) groups.push_back({seconds, arrayText(ids)});
   auto alive = alive_;
   auto total = std::make_shared<int64_t>(0);
   auto next = std::make_shared<std::function<void(size_t)>>();
   std::weak_ptr<std::function<void(size_t)>> weak = next;
-  *next = [this, alive, windows, othersSeconds, total, weak, cb](size_t i) {
+  *next = [this, alive, windows, groups, othersSeconds, total, weak, cb](size_t i) {
     auto keep = weak.lock();
     auto add = [alive, total, keep, i, cb](Result<int64_t> n) {
       if (!*alive) return;
@@ -594,12 +602,11 @@ void Retention::purgeDedupeKeys(std::vector<DedupeWindow> windows, int64_t other
       *total += *n;
       (*keep)(i + 1);
     };
-    if (i < windows.size())
+    if (i < groups.size())
       return purgeBatches(kPurgeDedupe,
-                          {num(windows[i].interfaceId), num(windows[i].seconds),
-                           num(options_.dedupeBatch)},
-                          0, add);
-    if (i == windows.size()) {
+                          {groups[i].second, num(groups[i].first), num(options_.dedupeBatch)}, 0,
+                          add);
+    if (i == groups.size()) {
       std::vector<std::string> ids;
       for (auto& w : windows) ids.push_back(num(w.interfaceId));
       return purgeBatches(kPurgeDedupeOthers,

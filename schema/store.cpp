@@ -9,6 +9,7 @@
 #include "common/text.h"
 #include "schema/pg_binary.h"
 #include "schema/pg_error.h"
+#include "schema/pg_values.h"
 #include "schema/store_sql.h"
 
 namespace ductus::store {
@@ -222,6 +223,62 @@ void Store::ensureDestination(int64_t interfaceId, const std::string& name,
       });
     });
   });
+}
+
+namespace {
+
+// Asks `ask` (the statement over every name) until each name has its id;
+// a second miss means someone removes what this adds.
+template <typename Key>
+void registerAll(std::function<void(Store::Callback<PgResult>)> ask,
+                 std::function<Key(const PgResult&, int)> keyOf, std::vector<Key> keys,
+                 std::function<std::string(const Key&)> describe,
+                 Store::Callback<std::map<Key, int64_t>> cb, int attempt = 0) {
+  ask([=](Result<PgResult> r) {
+    if (!r) return cb(r.error());
+    std::map<Key, int64_t> ids;
+    for (int i = 0; i < r->rows(); ++i) ids[keyOf(*r, i)] = r->integer(i, 0);
+    for (auto& k : keys)
+      if (!ids.count(k)) {
+        if (attempt == 0) return registerAll(ask, keyOf, keys, describe, cb, 1);
+        return cb(Error{describe(k) + " could not be registered"});
+      }
+    cb(std::move(ids));
+  });
+}
+
+}  // namespace
+
+void Store::registerInterfaces(std::vector<std::string> names,
+                               Callback<std::map<std::string, int64_t>> cb) {
+  static const Statement st{"ductus_register_interfaces", sql::kRegisterInterfaces};
+  std::vector<Param> items(names.begin(), names.end());
+  std::vector<Param> params{pgvalue::arrayLiteral(items)};
+  registerAll<std::string>(
+      [this, params](Callback<PgResult> done) { run(st, params, {}, false, std::move(done)); },
+      [](const PgResult& r, int i) { return std::string(r.text(i, 1)); }, std::move(names),
+      [](const std::string& n) { return "interface " + n; }, std::move(cb));
+}
+
+void Store::registerDestinations(std::vector<DestinationKey> keys,
+                                 Callback<std::map<DestinationKey, int64_t>> cb) {
+  static const Statement st{"ductus_register_destinations", sql::kRegisterDestinations};
+  std::vector<Param> ifaces, names;
+  for (auto& [id, name] : keys) {
+    ifaces.push_back(std::to_string(id));
+    names.push_back(name);
+  }
+  std::vector<Param> params{pgvalue::arrayLiteral(ifaces), pgvalue::arrayLiteral(names)};
+  registerAll<DestinationKey>(
+      [this, params](Callback<PgResult> done) { run(st, params, {}, false, std::move(done)); },
+      [](const PgResult& r, int i) {
+        return DestinationKey{r.integer(i, 1), std::string(r.text(i, 2))};
+      },
+      std::move(keys),
+      [](const DestinationKey& k) {
+        return "destination " + k.second + " (of interface id " + std::to_string(k.first) + ")";
+      },
+      std::move(cb));
 }
 
 // ---- Inserts ----------------------------------------------------------------

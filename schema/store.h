@@ -95,6 +95,13 @@ class Store {
   // Registry: the id of a name, registered on first use.
   void ensureInterface(const std::string& name, Callback<int64_t> cb);
   void ensureDestination(int64_t interfaceId, const std::string& name, Callback<int64_t> cb);
+  // Many at once, in one statement a call (what a start does): every name's
+  // id, by name; by (interface id, name) for destinations.
+  void registerInterfaces(std::vector<std::string> names,
+                          Callback<std::map<std::string, int64_t>> cb);
+  using DestinationKey = std::pair<int64_t, std::string>;
+  void registerDestinations(std::vector<DestinationKey> keys,
+                            Callback<std::map<DestinationKey, int64_t>> cb);
 
   // One message, its deliveries and its dedupe claim in one transaction (one
   // commit, possibly shared with inserts that waited alongside it: see

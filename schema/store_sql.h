@@ -521,6 +521,40 @@ INSERT INTO destinations (interface_id, name) VALUES ($1, $2)
 ON CONFLICT (interface_id, name) DO NOTHING RETURNING id
 )";
 
+// Every name of a project in one statement each (1,001 interfaces took
+// 2,002 round trips one by one at start-up). The insert adds only names the
+// snapshot lacks, so a start that registers nothing new writes and locks
+// nothing; the SELECT sees the snapshot from before the insert, so the two
+// halves never repeat a row. A name another engine added meanwhile is
+// skipped by ON CONFLICT and missing from both halves: the caller asks
+// again.
+constexpr const char* kRegisterInterfaces = R"(
+WITH want AS (SELECT DISTINCT unnest($1::text[]) AS name),
+added AS (
+  INSERT INTO interfaces (name)
+  SELECT name FROM want WHERE NOT EXISTS (SELECT 1 FROM interfaces i WHERE i.name = want.name)
+  ON CONFLICT (name) DO NOTHING
+  RETURNING id, name)
+SELECT id, name FROM added
+UNION ALL
+SELECT i.id, i.name FROM interfaces i JOIN want USING (name)
+)";
+// The same for destinations: $1 their interfaces' ids, $2 their names, in
+// pairs.
+constexpr const char* kRegisterDestinations = R"(
+WITH want AS (SELECT DISTINCT * FROM unnest($1::int8[], $2::text[]) AS w(interface_id, name)),
+added AS (
+  INSERT INTO destinations (interface_id, name)
+  SELECT interface_id, name FROM want
+  WHERE NOT EXISTS (SELECT 1 FROM destinations d
+                    WHERE d.interface_id = want.interface_id AND d.name = want.name)
+  ON CONFLICT (interface_id, name) DO NOTHING
+  RETURNING id, interface_id, name)
+SELECT id, interface_id, name FROM added
+UNION ALL
+SELECT d.id, d.interface_id, d.name FROM destinations d JOIN want USING (interface_id, name)
+)";
+
 constexpr const char* kGetSourceState =
     "SELECT value::text FROM source_state WHERE interface_id = $1 AND key = $2";
 constexpr const char* kPutSourceState = R"(

@@ -112,6 +112,11 @@ median() {
     printf f "\n", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
+# cpu_ticks PID: its CPU time so far (user + system, every thread), in
+# clock ticks (getconf CLK_TCK a second); rss_kb PID: its resident memory.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
 # rate_of: the rate=N that mllp_load prints.
 rate_of() { sed -n 's/.*rate=\([0-9]*\).*/\1/p'; }
 

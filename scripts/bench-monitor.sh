@@ -34,9 +34,6 @@ port=$((20000 + RANDOM % 20000))
 closed=$((port + 1))
 hz=$(getconf CLK_TCK)
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-
 # project DIR WITH_ALERTS
 project() {
   local dir="$1" i

@@ -150,9 +150,12 @@ class Engine {
   // Runs next once allow:'s host names have first answered (at once when
   // they have, or there are none).
   void whenNamesResolved(std::function<void()> next);
+  // Runs next with the workers' verdict on every interface's code, once
+  // they have given it (started beside the database's steps).
+  void whenWorkersLoaded(std::function<void(Status)> next);
   void migrate(std::function<void(Status)> next);
-  void registerAll(size_t i, std::function<void(Status)> next);
-  void registerDestinations(Iface& f, size_t j, std::function<void(Status)> next);
+  // Ids for every queued interface and destination, then retention's tiers.
+  void registerAll(std::function<void(Status)> next);
   void reconcile(std::function<void(Status)> next);
   // Starts the workers; `next` hears once every interface's code loaded,
   // or every load error.
@@ -252,15 +255,25 @@ class Engine {
   std::shared_ptr<net::AllowNames> allowNames_;  // allow:'s host names, for every list
   bool namesResolved_ = false;
   std::function<void()> afterNames_;
+  std::optional<Status> workersLoaded_;
+  std::function<void(Status)> afterWorkers_;
   std::unique_ptr<CertificateWatch> certificateWatch_;
   std::vector<std::unique_ptr<intake::ScheduleSource>> schedules_;
   std::vector<std::unique_ptr<intake::FileSource>> files_;
   std::vector<std::string> listenerLines_;
   std::map<std::string, int> socketFds_;  // listeners' sockets by name, for a handover
   UvHandle<uv_timer_t> partitionTimer_;
+  // sweepWaiting()'s round: the longest a delivery whose wake was lost waits.
+  static constexpr std::chrono::milliseconds kSweepEvery{30'000};
+  UvHandle<uv_timer_t> sweepTimer_;
+  void sweepWaiting();
   std::unique_ptr<RetentionJob> retention_;  // drops and dedupe purges: 5 s after start, hourly
   std::unique_ptr<delivery::ActivityReporter> activityReporter_;  // a summary a minute
   std::chrono::system_clock::time_point startedAt_;
+  // Start-up's steps, each said at debug with its time ("start-up: ..."):
+  // what scripts/bench-startup.sh prints under its table.
+  std::chrono::steady_clock::time_point stepStart_;
+  void stepDone(const char* what);
   // The API's auth, declared before api_ so the server goes first.
   std::unique_ptr<api::PasswordHasher> hasher_;
   std::unique_ptr<api::AuditLog> audit_;

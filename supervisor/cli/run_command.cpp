@@ -161,6 +161,7 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
 std::optional<config::Project> load(const RunArgs& args) {
   config::LoadOptions lo;
   lo.environment = args.environment.empty() ? config::defaultEnvironment() : args.environment;
+  auto t0 = std::chrono::steady_clock::now();
   auto p = config::loadProjectWithDiagnostics(args.project, lo);
   if (!p.project) {
     // As validate prints them; under --log-format json, a JSON line each.
@@ -184,6 +185,10 @@ std::optional<config::Project> load(const RunArgs& args) {
                   args.project);
     return std::nullopt;
   }
+  spdlog::debug(
+      "start-up: the project read and checked in {:.1f} ms ({} interfaces)",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+      p.project->interfaces.size());
   return std::move(*p.project);
 }
 

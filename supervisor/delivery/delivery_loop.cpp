@@ -62,6 +62,7 @@ int64_t DeliveryLoop::receivedAtMs(const std::string& t) {
 }
 
 void DeliveryLoop::wake() {
+  emptySeen_ = false;
   if (stopping_ || phase_ == Phase::Stopped) return;
   // Idle implies no hold: a held loop is Parked.
   if (phase_ == Phase::Idle) return idleUntilWindow();
@@ -73,7 +74,9 @@ void DeliveryLoop::enter(Phase next, std::chrono::milliseconds wait) {
   phase_ = next;
   switch (next) {
     case Phase::Idle:
-      return armTimer(timing_.safetyNet);
+      if (timing_.safetyNet.count() > 0) return armTimer(timing_.safetyNet);
+      uv_timer_stop(timer_.get());
+      return;
     case Phase::Windowing:
       return armTimer(timing_.wakeWindow);  // replaces the safety net's wait
     case Phase::BackingOff:
@@ -124,6 +127,7 @@ void DeliveryLoop::idleUntilWindow() {
 void DeliveryLoop::read() {
   if (holds_) return park();
   wakeAgain_ = false;
+  emptySeen_ = false;
   // Rows whose outcome is still being recorded would be read as pending
   // and sent twice: the read waits for those flushes.
   if (backgroundFlushes_ > 0) return enter(Phase::AwaitingFlushes);
@@ -148,6 +152,7 @@ void DeliveryLoop::onRows(std::vector<store::QueuedDelivery> rows) {
   if (rows.empty()) {
     if (stopping_) return maybeStopped();
     if (wakeAgain_) return idleUntilWindow();
+    emptySeen_ = true;
     return enter(Phase::Idle);
   }
   enter(Phase::Working);
@@ -677,6 +682,10 @@ void DeliveryLoop::release(Hold why) {
   // messages arriving together, and these have been waiting all along (a
   // handover's pause was 10 ms longer for it). Still finishing what it had
   // in hand: that path goes on as if never held, and reads again after it.
+  // Except when its lanes were seen empty and nothing woke it since: every
+  // loop of the engine is held at start until the pauses are read, and
+  // 1,001 destinations with nothing waiting then read 1,001 empty queues.
+  if (phase_ == Phase::Parked && emptySeen_ && !wakeAgain_) return enter(Phase::Idle);
   if (phase_ == Phase::Parked || phase_ == Phase::Idle || phase_ == Phase::Windowing) return read();
   wakeAgain_ = true;
 }

@@ -179,6 +179,39 @@ TEST(EngineEndToEnd, ADestinationThatIsDownBlocksOnlyItself) {
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 
+// A wake can be lost only by a bug, or by a change made behind the engine's
+// back: the engine's sweep (every 30 s, one statement for every loop) finds
+// what waits and wakes its loops; no loop reads its own queue on a timer.
+TEST(EngineEndToEnd, ADeliveryMadePendingBehindTheEnginesBackIsSentByTheSweep) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  TempProject project(MllpProject{.port = port});
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c->exchange(hl7("SWEPT-1", "M")).ok());
+  fs::path out = project.root() / "out";
+  auto files = [&] {
+    std::vector<fs::path> found;
+    if (fs::exists(out))
+      for (auto& e : fs::directory_iterator(out))
+        if (e.path().filename().string()[0] != '.') found.push_back(e.path());
+    return found;
+  };
+  ASSERT_TRUE(waitFor([&] { return files().size() == 1; }, 20s)) << engine.log();
+  ASSERT_TRUE(waitFor(
+      [&] { return db.value("SELECT count(*) FROM messages WHERE status = 0") == "0"; }, 20s));
+  fs::remove(files()[0]);
+  // Pending again, with no wake: only the sweep can find it.
+  db.value("UPDATE deliveries SET status = 0");
+  db.value("UPDATE messages SET status = 0");
+  ASSERT_TRUE(waitFor([&] { return files().size() == 1; }, 45s))
+      << "the delivery made pending again was never read\n"
+      << engine.log();
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
 TEST(EngineEndToEnd, KillNineMidTrafficLosesNothingAcknowledgedAndKeepsOrder) {
   TestDatabase db;
   MllpReceiver receiver;

@@ -311,5 +311,29 @@ TEST_F(RetentionTest, DedupeKeysPastTheWindowGoAndARepeatAfterThatIsStoredAsNew)
   EXPECT_EQ(*others, 1);
 }
 
+TEST_F(RetentionTest, InterfacesSharingAWindowArePurgedTogetherAndEachWindowKeepsItsOwn) {
+  // Interfaces of one window go in one statement (and its batches of 3).
+  auto second = run<int64_t>([&](auto cb) { store_->ensureInterface("second", cb); });
+  auto longer = run<int64_t>([&](auto cb) { store_->ensureInterface("longer", cb); });
+  ASSERT_TRUE(second.ok() && longer.ok());
+  for (int64_t id : {iface_, *second, *longer})
+    for (int i = 0; i < 4; ++i) {
+      NewMessage m = message("m", {}, "K" + std::to_string(i));
+      m.interfaceId = id;
+      ASSERT_TRUE(insert(m).ok());
+    }
+  ASSERT_TRUE((*sql_)("UPDATE dedupe_keys SET seen_at = now() - interval '10 days'").ok());
+  const int64_t week = 7 * 24 * 3600, month = 30 * 24 * 3600;
+  auto n = run<int64_t>([&](auto cb) {
+    retention_->purgeDedupeKeys({{iface_, week}, {*second, week}, {*longer, month}}, month, cb);
+  });
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  EXPECT_EQ(*n, 8);
+  for (auto [id, left] : {std::pair{iface_, 0}, {*second, 0}, {*longer, 4}})
+    EXPECT_EQ(
+        scalar("SELECT count(*) FROM dedupe_keys WHERE interface_id = $1", {std::to_string(id)}),
+        left);
+}
+
 }  // namespace
 }  // namespace ductus::store::test

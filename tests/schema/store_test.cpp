@@ -85,6 +85,39 @@ TEST_F(Messages, ADedupeHitIsStoredAsDuplicateAndNeverQueued) {
   EXPECT_NE(elsewhere->status, MessageStatus::Duplicate);
 }
 
+TEST_F(Messages, ManyNamesAreRegisteredInOneStatementWithTheIdsOneByOneWouldGive) {
+  // Known ones keep their ids; new ones get theirs; a repeated name is one.
+  std::vector<std::string> names{"adt-in", "new-1", "new-2", "new-1"};
+  for (int i = 0; i < 500; ++i) names.push_back("bulk-" + std::to_string(i));
+  auto ids =
+      run<std::map<std::string, int64_t>>([&](auto cb) { store_->registerInterfaces(names, cb); });
+  ASSERT_TRUE(ids.ok()) << ids.error().message;
+  EXPECT_EQ(ids->size(), 503u);
+  EXPECT_EQ(ids->at("adt-in"), iface_);
+  auto one = run<int64_t>([&](auto cb) { store_->ensureInterface("new-2", cb); });
+  EXPECT_EQ(ids->at("new-2"), *one);
+  EXPECT_EQ(scalar("SELECT count(*) FROM interfaces"), 503);  // adt-in among them
+  // A second start registers nothing new: the same ids.
+  auto again =
+      run<std::map<std::string, int64_t>>([&](auto cb) { store_->registerInterfaces(names, cb); });
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *ids);
+  EXPECT_EQ(scalar("SELECT count(*) FROM interfaces"), 503);  // adt-in among them
+
+  std::vector<store::Store::DestinationKey> keys{{iface_, "a"},
+                                                 {ids->at("new-1"), "default"},
+                                                 {ids->at("new-2"), "default"},
+                                                 {ids->at("new-2"), "lab"}};
+  auto dests = run<std::map<store::Store::DestinationKey, int64_t>>(
+      [&](auto cb) { store_->registerDestinations(keys, cb); });
+  ASSERT_TRUE(dests.ok()) << dests.error().message;
+  EXPECT_EQ(dests->size(), 4u);
+  EXPECT_EQ(dests->at({iface_, "a"}), destA_);
+  auto lab = run<int64_t>([&](auto cb) { store_->ensureDestination(ids->at("new-2"), "lab", cb); });
+  EXPECT_EQ(dests->at({ids->at("new-2"), "lab"}), *lab);
+  EXPECT_NE(dests->at({ids->at("new-1"), "default"}), dests->at({ids->at("new-2"), "default"}));
+}
+
 TEST_F(Messages, ARelaxedInsertTurnsSynchronousCommitOffForItsOwnTransactionOnly) {
   // The production statement on one session of the test's own, inside an
   // open transaction, so the setting can be read where the insert ran:
@@ -748,14 +781,16 @@ TEST_F(SmallPool, StatementsQueueForAFreeConnection) {
   EXPECT_EQ(done, 40);
   EXPECT_EQ(failed, 0);
   EXPECT_EQ(scalar("SELECT count(*) FROM messages"), 40);
-  // Ten reads on two connections: eight wait their turn, all are answered.
+  // Ten reads on two connections: the inserts (one group, one statement at
+  // a time) needed only the first, and the pool opens the second for
+  // these; nine wait their turn meanwhile, and all are answered.
   int reads = 0, rows = 0;
   for (int i = 0; i < 10; ++i)
     store_->readQueue(destA_, {}, 0, [&](Result<QueueRead> r) {
       ++reads;
       if (r) rows += static_cast<int>(r->rows.size());
     });
-  EXPECT_EQ(store_->sharedConnections().waiting(), 8u);
+  EXPECT_EQ(store_->sharedConnections().waiting(), 9u);
   while (reads < 10 && uv_run(&loop_, UV_RUN_ONCE)) {
   }
   EXPECT_EQ(rows, 10 * 40);

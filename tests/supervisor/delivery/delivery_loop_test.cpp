@@ -683,6 +683,61 @@ TEST_F(DeliveryLoopTest, AHeldIdleLoopIsParkedWithoutATimerAndReadsAtOnceOnRelea
   loops_.clear();  // stopped already: TearDown's stop would wait for nothing
 }
 
+TEST_F(DeliveryLoopTest, ALoopThatSawItsLanesEmptyReadsOnReleaseOnlyIfWokenMeanwhile) {
+  timing_.safetyNet = 1h;
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return loop.phase() == DeliveryLoop::Phase::Idle; }));
+  int invoked = transformer_->invoked;
+  loop.hold(Hold::Paused);
+  int64_t id = stored("M", {destA_});  // stored without a wake
+  loop.release(Hold::Paused);
+  // Its lanes were seen empty and nothing woke it: no read.
+  EXPECT_EQ(loop.phase(), DeliveryLoop::Phase::Idle);
+  EXPECT_FALSE(waitFor([&] { return transformer_->invoked > invoked; }, 300ms));
+  EXPECT_EQ(pending(destA_), 1);
+  // Woken while held: the release reads.
+  loop.hold(Hold::Paused);
+  loop.wake();
+  loop.release(Hold::Paused);
+  EXPECT_EQ(loop.phase(), DeliveryLoop::Phase::Reading);
+  ASSERT_TRUE(waitFor([&] { return status(id, destA_) == static_cast<int>(MessageStatus::Sent); }));
+}
+
+TEST_F(DeliveryLoopTest, ALoopStartedEmptyDoesNotReadWhenItsFirstHoldEnds) {
+  // As the engine builds them: held until the pauses are read, those of
+  // interfaces with nothing waiting told so.
+  loops_.push_back(std::make_unique<DeliveryLoop>(&loop_, *store_, *transformer_,
+                                                  target(destA_, sender_.get()),
+                                                  std::vector<int32_t>{}, timing_));
+  auto& empty = *loops_.back();
+  empty.startEmpty();
+  empty.hold(Hold::Paused);
+  loops_.push_back(std::make_unique<DeliveryLoop>(&loop_, *store_, *transformer_,
+                                                  target(destB_, other_.get()),
+                                                  std::vector<int32_t>{}, timing_));
+  auto& waiting = *loops_.back();
+  waiting.hold(Hold::Paused);
+  int64_t id = stored("B", {destB_});
+  empty.release(Hold::Paused);
+  waiting.release(Hold::Paused);
+  EXPECT_EQ(empty.phase(), DeliveryLoop::Phase::Idle);
+  EXPECT_EQ(waiting.phase(), DeliveryLoop::Phase::Reading);
+  ASSERT_TRUE(waitFor([&] { return status(id, destB_) == static_cast<int>(MessageStatus::Sent); }));
+  EXPECT_TRUE(sender_->sent.empty());
+}
+
+TEST_F(DeliveryLoopTest, WithoutASafetyNetAnIdleLoopReadsOnlyWhenWoken) {
+  timing_.safetyNet = 0ms;  // the engine's: its sweep wakes the loops instead
+  auto& loop = start(target(destA_, sender_.get()));
+  ASSERT_TRUE(waitFor([&] { return loop.phase() == DeliveryLoop::Phase::Idle; }));
+  int64_t id = stored("M", {destA_});
+  // Longer than the 200 ms net the other tests use.
+  EXPECT_FALSE(waitFor([&] { return !sender_->sent.empty(); }, 600ms));
+  EXPECT_EQ(status(id, destA_), static_cast<int>(MessageStatus::Pending));
+  loop.wake();
+  ASSERT_TRUE(waitFor([&] { return status(id, destA_) == static_cast<int>(MessageStatus::Sent); }));
+}
+
 TEST_F(DeliveryLoopTest, TheLoopsOfOneDestinationSendOnStreamsOfTheirOwnAtTheSharedSender) {
   sender_->depth = 16;  // pipelined, as the file sender: streams keep order
   for (int i = 0; i < 3; ++i) {
