@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Intake throughput: MLLP ACKs/s at 1 and 16 connections (strict and
-# relaxed) and HTTP 202s/s at 16, each next to pgbench's single-row INSERT
+# relaxed, every message filtered; and strict with a file destination
+# delivering each message meanwhile) and HTTP 202s/s at 16, each next to
+# pgbench's single-row INSERT
 # rate at the same concurrency on the same cluster: durable for strict rows;
 # for relaxed rows, pgbench with synchronous_commit=off in a column of its
 # own, since relaxed commits asynchronously too (a ratio to the durable rate
@@ -28,13 +30,15 @@ rounds=${ROUNDS:-3}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-5}
 port=$((20000 + RANDOM % 20000))
 
-project() {  # project DIR DURABILITY SOURCE FORMAT
+# project DIR DURABILITY SOURCE FORMAT [TRANSFORM]
+project() {
   mkdir -p "$1/interfaces/in"
   printf 'api: { listen: off }\nisolates: { workers: 1, heap_mb: 256 }\n' > "$1/ductus.yaml"
   printf 'source:\n  %s\nformat: %s\ndurability: %s\ndestination:\n  file: { path: out/ }\n' \
     "$3" "$4" "$2" > "$1/interfaces/in/interface.yaml"
-  # Filtered: this measures intake; the delivery loop still runs each transform.
-  echo 'export function transform() { return null; }' > "$1/interfaces/in/transform.js"
+  # Filtered unless TRANSFORM says otherwise: this measures intake; the
+  # delivery loop still runs each transform.
+  echo "${5:-export function transform() { return null; \}}" > "$1/interfaces/in/transform.js"
 }
 
 # The round trip one MLLP sender can't beat: an echo server that answers
@@ -79,6 +83,25 @@ for durability in strict relaxed; do
     row "MLLP ACKs/s, $durability" "$conns" "$durability" "$rates" "$pgs"
     [ "$durability-$conns" = strict-1 ] && s1_rates=$rates s1_pgs=$pgs
   done
+done
+
+# Ingest while delivery writes: every message passes to the file
+# destination (sync: group, the default), whose writes and syncs share the
+# disk with PostgreSQL's WAL flushes while the senders stream.
+for conns in 1 16; do
+  rates="" pgs=""
+  dir="$work/p-deliver-$conns"
+  project "$dir" strict "mllp: { listen: 127.0.0.1:$port }" hl7v2 \
+    'export function transform(msg) { return msg; }'
+  for r in $(seq 1 "$rounds"); do
+    rm -rf "$dir/out"
+    pg=$(pgbench_rate "$conns")
+    engine_start "$dir" "$(new_db "b_deliver_${conns}_$r")"
+    rate=$("$LOAD" 127.0.0.1 "$port" "$conns" $(( conns == 1 ? 3000 : 16000 )) | rate_of)
+    engine_stop
+    rates+=" $rate" pgs+=" $pg"
+  done
+  row "MLLP ACKs/s, strict, a file destination delivering" "$conns" strict "$rates" "$pgs"
 done
 
 rates="" pgs=""

@@ -30,36 +30,6 @@ api::PauseInfo pauseInfoOf(const store::DestinationPause& p) {
   return i;
 }
 
-// Reads an interface's modules on libuv's thread pool: they are files, and
-// the loop must not wait for a disk.
-struct ModuleRead {
-  uv_work_t req{};
-  InterfaceSpec spec;
-  Result<ModuleSet> modules = Error{"not read"};
-  std::function<void(Result<ModuleSet>)> done;
-};
-
-void readModulesOffLoop(uv_loop_t* loop, InterfaceSpec spec,
-                        std::function<void(Result<ModuleSet>)> done) {
-  auto job = std::make_unique<ModuleRead>();
-  job->spec = std::move(spec);
-  job->done = std::move(done);
-  job->req.data = job.get();
-  int rc = uv_queue_work(
-      loop, &job->req,
-      [](uv_work_t* w) {
-        auto* j = static_cast<ModuleRead*>(w->data);
-        j->modules = readInterfaceModules(j->spec);
-      },
-      [](uv_work_t* w, int status) {
-        std::unique_ptr<ModuleRead> j(static_cast<ModuleRead*>(w->data));
-        if (status != 0) return j->done(Error{std::string("reading the code: ") + uv_strerror(status)});
-        j->done(std::move(j->modules));
-      });
-  if (rc != 0) return job->done(Error{std::string("reading the code: ") + uv_strerror(rc)});
-  (void)job.release();  // after_work frees it
-}
-
 }  // namespace
 
 EngineActions::EngineActions(Deps deps, std::vector<Interface> interfaces)

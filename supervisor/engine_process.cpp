@@ -266,8 +266,15 @@ void EngineProcess::refuse(const Error& e) {
 
 void EngineProcess::sayStarted(const std::string& what) {
   if (std::exchange(saidStarted_, true)) return;
+  // The first listeners by name; a project of 1,001 made this one line of
+  // 30 KB; each listener has said its own "listening on" line already.
+  constexpr size_t kListed = 20;
+  const auto& listeners = engine_->listeners();
   std::string list;
-  for (auto& l : engine_->listeners()) list += (list.empty() ? "" : ", ") + l;
+  for (size_t i = 0; i < listeners.size() && i < kListed; ++i)
+    list += (list.empty() ? "" : ", ") + listeners[i];
+  if (listeners.size() > kListed)
+    list += " and " + std::to_string(listeners.size() - kListed) + " more";
   if (list.empty()) list = "nothing";
   spdlog::info("started: {}; listening: {}", what, list);
   systemd_->tell("READY=1\nSTATUS=started: " + std::to_string(interfaces_) +

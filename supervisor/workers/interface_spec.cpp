@@ -1,6 +1,7 @@
 #include "supervisor/workers/interface_spec.h"
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <variant>
 
@@ -114,6 +115,39 @@ proto::Load loadOf(uint32_t interfaceId, const InterfaceSpec& spec, ModuleSet mo
 std::string placeLoadError(const fs::path& projectRoot, const std::string& error) {
   if (!error.starts_with("interfaces/") && !error.starts_with("lib/")) return error;
   return (projectRoot / error).string();
+}
+
+namespace {
+
+struct ModuleRead {
+  uv_work_t req{};
+  InterfaceSpec spec;
+  Result<ModuleSet> modules = Error{"not read"};
+  std::function<void(Result<ModuleSet>)> done;
+};
+
+}  // namespace
+
+void readModulesOffLoop(uv_loop_t* loop, InterfaceSpec spec,
+                        std::function<void(Result<ModuleSet>)> done) {
+  auto job = std::make_unique<ModuleRead>();
+  job->spec = std::move(spec);
+  job->done = std::move(done);
+  job->req.data = job.get();
+  int rc = uv_queue_work(
+      loop, &job->req,
+      [](uv_work_t* w) {
+        auto* j = static_cast<ModuleRead*>(w->data);
+        j->modules = readInterfaceModules(j->spec);
+      },
+      [](uv_work_t* w, int status) {
+        std::unique_ptr<ModuleRead> j(static_cast<ModuleRead*>(w->data));
+        if (status != 0)
+          return j->done(Error{std::string("reading the code: ") + uv_strerror(status)});
+        j->done(std::move(j->modules));
+      });
+  if (rc != 0) return job->done(Error{std::string("reading the code: ") + uv_strerror(rc)});
+  (void)job.release();  // after_work frees it
 }
 
 }  // namespace ductus::supervisor

@@ -8,9 +8,12 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <uv.h>
 
 #include "common/config/model.h"
 #include "common/result.h"
@@ -42,6 +45,12 @@ struct ModuleSet {
 // call it at startup or on libuv's thread pool, never on the loop).
 // includeTests: also *.test.js (for `ductus test`).
 Result<ModuleSet> readInterfaceModules(const InterfaceSpec& spec, bool includeTests = false);
+
+// readInterfaceModules on libuv's thread pool; `done` runs on the loop
+// (the engine's start reads 1,001 interfaces' files this way, the loop
+// free meanwhile for the database's steps).
+void readModulesOffLoop(uv_loop_t* loop, InterfaceSpec spec,
+                        std::function<void(Result<ModuleSet>)> done);
 
 // The interface as its workers run it: the module, the functions
 // interface.yaml names and the input format each is handed.
