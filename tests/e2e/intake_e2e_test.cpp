@@ -723,8 +723,13 @@ TEST(IntakeEndToEnd, AFileBatchIsNeitherMovedNorCountedStoredBeforeTheCommit) {
       << engine.log();
   EXPECT_FALSE(std::filesystem::exists(in / "orders.csv"));
   EXPECT_EQ(db.value("SELECT count(*) FROM messages"), std::to_string(rows));
-  EXPECT_NE(engine.log().find("orders.csv stored (" + std::to_string(rows) + " message(s)) and moved"),
-            std::string::npos)
+  // The move is seen on disk before its log line may be written: wait for it.
+  EXPECT_TRUE(waitFor(
+      [&] {
+        return engine.log().find("orders.csv stored (" + std::to_string(rows) +
+                                 " message(s)) and moved") != std::string::npos;
+      },
+      10s))
       << engine.log();
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
