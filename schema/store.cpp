@@ -184,44 +184,21 @@ void Store::transaction(TxBody body, Done done, int attempt) {
 
 // ---- Registry -------------------------------------------------------------
 
+// One name: the batch statements with a single entry (one code path, one
+// statement each, for a start's 1,001 names and for one).
 void Store::ensureInterface(const std::string& name, Callback<int64_t> cb) {
-  // Read first: registering is rare, and an INSERT ... ON CONFLICT would
-  // write (and lock) on every start.
-  static const Statement find{"ductus_find_interface", sql::kFindInterface};
-  static const Statement add{"ductus_add_interface", sql::kAddInterface};
-  run(find, {name}, {}, false, [this, name, cb](Result<PgResult> r) {
+  registerInterfaces({name}, [name, cb](Result<std::map<std::string, int64_t>> r) {
     if (!r) return cb(r.error());
-    if (r->rows() > 0) return cb(static_cast<int64_t>(r->integer(0, 0)));
-    run(add, {name}, {}, false, [this, name, cb](Result<PgResult> r) {
-      if (!r) return cb(r.error());
-      if (r->rows() > 0) return cb(static_cast<int64_t>(r->integer(0, 0)));
-      // Someone registered it between our read and insert.
-      run(find, {name}, {}, false, [name, cb](Result<PgResult> r) {
-        if (!r) return cb(r.error());
-        if (r->rows() == 0) return cb(Error{"interface " + name + " could not be registered"});
-        cb(static_cast<int64_t>(r->integer(0, 0)));
-      });
-    });
+    cb(r->at(name));
   });
 }
 
 void Store::ensureDestination(int64_t interfaceId, const std::string& name,
                               Callback<int64_t> cb) {
-  static const Statement find{"ductus_find_destination", sql::kFindDestination};
-  static const Statement add{"ductus_add_destination", sql::kAddDestination};
-  std::vector<Param> p{num(interfaceId), name};
-  run(find, p, {}, false, [this, p, name, cb](Result<PgResult> r) {
+  DestinationKey key{interfaceId, name};
+  registerDestinations({key}, [key, cb](Result<std::map<DestinationKey, int64_t>> r) {
     if (!r) return cb(r.error());
-    if (r->rows() > 0) return cb(static_cast<int64_t>(r->integer(0, 0)));
-    run(add, p, {}, false, [this, p, name, cb](Result<PgResult> r) {
-      if (!r) return cb(r.error());
-      if (r->rows() > 0) return cb(static_cast<int64_t>(r->integer(0, 0)));
-      run(find, p, {}, false, [name, cb](Result<PgResult> r) {
-        if (!r) return cb(r.error());
-        if (r->rows() == 0) return cb(Error{"destination " + name + " could not be registered"});
-        cb(static_cast<int64_t>(r->integer(0, 0)));
-      });
-    });
+    cb(r->at(key));
   });
 }
 

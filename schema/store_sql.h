@@ -510,17 +510,6 @@ constexpr const char* kHasPending = R"(
 SELECT EXISTS (SELECT 1 FROM messages WHERE interface_id = $1 AND status = 0)
 )";
 
-constexpr const char* kFindInterface = "SELECT id FROM interfaces WHERE name = $1";
-constexpr const char* kAddInterface = R"(
-INSERT INTO interfaces (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id
-)";
-constexpr const char* kFindDestination =
-    "SELECT id FROM destinations WHERE interface_id = $1 AND name = $2";
-constexpr const char* kAddDestination = R"(
-INSERT INTO destinations (interface_id, name) VALUES ($1, $2)
-ON CONFLICT (interface_id, name) DO NOTHING RETURNING id
-)";
-
 // Every name of a project in one statement each (1,001 interfaces took
 // 2,002 round trips one by one at start-up). The insert adds only names the
 // snapshot lacks, so a start that registers nothing new writes and locks
