@@ -46,11 +46,13 @@ struct WorkerSlot : WorkerProcess::Events {
   CallTable calls;
   Clock::time_point startedAt;  // by Options::clock
   Clock::time_point lastHeard;  // the worker's last frame: it is alive and working
+  Clock::time_point spawnedAt;  // steady, for the start allowance
   int quickDeaths = 0;
   UvHandle<uv_timer_t> restartTimer;
   std::set<uint32_t> loadedIds;  // interfaces sent to this incarnation
   bool replacing = false;        // killed to load an interface's new code
 
+  void onReady(WorkerProcess&) override { lastHeard = Clock::now(); }
   void onHeard(WorkerProcess&) override { lastHeard = Clock::now(); }
   void onLoaded(WorkerProcess&, const proto::Loaded& m) override { pool->onLoaded(*this, m); }
   void onOutcome(WorkerProcess&, const proto::Outcome& m) override { pool->onOutcome(*this, m); }
@@ -156,6 +158,7 @@ void WorkerPool::startSlot(WorkerSlot& slot) {
                                       proc.error().message);
   } else {
     slot.proc = std::move(*proc);
+    slot.spawnedAt = Clock::now();
     slot.loadedIds.clear();
     spdlog::debug("worker pool {}: worker {} started as pid {}", slot.group->name, slot.index,
                   slot.proc->pid());
@@ -514,7 +517,16 @@ void WorkerPool::checkDeadlines() {
   auto now = Clock::now();
   for (auto& g : groups_) {
     for (auto& s : g->slots) {
-      if (!s->proc || s->proc->exited()) continue;
+      if (!s->proc || s->proc->exited() || s->proc->killing()) continue;
+      // Still starting: no call has begun to run, so none is overdue yet
+      // (its clock starts at `ready`, which sets lastHeard). A start that
+      // never ends is the worker's fault, not a script's.
+      if (!s->proc->ready()) {
+        if (!s->calls.empty() && now - s->spawnedAt >= options_.startAllowance)
+          s->proc->kill("it did not say it was ready within " +
+                        std::to_string(options_.startAllowance.count()) + " ms of starting");
+        continue;
+      }
       // The others queued behind the one it was running, and are retried
       // elsewhere.
       InFlight* oldest = s->calls.oldestOverdue(now, s->lastHeard);

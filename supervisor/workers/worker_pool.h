@@ -56,6 +56,12 @@ class WorkerPool : public delivery::Transformer {
     // How long past a call's timeout the worker may stay silent before it
     // is SIGKILLed. Its own watchdog answers within milliseconds.
     std::chrono::milliseconds grace{2000};
+    // How long a new worker may take to say it is ready (V8 started, the
+    // process confined). Calls sent to it meanwhile wait: their timeout
+    // counts from its `ready`, so a slow start (a loaded machine, ASan) is
+    // not mistaken for a runaway script. Past it, the worker is killed and
+    // its calls retried in its successor.
+    std::chrono::milliseconds startAllowance{30000};
     size_t maxInFlightPerWorker = 256;
     // Consecutive runaway timeouts that stop an interface.
     int timeoutsToStop = 3;

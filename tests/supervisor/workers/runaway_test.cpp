@@ -227,10 +227,16 @@ TEST_F(PoolTest, AModuleThatBlowsTheHeapWhileLoadingIsALoadErrorAndStaysOutOfThe
   runUntil([] { return false; }, 1000ms);
   EXPECT_EQ(pool().workerPids("fat"), pids);
   EXPECT_EQ(pool().restarts(), 1u);
-  // As the API's GET /engine shows it.
-  auto all = pool().workers();
-  auto w = std::find_if(all.begin(), all.end(), [](auto& w) { return w.group == "fat"; });
-  ASSERT_NE(w, all.end());
+  // As the API's GET /engine shows it, once the new worker has started (a
+  // loaded machine under ASan takes more than a second to start V8).
+  auto fatWorker = [&] {
+    auto all = pool().workers();
+    auto w = std::find_if(all.begin(), all.end(), [](auto& w) { return w.group == "fat"; });
+    return w == all.end() ? std::optional<supervisor::WorkerPool::WorkerStatus>{} : *w;
+  };
+  ASSERT_TRUE(runUntil(
+      [&] { return fatWorker() && std::string_view(fatWorker()->state) == "running"; }, 20s));
+  auto w = fatWorker();
   EXPECT_EQ(w->pid, pids.at(0));
   EXPECT_STREQ(w->state, "running");
   EXPECT_EQ(w->restarts, 1u);
@@ -251,10 +257,78 @@ TEST_F(PoolTest, AWorkerThatStopsAnsweringIsKilledAfterTheGraceAndItsCallIsARuna
   ASSERT_EQ(kill(pids[0], SIGSTOP), 0);
   auto out = call(*fn, kMsg, 5s);
   EXPECT_EQ(out.kind, Kind::RunawayTimeout) << out.data;
-  // Restarted: the next call is answered by a new process.
+  // Restarted: the next call is answered by a new process (sent while it
+  // starts, its clock starts at the new worker's `ready`).
   auto next = call(*fn, kMsg, 20s);
   EXPECT_EQ(next.kind, Kind::Output) << next.data;
   EXPECT_NE(pool().workerPids("slow"), pids);
+}
+
+// A worker binary that starts like the real one, except the starts the
+// script names: those sleep first (slow) or never start (hung).
+std::filesystem::path writeStartingWrapper(const std::filesystem::path& project,
+                                           const std::string& laterStarts) {
+  auto wrapper = project / "starting-worker.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\ncd '" << project.string() << "'\n"
+                         << "if mkdir first 2>/dev/null; then exec '" << ductusBinary()
+                         << "' \"$@\"; fi\n"
+                         << laterStarts << "exec '" << ductusBinary() << "' \"$@\"\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  return wrapper;
+}
+
+TEST_F(PoolTest, ACallSentToAWorkerStillStartingIsTimedFromItsReadyNotFromItsStart) {
+  // The worker that replaces a dead one takes a second to start (a loaded
+  // machine); a call of a 200 ms script sent to it meanwhile is no runaway.
+  writeFile("interfaces/quick/transform.js", "export function transform(m) { return m; }\n");
+  supervisor::WorkerPool::Options o;
+  o.binary = writeStartingWrapper(project_, "sleep 1\n").string();
+  o.grace = 300ms;
+  pool_ = std::make_unique<supervisor::WorkerPool>(&loop_, o, services_);
+  auto fn = load(dedicated(spec("quick"), 200ms));
+  ASSERT_TRUE(fn) << fn.error().message;
+  auto pids = pool().workerPids("quick");
+  ASSERT_EQ(pids.size(), 1u);
+  ASSERT_EQ(kill(pids[0], SIGKILL), 0);
+  ASSERT_TRUE(runUntil(
+      [&] {
+        auto now = pool().workerPids("quick");
+        return now.size() == 1 && now != pids;
+      },
+      10s));
+  auto out = call(*fn, kMsg, 20s);
+  EXPECT_EQ(out.kind, Kind::Output) << out.data;
+  EXPECT_FALSE(pool().isStopped("quick"));
+}
+
+TEST_F(PoolTest, AWorkerThatNeverSaysReadyIsKilledAfterTheStartAllowanceAndItsCallsComeBack) {
+  // The second start hangs before `ready`; the third is a real worker.
+  writeFile("interfaces/hung/transform.js", "export function transform(m) { return m; }\n");
+  supervisor::WorkerPool::Options o;
+  o.binary = writeStartingWrapper(project_, "if mkdir second 2>/dev/null; then exec sleep 30; fi\n")
+                 .string();
+  o.startAllowance = 500ms;
+  pool_ = std::make_unique<supervisor::WorkerPool>(&loop_, o, services_);
+  auto fn = load(dedicated(spec("hung"), 1000ms));
+  ASSERT_TRUE(fn) << fn.error().message;
+  auto pids = pool().workerPids("hung");
+  ASSERT_EQ(pids.size(), 1u);
+  ASSERT_EQ(kill(pids[0], SIGKILL), 0);
+  std::vector<pid_t> hung;
+  ASSERT_TRUE(runUntil(
+      [&] {
+        hung = pool().workerPids("hung");
+        return hung.size() == 1 && hung != pids;
+      },
+      10s));
+  // Sent to the hung worker: it comes back as transient (to be retried),
+  // not as a runaway of the script, once the allowance is over.
+  auto out = call(*fn, kMsg, 10s);
+  EXPECT_EQ(out.kind, Kind::Transient) << out.data;
+  EXPECT_TRUE(runUntil([&] { return kill(hung[0], 0) != 0; }, 5s));
+  // The next worker is a real one and answers.
+  EXPECT_EQ(call(*fn, kMsg, 20s).kind, Kind::Output);
+  EXPECT_FALSE(pool().isStopped("hung"));
 }
 
 TEST_F(PoolTest, AMalformedFrameFromAWorkerKillsThatWorkerNotTheSupervisor) {
