@@ -307,7 +307,9 @@ TEST_F(PoolTest, AWorkerThatNeverSaysReadyIsKilledAfterTheStartAllowanceAndItsCa
   supervisor::WorkerPool::Options o;
   o.binary = writeStartingWrapper(project_, "if mkdir second 2>/dev/null; then exec sleep 30; fi\n")
                  .string();
-  o.startAllowance = 500ms;
+  // Longer than a real worker takes to start under ASan on a loaded
+  // machine (the third start), far shorter than the 30 s default.
+  o.startAllowance = 5s;
   pool_ = std::make_unique<supervisor::WorkerPool>(&loop_, o, services_);
   auto fn = load(dedicated(spec("hung"), 1000ms));
   ASSERT_TRUE(fn) << fn.error().message;
@@ -323,7 +325,7 @@ TEST_F(PoolTest, AWorkerThatNeverSaysReadyIsKilledAfterTheStartAllowanceAndItsCa
       10s));
   // Sent to the hung worker: it comes back as transient (to be retried),
   // not as a runaway of the script, once the allowance is over.
-  auto out = call(*fn, kMsg, 10s);
+  auto out = call(*fn, kMsg, 30s);
   EXPECT_EQ(out.kind, Kind::Transient) << out.data;
   EXPECT_TRUE(runUntil([&] { return kill(hung[0], 0) != 0; }, 5s));
   // The next worker is a real one and answers.
