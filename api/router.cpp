@@ -326,8 +326,9 @@ void Router::handle(const net::HttpRequest& http, net::HttpRespond respond) {
                         who.error().message);
           // Signed in, but told to choose a password of their own first:
           // who they are is known, so forbidden rather than unauthenticated.
-          if (who.error().kind == ErrorKind::PasswordChangeRequired)
-            return respond(jsonError(403, "password_change_required", who.error().message));
+          if (who.error().kind == ErrorKind::PasswordChangeRequired ||
+              who.error().kind == ErrorKind::TotpRequired)
+            return respond(jsonError(403, kindName(who.error().kind), who.error().message));
           return respond(unauthenticated("the credentials are wrong, expired or revoked"));
         }
         if (!*who)

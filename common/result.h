@@ -34,6 +34,9 @@ enum class ErrorKind : unsigned char {
   NotRunHere,       // another engine runs the interface's intake
   // Sign-in: the password must be changed first (403).
   PasswordChangeRequired,
+  // Sign-in: the user's role needs a second factor they have not turned
+  // on yet (403).
+  TotpRequired,
   // Ownership at start: another engine owns an interface; or an interface
   // is stranded (owned by a dead engine and not released).
   OwnedElsewhere,
@@ -79,6 +82,8 @@ constexpr const char* kindName(ErrorKind k) {
       return "not_run_here";
     case ErrorKind::PasswordChangeRequired:
       return "password_change_required";
+    case ErrorKind::TotpRequired:
+      return "totp_required";
     case ErrorKind::OwnedElsewhere:
       return "owned";
     case ErrorKind::Stranded:

@@ -28,4 +28,8 @@ std::string asciiLower(std::string_view s);
 // written as \X00\ (HL7's hex escape for that byte).
 std::string asDatabaseText(std::string_view bytes);
 
+// Every byte but RFC 3986's unreserved (letters, digits, -._~) as %XX:
+// a value safe in a URL's path, query or label.
+std::string percentEncode(std::string_view s);
+
 }  // namespace ductus

@@ -7,25 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
 #include "ctl/client.h"
 
 namespace ductus::ctl {
 using nlohmann::json;
 
-std::string encoded(const std::string& v) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : v) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+std::string encoded(const std::string& v) { return percentEncode(v); }
 
 std::optional<json> call(const CtlArgs& args, const std::string& command,
                          const std::string& method, const std::string& path, const json& body) {

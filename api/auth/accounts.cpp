@@ -17,8 +17,9 @@ using Results = std::vector<PgResult>;
 std::string userColumns(int nowParam) {
   std::string now = "$" + std::to_string(nowParam) + "::timestamptz";
   return "id, name, role, permissions, must_change_password, disabled, "
-         "CASE WHEN locked_until > " + now + " THEN " DUCTUS_ISO("locked_until") " END, "
-         DUCTUS_ISO("created_at");
+         "CASE WHEN locked_until > " +
+         now +
+         " THEN " DUCTUS_ISO("locked_until") " END, " DUCTUS_ISO("created_at") ", totp_enabled";
 }
 
 UserInfo userRow(const PgResult& r, int row) {
@@ -32,6 +33,7 @@ UserInfo userRow(const PgResult& r, int row) {
   u.disabled = r.text(row, 5) == "t";
   u.lockedUntil = r.optText(row, 6);
   u.createdAt = std::string(r.text(row, 7));
+  u.totp = r.text(row, 8) == "t";
   return u;
 }
 
@@ -82,6 +84,7 @@ nlohmann::json toJson(const UserInfo& u) {
           {"permissions", permissionNames(u.permissions)},
           {"mustChangePassword", u.mustChangePassword},
           {"disabled", u.disabled},
+          {"totp", u.totp},
           {"lockedUntil", u.lockedUntil ? nlohmann::json(*u.lockedUntil) : nlohmann::json()},
           {"createdAt", u.createdAt}};
 }
@@ -136,20 +139,27 @@ void listUsers(store::PgConnection& conn, TimePoint now,
              });
 }
 
-void disableUser(store::PgConnection& conn, std::string name, AuditEntry who, TimePoint now,
-                 std::function<void(Result<UserInfo>)> done) {
+namespace {
+
+// An UPDATE of the user named `name` (`set`: its SET list), their sessions
+// ended, and the audit row `action`, in one transaction.
+void changeUserEndingSessions(store::PgConnection& conn, std::string name, std::string set,
+                              std::string action, AuditEntry who, TimePoint now,
+                              std::function<void(Result<UserInfo>)> done) {
   std::vector<TxStep> steps;
-  steps.push_back(fixedStep({"UPDATE users SET disabled = true, updated_at = $2 WHERE name = $1 "
-                             "RETURNING " + userColumns(2),
+  steps.push_back(fixedStep({"UPDATE users SET " + set +
+                                 ", updated_at = $2 WHERE name = $1 "
+                                 "RETURNING " +
+                                 userColumns(2),
                              {name, pgTime(now)}}));
   steps.push_back([name](const Results& r) -> Result<SqlStatement> {
     if (r[0].rows() == 0) return Error{"no user is named '" + name + "'", ErrorKind::NotFound};
     return SqlStatement{"DELETE FROM sessions WHERE user_id = $1",
                         {std::to_string(r[0].integer(0, 0))}};
   });
-  steps.push_back([who, now](const Results& r) -> Result<SqlStatement> {
+  steps.push_back([who, now, action](const Results& r) -> Result<SqlStatement> {
     auto u = userRow(r[0], 0);
-    auto e = withTarget(who, "user.disable", "user", u.id, u.name);
+    auto e = withTarget(who, action, "user", u.id, u.name);
     e.detail["sessionsEnded"] = r[1].affected();
     return auditInsert(e, now);
   });
@@ -157,6 +167,22 @@ void disableUser(store::PgConnection& conn, std::string name, AuditEntry who, Ti
     if (!r) return done(classify(r.error()));
     done(userRow((*r)[0], 0));
   });
+}
+
+}  // namespace
+
+void disableUser(store::PgConnection& conn, std::string name, AuditEntry who, TimePoint now,
+                 std::function<void(Result<UserInfo>)> done) {
+  changeUserEndingSessions(conn, std::move(name), "disabled = true", "user.disable", std::move(who),
+                           now, std::move(done));
+}
+
+void resetTotp(store::PgConnection& conn, std::string name, AuditEntry who, TimePoint now,
+               std::function<void(Result<UserInfo>)> done) {
+  changeUserEndingSessions(conn, std::move(name),
+                           "totp_enabled = false, totp_secret = NULL, totp_last_step = NULL, "
+                           "totp_recovery = '{}'",
+                           "user.totp.reset", std::move(who), now, std::move(done));
 }
 
 void createToken(store::PgConnection& conn, NewToken token, AuditEntry who, TimePoint now,

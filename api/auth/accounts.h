@@ -28,6 +28,7 @@ struct UserInfo {
   unsigned permissions = kNoPermission;
   bool mustChangePassword = false;
   bool disabled = false;
+  bool totp = false;  // signs in with a code beside the password (api/auth/totp.h)
   std::optional<std::string> lockedUntil;  // ISO 8601, UTC; set while locked
   std::string createdAt;
 };
@@ -75,6 +76,10 @@ void listUsers(store::PgConnection& conn, TimePoint now,
 // Disables the user and ends their sessions; their tokens stop working.
 void disableUser(store::PgConnection& conn, std::string name, AuditEntry who, TimePoint now,
                  std::function<void(Result<UserInfo>)> done);
+// Turns the user's second factor off (a lost phone) and ends their
+// sessions: the password alone signs them in until they set one up again.
+void resetTotp(store::PgConnection& conn, std::string name, AuditEntry who, TimePoint now,
+               std::function<void(Result<UserInfo>)> done);
 
 void createToken(store::PgConnection& conn, NewToken token, AuditEntry who, TimePoint now,
                  std::function<void(Result<CreatedToken>)> done);

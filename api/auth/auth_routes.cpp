@@ -2,11 +2,14 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "api/auth/accounts.h"
 #include "api/auth/handler_support.h"
 #include "api/auth/password_rules.h"
+#include "api/auth/totp.h"
+#include "api/auth/totp_routes.h"
 
 namespace ductus::api {
 namespace {
@@ -34,7 +37,8 @@ SqlStatement countFailure(const AuthPolicy& p, int64_t id, const std::string& no
           {std::to_string(id), std::to_string(p.maxFailedSignIns), now, seconds(p.lockout)}};
 }
 
-// Counts a wrong password and audits it in one transaction; done(locked now?).
+}  // namespace
+
 void recordFailure(AuthDeps& d, int64_t userId, AuditEntry e,
                    std::function<void(Result<bool>)> done) {
   std::string now = pgTime(d.clock());
@@ -54,6 +58,8 @@ void recordFailure(AuthDeps& d, int64_t userId, AuditEntry e,
     });
   });
 }
+
+namespace {
 
 json callerJson(const Caller& c) {
   return {{"name", c.name},
@@ -76,8 +82,22 @@ struct SignIn {
   bool mustChange = false;
   // The address's share of sign-ins in flight, until this one is answered.
   std::shared_ptr<SignInSlot> slot = {};
+  // The second factor (api/auth/totp.h): what the caller gave, what the
+  // user has, and what the session's transaction must still hold true
+  // (the step not yet used, the recovery code not yet spent).
+  std::optional<std::string> code = {}, recoveryCode = {};
+  bool totpOn = false;
+  bool totpRequired = false;  // their role needs one and they have none yet
+  std::string totpSecret = {};
+  std::optional<int64_t> lastStep = {};
+  std::vector<std::string> recovery = {};
+  std::optional<int64_t> usedStep = {};
+  std::optional<std::string> usedRecovery = {};
 
-  ~SignIn() { OPENSSL_cleanse(password.data(), password.size()); }
+  ~SignIn() {
+    OPENSSL_cleanse(password.data(), password.size());
+    OPENSSL_cleanse(totpSecret.data(), totpSecret.size());
+  }
 
   AuditEntry entry(std::string outcome, std::string reason) const {
     AuditEntry e;
@@ -128,13 +148,24 @@ void startSession(std::shared_ptr<SignIn> s) {
   std::string now = pgTime(at);
   withConnection(d.pool, s->respond, [s, now, secret = *secret](LeasePtr l) {
     std::vector<TxStep> steps;
+    // The code's step is recorded, or the recovery code spent, only if no
+    // other sign-in did it first: of two sign-ins with one code, one wins.
     steps.push_back(fixedStep(
-        {"UPDATE users SET failed_attempts = 0, locked_until = NULL WHERE id = $1 "
+        {"UPDATE users SET failed_attempts = 0, locked_until = NULL, "
+         "totp_last_step = coalesce($3::bigint, totp_last_step), "
+         "totp_recovery = CASE WHEN $4::text IS NULL THEN totp_recovery "
+         "ELSE array_remove(totp_recovery, $4::text) END "
+         "WHERE id = $1 "
          "AND NOT disabled AND (locked_until IS NULL OR locked_until <= $2::timestamptz) "
-         "RETURNING id",
-         {std::to_string(s->userId), now}}));
+         "AND ($3::bigint IS NULL OR totp_last_step IS NULL OR totp_last_step < $3::bigint) "
+         "AND ($4::text IS NULL OR $4::text = ANY (totp_recovery)) "
+         "RETURNING id, cardinality(totp_recovery)",
+         {std::to_string(s->userId), now,
+          s->usedStep ? store::Param(std::to_string(*s->usedStep)) : std::nullopt,
+          s->usedRecovery}}));
     steps.push_back([s, now, secret](const Results& r) -> Result<SqlStatement> {
-      if (r[0].rows() == 0) return Error{"locked or disabled meanwhile", ErrorKind::Denied};
+      if (r[0].rows() == 0)
+        return Error{"locked, disabled or its code used meanwhile", ErrorKind::Denied};
       return SqlStatement{
           "INSERT INTO sessions (secret_hash, user_id, address, created_at, last_seen_at, "
           "expires_at) VALUES ($1, $2, $3, $4, $4, $4::timestamptz + $5::interval) RETURNING id",
@@ -144,6 +175,11 @@ void startSession(std::shared_ptr<SignIn> s) {
     steps.push_back([s](const Results& r) -> Result<SqlStatement> {
       auto e = s->entry("ok", "");
       e.targetId = std::string(r[1].text(0, 0));
+      if (s->usedStep) e.detail["factor"] = "totp";
+      if (s->usedRecovery) {
+        e.detail["factor"] = "recovery code";
+        e.detail["recoveryCodesLeft"] = r[0].integer(0, 1);
+      }
       return s->d.audit.statement(e);
     });
     runTransaction(l->conn(), std::move(steps), [s, l, secret](Result<Results> r) {
@@ -153,12 +189,51 @@ void startSession(std::shared_ptr<SignIn> s) {
                                 {{"name", s->name},
                                  {"role", roleName(s->role)},
                                  {"permissions", permissionNames(s->permissions)},
-                                 {"mustChangePassword", s->mustChange}}}});
+                                 {"mustChangePassword", s->mustChange},
+                                 {"totp", s->totpOn},
+                                 {"totpRequired", s->totpRequired}}}});
       resp.headers.emplace_back("Set-Cookie",
                                 sessionCookieHeader(secret, s->d.secureCookies, s->d.policy));
       s->respond(std::move(resp));
     });
   });
+}
+
+// The password was right. A user with a second factor also needs a code
+// of theirs (or a recovery code): none given is 401 code_required, so the
+// console asks for one; a wrong one counts as a failed sign-in, as a
+// wrong password does. A code or recovery code given to a user without a
+// second factor is ignored.
+void checkSecondFactor(std::shared_ptr<SignIn> s) {
+  if (!s->totpOn) return startSession(s);
+  auto refuse = [s](std::string reason, bool count) {
+    auto e = s->entry("denied", reason);
+    e.targetKind = "user";
+    e.targetId = std::to_string(s->userId);
+    e.targetName = s->name;
+    if (!count)
+      return s->d.audit.write(e, [s](Status) {
+        s->respond(jsonError(401, "code_required",
+                             "this user signs in with a code from their authenticator app: "
+                             "give `code` (or a `recoveryCode`) beside the password"));
+      });
+    recordFailure(s->d, s->userId, e, [s](Result<bool> r) {
+      if (!r) return s->respond(errorResponse(r.error()));
+      s->respond(jsonError(401, "invalid_credentials", "wrong name, password or code"));
+    });
+  };
+  if (s->recoveryCode) {
+    std::string hash = recoveryCodeHash(*s->recoveryCode);
+    if (std::find(s->recovery.begin(), s->recovery.end(), hash) == s->recovery.end())
+      return refuse("wrong recovery code", true);
+    s->usedRecovery = hash;
+    return startSession(s);
+  }
+  if (!s->code) return refuse("code required", false);
+  auto step = matchTotp(s->totpSecret, *s->code, s->d.clock(), s->lastStep);
+  if (!step) return refuse("wrong code", true);
+  s->usedStep = *step;
+  startSession(s);
 }
 
 void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
@@ -168,6 +243,14 @@ void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   auto password = stringField(*body, "password");
   if (!name || !password || name->empty())
     return respond(jsonError(400, "invalid", "give {\"name\": ..., \"password\": ...}"));
+  auto code = stringField(*body, "code");
+  auto recoveryCode = stringField(*body, "recoveryCode");
+  if ((body->contains("code") && !code) || (body->contains("recoveryCode") && !recoveryCode))
+    return respond(jsonError(400, "invalid", "`code` and `recoveryCode` are strings"));
+  if (code && recoveryCode)
+    return respond(jsonError(400, "invalid", "give `code` or `recoveryCode`, not both"));
+  if ((code && code->size() > 64) || (recoveryCode && recoveryCode->size() > 64))
+    return respond(jsonError(400, "invalid", "the code is too long"));
   if (password->size() > d.policy.maxPasswordLength)
     return respond(jsonError(400, "invalid", "the password is too long"));
   // One address gets its share of the hasher, never all of it.
@@ -181,12 +264,16 @@ void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   auto slot = std::make_shared<SignInSlot>(d.signIns, req.http.peer);
   auto s = std::make_shared<SignIn>(SignIn{d, respond, *name, *password, req.http.peer, 0, {},
                                            Role::Viewer, kNoPermission, false, slot});
+  s->code = code;
+  s->recoveryCode = recoveryCode;
   std::string now = pgTime(d.clock());
   withConnection(d.pool, respond, [s, now](LeasePtr l) {
     l->conn().query(
         "SELECT id, password_hash, role, permissions, must_change_password, disabled, "
         "coalesce(locked_until > $2::timestamptz, false), "
-        "ceil(extract(epoch FROM locked_until - $2::timestamptz))::bigint "
+        "ceil(extract(epoch FROM locked_until - $2::timestamptz))::bigint, "
+        "totp_enabled, coalesce(totp_secret, ''), totp_last_step, totp_recovery, "
+        "EXISTS (SELECT 1 FROM totp_required_roles t WHERE t.role = users.role) "
         "FROM users WHERE name = $1",
         {s->name, now}, [s, l](Result<PgResult> r) {
           if (!r) return s->respond(errorResponse(r.error()));
@@ -198,6 +285,11 @@ void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
           auto bits = permissionsFromNames(parseTextArray(r->text(0, 3)));
           s->permissions = bits ? *bits : kNoPermission;
           s->mustChange = r->text(0, 4) == "t";
+          s->totpOn = r->text(0, 8) == "t";
+          s->totpSecret = std::string(r->text(0, 9));
+          if (!r->isNull(0, 10)) s->lastStep = r->integer(0, 10);
+          s->recovery = parseTextArray(r->text(0, 11));
+          s->totpRequired = !s->totpOn && r->text(0, 12) == "t";
           if (r->text(0, 6) == "t") {
             auto e = s->entry("denied", "locked");
             e.targetKind = "user";
@@ -207,7 +299,7 @@ void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
           }
           s->d.hasher.verify(s->hash, s->password, [s](Result<bool> ok) {
             if (!ok) return s->respond(errorResponse(ok.error()));
-            if (*ok) return startSession(s);
+            if (*ok) return checkSecondFactor(s);
             auto e = s->entry("denied", "wrong password");
             e.targetKind = "user";
             e.targetId = std::to_string(s->userId);
@@ -253,13 +345,18 @@ void me(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   if (c.userId == 0) return respond(jsonOk(200, callerJson(c)));
   withConnection(d.pool, respond, [c, respond](LeasePtr l) {
     l->conn().query(
-        "SELECT role, must_change_password FROM users WHERE id = $1", {std::to_string(c.userId)},
-        [l, c, respond](Result<PgResult> r) {
+        "SELECT role, must_change_password, totp_enabled, "
+        "NOT totp_enabled AND EXISTS (SELECT 1 FROM totp_required_roles t "
+        "WHERE t.role = users.role) "
+        "FROM users WHERE id = $1",
+        {std::to_string(c.userId)}, [l, c, respond](Result<PgResult> r) {
           if (!r) return respond(errorResponse(r.error()));
           auto j = callerJson(c);
           if (r->rows() > 0) {
             j["userRole"] = std::string(r->text(0, 0));
             j["mustChangePassword"] = r->text(0, 1) == "t";
+            j["totp"] = r->text(0, 2) == "t";
+            j["totpRequired"] = r->text(0, 3) == "t";
           }
           respond(jsonOk(200, j));
         });
@@ -646,7 +743,7 @@ void revokeMyToken(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
 constexpr const char* kUserSchema = R"({"type":"object","properties":{
 "id":{"type":"integer"},"name":{"type":"string"},"role":{"enum":["viewer","operator","admin"]},
 "permissions":{"type":"array","items":{"enum":["payloads","audit"]}},
-"mustChangePassword":{"type":"boolean"},"disabled":{"type":"boolean"},
+"mustChangePassword":{"type":"boolean"},"disabled":{"type":"boolean"},"totp":{"type":"boolean"},
 "lockedUntil":{"type":["string","null"]},"createdAt":{"type":"string"}}})";
 
 constexpr const char* kTokenSchema = R"({"type":"object","properties":{
@@ -688,18 +785,23 @@ std::vector<Route> authRoutes(AuthDeps* d) {
                          "Sign in with a name and password; sets the ductus_session cookie",
                          Requirement::anyone(), bind(signIn),
                          R"({"type":"object","required":["name","password"],"properties":{
-"name":{"type":"string"},"password":{"type":"string"}}})",
-                         R"({"type":"object","properties":{"user":{"type":"object"}}})", 201));
+"name":{"type":"string"},"password":{"type":"string"},
+"code":{"type":"string","description":"the 6 digits of the user's authenticator app, for a user with a second factor"},
+"recoveryCode":{"type":"string","description":"one of the user's recovery codes, instead of code"}}})",
+                         R"({"type":"object","properties":{"user":{"type":"object","properties":{
+"name":{"type":"string"},"role":{"type":"string"},"permissions":{"type":"array","items":{"type":"string"}},
+"mustChangePassword":{"type":"boolean"},"totp":{"type":"boolean"},"totpRequired":{"type":"boolean"}}}}})",
+                         201));
   routes.push_back(route("DELETE", "/api/v1/sessions/current", "deleteCurrentSession",
                          "Sign out: end this browser session",
                          Requirement::toChange(Role::Viewer), bind(signOut), {}, {}, 204));
-  routes.push_back(route("GET", "/api/v1/me", "getMe",
-                         "Who the caller is: name, role, permissions",
+  routes.push_back(route("GET", "/api/v1/me", "getMe", "Who the caller is: name, role, permissions",
                          Requirement::toRead(Role::Viewer), bind(me), {},
                          R"({"type":"object","properties":{"name":{"type":"string"},
 "kind":{"enum":["user","token"]},"via":{"enum":["session","token"]},
 "role":{"type":"string"},"permissions":{"type":"array","items":{"type":"string"}},
-"mustChangePassword":{"type":"boolean"}}})"));
+"mustChangePassword":{"type":"boolean"},"totp":{"type":"boolean"},
+"totpRequired":{"type":"boolean","description":"the role needs a second factor and the user has none yet: only /me/totp may be used"}}})"));
   routes.push_back(route("POST", "/api/v1/me/password", "changeMyPassword",
                          "Change the caller's password; ends the user's other sessions",
                          Requirement::toChange(Role::Viewer), bind(changePassword),
@@ -766,6 +868,41 @@ std::vector<Route> authRoutes(AuthDeps* d) {
                          "Revoke a token (by id, or by name): its next call is refused",
                          Requirement::toChange(Role::Admin), bind(revokeTokenRoute), {},
                          kTokenSchema));
+  // The second factor (api/auth/totp_routes.h).
+  const std::string codeIn = R"({"type":"object","required":["code"],"properties":{
+"code":{"type":"string","description":"the 6 digits the authenticator app shows now"}}})";
+  const std::string policy = R"({"type":"object","required":["requiredFor"],"properties":{
+"requiredFor":{"type":"array","items":{"enum":["viewer","operator","admin"]}}}})";
+  routes.push_back(route("POST", "/api/v1/me/totp", "beginMyTotp",
+                         "Start setting up a second factor (with the caller's password): a new "
+                         "secret and its otpauth:// URI for an authenticator app (on once "
+                         "confirmed)",
+                         Requirement::toChange(Role::Viewer), bind(beginTotp),
+                         R"({"type":"object","required":["password"],"properties":{
+"password":{"type":"string","description":"the caller's password, again"}}})",
+                         R"({"type":"object","properties":{"secret":{"type":"string"},
+"uri":{"type":"string","description":"otpauth://totp/...: for the app, as a link or a QR code"}}})",
+                         201));
+  routes.push_back(route("POST", "/api/v1/me/totp/confirm", "confirmMyTotp",
+                         "Turn the second factor on with a code the app shows; answers the "
+                         "recovery codes, shown this once",
+                         Requirement::toChange(Role::Viewer), bind(confirmTotp), codeIn,
+                         R"({"type":"object","properties":{"recoveryCodes":{"type":"array",
+"items":{"type":"string"}}}})"));
+  routes.push_back(route("POST", "/api/v1/me/totp/disable", "disableMyTotp",
+                         "Turn the caller's second factor off, with a current code (not when "
+                         "the role requires one)",
+                         Requirement::toChange(Role::Viewer), bind(disableTotp), codeIn, {}, 204));
+  routes.push_back(route("DELETE", "/api/v1/users/{name}/totp", "resetUserTotp",
+                         "Turn a user's second factor off (a lost phone) and end their sessions",
+                         Requirement::toChange(Role::Admin), bind(resetTotpRoute), {}, {}, 204));
+  routes.push_back(route("GET", "/api/v1/auth/totp", "getTotpPolicy",
+                         "The roles whose users must sign in with a second factor",
+                         Requirement::toRead(Role::Admin), bind(getTotpPolicy), {}, policy));
+  routes.push_back(route("PUT", "/api/v1/auth/totp", "putTotpPolicy",
+                         "Choose the roles whose users must sign in with a second factor; "
+                         "until they turn one on, they may only do that",
+                         Requirement::toChange(Role::Admin), bind(putTotpPolicy), policy, policy));
   return routes;
 }
 

@@ -29,11 +29,18 @@ struct AuthDeps {
   SignInGuard signIns = {};
 };
 
+// Counts a wrong password or code of user `userId` towards their lockout
+// (AuthPolicy::maxFailedSignIns) and writes `e`, the refusal's audit row,
+// in one transaction; done(locked now?).
+void recordFailure(AuthDeps& d, int64_t userId, AuditEntry e,
+                   std::function<void(Result<bool>)> done);
+
 // POST /api/v1/sessions, DELETE /api/v1/sessions/current, GET /api/v1/me,
 // POST /api/v1/me/password, GET/POST /api/v1/users,
 // POST /api/v1/users/{name}/disable, GET/POST /api/v1/tokens,
-// DELETE /api/v1/tokens/{id}. deps null: the routes for the OpenAPI
-// document only (`ductus api-spec`), whose handlers never run.
+// DELETE /api/v1/tokens/{id}, and the second factor's (api/auth/totp_routes.h:
+// /api/v1/me/totp..., /api/v1/users/{name}/totp, /api/v1/auth/totp). deps null: the routes for the
+// OpenAPI document only (`ductus api-spec`), whose handlers never run.
 std::vector<Route> authRoutes(AuthDeps* deps);
 
 }  // namespace ductus::api

@@ -28,6 +28,12 @@ bool allowedBeforePasswordChange(const std::string& path) {
          path == "/api/v1/sessions/current";
 }
 
+// What a user whose role needs a second factor may do before turning one on.
+bool allowedBeforeTotp(const std::string& path) {
+  return path == "/api/v1/me" || path == "/api/v1/me/totp" || path == "/api/v1/me/totp/confirm" ||
+         path == "/api/v1/sessions/current";
+}
+
 }  // namespace
 
 StoreAuthenticator::StoreAuthenticator(store::PgPool& pool, Clock clock, AuthPolicy policy)
@@ -117,7 +123,9 @@ void StoreAuthenticator::bySession(std::string secret, std::string path, std::st
     auto l = *lease;
     l->conn().query(
         "SELECT s.id, u.id, u.name, u.role, u.permissions, u.must_change_password, "
-        "s.last_seen_at < $3::timestamptz "
+        "s.last_seen_at < $3::timestamptz, "
+        "NOT u.totp_enabled AND EXISTS (SELECT 1 FROM totp_required_roles t "
+        "WHERE t.role = u.role) "
         "FROM sessions s JOIN users u ON u.id = s.user_id "
         "WHERE s.secret_hash = $1 AND s.expires_at > $2::timestamptz "
         "AND s.last_seen_at > $2::timestamptz - $4::interval "
@@ -139,6 +147,11 @@ void StoreAuthenticator::bySession(std::string secret, std::string path, std::st
           if (r->text(0, 5) == "t" && !allowedBeforePasswordChange(path))
             return done(Error{"change your password first (POST /api/v1/me/password)",
                               ErrorKind::PasswordChangeRequired});
+          if (r->text(0, 7) == "t" && !allowedBeforeTotp(path))
+            return done(
+                Error{"your role signs in with a second factor: turn yours on first "
+                      "(POST /api/v1/me/totp, then /api/v1/me/totp/confirm)",
+                      ErrorKind::TotpRequired});
           if (r->text(0, 6) == "t" && *alive)
             touch("UPDATE sessions SET last_seen_at = $2 WHERE id = $1 "
                   "AND last_seen_at < $3::timestamptz",

@@ -22,6 +22,7 @@ net::HttpResponse errorResponse(const Error& e) {
     case ErrorKind::Denied:
       return jsonError(401, "unauthenticated", e.message);
     case ErrorKind::PasswordChangeRequired:
+    case ErrorKind::TotpRequired:
       return jsonError(403, kindName(e.kind), e.message);
     case ErrorKind::NotFound:
       return jsonError(404, kindName(e.kind), e.message);

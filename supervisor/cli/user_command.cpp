@@ -153,6 +153,7 @@ int listUsers(const AccountsArgs& db) {
                                            : u.lockedUntil ? "locked until " + *u.lockedUntil
                                            : u.mustChangePassword ? "must change password"
                                                                   : "active";
+                       if (u.totp && !u.disabled) state += ", totp";
                        std::printf("%-24s %-9s %-16s %-28s %s\n", u.name.c_str(),
                                    std::string(api::roleName(u.role)).c_str(),
                                    joinPermissions(u.permissions).c_str(), state.c_str(),
@@ -177,6 +178,25 @@ int disableUser(const AccountsArgs& db, const std::string& name) {
                                    r->name.c_str());
                        finish(0);
                      });
+  });
+}
+
+int resetUserTotp(const AccountsArgs& db, const std::string& name) {
+  return withAccountsDatabase("ductus user", db, [&](store::PgConnection& conn, auto finish) {
+    api::resetTotp(conn, name, cliActor(), std::chrono::system_clock::now(),
+                   [finish](Result<api::UserInfo> r) {
+                     if (!r) {
+                       std::fprintf(stderr, "ductus user reset-totp: %s\n",
+                                    r.error().message.c_str());
+                       return finish(1);
+                     }
+                     std::printf(
+                         "reset the second factor of user %s: their sessions ended, and "
+                         "their password alone signs them in until they set one up "
+                         "again\n",
+                         r->name.c_str());
+                     finish(0);
+                   });
   });
 }
 
@@ -284,7 +304,8 @@ api::AuditEntry cliActor() {
 }
 
 void addUserCommand(CLI::App& ductus, int& exitCode) {
-  auto* cmd = ductus.add_subcommand("user", "create, list or disable the API's local users");
+  auto* cmd = ductus.add_subcommand(
+      "user", "create, list, disable the API's local users, or reset their second factor");
   cmd->require_subcommand(1);
   cmd->footer(
       "Users sign in to the API and the web console with a name and password\n"
@@ -315,6 +336,15 @@ void addUserCommand(CLI::App& ductus, int& exitCode) {
   d->add_option("NAME", disable->name, "the user's name")->required()->type_name("");
   addAccountsOptions(*d, disable->db);
   d->callback([disable, &exitCode] { exitCode = disableUser(disable->db, disable->name); });
+
+  auto reset = std::make_shared<CreateArgs>();
+  auto* t = cmd->add_subcommand(
+      "reset-totp",
+      "turn a user's second factor (codes from an app) off, as for a lost phone: their "
+      "sessions end, and the password alone signs them in until they set one up again");
+  t->add_option("NAME", reset->name, "the user's name")->required()->type_name("");
+  addAccountsOptions(*t, reset->db);
+  t->callback([reset, &exitCode] { exitCode = resetUserTotp(reset->db, reset->name); });
 }
 
 }  // namespace ductus::supervisor

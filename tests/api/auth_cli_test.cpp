@@ -123,6 +123,38 @@ TEST(AuthCli, UsersAreCreatedListedAndDisabledWithAnAuditRowEach) {
                                       "user.disable bob " + osUser() + " system cli"}));
 }
 
+// The break-glass for a lost phone when no other admin can sign in: the
+// server's CLI turns a user's second factor off and ends their sessions.
+TEST(AuthCli, ResetTotpTurnsAUsersSecondFactorOffAndEndsTheirSessions) {
+  TestDatabase db;
+  ASSERT_EQ(ductus({"user", "create", "alice", "--role", "admin", "--database", db.url()},
+                   "a long password of hers")
+                .exit,
+            0);
+  db.value(
+      "UPDATE users SET totp_secret = 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ', "
+      "totp_enabled = true, totp_last_step = 1, totp_recovery = '{ab}' WHERE name = 'alice'");
+  db.value(
+      "INSERT INTO sessions (secret_hash, user_id, address, created_at, last_seen_at, "
+      "expires_at) SELECT repeat('a', 64), id, '', now(), now(), now() + interval '1 day' "
+      "FROM users WHERE name = 'alice'");
+  auto list = ductus({"user", "list", "--database", db.url()});
+  EXPECT_THAT(list.out, HasSubstr("active, totp"));
+  auto reset = ductus({"user", "reset-totp", "alice", "--database", db.url()});
+  ASSERT_EQ(reset.exit, 0) << reset.all;
+  EXPECT_THAT(reset.out, HasSubstr("reset the second factor of user alice"));
+  EXPECT_EQ(db.value("SELECT totp_enabled::text || coalesce(totp_secret, '-') || "
+                     "cardinality(totp_recovery) FROM users WHERE name = 'alice'"),
+            "false-0");
+  EXPECT_EQ(db.value("SELECT count(*) FROM sessions"), "0");
+  EXPECT_EQ(db.value("SELECT action || ' ' || (detail->>'sessionsEnded') FROM audit_log "
+                     "WHERE action = 'user.totp.reset'"),
+            "user.totp.reset 1");
+  auto nobody = ductus({"user", "reset-totp", "nobody", "--database", db.url()});
+  EXPECT_EQ(nobody.exit, 1);
+  EXPECT_THAT(nobody.all, HasSubstr("no user is named 'nobody'"));
+}
+
 TEST(AuthCli, ATokenIsPrintedOnceAloneAndRevokedByIdOrName) {
   TestDatabase db;
   ASSERT_EQ(ductus({"user", "create", "alice", "--role", "operator", "--database", db.url()},

@@ -29,14 +29,13 @@ TEST(ErrorResponse, EachKindHasItsStatusAndName) {
                  Case{ErrorKind::WeakPassword, 400, "weak_password"},
                  Case{ErrorKind::Unauthenticated, 401, "unauthenticated"},
                  Case{ErrorKind::PasswordChangeRequired, 403, "password_change_required"},
+                 Case{ErrorKind::TotpRequired, 403, "totp_required"},
                  Case{ErrorKind::NotFound, 404, "not_found"},
-                 Case{ErrorKind::Exists, 409, "exists"},
-                 Case{ErrorKind::Conflict, 409, "conflict"},
+                 Case{ErrorKind::Exists, 409, "exists"}, Case{ErrorKind::Conflict, 409, "conflict"},
                  Case{ErrorKind::NothingToChange, 409, "nothing_to_change"},
                  Case{ErrorKind::StillPending, 409, "still_pending"},
                  Case{ErrorKind::NotRunHere, 409, "not_run_here"},
-                 Case{ErrorKind::Code, 422, "code"},
-                 Case{ErrorKind::Busy, 503, "unavailable"},
+                 Case{ErrorKind::Code, 422, "code"}, Case{ErrorKind::Busy, 503, "unavailable"},
                  Case{ErrorKind::Unavailable, 503, "unavailable"}}) {
     auto r = errorResponse(Error{"why", c.kind});
     EXPECT_EQ(r.status, c.status) << kindName(c.kind);

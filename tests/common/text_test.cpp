@@ -33,6 +33,13 @@ TEST(Text, AsciiLowerLowersOnlyAsciiLetters) {
   EXPECT_EQ(asciiLower("M\xdcLLER"), "m\xdcller");  // ISO-8859-1 \xdc stays as it is
 }
 
+TEST(Text, PercentEncodeKeepsOnlyTheUnreservedCharacters) {
+  EXPECT_EQ(percentEncode("AZaz09-._~"), "AZaz09-._~");
+  EXPECT_EQ(percentEncode("ann@ward 3/4?&=#%"), "ann%40ward%203%2F4%3F%26%3D%23%25");
+  EXPECT_EQ(percentEncode(std::string("\x00\xff\xc3\xa9", 4)), "%00%FF%C3%A9");
+  EXPECT_EQ(percentEncode(""), "");
+}
+
 TEST(Sha256, MatchesThePublishedVector) {
   EXPECT_EQ(sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }

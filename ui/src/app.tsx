@@ -17,6 +17,7 @@ const Audit = lazy(() => import('./pages/audit'));
 const Tokens = lazy(() => import('./pages/tokens'));
 const Users = lazy(() => import('./pages/users'));
 const Password = lazy(() => import('./pages/password'));
+const Totp = lazy(() => import('./pages/totp'));
 
 function NotFound() {
   return (
@@ -63,6 +64,7 @@ export function App() {
   }, [path, problem, who === undefined]);
 
   if (problem === 'password-change') return <Forced />;
+  if (problem === 'totp-setup') return <Forced totp />;
   if (who === undefined && problem !== 'signed-out') return <p class="loading">Loading…</p>;
   if (problem === 'signed-out' || !who) {
     return (
@@ -86,6 +88,7 @@ export function App() {
   else if (path === '/tokens') page = atLeast(who, 'admin') ? <Tokens /> : <Denied />;
   else if (path === '/users') page = atLeast(who, 'admin') ? <Users /> : <Denied />;
   else if (path === '/password') page = who.via === 'session' ? <Password /> : <Denied />;
+  else if (path === '/totp') page = who.via === 'session' ? <Totp /> : <Denied />;
   else page = <NotFound />;
 
   return (
@@ -125,6 +128,7 @@ function Nav({ path }: { path: string }) {
         {atLeast(who, 'admin') && item('/tokens', 'My tokens')}
         {atLeast(who, 'admin') && item('/users', 'Users and tokens')}
         {who.via === 'session' && item('/password', 'Change password')}
+        {who.via === 'session' && item('/totp', 'Two-step sign-in')}
       </ul>
       <div class="side-foot">
         <div>
@@ -146,18 +150,18 @@ function Nav({ path }: { path: string }) {
   );
 }
 
-function Forced() {
+// A password to choose, or a second factor the role needs: nothing else
+// opens until it is done.
+function Forced({ totp }: { totp?: boolean }) {
+  const done = () => {
+    authProblem.set(null);
+    void loadMe();
+    navigate('/', { replace: true });
+  };
   return (
     <main class="signin" id="main">
       <div class="signin-box wide-box">
-        <Password
-          forced
-          onDone={() => {
-            authProblem.set(null);
-            void loadMe();
-            navigate('/', { replace: true });
-          }}
-        />
+        {totp ? <Totp forced onDone={done} /> : <Password forced onDone={done} />}
         <p>
           <button class="button" onClick={() => void signOut()}>
             Sign out

@@ -26,6 +26,7 @@ export async function loadMe(): Promise<void> {
   if (r.ok) {
     me.set(r.data);
     if (r.data.mustChangePassword) authProblem.set('password-change');
+    else if (r.data.totpRequired) authProblem.set('totp-setup');
     else authProblem.set(null);
     void loadTheme();
   } else if (r.error === 'password_change_required') {
@@ -36,13 +37,19 @@ export async function loadMe(): Promise<void> {
   }
 }
 
-export async function signInWithPassword(name: string, password: string) {
+/** `second`: the authenticator app's code, or a recovery code, for a user
+ * with a second factor (the engine answers 401 code_required without). */
+export async function signInWithPassword(name: string, password: string, second?: { code?: string; recoveryCode?: string }) {
   setToken(null);
-  const r = await call('post', '/api/v1/sessions', { body: { name, password } });
+  const r = await call('post', '/api/v1/sessions', { body: { name, password, ...second } });
   if (!r.ok) return r;
-  const user = (r.data as { user?: { mustChangePassword?: boolean } }).user;
+  const user = r.data.user;
   if (user?.mustChangePassword) {
     authProblem.set('password-change');
+    return r;
+  }
+  if (user?.totpRequired) {
+    authProblem.set('totp-setup');
     return r;
   }
   await loadMe();

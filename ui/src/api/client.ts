@@ -64,8 +64,9 @@ export function setToken(value: string | null): void {
   }
 }
 
-/** Set on a 401 (signed out) or a 403 password_change_required. */
-export const authProblem = store<null | 'signed-out' | 'password-change'>(null);
+/** Set on a 401 (signed out), a 403 password_change_required or a 403
+ * totp_required (the role needs a second factor the user has not set up). */
+export const authProblem = store<null | 'signed-out' | 'password-change' | 'totp-setup'>(null);
 
 export async function call<M extends Method, P extends PathsWith<M>>(
   method: M,
@@ -134,5 +135,6 @@ export async function raw(
   const signingIn = path === '/api/v1/sessions' || path === '/api/v1/me/password';
   if (response.status === 401 && !signingIn) authProblem.set('signed-out');
   else if (response.status === 403 && error === 'password_change_required') authProblem.set('password-change');
+  else if (response.status === 403 && error === 'totp_required') authProblem.set('totp-setup');
   return { ok: false, status: response.status, error, message };
 }

@@ -317,6 +317,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start setting up a second factor (with the caller's password): a new secret and its otpauth:// URI for an authenticator app (on once confirmed)
+         * @description Needs the viewer role. With a session cookie, send the header X-Ductus: 1.
+         */
+        post: operations["beginMyTotp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/totp/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Turn the second factor on with a code the app shows; answers the recovery codes, shown this once
+         * @description Needs the viewer role. With a session cookie, send the header X-Ductus: 1.
+         */
+        post: operations["confirmMyTotp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/totp/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Turn the caller's second factor off, with a current code (not when the role requires one)
+         * @description Needs the viewer role. With a session cookie, send the header X-Ductus: 1.
+         */
+        post: operations["disableMyTotp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{name}/totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Turn a user's second factor off (a lost phone) and end their sessions
+         * @description Needs the admin role. With a session cookie, send the header X-Ductus: 1.
+         */
+        delete: operations["resetUserTotp"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The roles whose users must sign in with a second factor
+         * @description Needs the admin role.
+         */
+        get: operations["getTotpPolicy"];
+        /**
+         * Choose the roles whose users must sign in with a second factor; until they turn one on, they may only do that
+         * @description Needs the admin role. With a session cookie, send the header X-Ductus: 1.
+         */
+        put: operations["putTotpPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audit": {
         parameters: {
             query?: never;
@@ -1015,6 +1119,10 @@ export interface operations {
                 "application/json": {
                     name: string;
                     password: string;
+                    /** @description the 6 digits of the user's authenticator app, for a user with a second factor */
+                    code?: string;
+                    /** @description one of the user's recovery codes, instead of code */
+                    recoveryCode?: string;
                 };
             };
         };
@@ -1026,7 +1134,14 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        user?: Record<string, never>;
+                        user?: {
+                            name?: string;
+                            role?: string;
+                            permissions?: string[];
+                            mustChangePassword?: boolean;
+                            totp?: boolean;
+                            totpRequired?: boolean;
+                        };
                     };
                 };
             };
@@ -1082,6 +1197,9 @@ export interface operations {
                         role?: string;
                         permissions?: string[];
                         mustChangePassword?: boolean;
+                        totp?: boolean;
+                        /** @description the role needs a second factor and the user has none yet: only /me/totp may be used */
+                        totpRequired?: boolean;
                     };
                 };
             };
@@ -1342,6 +1460,7 @@ export interface operations {
                             permissions?: ("payloads" | "audit")[];
                             mustChangePassword?: boolean;
                             disabled?: boolean;
+                            totp?: boolean;
                             lockedUntil?: string | null;
                             createdAt?: string;
                         }[];
@@ -1391,6 +1510,7 @@ export interface operations {
                             permissions?: ("payloads" | "audit")[];
                             mustChangePassword?: boolean;
                             disabled?: boolean;
+                            totp?: boolean;
                             lockedUntil?: string | null;
                             createdAt?: string;
                         };
@@ -1433,6 +1553,7 @@ export interface operations {
                             permissions?: ("payloads" | "audit")[];
                             mustChangePassword?: boolean;
                             disabled?: boolean;
+                            totp?: boolean;
                             lockedUntil?: string | null;
                             createdAt?: string;
                         };
@@ -1571,6 +1692,199 @@ export interface operations {
                         revokedAt?: string | null;
                         /** @description dux_...: in the answer to POST only, shown once */
                         token?: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    beginMyTotp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the caller's password, again */
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        secret?: string;
+                        /** @description otpauth://totp/...: for the app, as a link or a QR code */
+                        uri?: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    confirmMyTotp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the 6 digits the authenticator app shows now */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        recoveryCodes?: string[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    disableMyTotp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the 6 digits the authenticator app shows now */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    resetUserTotp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getTotpPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        requiredFor: ("viewer" | "operator" | "admin")[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putTotpPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    requiredFor: ("viewer" | "operator" | "admin")[];
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        requiredFor: ("viewer" | "operator" | "admin")[];
                     };
                 };
             };

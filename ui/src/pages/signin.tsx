@@ -7,6 +7,9 @@ export default function SignIn({ onDone }: { onDone: () => void }) {
   const [name, setName] = useState('');
   const [password, setPassword] = useState('');
   const [tokenText, setTokenText] = useState('');
+  // Asked for once the engine says the user has a second factor.
+  const [second, setSecond] = useState<null | 'code' | 'recovery'>(null);
+  const [code, setCode] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   return (
@@ -28,10 +31,17 @@ export default function SignIn({ onDone }: { onDone: () => void }) {
             e.preventDefault();
             setBusy(true);
             setError(null);
-            const r = mode === 'password' ? await signInWithPassword(name.trim(), password) : await signInWithToken(tokenText);
+            const factor = second === 'code' ? { code: code.replace(/\s/g, '') } : second === 'recovery' ? { recoveryCode: code.trim() } : undefined;
+            const r = mode === 'password' ? await signInWithPassword(name.trim(), password, factor) : await signInWithToken(tokenText);
             setBusy(false);
-            if (!r.ok) setError(r.message);
-            else onDone();
+            if (r.ok) return onDone();
+            if (r.error === 'code_required') {
+              setSecond('code');
+              setError(null);
+              return;
+            }
+            setCode('');
+            setError(second ? 'Wrong name, password or code.' : r.message);
           }}
         >
           {mode === 'password' ? (
@@ -51,6 +61,33 @@ export default function SignIn({ onDone }: { onDone: () => void }) {
                   onInput={(e) => setPassword(e.currentTarget.value)}
                 />
               </label>
+              {second && (
+                <>
+                  <label class="field">
+                    <span>{second === 'code' ? 'Code from your authenticator app' : 'Recovery code'}</span>
+                    <input
+                      name="code"
+                      autoComplete="one-time-code"
+                      inputMode={second === 'code' ? 'numeric' : 'text'}
+                      pattern={second === 'code' ? '\\s*[0-9]{3}\\s*[0-9]{3}\\s*' : undefined}
+                      required
+                      autoFocus
+                      value={code}
+                      onInput={(e) => setCode(e.currentTarget.value)}
+                    />
+                  </label>
+                  <button
+                    type="button"
+                    class="button alt-factor"
+                    onClick={() => {
+                      setSecond(second === 'code' ? 'recovery' : 'code');
+                      setCode('');
+                    }}
+                  >
+                    {second === 'code' ? 'Use a recovery code instead' : 'Use the app’s code instead'}
+                  </button>
+                </>
+              )}
             </>
           ) : (
             <label class="field">

@@ -9,6 +9,7 @@ type User = NonNullable<Answer<'/api/v1/users'>['items']>[number];
 export default function Users() {
   const list = useApi(() => call('get', '/api/v1/users'), []);
   const [disabling, setDisabling] = useState<User | null>(null);
+  const [resetting, setResetting] = useState<User | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [password, setPassword] = useState<{ name: string; password: string } | null>(null);
   return (
@@ -31,6 +32,7 @@ export default function Users() {
                 <th scope="col">Role</th>
                 <th scope="col">Permissions</th>
                 <th scope="col">State</th>
+                <th scope="col">Two-step</th>
                 <th scope="col">Created</th>
                 <th scope="col">Actions</th>
               </tr>
@@ -52,6 +54,7 @@ export default function Users() {
                       <Badge value="ok" label="active" />
                     )}
                   </td>
+                  <td>{u.totp ? 'on' : <span class="muted">off</span>}</td>
                   <td>
                     <When at={u.createdAt} />
                   </td>
@@ -59,6 +62,11 @@ export default function Users() {
                     {!u.disabled && (
                       <button class="button small" onClick={() => setDisabling(u)}>
                         Disable…
+                      </button>
+                    )}{' '}
+                    {u.totp && (
+                      <button class="button small" onClick={() => setResetting(u)}>
+                        Reset two-step…
                       </button>
                     )}
                   </td>
@@ -75,6 +83,7 @@ export default function Users() {
           }}
         />
       </section>
+      <TotpPolicy />
       <TokenTable mine={false} title="All tokens" />
       {disabling && (
         <Confirm
@@ -94,7 +103,64 @@ export default function Users() {
           <p>Their sessions end and their tokens stop working.</p>
         </Confirm>
       )}
+      {resetting && (
+        <Confirm
+          title={`Reset ${resetting.name}'s two-step sign-in?`}
+          confirmLabel="Reset"
+          danger
+          onConfirm={async () => {
+            const r = await call('delete', '/api/v1/users/{name}/totp', { path: { name: resetting.name ?? '' } });
+            if (r.ok) {
+              setNotice(`${resetting.name} signs in with the password alone until they set up two-step sign-in again.`);
+              void list.reload();
+            }
+            return r;
+          }}
+          onClose={() => setResetting(null)}
+        >
+          <p>For a lost phone: their sessions end, and their password alone signs them in until they set it up again.</p>
+        </Confirm>
+      )}
     </Page>
+  );
+}
+
+const roles = ['viewer', 'operator', 'admin'] as const;
+
+// The roles whose users must sign in with a code from an app.
+function TotpPolicy() {
+  const policy = useApi(() => call('get', '/api/v1/auth/totp'), []);
+  const [error, setError] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const required = policy.data?.requiredFor ?? [];
+  return (
+    <section aria-labelledby="totp-h">
+      <h2 id="totp-h">Two-step sign-in</h2>
+      <ErrorNote message={policy.error ?? error} />
+      <Notice message={notice} />
+      <fieldset class="panel">
+        <legend>Required for the users of these roles (until they set it up, they can do nothing else)</legend>
+        {roles.map((role) => (
+          <label key={role} class="check">
+            <input
+              type="checkbox"
+              name={`totp-${role}`}
+              checked={required.includes(role)}
+              disabled={!policy.data}
+              onChange={async (e) => {
+                const next = e.currentTarget.checked ? [...required, role] : required.filter((r) => r !== role);
+                setError(null);
+                const r = await call('put', '/api/v1/auth/totp', { body: { requiredFor: next } });
+                if (!r.ok) return setError(r.message);
+                setNotice(next.length ? `Required for: ${next.join(', ')}.` : 'Required for no role.');
+                void policy.reload();
+              }}
+            />{' '}
+            {role}
+          </label>
+        ))}
+      </fieldset>
+    </section>
   );
 }
 
