@@ -551,11 +551,13 @@ void DeliveryLoop::flush(std::function<void(bool ok)> then) {
                 r.error().message);
         return then(false);
       }
+      // The target's lanes of every routed source, not only of those this
+      // statement stored: a killed engine's leftover connection may have
+      // stored them after our start (its statement outlives it), and no one
+      // else tells the target they are there; they would wait for the
+      // engine's sweep. A lane with nothing new costs one read.
       std::set<int32_t> lanes;
-      std::map<int64_t, const store::RoutedItem*> byId;
-      for (auto& it : *routed) byId[it.source.id] = &it;
-      for (auto& m : *r)
-        if (auto f = byId.find(m.sourceId); f != byId.end()) lanes.insert(f->second->partitionKey);
+      for (auto& it : *routed) lanes.insert(it.partitionKey);
       // Every source, not only those this statement finished: a killed
       // engine's leftover connection may have committed the route after our
       // start-up settle, and nobody else would settle those messages.
