@@ -59,6 +59,41 @@ void recordFailure(AuthDeps& d, int64_t userId, AuditEntry e,
   });
 }
 
+AuditEntry auditEntryAboutCaller(const Caller& c, std::string action) {
+  auto e = auditEntryFor(c, std::move(action));
+  e.targetKind = "user";
+  e.targetId = std::to_string(c.userId);
+  e.targetName = c.name;
+  return e;
+}
+
+void checkCallerPassword(AuthDeps& d, const Caller& c, std::string password, WrongPassword wrong,
+                         ApiRespond respond, std::function<void()> then) {
+  auto given = std::make_shared<std::string>(std::move(password));
+  withConnection(d.pool, respond, [&d, c, given, wrong, respond, then](LeasePtr l) {
+    l->conn().query("SELECT password_hash FROM users WHERE id = $1", {std::to_string(c.userId)},
+                    [&d, c, given, wrong, respond, then, l](Result<PgResult> r) {
+                      if (!r) return respond(errorResponse(r.error()));
+                      if (r->rows() == 0)
+                        return respond(jsonError(404, "not_found", "no such user"));
+                      d.hasher.verify(
+                          std::string(r->text(0, 0)), *given,
+                          [&d, c, given, wrong, respond, then](Result<bool> ok) {
+                            OPENSSL_cleanse(given->data(), given->size());
+                            if (!ok) return respond(errorResponse(ok.error()));
+                            if (*ok) return then();
+                            auto e = auditEntryAboutCaller(c, wrong.action);
+                            e.outcome = "denied";
+                            e.detail["reason"] = wrong.reason;
+                            recordFailure(d, c.userId, e, [respond, wrong](Result<bool> r) {
+                              if (!r) return respond(errorResponse(r.error()));
+                              respond(jsonError(403, "wrong_password", wrong.answer));
+                            });
+                          });
+                    });
+  });
+}
+
 namespace {
 
 json callerJson(const Caller& c) {
@@ -109,6 +144,14 @@ struct SignIn {
     e.targetKind = "session";
     e.outcome = std::move(outcome);
     if (!reason.empty()) e.detail["reason"] = std::move(reason);
+    return e;
+  }
+  // The same, about the user row the name found.
+  AuditEntry userEntry(std::string outcome, std::string reason) const {
+    auto e = entry(std::move(outcome), std::move(reason));
+    e.targetKind = "user";
+    e.targetId = std::to_string(userId);
+    e.targetName = name;
     return e;
   }
 };
@@ -207,10 +250,7 @@ void startSession(std::shared_ptr<SignIn> s) {
 void checkSecondFactor(std::shared_ptr<SignIn> s) {
   if (!s->totpOn) return startSession(s);
   auto refuse = [s](std::string reason, bool count) {
-    auto e = s->entry("denied", reason);
-    e.targetKind = "user";
-    e.targetId = std::to_string(s->userId);
-    e.targetName = s->name;
+    auto e = s->userEntry("denied", reason);
     if (!count)
       return s->d.audit.write(e, [s](Status) {
         s->respond(jsonError(401, "code_required",
@@ -291,19 +331,13 @@ void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
           s->recovery = parseTextArray(r->text(0, 11));
           s->totpRequired = !s->totpOn && r->text(0, 12) == "t";
           if (r->text(0, 6) == "t") {
-            auto e = s->entry("denied", "locked");
-            e.targetKind = "user";
-            e.targetId = std::to_string(s->userId);
-            e.targetName = s->name;
+            auto e = s->userEntry("denied", "locked");
             return answerLocked(s, e, r->integer(0, 7));
           }
           s->d.hasher.verify(s->hash, s->password, [s](Result<bool> ok) {
             if (!ok) return s->respond(errorResponse(ok.error()));
             if (*ok) return checkSecondFactor(s);
-            auto e = s->entry("denied", "wrong password");
-            e.targetKind = "user";
-            e.targetId = std::to_string(s->userId);
-            e.targetName = s->name;
+            auto e = s->userEntry("denied", "wrong password");
             recordFailure(s->d, s->userId, e, [s](Result<bool> r) {
               if (!r) return s->respond(errorResponse(r.error()));
               s->respond(invalidCredentials());
@@ -424,10 +458,7 @@ void putSettings(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
                                {std::to_string(c.userId), settings.dump(), pgTime(d.clock())}}));
     steps.push_back([&d, c, settings](const Results& r) -> Result<SqlStatement> {
       if (r[0].rows() == 0) return Error{"the caller's user is gone", ErrorKind::NotFound};
-      auto e = auditEntryFor(c, "user.settings");
-      e.targetKind = "user";
-      e.targetId = std::to_string(c.userId);
-      e.targetName = c.name;
+      auto e = auditEntryAboutCaller(c, "user.settings");
       e.detail["settings"] = settings;
       return d.audit.statement(e);
     });
@@ -464,10 +495,7 @@ void storeNewPassword(std::shared_ptr<PasswordChange> p) {
                                {std::to_string(p->caller.userId),
                                 std::to_string(p->caller.sessionId)}}));
     steps.push_back([p](const Results& r) -> Result<SqlStatement> {
-      auto e = auditEntryFor(p->caller, "user.password");
-      e.targetKind = "user";
-      e.targetId = std::to_string(p->caller.userId);
-      e.targetName = p->caller.name;
+      auto e = auditEntryAboutCaller(p->caller, "user.password");
       e.detail["sessionsEnded"] = r[1].affected();
       return p->d.audit.statement(e);
     });
@@ -499,34 +527,15 @@ void changePassword(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   if (auto weak = checkNewPassword(*next, c.name, d.policy); !weak)
     return respond(errorResponse(weak.error()));
   auto p = std::make_shared<PasswordChange>(PasswordChange{d, respond, c, *current, *next, {}});
-  withConnection(d.pool, respond, [p](LeasePtr l) {
-    l->conn().query(
-        "SELECT password_hash FROM users WHERE id = $1", {std::to_string(p->caller.userId)},
-        [p, l](Result<PgResult> r) {
-          if (!r) return p->respond(errorResponse(r.error()));
-          if (r->rows() == 0) return p->respond(jsonError(404, "not_found", "no such user"));
-          p->d.hasher.verify(std::string(r->text(0, 0)), p->current, [p](Result<bool> ok) {
-            if (!ok) return p->respond(errorResponse(ok.error()));
-            if (!*ok) {
-              auto e = auditEntryFor(p->caller, "user.password");
-              e.targetKind = "user";
-              e.targetId = std::to_string(p->caller.userId);
-              e.targetName = p->caller.name;
-              e.outcome = "denied";
-              e.detail["reason"] = "wrong current password";
-              return recordFailure(p->d, p->caller.userId, e, [p](Result<bool> r) {
-                if (!r) return p->respond(errorResponse(r.error()));
-                p->respond(jsonError(403, "wrong_password", "the current password is wrong"));
-              });
-            }
-            p->d.hasher.hash(p->next, [p](Result<std::string> h) {
-              if (!h) return p->respond(errorResponse(h.error()));
-              p->newHash = std::move(*h);
-              storeNewPassword(p);
-            });
-          });
-        });
-  });
+  checkCallerPassword(d, c, p->current,
+                      {"user.password", "wrong current password", "the current password is wrong"},
+                      respond, [p] {
+                        p->d.hasher.hash(p->next, [p](Result<std::string> h) {
+                          if (!h) return p->respond(errorResponse(h.error()));
+                          p->newHash = std::move(*h);
+                          storeNewPassword(p);
+                        });
+                      });
 }
 
 // ---- users and tokens (admin) -----------------------------------------------

@@ -4,6 +4,8 @@
 // audited too.
 #pragma once
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "api/audit/audit_log.h"
@@ -34,6 +36,21 @@ struct AuthDeps {
 // in one transaction; done(locked now?).
 void recordFailure(AuthDeps& d, int64_t userId, AuditEntry e,
                    std::function<void(Result<bool>)> done);
+
+// An audit row's actor and target for a caller acting on their own user.
+AuditEntry auditEntryAboutCaller(const Caller& c, std::string action);
+
+// What a wrong password in checkCallerPassword writes and answers.
+struct WrongPassword {
+  std::string action;  // the audit row's action ("user.password")
+  std::string reason;  // its detail.reason
+  std::string answer;  // the 403 wrong_password's message
+};
+// The caller's password asked again, before a change an open session alone
+// must not make: `then` when it is right; when wrong, it counts towards the
+// lockout (recordFailure), is audited and answered 403 wrong_password.
+void checkCallerPassword(AuthDeps& d, const Caller& c, std::string password, WrongPassword wrong,
+                         ApiRespond respond, std::function<void()> then);
 
 // POST /api/v1/sessions, DELETE /api/v1/sessions/current, GET /api/v1/me,
 // POST /api/v1/me/password, GET/POST /api/v1/users,

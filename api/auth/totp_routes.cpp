@@ -21,14 +21,6 @@ using Results = std::vector<PgResult>;
 // The name the app shows beside the code.
 constexpr std::string_view kIssuer = "Ductus";
 
-AuditEntry aboutSelf(const Caller& c, std::string action) {
-  auto e = auditEntryFor(c, std::move(action));
-  e.targetKind = "user";
-  e.targetId = std::to_string(c.userId);
-  e.targetName = c.name;
-  return e;
-}
-
 // A second factor belongs to a person signing in: a session's user.
 std::optional<net::HttpResponse> notASessionUser(const Caller& c) {
   if (c.userId == 0 || c.via != Via::Session)
@@ -57,7 +49,7 @@ void storeNewTotpSecret(AuthDeps& d, const Caller& c, const ApiRespond& respond)
         return Error{"this user's second factor is on already; turn it off first "
                      "(POST /api/v1/me/totp/disable)",
                      ErrorKind::Conflict};
-      return d.audit.statement(aboutSelf(c, "user.totp.begin"));
+      return d.audit.statement(auditEntryAboutCaller(c, "user.totp.begin"));
     });
     runTransaction(l->conn(), std::move(steps), [l, c, respond, secret](Result<Results> r) {
       if (!r) return respond(errorResponse(r.error()));
@@ -84,30 +76,9 @@ void beginTotp(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
     return respond(jsonError(400, "invalid", "give {\"password\": \"your password\"}"));
   if (password->size() > d.policy.maxPasswordLength)
     return respond(jsonError(400, "invalid", "the password is too long"));
-  auto given = std::make_shared<std::string>(std::move(*password));
-  withConnection(d.pool, respond, [&d, c, respond, given](LeasePtr l) {
-    l->conn().query(
-        "SELECT password_hash FROM users WHERE id = $1", {std::to_string(c.userId)},
-        [&d, c, respond, given, l](Result<PgResult> r) {
-          if (!r) return respond(errorResponse(r.error()));
-          if (r->rows() == 0) return respond(jsonError(404, "not_found", "no such user"));
-          d.hasher.verify(std::string(r->text(0, 0)), *given, [&d, c, respond,
-                                                               given](Result<bool> ok) {
-            OPENSSL_cleanse(given->data(), given->size());
-            if (!ok) return respond(errorResponse(ok.error()));
-            if (!*ok) {
-              auto e = aboutSelf(c, "user.totp.begin");
-              e.outcome = "denied";
-              e.detail["reason"] = "wrong password";
-              return recordFailure(d, c.userId, e, [respond](Result<bool> r) {
-                if (!r) return respond(errorResponse(r.error()));
-                respond(jsonError(403, "wrong_password", "the password is wrong"));
-              });
-            }
-            storeNewTotpSecret(d, c, respond);
-          });
-        });
-  });
+  checkCallerPassword(d, c, std::move(*password),
+                      {"user.totp.begin", "wrong password", "the password is wrong"}, respond,
+                      [&d, c, respond] { storeNewTotpSecret(d, c, respond); });
 }
 
 // ---- POST /api/v1/me/totp/confirm ---------------------------------------------
@@ -135,7 +106,7 @@ void confirmTotp(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
           if (!r->isNull(0, 2)) last = r->integer(0, 2);
           auto step = matchTotp(secret, code, d.clock(), last);
           if (!step) {
-            auto e = aboutSelf(c, "user.totp.enable");
+            auto e = auditEntryAboutCaller(c, "user.totp.enable");
             e.outcome = "denied";
             e.detail["reason"] = "wrong code";
             return d.audit.write(e, [respond](Status) {
@@ -163,7 +134,7 @@ void confirmTotp(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
             if (r[0].rows() == 0)
               return Error{"the second factor changed meanwhile: start again (POST /api/v1/me/totp)",
                            ErrorKind::Conflict};
-            return d.audit.statement(aboutSelf(c, "user.totp.enable"));
+            return d.audit.statement(auditEntryAboutCaller(c, "user.totp.enable"));
           });
           runTransaction(l->conn(), std::move(steps),
                          [l, respond, codes = *codes](Result<Results> r) {
@@ -203,7 +174,7 @@ void disableTotp(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
           auto step = matchTotp(r->text(0, 1), code, d.clock(), last);
           if (!step) {
             // Counted as a failed sign-in: a stolen session can't try every code.
-            auto e = aboutSelf(c, "user.totp.disable");
+            auto e = auditEntryAboutCaller(c, "user.totp.disable");
             e.outcome = "denied";
             e.detail["reason"] = "wrong code";
             return recordFailure(d, c.userId, e, [respond](Result<bool> r) {
@@ -221,7 +192,7 @@ void disableTotp(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
           steps.push_back([&d, c](const Results& r) -> Result<SqlStatement> {
             if (r[0].rows() == 0)
               return Error{"that code was used meanwhile; use the next one", ErrorKind::Conflict};
-            return d.audit.statement(aboutSelf(c, "user.totp.disable"));
+            return d.audit.statement(auditEntryAboutCaller(c, "user.totp.disable"));
           });
           runTransaction(l->conn(), std::move(steps), [l, respond](Result<Results> r) {
             if (!r) return respond(errorResponse(r.error()));
