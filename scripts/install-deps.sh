@@ -30,6 +30,7 @@ packages=(
   testssl.sh  # tests/e2e: what a TLS listener offers, judged by a tool we did not write
   python3-aiosmtpd  # tests: alert e-mail against a real SMTP server (for /usr/bin/python3)
   openssh-server openssh-client  # tests: SFTP against a real sshd; scripts/bench-sftp.sh's sftp -b
+  slapd ldap-utils  # tests: directory sign-in against a real OpenLDAP server (no system one is set up)
   unixodbc-dev tdsodbc  # db() on SQL Server: unixODBC and FreeTDS's driver
   strace  # tests: the file sender's system calls in the order the kernel saw them
   # libnode108's runtime libraries (it is extracted, not installed)

@@ -13,12 +13,15 @@
 #include "api/auth/auth_routes.h"
 #include "api/auth/authenticator.h"
 #include "api/auth/credentials.h"
+#include "api/auth/directory.h"
+#include "api/auth/directory_refresh.h"
 #include "api/auth/local_caller.h"
 #include "api/auth/password_hasher.h"
 #include "api/housekeeping.h"
 #include "api/router.h"
 #include "api/routes.h"
 #include "common/countdown.h"
+#include "common/duration_text.h"
 #include "common/net/admission.h"
 #include "common/net/curl_multi_uv.h"
 #include "common/net/http_server.h"
@@ -892,6 +895,18 @@ Status Engine::openApi() {
   authDeps_ = std::make_unique<api::AuthDeps>(api::AuthDeps{
       store_->sharedConnections(), *hasher_, *audit_, api::systemClock(), {},
       !api::isLoopbackHost(project_.engine.apiListen.host)});
+  if (const auto& ldap = project_.engine.ldap; ldap.enabled()) {
+    auto ca = databaseTls_.caFile("the directory (auth.ldap)", ldap.tls,
+                                  project_.resources.certificates, certificates_.get());
+    if (!ca) return ca.error();
+    directory_ = std::make_unique<api::Directory>(loop_, ldap, *ca);
+    directoryRefresh_ = std::make_unique<api::DirectoryRefresh>(loop_, store_->sharedConnections(),
+                                                                *directory_, *audit_);
+    directoryRefresh_->start();
+    authDeps_->directory = directory_.get();
+    spdlog::info("directory sign-in: {} (users under {}; groups read again every {})", ldap.url,
+                 ldap.usersBase, formatDuration(ldap.refresh));
+  }
   // ductusctl's actions: the same operations through the control socket,
   // whatever api.listen says.
   localAuthenticator_ = std::make_unique<api::LocalAuthenticator>();

@@ -37,6 +37,8 @@ class PasswordHasher;
 class AuditLog;
 class StoreAuthenticator;
 struct AuthDeps;
+class Directory;
+class DirectoryRefresh;
 class Authenticator;
 class ApiHousekeeping;
 struct EngineInstance;
@@ -277,6 +279,10 @@ class Engine {
   // The API's auth, declared before api_ so the server goes first.
   std::unique_ptr<api::PasswordHasher> hasher_;
   std::unique_ptr<api::AuditLog> audit_;
+  // auth: { ldap: }: directory sign-in and the round that ends the access
+  // of those who left (api/auth/directory*.h); null without it.
+  std::unique_ptr<api::Directory> directory_;
+  std::unique_ptr<api::DirectoryRefresh> directoryRefresh_;
   std::unique_ptr<api::StoreAuthenticator> storeAuthenticator_;
   std::unique_ptr<api::AuthDeps> authDeps_;
   // Pause / resume, restart, drain (supervisor/engine_actions.h); holds

@@ -19,7 +19,8 @@ std::string userColumns(int nowParam) {
   return "id, name, role, permissions, must_change_password, disabled, "
          "CASE WHEN locked_until > " +
          now +
-         " THEN " DUCTUS_ISO("locked_until") " END, " DUCTUS_ISO("created_at") ", totp_enabled";
+         " THEN " DUCTUS_ISO("locked_until") " END, " DUCTUS_ISO(
+             "created_at") ", totp_enabled, source, " DUCTUS_ISO("directory_left_at");
 }
 
 UserInfo userRow(const PgResult& r, int row) {
@@ -34,6 +35,8 @@ UserInfo userRow(const PgResult& r, int row) {
   u.lockedUntil = r.optText(row, 6);
   u.createdAt = std::string(r.text(row, 7));
   u.totp = r.text(row, 8) == "t";
+  u.directory = r.text(row, 9) == "ldap";
+  u.leftDirectoryAt = r.optText(row, 10);
   return u;
 }
 
@@ -86,6 +89,9 @@ nlohmann::json toJson(const UserInfo& u) {
           {"disabled", u.disabled},
           {"totp", u.totp},
           {"lockedUntil", u.lockedUntil ? nlohmann::json(*u.lockedUntil) : nlohmann::json()},
+          {"source", u.directory ? "ldap" : "local"},
+          {"leftDirectoryAt",
+           u.leftDirectoryAt ? nlohmann::json(*u.leftDirectoryAt) : nlohmann::json()},
           {"createdAt", u.createdAt}};
 }
 

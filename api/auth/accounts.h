@@ -29,6 +29,10 @@ struct UserInfo {
   bool mustChangePassword = false;
   bool disabled = false;
   bool totp = false;  // signs in with a code beside the password (api/auth/totp.h)
+  // Signs in with the directory's password (api/auth/directory.h); since
+  // when the refresh round found them gone from it, or in no mapped group.
+  bool directory = false;
+  std::optional<std::string> leftDirectoryAt;  // ISO 8601, UTC
   std::optional<std::string> lockedUntil;  // ISO 8601, UTC; set while locked
   std::string createdAt;
 };

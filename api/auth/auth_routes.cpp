@@ -2,7 +2,10 @@
 
 #include <openssl/crypto.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <cctype>
 #include <memory>
 
 #include "api/auth/accounts.h"
@@ -71,11 +74,19 @@ void checkCallerPassword(AuthDeps& d, const Caller& c, std::string password, Wro
                          ApiRespond respond, std::function<void()> then) {
   auto given = std::make_shared<std::string>(std::move(password));
   withConnection(d.pool, respond, [&d, c, given, wrong, respond, then](LeasePtr l) {
-    l->conn().query("SELECT password_hash FROM users WHERE id = $1", {std::to_string(c.userId)},
+    l->conn().query("SELECT password_hash, source FROM users WHERE id = $1",
+                    {std::to_string(c.userId)},
                     [&d, c, given, wrong, respond, then, l](Result<PgResult> r) {
                       if (!r) return respond(errorResponse(r.error()));
                       if (r->rows() == 0)
                         return respond(jsonError(404, "not_found", "no such user"));
+                      // Their password and their second factor are the
+                      // directory's, changed there.
+                      if (r->text(0, 1) != "local")
+                        return respond(jsonError(
+                            400, "directory_user",
+                            "you sign in with your directory password: change it, or set up "
+                            "a second factor, where your directory account is managed"));
                       d.hasher.verify(
                           std::string(r->text(0, 0)), *given,
                           [&d, c, given, wrong, respond, then](Result<bool> ok) {
@@ -128,6 +139,10 @@ struct SignIn {
   std::vector<std::string> recovery = {};
   std::optional<int64_t> usedStep = {};
   std::optional<std::string> usedRecovery = {};
+  // A directory user (api/auth/directory.h): the directory checked the
+  // password, and what it said goes into the session's audit row.
+  bool directory = false;
+  json directoryDetail = {};
 
   ~SignIn() {
     OPENSSL_cleanse(password.data(), password.size());
@@ -218,6 +233,7 @@ void startSession(std::shared_ptr<SignIn> s) {
     steps.push_back([s](const Results& r) -> Result<SqlStatement> {
       auto e = s->entry("ok", "");
       e.targetId = std::string(r[1].text(0, 0));
+      if (s->directory) e.detail["directory"] = s->directoryDetail;
       if (s->usedStep) e.detail["factor"] = "totp";
       if (s->usedRecovery) {
         e.detail["factor"] = "recovery code";
@@ -234,7 +250,8 @@ void startSession(std::shared_ptr<SignIn> s) {
                                  {"permissions", permissionNames(s->permissions)},
                                  {"mustChangePassword", s->mustChange},
                                  {"totp", s->totpOn},
-                                 {"totpRequired", s->totpRequired}}}});
+                                 {"totpRequired", s->totpRequired},
+                                 {"source", s->directory ? "ldap" : "local"}}}});
       resp.headers.emplace_back("Set-Cookie",
                                 sessionCookieHeader(secret, s->d.secureCookies, s->d.policy));
       s->respond(std::move(resp));
@@ -276,6 +293,92 @@ void checkSecondFactor(std::shared_ptr<SignIn> s) {
   startSession(s);
 }
 
+// ---- Directory users (api/auth/directory.h) ---------------------------------
+
+// A refusal the directory's answer caused: counted towards the lockout as a
+// wrong password is (on the user's row when there is one, else in memory,
+// as for unknown names), audited, 401.
+void refuseDirectory(std::shared_ptr<SignIn> s, std::string reason) {
+  if (s->userId != 0)
+    return recordFailure(s->d, s->userId, s->userEntry("denied", reason), [s](Result<bool> r) {
+      if (!r) return s->respond(errorResponse(r.error()));
+      s->respond(invalidCredentials());
+    });
+  auto e = s->entry("denied", reason);
+  e.detail["locked"] = s->d.signIns.fail(s->name, s->d.clock(), s->d.policy);
+  s->d.audit.write(e, [s](Status) { s->respond(invalidCredentials()); });
+}
+
+// The directory let them in: their row made or brought up to date (the
+// role their groups give, their entry, no longer "left"), then the session
+// as for anyone. A local user of the same name made meanwhile, or an admin
+// who disabled the row, wins.
+void storeDirectoryUser(std::shared_ptr<SignIn> s, DirectoryEntry entry) {
+  s->role = *entry.role;
+  s->directoryDetail = {{"dn", entry.dn}, {"groups", entry.groups}};
+  std::string now = pgTime(s->d.clock());
+  withConnection(s->d.pool, s->respond, [s, now, dn = entry.dn](LeasePtr l) {
+    l->conn().query(
+        "INSERT INTO users (name, role, source, directory_dn, directory_checked_at) "
+        "VALUES ($1, $2, 'ldap', $3, $4) "
+        "ON CONFLICT (name) DO UPDATE SET role = EXCLUDED.role, "
+        "directory_dn = EXCLUDED.directory_dn, directory_checked_at = "
+        "EXCLUDED.directory_checked_at, "
+        "directory_left_at = NULL, updated_at = EXCLUDED.directory_checked_at "
+        "WHERE users.source = 'ldap' AND NOT users.disabled "
+        "RETURNING id, permissions, must_change_password",
+        {s->name, std::string(roleName(s->role)), dn, now}, [s, l](Result<PgResult> r) {
+          if (!r) return s->respond(errorResponse(r.error()));
+          if (r->rows() == 0) {
+            auto e = s->entry("denied", "a local or disabled user holds the name");
+            return s->d.audit.write(e, [s](Status) { s->respond(invalidCredentials()); });
+          }
+          s->userId = r->integer(0, 0);
+          auto bits = permissionsFromNames(parseTextArray(r->text(0, 1)));
+          s->permissions = bits ? *bits : kNoPermission;
+          s->mustChange = false;
+          startSession(s);
+        });
+  });
+}
+
+// No local user has the name (or it is a directory user's row): the
+// directory decides. Names are kept in lower case, as directories compare
+// them. A directory that can't be asked refuses directory users only
+// (503 directory_unavailable), never local ones.
+void directorySignIn(std::shared_ptr<SignIn> s) {
+  s->directory = true;
+  std::transform(s->name.begin(), s->name.end(), s->name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  if (s->userId == 0)
+    if (auto left = s->d.signIns.lockedFor(s->name, s->d.clock()))
+      return answerLocked(s, s->entry("denied", "locked"), *left);
+  if (!isValidName(s->name)) return refuseDirectory(s, "not a name a user may have here");
+  s->d.directory->signIn(s->name, s->password, [s](Result<DirectoryEntry> r) {
+    if (r && !r->role) {
+      auto e = s->entry("denied", "in no group that has a role here");
+      e.detail["directory"] = {{"dn", r->dn}, {"groups", r->groups}};
+      return s->d.audit.write(e, [s](Status) {
+        s->respond(jsonError(403, "no_role",
+                             "the directory knows you, but you are in none of the groups that "
+                             "have a role here (auth.ldap.groups.roles); ask your administrator"));
+      });
+    }
+    if (r) return storeDirectoryUser(s, std::move(*r));
+    if (r.error().kind == ErrorKind::Denied) return refuseDirectory(s, r.error().message);
+    if (r.error().kind == ErrorKind::Busy) return s->respond(errorResponse(r.error()));
+    spdlog::warn(
+        "sign-in of directory user {}: {}; directory users can't sign in until it "
+        "answers (local users can)",
+        s->name, r.error().message);
+    auto e = s->entry("denied", "directory unavailable: " + r.error().message);
+    s->d.audit.write(e, [s](Status) {
+      s->respond(jsonError(503, "directory_unavailable",
+                           "the directory can't be asked now; try again later"));
+    });
+  });
+}
+
 void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   auto body = bodyObject(req);
   if (!body) return respond(errorResponse(body.error()));
@@ -313,13 +416,26 @@ void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
         "coalesce(locked_until > $2::timestamptz, false), "
         "ceil(extract(epoch FROM locked_until - $2::timestamptz))::bigint, "
         "totp_enabled, coalesce(totp_secret, ''), totp_last_step, totp_recovery, "
-        "EXISTS (SELECT 1 FROM totp_required_roles t WHERE t.role = users.role) "
-        "FROM users WHERE name = $1",
+        "source = 'local' AND "
+        "EXISTS (SELECT 1 FROM totp_required_roles t WHERE t.role = users.role), "
+        "source = 'ldap' "
+        "FROM users WHERE name = $1 OR (source = 'ldap' AND name = lower($1)) "
+        "ORDER BY source = 'ldap' LIMIT 1",
         {s->name, now}, [s, l](Result<PgResult> r) {
           if (!r) return s->respond(errorResponse(r.error()));
-          if (r->rows() == 0) return refuseAfterHashing(s, "unknown user");
+          if (r->rows() == 0) {
+            if (s->d.directory) return directorySignIn(s);
+            return refuseAfterHashing(s, "unknown user");
+          }
           if (r->text(0, 5) == "t") return refuseAfterHashing(s, "user disabled");
           s->userId = r->integer(0, 0);
+          if (r->text(0, 13) == "t") {
+            if (r->text(0, 6) == "t")
+              return answerLocked(s, s->userEntry("denied", "locked"), r->integer(0, 7));
+            if (!s->d.directory)
+              return refuseDirectory(s, "a directory user, and auth.ldap is not configured");
+            return directorySignIn(s);
+          }
           s->hash = std::string(r->text(0, 1));
           s->role = roleFromName(r->text(0, 2)).value_or(Role::Viewer);
           auto bits = permissionsFromNames(parseTextArray(r->text(0, 3)));
@@ -380,8 +496,8 @@ void me(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   withConnection(d.pool, respond, [c, respond](LeasePtr l) {
     l->conn().query(
         "SELECT role, must_change_password, totp_enabled, "
-        "NOT totp_enabled AND EXISTS (SELECT 1 FROM totp_required_roles t "
-        "WHERE t.role = users.role) "
+        "NOT totp_enabled AND source = 'local' AND EXISTS (SELECT 1 FROM "
+        "totp_required_roles t WHERE t.role = users.role), source "
         "FROM users WHERE id = $1",
         {std::to_string(c.userId)}, [l, c, respond](Result<PgResult> r) {
           if (!r) return respond(errorResponse(r.error()));
@@ -391,6 +507,7 @@ void me(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
             j["mustChangePassword"] = r->text(0, 1) == "t";
             j["totp"] = r->text(0, 2) == "t";
             j["totpRequired"] = r->text(0, 3) == "t";
+            j["source"] = std::string(r->text(0, 4));
           }
           respond(jsonOk(200, j));
         });
@@ -753,7 +870,8 @@ constexpr const char* kUserSchema = R"({"type":"object","properties":{
 "id":{"type":"integer"},"name":{"type":"string"},"role":{"enum":["viewer","operator","admin"]},
 "permissions":{"type":"array","items":{"enum":["payloads","audit"]}},
 "mustChangePassword":{"type":"boolean"},"disabled":{"type":"boolean"},"totp":{"type":"boolean"},
-"lockedUntil":{"type":["string","null"]},"createdAt":{"type":"string"}}})";
+"lockedUntil":{"type":["string","null"]},"source":{"enum":["local","ldap"]},
+"leftDirectoryAt":{"type":["string","null"]},"createdAt":{"type":"string"}}})";
 
 constexpr const char* kTokenSchema = R"({"type":"object","properties":{
 "id":{"type":"integer"},"name":{"type":"string"},"role":{"enum":["viewer","operator","admin"]},
@@ -791,7 +909,8 @@ std::vector<Route> authRoutes(AuthDeps* d) {
       std::string(R"({"type":"object","properties":{"user":)") + kUserSchema + "}}";
   std::vector<Route> routes;
   routes.push_back(route("POST", "/api/v1/sessions", "createSession",
-                         "Sign in with a name and password; sets the ductus_session cookie",
+                         "Sign in with a name and password (a local user's, or the directory's "
+                         "with auth.ldap); sets the ductus_session cookie",
                          Requirement::anyone(), bind(signIn),
                          R"({"type":"object","required":["name","password"],"properties":{
 "name":{"type":"string"},"password":{"type":"string"},
@@ -799,7 +918,8 @@ std::vector<Route> authRoutes(AuthDeps* d) {
 "recoveryCode":{"type":"string","description":"one of the user's recovery codes, instead of code"}}})",
                          R"({"type":"object","properties":{"user":{"type":"object","properties":{
 "name":{"type":"string"},"role":{"type":"string"},"permissions":{"type":"array","items":{"type":"string"}},
-"mustChangePassword":{"type":"boolean"},"totp":{"type":"boolean"},"totpRequired":{"type":"boolean"}}}}})",
+"mustChangePassword":{"type":"boolean"},"totp":{"type":"boolean"},"totpRequired":{"type":"boolean"},
+"source":{"enum":["local","ldap"],"description":"ldap: the directory (auth.ldap) checked the password and gave the role"}}}}})",
                          201));
   routes.push_back(route("DELETE", "/api/v1/sessions/current", "deleteCurrentSession",
                          "Sign out: end this browser session",
@@ -810,7 +930,8 @@ std::vector<Route> authRoutes(AuthDeps* d) {
 "kind":{"enum":["user","token"]},"via":{"enum":["session","token"]},
 "role":{"type":"string"},"permissions":{"type":"array","items":{"type":"string"}},
 "mustChangePassword":{"type":"boolean"},"totp":{"type":"boolean"},
-"totpRequired":{"type":"boolean","description":"the role needs a second factor and the user has none yet: only /me/totp may be used"}}})"));
+"totpRequired":{"type":"boolean","description":"the role needs a second factor and the user has none yet: only /me/totp may be used"},
+"source":{"enum":["local","ldap"],"description":"where the user's password is checked"}}})"));
   routes.push_back(route("POST", "/api/v1/me/password", "changeMyPassword",
                          "Change the caller's password; ends the user's other sessions",
                          Requirement::toChange(Role::Viewer), bind(changePassword),

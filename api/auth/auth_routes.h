@@ -10,6 +10,7 @@
 
 #include "api/audit/audit_log.h"
 #include "api/auth/credentials.h"
+#include "api/auth/directory.h"
 #include "api/auth/password_hasher.h"
 #include "api/auth/sign_in_guard.h"
 #include "api/route.h"
@@ -29,6 +30,8 @@ struct AuthDeps {
   bool secureCookies = true;
   // Sign-ins in flight per address and unknown names' failures.
   SignInGuard signIns = {};
+  // auth: { ldap: }: names no local user has are asked of the directory.
+  Directory* directory = nullptr;
 };
 
 // Counts a wrong password or code of user `userId` towards their lockout

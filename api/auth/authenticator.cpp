@@ -77,7 +77,7 @@ void StoreAuthenticator::byToken(std::string token, std::string address, Done do
         "SELECT t.id, t.name, t.role, t.permissions, t.user_id, "
         "t.last_used_at IS NULL OR t.last_used_at < $3::timestamptz, "
         "u.name, u.role, u.permissions, u.disabled, "
-        "coalesce(u.locked_until > $2::timestamptz, false) "
+        "coalesce(u.locked_until > $2::timestamptz, false), u.directory_left_at IS NOT NULL "
         "FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id "
         "WHERE t.token_hash = $1 AND t.revoked_at IS NULL",
         {hash, now, touchAfter},
@@ -97,6 +97,8 @@ void StoreAuthenticator::byToken(std::string token, std::string address, Done do
               return done(unauthenticated("the token's user is disabled"));
             if (r->text(0, 10) == "t")
               return done(unauthenticated("the token's user is locked"));
+            if (r->text(0, 11) == "t")
+              return done(unauthenticated("the token's user left the directory"));
             c.userId = r->integer(0, 4);
             c.name = std::string(r->text(0, 6));
             c.role = lesserRole(c.role, roleOr(r->text(0, 7), Role::Viewer));
@@ -124,12 +126,13 @@ void StoreAuthenticator::bySession(std::string secret, std::string path, std::st
     l->conn().query(
         "SELECT s.id, u.id, u.name, u.role, u.permissions, u.must_change_password, "
         "s.last_seen_at < $3::timestamptz, "
-        "NOT u.totp_enabled AND EXISTS (SELECT 1 FROM totp_required_roles t "
-        "WHERE t.role = u.role) "
+        "NOT u.totp_enabled AND u.source = 'local' AND EXISTS (SELECT 1 FROM "
+        "totp_required_roles t WHERE t.role = u.role) "
         "FROM sessions s JOIN users u ON u.id = s.user_id "
         "WHERE s.secret_hash = $1 AND s.expires_at > $2::timestamptz "
         "AND s.last_seen_at > $2::timestamptz - $4::interval "
-        "AND NOT u.disabled AND (u.locked_until IS NULL OR u.locked_until <= $2::timestamptz)",
+        "AND NOT u.disabled AND (u.locked_until IS NULL OR u.locked_until <= $2::timestamptz) "
+        "AND u.directory_left_at IS NULL",
         {hash, now, touchAfter, seconds(policy_.sessionIdle)},
         [this, alive, l, now, touchAfter, path, address,
          done = std::move(done)](Result<store::PgResult> r) mutable {

@@ -8,15 +8,132 @@
 #include "common/config/sqlserver_url.h"
 
 namespace ductus::config {
+namespace {
+
+// {name} (and in groups' filter {dn}) must be where the filter says; the
+// filter as a whole within parentheses, as RFC 4515 writes one.
+void checkFilter(YamlReader& r, const YAML::Node& n, const std::string& path,
+                 const std::string& filter, bool needsName) {
+  if (filter.size() < 2 || filter.front() != '(' || filter.back() != ')')
+    return r.error(n, path, "an LDAP filter is written in parentheses, like (uid={name})");
+  int depth = 0;
+  for (char c : filter) {
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (depth < 0) break;
+  }
+  if (depth != 0) return r.error(n, path, "the parentheses of `" + filter + "` don't pair up");
+  if (needsName && filter.find("{name}") == std::string::npos)
+    r.error(n, path, "the filter must hold {name}, where the name signed in with goes");
+}
+
+// auth: { ldap: { url, start_tls, ca, bind: { dn, password }, users: { base,
+// filter }, groups: { base, filter, roles }, refresh, timeout } }
+ldap::DirectorySettings parseLdap(YamlReader& r, const YAML::Node& n) {
+  const std::string path = "auth.ldap";
+  ldap::DirectorySettings s;
+  if (!r.map(n, path, {"url", "start_tls", "ca", "bind", "users", "groups", "refresh", "timeout"}))
+    return s;
+  s.at = r.file() + ":" + std::to_string(r.at(n).line);
+  if (auto v = r.required(n, "url", path, Subst::Yes)) {
+    bool ldaps = v->rfind("ldaps://", 0) == 0;
+    if (!ldaps && v->rfind("ldap://", 0) != 0)
+      r.error(n["url"], path + ".url",
+              "expected ldap://host[:port] or ldaps://host[:port], not `" + *v + "`");
+    else if (v->find_first_of(" ,") != std::string::npos || v->size() <= (ldaps ? 8u : 7u))
+      r.error(n["url"], path + ".url", "one server, like ldaps://dc1.hospital.org");
+    else
+      s.url = *v;
+    s.tls.enabled = ldaps;
+  }
+  if (auto v = r.flag(n, "start_tls", path)) {
+    s.startTls = *v;
+    if (*v && s.tls.enabled)
+      r.error(n["start_tls"], path + ".start_tls",
+              "ldaps:// is TLS from the first byte; start_tls: is for ldap:// only");
+    if (*v) s.tls.enabled = true;
+  }
+  if (auto v = r.text(n, "ca", path)) {
+    s.tls.ca = *v;
+    s.tls.at = r.file() + ":" + std::to_string(r.keyAt(n, "ca").line);
+    if (!s.tls.enabled && !s.url.empty())
+      r.error(n["ca"], path + ".ca",
+              "ca: verifies a TLS server: use ldaps:// or start_tls: true with it");
+  }
+  if (YamlReader::has(n, "bind")) {
+    YAML::Node b = n["bind"];
+    if (r.map(b, path + ".bind", {"dn", "password"})) {
+      if (auto v = r.required(b, "dn", path + ".bind", Subst::Yes)) s.bindDn = *v;
+      if (auto v = r.required(b, "password", path + ".bind", Subst::Yes)) s.bindPassword = *v;
+    }
+  }
+  if (!YamlReader::has(n, "users")) {
+    r.error(n, path, "users: { base: ..., filter: \"(uid={name})\" } is needed: where people are");
+  } else {
+    YAML::Node u = n["users"];
+    if (r.map(u, path + ".users", {"base", "filter"})) {
+      if (auto v = r.required(u, "base", path + ".users")) s.usersBase = *v;
+      if (auto v = r.text(u, "filter", path + ".users")) {
+        s.usersFilter = *v;
+        checkFilter(r, u["filter"], path + ".users.filter", *v, true);
+      }
+    }
+  }
+  if (!YamlReader::has(n, "groups")) {
+    r.error(n, path,
+            "groups: { base: ..., roles: { ductus-operators: operator } } is needed: a role "
+            "comes only from a group");
+  } else {
+    YAML::Node g = n["groups"];
+    std::string gp = path + ".groups";
+    if (r.map(g, gp, {"base", "filter", "roles"})) {
+      if (auto v = r.required(g, "base", gp)) s.groupsBase = *v;
+      if (auto v = r.text(g, "filter", gp)) {
+        s.groupsFilter = *v;
+        checkFilter(r, g["filter"], gp + ".filter", *v, false);
+      }
+      YAML::Node roles = g["roles"];
+      if (!YamlReader::has(g, "roles") || !roles.IsMap() || roles.size() == 0) {
+        r.error(YamlReader::has(g, "roles") ? roles : g, gp + ".roles",
+                "expected a mapping of group names to roles, like { ductus-operators: operator }");
+      } else {
+        for (auto it = roles.begin(); it != roles.end(); ++it) {
+          std::string group = it->first.IsScalar() ? it->first.Scalar() : "";
+          std::string role = it->second.IsScalar() ? it->second.Scalar() : "";
+          if (group.empty()) {
+            r.error(it->first, gp + ".roles", "a group's name (its cn or its DN)");
+            continue;
+          }
+          if (role != "viewer" && role != "operator" && role != "admin") {
+            r.error(it->second, gp + ".roles." + group,
+                    "expected viewer, operator or admin, got `" + role + "`");
+            continue;
+          }
+          std::string key = group;
+          std::transform(key.begin(), key.end(), key.begin(),
+                         [](unsigned char c) { return std::tolower(c); });
+          if (!s.roles.emplace(key, role).second)
+            r.error(it->first, gp + ".roles", "`" + group + "` is named twice");
+        }
+      }
+    }
+  }
+  if (auto v = r.duration(n, "refresh", path, std::chrono::seconds(1), std::chrono::hours(24)))
+    s.refresh = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
+  if (auto v =
+          r.duration(n, "timeout", path, std::chrono::milliseconds(100), std::chrono::minutes(2)))
+    s.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
+  return s;
+}
+
+}  // namespace
 
 EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
                          const std::filesystem::path& projectRoot) {
   EngineConfig e;
   if (!r.map(root, "",
              {"database", "api", "isolates", "retention", "max_message_size", "secrets", "limits",
-              "audit", "alerts"},
-             {{"auth", "sign-in settings and directory (LDAP) sign-in"},
-              {"doctor", "scheduled certificate and connection checks"},
+              "audit", "alerts", "auth"},
+             {{"doctor", "scheduled certificate and connection checks"},
               {"monitor", "monitoring settings"},
               {"owners", "owners of interfaces"}}))
     return e;
@@ -48,6 +165,10 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
         if (auto hp = r.hostPort(api, "listen", "api")) e.apiListen = *hp;
       }
     }
+  }
+  if (YamlReader::has(root, "auth")) {
+    YAML::Node a = root["auth"];
+    if (r.map(a, "auth", {"ldap"}) && YamlReader::has(a, "ldap")) e.ldap = parseLdap(r, a["ldap"]);
   }
   if (YamlReader::has(root, "alerts")) {
     parseAlerts(r, root["alerts"], e);

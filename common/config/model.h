@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/config/diagnostic.h"
+#include "common/ldap/settings.h"
 #include "common/monitor/settings.h"
 #include "common/sftp/settings.h"
 #include "common/tls/settings.h"
@@ -85,6 +86,9 @@ struct EngineConfig {
   Location apiListenAt;
   std::optional<tls::ListenerTls> apiTls;  // api: { tls: } (HSTS with it)
   tls::AllowList apiAllow;                 // api: { allow: }
+  // auth: { ldap: ... }: sign-in with the directory's passwords, roles
+  // from its groups (api/auth/directory.h). Not enabled when absent.
+  ldap::DirectorySettings ldap;
   uint32_t isolateWorkers = 0;  // 0 = one per core
   uint32_t heapMb = kDefaultHeapMb;
   Retention retention = Retention::SevenWeeks;  // each interface's default

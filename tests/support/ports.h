@@ -15,6 +15,10 @@ namespace ductus::test {
 // process, and is never handed out twice by one process.
 uint16_t freePort();
 
+// Whether something accepts TCP connections on 127.0.0.1:port now (a
+// server started by a test is ready; a stopped one has let go of it).
+bool accepts(uint16_t port);
+
 // A socket bound to 127.0.0.1 (a port of the kernel's) that does not
 // listen: connections to it are refused, and no one else can listen there
 // while it is held. listen() on it later to open the port.

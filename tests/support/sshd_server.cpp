@@ -38,17 +38,6 @@ Status run(const std::vector<std::string>& argv) {
   return Error{cmd + " failed (" + std::to_string(r.code) + "): " + r.err + r.out};
 }
 
-bool accepts(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
-
 }  // namespace
 
 SshdServer::~SshdServer() {

@@ -1069,3 +1069,105 @@ TEST(LoadSftp, ADestinationFileNameHasNoSlash) {
 
 }  // namespace
 }  // namespace ductus::config::test
+
+namespace ductus::config::test {
+namespace {
+
+// auth: { ldap: } in the shape issue #34 writes it.
+TEST(LoadProject, DirectorySignInIsReadInTheShapeTheIssueWrites) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "auth:\n"
+          "  ldap:\n"
+          "    url: ldaps://dc1.hospital.org\n"
+          "    ca: corp\n"
+          "    bind: { dn: \"cn=ductus,ou=svc,dc=hospital,dc=org\", password: svc-pw }\n"
+          "    users: { base: \"ou=people,dc=hospital,dc=org\", filter: \"(uid={name})\" }\n"
+          "    groups: { base: \"ou=groups,dc=hospital,dc=org\", roles: { ductus-operators: "
+          "operator, Ductus-Admins: admin } }\n"
+          "    refresh: 5m\n");
+  p.write("resources.yaml", "certificates:\n  corp: { ca_file: tls/corp.pem }\n");
+  p.iface("adt", kMllpToFile);
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  const auto& l = o.project->engine.ldap;
+  EXPECT_TRUE(l.enabled());
+  EXPECT_EQ(l.url, "ldaps://dc1.hospital.org");
+  EXPECT_TRUE(l.tls.enabled);
+  EXPECT_FALSE(l.startTls);
+  EXPECT_EQ(l.tls.ca, "corp");
+  EXPECT_EQ(l.bindDn, "cn=ductus,ou=svc,dc=hospital,dc=org");
+  EXPECT_EQ(l.bindPassword, "svc-pw");
+  EXPECT_EQ(l.usersBase, "ou=people,dc=hospital,dc=org");
+  EXPECT_EQ(l.usersFilter, "(uid={name})");
+  EXPECT_EQ(l.groupsBase, "ou=groups,dc=hospital,dc=org");
+  EXPECT_EQ(l.roles.at("ductus-operators"), "operator");
+  EXPECT_EQ(l.roles.at("ductus-admins"), "admin") << "group names compared without case";
+  EXPECT_EQ(l.refresh, std::chrono::minutes(5));
+  EXPECT_EQ(l.timeout, std::chrono::seconds(10));
+
+  ProjectDir none;
+  none.iface("adt", kMllpToFile);
+  auto n = none.load();
+  ASSERT_TRUE(n.project) << none.errors();
+  EXPECT_FALSE(n.project->engine.ldap.enabled());
+}
+
+TEST(LoadProject, DirectorySettingsMistakesArePlacedAndSayWhatWasExpected) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "auth:\n"
+          "  ldap:\n"
+          "    url: https://dc1\n"
+          "    users: { base: \"ou=people\", filter: \"uid={name}\" }\n"
+          "    groups: { base: \"ou=groups\", roles: { nurses: superuser } }\n");
+  p.iface("adt", kMllpToFile);
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:3:10: auth.ldap.url: expected ldap://host[:port] or "
+                           "ldaps://host[:port]"));
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:4:41: auth.ldap.users.filter: an LDAP filter is written "
+                           "in parentheses"));
+  EXPECT_THAT(e, HasSubstr("auth.ldap.groups.roles.nurses: expected viewer, operator or admin, "
+                           "got `superuser`"));
+
+  ProjectDir q;
+  q.write("ductus.yaml",
+          "auth:\n"
+          "  ldap:\n"
+          "    url: ldaps://dc1\n"
+          "    start_tls: true\n"
+          "    users: { base: \"ou=people\", filter: \"(cn=x)\" }\n");
+  q.iface("adt", kMllpToFile);
+  std::string f = q.errors();
+  EXPECT_THAT(f, HasSubstr("auth.ldap.start_tls: ldaps:// is TLS from the first byte"));
+  EXPECT_THAT(f, HasSubstr("auth.ldap.users.filter: the filter must hold {name}"));
+  EXPECT_THAT(f, HasSubstr("groups: { base: ..., roles: { ductus-operators: operator } } is "
+                           "needed"));
+
+  ProjectDir r;
+  r.write("ductus.yaml",
+          "auth:\n"
+          "  ldap:\n"
+          "    url: ldap://dc1\n"
+          "    ca: corp\n"
+          "    users: { base: \"ou=people\" }\n"
+          "    groups: { base: \"ou=groups\", roles: { ops: operator } }\n");
+  r.iface("adt", kMllpToFile);
+  EXPECT_THAT(r.errors(), HasSubstr("auth.ldap.ca: ca: verifies a TLS server: use ldaps:// or "
+                                    "start_tls: true with it"));
+
+  // A ca: that names no certificates: entry is found by the cross-file checks.
+  ProjectDir s;
+  s.write("ductus.yaml",
+          "auth:\n"
+          "  ldap:\n"
+          "    url: ldaps://dc1\n"
+          "    ca: nowhere\n"
+          "    users: { base: \"ou=people\" }\n"
+          "    groups: { base: \"ou=groups\", roles: { ops: operator } }\n");
+  s.iface("adt", kMllpToFile);
+  EXPECT_THAT(s.errors(), HasSubstr("nowhere"));
+}
+
+}  // namespace
+}  // namespace ductus::config::test

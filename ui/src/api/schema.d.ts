@@ -91,7 +91,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Sign in with a name and password; sets the ductus_session cookie
+         * Sign in with a name and password (a local user's, or the directory's with auth.ldap); sets the ductus_session cookie
          * @description No credentials needed.
          */
         post: operations["createSession"];
@@ -1141,6 +1141,11 @@ export interface operations {
                             mustChangePassword?: boolean;
                             totp?: boolean;
                             totpRequired?: boolean;
+                            /**
+                             * @description ldap: the directory (auth.ldap) checked the password and gave the role
+                             * @enum {unknown}
+                             */
+                            source?: "local" | "ldap";
                         };
                     };
                 };
@@ -1200,6 +1205,11 @@ export interface operations {
                         totp?: boolean;
                         /** @description the role needs a second factor and the user has none yet: only /me/totp may be used */
                         totpRequired?: boolean;
+                        /**
+                         * @description where the user's password is checked
+                         * @enum {unknown}
+                         */
+                        source?: "local" | "ldap";
                     };
                 };
             };
@@ -1462,6 +1472,9 @@ export interface operations {
                             disabled?: boolean;
                             totp?: boolean;
                             lockedUntil?: string | null;
+                            /** @enum {unknown} */
+                            source?: "local" | "ldap";
+                            leftDirectoryAt?: string | null;
                             createdAt?: string;
                         }[];
                     };
@@ -1512,6 +1525,9 @@ export interface operations {
                             disabled?: boolean;
                             totp?: boolean;
                             lockedUntil?: string | null;
+                            /** @enum {unknown} */
+                            source?: "local" | "ldap";
+                            leftDirectoryAt?: string | null;
                             createdAt?: string;
                         };
                         password?: string;
@@ -1555,6 +1571,9 @@ export interface operations {
                             disabled?: boolean;
                             totp?: boolean;
                             lockedUntil?: string | null;
+                            /** @enum {unknown} */
+                            source?: "local" | "ldap";
+                            leftDirectoryAt?: string | null;
                             createdAt?: string;
                         };
                     };

@@ -31,6 +31,7 @@ export default function Users() {
                 <th scope="col">Name</th>
                 <th scope="col">Role</th>
                 <th scope="col">Permissions</th>
+                <th scope="col">Signs in with</th>
                 <th scope="col">State</th>
                 <th scope="col">Two-step</th>
                 <th scope="col">Created</th>
@@ -43,9 +44,12 @@ export default function Users() {
                   <th scope="row">{u.name}</th>
                   <td>{u.role}</td>
                   <td>{(u.permissions ?? []).join(', ') || <span class="muted">–</span>}</td>
+                  <td>{u.source === 'ldap' ? 'directory password' : 'local password'}</td>
                   <td>
                     {u.disabled ? (
                       <Badge value="stopped" label="disabled" />
+                    ) : u.leftDirectoryAt ? (
+                      <Badge value="stopped" label="left the directory" />
                     ) : u.lockedUntil ? (
                       <Badge value="closed" label="locked" />
                     ) : u.mustChangePassword ? (
@@ -54,7 +58,7 @@ export default function Users() {
                       <Badge value="ok" label="active" />
                     )}
                   </td>
-                  <td>{u.totp ? 'on' : <span class="muted">off</span>}</td>
+                  <td>{u.source === 'ldap' ? <span class="muted">the directory's</span> : u.totp ? 'on' : <span class="muted">off</span>}</td>
                   <td>
                     <When at={u.createdAt} />
                   </td>
