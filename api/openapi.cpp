@@ -89,7 +89,7 @@ ojson operation(const Route& r) {
         {"content", {{"application/json", {{"schema", ojson::parse(r.requestSchema)}}}}}};
 
   ojson responses;
-  ojson ok = {{"description", "success"}};
+  ojson ok = {{"description", r.successStatus == 302 ? "redirect (Location)" : "success"}};
   if (!r.responseSchema.empty())
     ok["content"] = {{r.responseContentType.empty() ? "application/json" : r.responseContentType,
                       {{"schema", ojson::parse(r.responseSchema)}}}};

@@ -28,4 +28,29 @@ Result<std::string> base64Decode(std::string_view text) {
   return out;
 }
 
+std::string base64UrlEncode(std::string_view bytes) {
+  std::string out = base64Encode(bytes);
+  while (!out.empty() && out.back() == '=') out.pop_back();
+  for (char& c : out) c = c == '+' ? '-' : c == '/' ? '_' : c;
+  return out;
+}
+
+Result<std::string> base64UrlDecode(std::string_view text) {
+  if (text.size() % 4 == 1) return Error{"not base64url"};
+  std::string standard(text);
+  for (char& c : standard) {
+    bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (c == '-')
+      c = '+';
+    else if (c == '_')
+      c = '/';
+    else if (!plain)
+      return Error{"not base64url"};
+  }
+  standard.append((4 - standard.size() % 4) % 4, '=');
+  auto r = base64Decode(standard);
+  if (!r) return Error{"not base64url"};
+  return r;
+}
+
 }  // namespace ductus

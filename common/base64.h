@@ -15,4 +15,10 @@ std::string base64Encode(std::string_view bytes);
 // character outside the alphabet; no whitespace is skipped.
 Result<std::string> base64Decode(std::string_view text);
 
+// base64url without padding (RFC 4648 section 5), as JOSE (JWS, JWK) and
+// PKCE write it. Decoding refuses padding, whitespace and the other
+// alphabet's + and /.
+std::string base64UrlEncode(std::string_view bytes);
+Result<std::string> base64UrlDecode(std::string_view text);
+
 }  // namespace ductus

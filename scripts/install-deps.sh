@@ -27,6 +27,7 @@ packages=(
   nodejs  # tests/api: the OpenAPI document's validator (npm, below)
   prometheus  # tests/api: promtool checks GET /api/v1/metrics
   chromium  # tests/ui: the web console in a real browser (playwright-core)
+  zbar-tools  # tests/ui: zbarimg reads the console's QR code for the second factor
   testssl.sh  # tests/e2e: what a TLS listener offers, judged by a tool we did not write
   python3-aiosmtpd  # tests: alert e-mail against a real SMTP server (for /usr/bin/python3)
   openssh-server openssh-client  # tests: SFTP against a real sshd; scripts/bench-sftp.sh's sftp -b
@@ -73,8 +74,10 @@ if ! command -v npm >/dev/null 2>&1; then
   apt-get install -y -qq --no-install-recommends npm >/dev/null
 fi
 # tests/api/openapi_test.cpp validates the API's document with an npm
-# package, pinned by its package-lock.json.
+# package, and tests/ui signs in through a real OpenID Connect provider
+# (oidc-provider), pinned by their package-lock.json.
 if [ ! -d "$here/tests/api/node/node_modules/@seriousme/openapi-schema-validator" ] ||
+   [ ! -d "$here/tests/api/node/node_modules/oidc-provider" ] ||
    [ "$here/tests/api/node/package-lock.json" -nt "$here/tests/api/node/node_modules" ]; then
   echo "install-deps: npm ci in tests/api/node"
   ( cd "$here/tests/api/node" && npm ci --no-audit --no-fund --loglevel=error >/dev/null )

@@ -16,6 +16,7 @@
 #include "api/auth/directory.h"
 #include "api/auth/directory_refresh.h"
 #include "api/auth/local_caller.h"
+#include "api/auth/oidc.h"
 #include "api/auth/password_hasher.h"
 #include "api/housekeeping.h"
 #include "api/router.h"
@@ -23,6 +24,7 @@
 #include "common/countdown.h"
 #include "common/duration_text.h"
 #include "common/net/admission.h"
+#include "common/net/curl_easy.h"
 #include "common/net/curl_multi_uv.h"
 #include "common/net/http_server.h"
 #include "common/version.h"
@@ -47,6 +49,7 @@
 #include "supervisor/monitor/monitor.h"
 #include "supervisor/ownership.h"
 #include "supervisor/retention_job.h"
+#include "supervisor/services/http_fetch.h"
 #include "supervisor/services/project_services.h"
 #include "supervisor/systemd.h"
 #include "supervisor/workers/worker_pool.h"
@@ -906,6 +909,38 @@ Status Engine::openApi() {
     authDeps_->directory = directory_.get();
     spdlog::info("directory sign-in: {} (users under {}; groups read again every {})", ldap.url,
                  ldap.usersBase, formatDuration(ldap.refresh));
+  }
+  if (const auto& sso = project_.engine.oidc; sso.enabled()) {
+    // The provider's discovery, keys and token endpoint through libcurl on
+    // this loop, verified against auth.oidc.ca (else the system's roots).
+    std::shared_ptr<const net::CurlTls> tls;
+    if (!sso.tls.ca.empty()) {
+      auto client = certificates_->client(sso.tls);
+      if (!client) return Error{"auth.oidc.ca: " + client.error().message};
+      tls = std::make_shared<net::CurlTls>(*client);
+    }
+    oidcFetch_ = std::make_unique<services::HttpFetch>(loop_, 1u << 20, 8, 64);
+    auto transport = [this, tls, timeout = sso.timeout](
+                         api::OidcHttpRequest req,
+                         std::function<void(Result<api::OidcHttpAnswer>)> done) {
+      auto url = services::parseHttpUrl(req.url);
+      if (!url) return done(url.error());
+      services::HttpCall call;
+      call.method = req.method;
+      call.url = std::move(*url);
+      call.headers = std::move(req.headers);
+      call.body = std::move(req.body);
+      call.timeout = timeout;
+      call.label = "single sign-on " + req.method + " " + call.url.shown;
+      call.tls = tls;
+      oidcFetch_->start(std::move(call), [done](Result<services::HttpAnswer> r) {
+        if (!r) return done(r.error());
+        done(api::OidcHttpAnswer{r->status, std::move(r->body)});
+      });
+    };
+    oidc_ = std::make_unique<api::OidcClient>(sso, std::move(transport));
+    authDeps_->oidc = oidc_.get();
+    spdlog::info("single sign-on: {} as client {}", sso.issuer, sso.clientId);
   }
   // ductusctl's actions: the same operations through the control socket,
   // whatever api.listen says.

@@ -39,6 +39,7 @@ class StoreAuthenticator;
 struct AuthDeps;
 class Directory;
 class DirectoryRefresh;
+class OidcClient;
 class Authenticator;
 class ApiHousekeeping;
 struct EngineInstance;
@@ -67,6 +68,9 @@ class ActivityReporter;
 
 namespace ductus::supervisor {
 
+namespace services {
+class HttpFetch;
+}
 class WorkerPool;
 class Systemd;
 class ProjectServices;
@@ -283,6 +287,10 @@ class Engine {
   // of those who left (api/auth/directory*.h); null without it.
   std::unique_ptr<api::Directory> directory_;
   std::unique_ptr<api::DirectoryRefresh> directoryRefresh_;
+  // auth: { oidc: }: the console's single sign-on and its requests to the
+  // provider (api/auth/oidc.h); null without it.
+  std::unique_ptr<services::HttpFetch> oidcFetch_;
+  std::unique_ptr<api::OidcClient> oidc_;
   std::unique_ptr<api::StoreAuthenticator> storeAuthenticator_;
   std::unique_ptr<api::AuthDeps> authDeps_;
   // Pause / resume, restart, drain (supervisor/engine_actions.h); holds

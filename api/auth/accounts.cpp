@@ -35,7 +35,7 @@ UserInfo userRow(const PgResult& r, int row) {
   u.lockedUntil = r.optText(row, 6);
   u.createdAt = std::string(r.text(row, 7));
   u.totp = r.text(row, 8) == "t";
-  u.directory = r.text(row, 9) == "ldap";
+  u.source = std::string(r.text(row, 9));
   u.leftDirectoryAt = r.optText(row, 10);
   return u;
 }
@@ -89,7 +89,7 @@ nlohmann::json toJson(const UserInfo& u) {
           {"disabled", u.disabled},
           {"totp", u.totp},
           {"lockedUntil", u.lockedUntil ? nlohmann::json(*u.lockedUntil) : nlohmann::json()},
-          {"source", u.directory ? "ldap" : "local"},
+          {"source", u.source},
           {"leftDirectoryAt",
            u.leftDirectoryAt ? nlohmann::json(*u.leftDirectoryAt) : nlohmann::json()},
           {"createdAt", u.createdAt}};

@@ -29,9 +29,11 @@ struct UserInfo {
   bool mustChangePassword = false;
   bool disabled = false;
   bool totp = false;  // signs in with a code beside the password (api/auth/totp.h)
-  // Signs in with the directory's password (api/auth/directory.h); since
-  // when the refresh round found them gone from it, or in no mapped group.
-  bool directory = false;
+  // Where they sign in: "local", "ldap" (the directory's password,
+  // api/auth/directory.h) or "oidc" (single sign-on, api/auth/oidc.h); and
+  // since when the refresh round found them gone from the directory, or in
+  // no mapped group.
+  std::string source = "local";
   std::optional<std::string> leftDirectoryAt;  // ISO 8601, UTC
   std::optional<std::string> lockedUntil;  // ISO 8601, UTC; set while locked
   std::string createdAt;

@@ -10,6 +10,7 @@
 
 #include "api/auth/accounts.h"
 #include "api/auth/handler_support.h"
+#include "api/auth/oidc_routes.h"
 #include "api/auth/password_rules.h"
 #include "api/auth/totp.h"
 #include "api/auth/totp_routes.h"
@@ -83,10 +84,11 @@ void checkCallerPassword(AuthDeps& d, const Caller& c, std::string password, Wro
                       // Their password and their second factor are the
                       // directory's, changed there.
                       if (r->text(0, 1) != "local")
-                        return respond(jsonError(
-                            400, "directory_user",
-                            "you sign in with your directory password: change it, or set up "
-                            "a second factor, where your directory account is managed"));
+                        return respond(
+                            jsonError(400, "directory_user",
+                                      "you sign in with your directory password or single sign-on: "
+                                      "change the password, or set up a second factor, where that "
+                                      "account is managed"));
                       d.hasher.verify(
                           std::string(r->text(0, 0)), *given,
                           [&d, c, given, wrong, respond, then](Result<bool> ok) {
@@ -319,10 +321,10 @@ void storeDirectoryUser(std::shared_ptr<SignIn> s, DirectoryEntry entry) {
   std::string now = pgTime(s->d.clock());
   withConnection(s->d.pool, s->respond, [s, now, dn = entry.dn](LeasePtr l) {
     l->conn().query(
-        "INSERT INTO users (name, role, source, directory_dn, directory_checked_at) "
+        "INSERT INTO users (name, role, source, external_id, directory_checked_at) "
         "VALUES ($1, $2, 'ldap', $3, $4) "
         "ON CONFLICT (name) DO UPDATE SET role = EXCLUDED.role, "
-        "directory_dn = EXCLUDED.directory_dn, directory_checked_at = "
+        "external_id = EXCLUDED.external_id, directory_checked_at = "
         "EXCLUDED.directory_checked_at, "
         "directory_left_at = NULL, updated_at = EXCLUDED.directory_checked_at "
         "WHERE users.source = 'ldap' AND NOT users.disabled "
@@ -418,7 +420,7 @@ void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
         "totp_enabled, coalesce(totp_secret, ''), totp_last_step, totp_recovery, "
         "source = 'local' AND "
         "EXISTS (SELECT 1 FROM totp_required_roles t WHERE t.role = users.role), "
-        "source = 'ldap' "
+        "source = 'ldap', source "
         "FROM users WHERE name = $1 OR (source = 'ldap' AND name = lower($1)) "
         "ORDER BY source = 'ldap' LIMIT 1",
         {s->name, now}, [s, l](Result<PgResult> r) {
@@ -428,6 +430,9 @@ void signIn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
             return refuseAfterHashing(s, "unknown user");
           }
           if (r->text(0, 5) == "t") return refuseAfterHashing(s, "user disabled");
+          // Signs in through the provider only: no password of theirs is here.
+          if (r->text(0, 14) == "oidc")
+            return refuseAfterHashing(s, "signs in with single sign-on");
           s->userId = r->integer(0, 0);
           if (r->text(0, 13) == "t") {
             if (r->text(0, 6) == "t")
@@ -870,7 +875,7 @@ constexpr const char* kUserSchema = R"({"type":"object","properties":{
 "id":{"type":"integer"},"name":{"type":"string"},"role":{"enum":["viewer","operator","admin"]},
 "permissions":{"type":"array","items":{"enum":["payloads","audit"]}},
 "mustChangePassword":{"type":"boolean"},"disabled":{"type":"boolean"},"totp":{"type":"boolean"},
-"lockedUntil":{"type":["string","null"]},"source":{"enum":["local","ldap"]},
+"lockedUntil":{"type":["string","null"]},"source":{"enum":["local","ldap","oidc"]},
 "leftDirectoryAt":{"type":["string","null"]},"createdAt":{"type":"string"}}})";
 
 constexpr const char* kTokenSchema = R"({"type":"object","properties":{
@@ -919,7 +924,7 @@ std::vector<Route> authRoutes(AuthDeps* d) {
                          R"({"type":"object","properties":{"user":{"type":"object","properties":{
 "name":{"type":"string"},"role":{"type":"string"},"permissions":{"type":"array","items":{"type":"string"}},
 "mustChangePassword":{"type":"boolean"},"totp":{"type":"boolean"},"totpRequired":{"type":"boolean"},
-"source":{"enum":["local","ldap"],"description":"ldap: the directory (auth.ldap) checked the password and gave the role"}}}}})",
+"source":{"enum":["local","ldap","oidc"],"description":"ldap: the directory (auth.ldap) checked the password and gave the role"}}}}})",
                          201));
   routes.push_back(route("DELETE", "/api/v1/sessions/current", "deleteCurrentSession",
                          "Sign out: end this browser session",
@@ -931,7 +936,7 @@ std::vector<Route> authRoutes(AuthDeps* d) {
 "role":{"type":"string"},"permissions":{"type":"array","items":{"type":"string"}},
 "mustChangePassword":{"type":"boolean"},"totp":{"type":"boolean"},
 "totpRequired":{"type":"boolean","description":"the role needs a second factor and the user has none yet: only /me/totp may be used"},
-"source":{"enum":["local","ldap"],"description":"where the user's password is checked"}}})"));
+"source":{"enum":["local","ldap","oidc"],"description":"where the user signs in: a local password, the directory's password with auth.ldap, or single sign-on with auth.oidc"}}})"));
   routes.push_back(route("POST", "/api/v1/me/password", "changeMyPassword",
                          "Change the caller's password; ends the user's other sessions",
                          Requirement::toChange(Role::Viewer), bind(changePassword),
@@ -1026,6 +1031,26 @@ std::vector<Route> authRoutes(AuthDeps* d) {
   routes.push_back(route("DELETE", "/api/v1/users/{name}/totp", "resetUserTotp",
                          "Turn a user's second factor off (a lost phone) and end their sessions",
                          Requirement::toChange(Role::Admin), bind(resetTotpRoute), {}, {}, 204));
+  routes.push_back(route("GET", "/api/v1/auth/methods", "getAuthMethods",
+                         "How one may sign in here: a password, and single sign-on when "
+                         "auth.oidc is set up",
+                         Requirement::anyone(), bind(authMethods), {},
+                         R"({"type":"object","properties":{"password":{"type":"boolean"},
+"oidc":{"type":["object","null"],"properties":{"label":{"type":"string"},"start":{"type":"string"}}}}})"));
+  routes.push_back(route("GET", "/api/v1/auth/oidc/start", "startSingleSignOn",
+                         "Single sign-on: 302 to the OpenID Connect provider (authorization "
+                         "code with PKCE); the flow's state in the ductus_oidc cookie",
+                         Requirement::anyone(), bind(startSingleSignOn), {}, {}, 302));
+  routes.push_back(route("GET", "/api/v1/auth/oidc/callback", "finishSingleSignOn",
+                         "Single sign-on: the provider's answer; sets the ductus_session cookie "
+                         "and 302s to the console (with ?signin_error= when refused)",
+                         Requirement::anyone(), bind(finishSingleSignOn), {}, {}, 302,
+                         {{"code", "the provider's authorization code"},
+                          {"state", "the flow's state, as the ductus_oidc cookie holds it"},
+                          {"error", "the provider's refusal"},
+                          {"error_description", "its words"},
+                          {"iss", "the issuer of the answer (RFC 9207): must be auth.oidc.issuer"},
+                          {"session_state", "the provider's session (Keycloak); not used"}}));
   routes.push_back(route("GET", "/api/v1/auth/totp", "getTotpPolicy",
                          "The roles whose users must sign in with a second factor",
                          Requirement::toRead(Role::Admin), bind(getTotpPolicy), {}, policy));

@@ -11,6 +11,7 @@
 #include "api/audit/audit_log.h"
 #include "api/auth/credentials.h"
 #include "api/auth/directory.h"
+#include "api/auth/oidc.h"
 #include "api/auth/password_hasher.h"
 #include "api/auth/sign_in_guard.h"
 #include "api/route.h"
@@ -32,6 +33,8 @@ struct AuthDeps {
   SignInGuard signIns = {};
   // auth: { ldap: }: names no local user has are asked of the directory.
   Directory* directory = nullptr;
+  // auth: { oidc: }: the console's single sign-on (api/auth/oidc_routes.h).
+  OidcClient* oidc = nullptr;
 };
 
 // Counts a wrong password or code of user `userId` towards their lockout

@@ -129,12 +129,16 @@ std::string clearSessionCookieHeader(bool secure) {
 }
 
 std::string sessionCookieValue(std::string_view header) {
+  return cookieValue(header, kSessionCookie);
+}
+
+std::string cookieValue(std::string_view header, std::string_view name) {
   while (!header.empty()) {
     auto semi = header.find(';');
     auto pair = header.substr(0, semi);
     while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
     auto eq = pair.find('=');
-    if (eq != std::string_view::npos && pair.substr(0, eq) == kSessionCookie) {
+    if (eq != std::string_view::npos && pair.substr(0, eq) == name) {
       auto value = pair.substr(eq + 1);
       while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
       return std::string(value);

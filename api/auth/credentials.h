@@ -64,6 +64,8 @@ std::string sessionCookieHeader(std::string_view secret, bool secure, const Auth
 std::string clearSessionCookieHeader(bool secure);
 // The ductus_session cookie's value in a Cookie header, or "" if none.
 std::string sessionCookieValue(std::string_view cookieHeader);
+// Any cookie's value in a Cookie header, or "" if none.
+std::string cookieValue(std::string_view cookieHeader, std::string_view name);
 
 // Whether a listen host is loopback only ("127.0.0.1", "::1", "localhost").
 bool isLoopbackHost(std::string_view host);

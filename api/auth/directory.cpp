@@ -157,7 +157,7 @@ class Connection {
       for (auto& cn : g.cn) cns.push_back(cn);
       entry.groups.push_back(g.cn.empty() ? g.dn : g.cn.front());
     }
-    entry.role = roleOfGroups(s_, cns, dns);
+    entry.role = roleOfGroups(s_.roles, cns, dns);
     return std::optional<DirectoryEntry>(std::move(entry));
   }
 
@@ -222,13 +222,13 @@ std::string fillFilter(std::string_view filter, std::string_view name, std::stri
   return out;
 }
 
-std::optional<Role> roleOfGroups(const ldap::DirectorySettings& s,
+std::optional<Role> roleOfGroups(const std::map<std::string, std::string>& roles,
                                  const std::vector<std::string>& groupCns,
                                  const std::vector<std::string>& groupDns) {
   std::optional<Role> best;
   auto consider = [&](const std::string& group) {
-    auto it = s.roles.find(lower(group));
-    if (it == s.roles.end()) return;
+    auto it = roles.find(lower(group));
+    if (it == roles.end()) return;
     auto role = roleFromName(it->second);
     if (role && (!best || static_cast<int>(*role) > static_cast<int>(*best))) best = role;
   };

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,9 +49,10 @@ struct DirectoryEntry {
 std::string escapeFilterValue(std::string_view value);
 // `filter` with {name} and {dn} replaced by their escaped values.
 std::string fillFilter(std::string_view filter, std::string_view name, std::string_view dn);
-// The highest role groups.roles gives any of `groups` (each compared without
-// case by its cn, or by its whole DN).
-std::optional<Role> roleOfGroups(const ldap::DirectorySettings& s,
+// The highest role `roles` (groups.roles, keys in lower case) gives any of
+// the groups (each compared without case, by its cn or name, or by its DN).
+// OpenID Connect's groups claim is read the same way (api/auth/oidc.h).
+std::optional<Role> roleOfGroups(const std::map<std::string, std::string>& roles,
                                  const std::vector<std::string>& groupCns,
                                  const std::vector<std::string>& groupDns);
 

@@ -171,7 +171,7 @@ void DirectoryRefresh::applyNext(std::shared_ptr<Round> round, size_t i) {
     std::string id = std::to_string(u.id);
     steps.push_back(
         fixedStep({"UPDATE users SET role = $2, directory_checked_at = $3, "
-                   "directory_dn = $4, updated_at = $3 "
+                   "external_id = $4, updated_at = $3 "
                    "WHERE id = $1 AND source = 'ldap' AND role = $5 RETURNING id",
                    {id, std::string(roleName(*entry->role)), round->now, entry->dn,
                     std::string(roleName(u.role))}}));

@@ -253,6 +253,7 @@ void checkCertificates(const Project& project, Diagnostics& out) {
   listener(project.engine.apiTls, "api");
   connect(project.engine.databaseTls, "database");
   connect(project.engine.ldap.tls, "auth.ldap");
+  connect(project.engine.oidc.tls, "auth.oidc");
   // The SMTP server is verified with smtp.ca like any outbound connection.
   if (const auto& smtp = project.engine.alerts.smtp) {
     const Location& at = project.engine.alertsSmtpCaAt;

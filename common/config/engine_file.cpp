@@ -10,6 +10,38 @@
 namespace ductus::config {
 namespace {
 
+// groups: roles: { group: role } as both auth: sections write it; keys in
+// lower case (groups are compared without case).
+std::map<std::string, std::string> parseGroupRoles(YamlReader& r, const YAML::Node& parent,
+                                                   const std::string& path) {
+  std::map<std::string, std::string> out;
+  YAML::Node roles = parent["roles"];
+  if (!YamlReader::has(parent, "roles") || !roles.IsMap() || roles.size() == 0) {
+    r.error(YamlReader::has(parent, "roles") ? roles : parent, path + ".roles",
+            "expected a mapping of group names to roles, like { ductus-operators: operator }");
+    return out;
+  }
+  for (auto it = roles.begin(); it != roles.end(); ++it) {
+    std::string group = it->first.IsScalar() ? it->first.Scalar() : "";
+    std::string role = it->second.IsScalar() ? it->second.Scalar() : "";
+    if (group.empty()) {
+      r.error(it->first, path + ".roles", "a group's name");
+      continue;
+    }
+    if (role != "viewer" && role != "operator" && role != "admin") {
+      r.error(it->second, path + ".roles." + group,
+              "expected viewer, operator or admin, got `" + role + "`");
+      continue;
+    }
+    std::string key = group;
+    std::transform(key.begin(), key.end(), key.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    if (!out.emplace(key, role).second)
+      r.error(it->first, path + ".roles", "`" + group + "` is named twice");
+  }
+  return out;
+}
+
 // {name} (and in groups' filter {dn}) must be where the filter says; the
 // filter as a whole within parentheses, as RFC 4515 writes one.
 void checkFilter(YamlReader& r, const YAML::Node& n, const std::string& path,
@@ -91,34 +123,64 @@ ldap::DirectorySettings parseLdap(YamlReader& r, const YAML::Node& n) {
         s.groupsFilter = *v;
         checkFilter(r, g["filter"], gp + ".filter", *v, false);
       }
-      YAML::Node roles = g["roles"];
-      if (!YamlReader::has(g, "roles") || !roles.IsMap() || roles.size() == 0) {
-        r.error(YamlReader::has(g, "roles") ? roles : g, gp + ".roles",
-                "expected a mapping of group names to roles, like { ductus-operators: operator }");
-      } else {
-        for (auto it = roles.begin(); it != roles.end(); ++it) {
-          std::string group = it->first.IsScalar() ? it->first.Scalar() : "";
-          std::string role = it->second.IsScalar() ? it->second.Scalar() : "";
-          if (group.empty()) {
-            r.error(it->first, gp + ".roles", "a group's name (its cn or its DN)");
-            continue;
-          }
-          if (role != "viewer" && role != "operator" && role != "admin") {
-            r.error(it->second, gp + ".roles." + group,
-                    "expected viewer, operator or admin, got `" + role + "`");
-            continue;
-          }
-          std::string key = group;
-          std::transform(key.begin(), key.end(), key.begin(),
-                         [](unsigned char c) { return std::tolower(c); });
-          if (!s.roles.emplace(key, role).second)
-            r.error(it->first, gp + ".roles", "`" + group + "` is named twice");
-        }
-      }
+      s.roles = parseGroupRoles(r, g, gp);
     }
   }
   if (auto v = r.duration(n, "refresh", path, std::chrono::seconds(1), std::chrono::hours(24)))
     s.refresh = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
+  if (auto v =
+          r.duration(n, "timeout", path, std::chrono::milliseconds(100), std::chrono::minutes(2)))
+    s.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
+  return s;
+}
+
+// auth: { oidc: { issuer, client_id, client_secret, redirect_uri, label,
+// scopes, name_claim, groups_claim, roles, ca, timeout } }
+oidc::ProviderSettings parseOidc(YamlReader& r, const YAML::Node& n) {
+  const std::string path = "auth.oidc";
+  oidc::ProviderSettings s;
+  if (!r.map(n, path,
+             {"issuer", "client_id", "client_secret", "redirect_uri", "label", "scopes",
+              "name_claim", "groups_claim", "roles", "ca", "timeout"}))
+    return s;
+  s.at = r.file() + ":" + std::to_string(r.at(n).line);
+  if (auto v = r.required(n, "issuer", path, Subst::Yes)) {
+    if (!oidc::secureOrLoopback(*v))
+      r.error(n["issuer"], path + ".issuer",
+              "expected an https:// URL (http:// only to this machine), not `" + *v + "`");
+    else
+      s.issuer = *v;
+  }
+  if (auto v = r.required(n, "client_id", path, Subst::Yes)) s.clientId = *v;
+  if (auto v = r.text(n, "client_secret", path, Subst::Yes)) s.clientSecret = *v;
+  if (auto v = r.required(n, "redirect_uri", path, Subst::Yes)) {
+    if (!oidc::secureOrLoopback(*v) || v->find("/api/v1/auth/oidc/callback") == std::string::npos)
+      r.error(n["redirect_uri"], path + ".redirect_uri",
+              "expected the engine's own https:// URL ending in /api/v1/auth/oidc/callback "
+              "(http:// only to this machine), as registered with the provider");
+    else
+      s.redirectUri = *v;
+  }
+  if (auto v = r.text(n, "label", path)) s.label = *v;
+  if (YamlReader::has(n, "scopes")) {
+    YAML::Node sc = n["scopes"];
+    if (!sc.IsSequence()) {
+      r.error(sc, path + ".scopes", "expected a list, like [openid, profile, groups]");
+    } else {
+      s.scopes.clear();
+      for (const auto& item : sc) s.scopes.push_back(item.IsScalar() ? item.Scalar() : "");
+      if (std::find(s.scopes.begin(), s.scopes.end(), "openid") == s.scopes.end())
+        r.error(sc, path + ".scopes", "must hold openid: without it there is no ID token");
+    }
+  }
+  if (auto v = r.text(n, "name_claim", path)) s.nameClaim = *v;
+  if (auto v = r.text(n, "groups_claim", path)) s.groupsClaim = *v;
+  s.roles = parseGroupRoles(r, n, path);
+  if (auto v = r.text(n, "ca", path)) {
+    s.tls.enabled = true;
+    s.tls.ca = *v;
+    s.tls.at = r.file() + ":" + std::to_string(r.keyAt(n, "ca").line);
+  }
   if (auto v =
           r.duration(n, "timeout", path, std::chrono::milliseconds(100), std::chrono::minutes(2)))
     s.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
@@ -168,7 +230,10 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
   }
   if (YamlReader::has(root, "auth")) {
     YAML::Node a = root["auth"];
-    if (r.map(a, "auth", {"ldap"}) && YamlReader::has(a, "ldap")) e.ldap = parseLdap(r, a["ldap"]);
+    if (r.map(a, "auth", {"ldap", "oidc"})) {
+      if (YamlReader::has(a, "ldap")) e.ldap = parseLdap(r, a["ldap"]);
+      if (YamlReader::has(a, "oidc")) e.oidc = parseOidc(r, a["oidc"]);
+    }
   }
   if (YamlReader::has(root, "alerts")) {
     parseAlerts(r, root["alerts"], e);

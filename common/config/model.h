@@ -19,6 +19,7 @@
 #include "common/config/diagnostic.h"
 #include "common/ldap/settings.h"
 #include "common/monitor/settings.h"
+#include "common/oidc/settings.h"
 #include "common/sftp/settings.h"
 #include "common/tls/settings.h"
 
@@ -89,6 +90,8 @@ struct EngineConfig {
   // auth: { ldap: ... }: sign-in with the directory's passwords, roles
   // from its groups (api/auth/directory.h). Not enabled when absent.
   ldap::DirectorySettings ldap;
+  // auth: { oidc: ... }: the console's single sign-on (api/auth/oidc.h).
+  oidc::ProviderSettings oidc;
   uint32_t isolateWorkers = 0;  // 0 = one per core
   uint32_t heapMb = kDefaultHeapMb;
   Retention retention = Retention::SevenWeeks;  // each interface's default

@@ -1,17 +1,20 @@
--- Upgrade: adds users who sign in with a directory's password (LDAP, Active Directory): where each user's password lives, their entry, and when the directory last said they left
+-- Upgrade: adds users who sign in with a directory's password (LDAP, Active Directory) or through an OpenID Connect provider: where each user's password lives, who they are there, and when the directory last said they left
 -- Heavy: none
 
--- source: 'local' (the password's argon2id hash is here) or 'ldap' (the
--- directory checks the password; no hash is kept). A directory user's row
--- is made at their first sign-in and its role follows their groups.
--- directory_dn: their entry, as the directory last named it.
+-- source: 'local' (the password's argon2id hash is here), 'ldap' (the
+-- directory checks the password) or 'oidc' (a provider signs them in);
+-- no hash is kept for the last two. Such a row is made at the user's
+-- first sign-in and its role follows their groups.
+-- external_id: their entry's DN, as the directory last named it; or the
+-- provider's subject (sub), which a later sign-in of the name must match,
+-- so a name the provider gives to someone else later is not their account.
 -- directory_left_at: set by the refresh round when they are no longer in
 -- the directory or in no mapped group; their sessions and tokens stop
 -- working while it is set, and a sign-in the directory allows again
 -- clears it.
 ALTER TABLE users
-  ADD COLUMN source text NOT NULL DEFAULT 'local' CHECK (source IN ('local', 'ldap')),
-  ADD COLUMN directory_dn text,
+  ADD COLUMN source text NOT NULL DEFAULT 'local' CHECK (source IN ('local', 'ldap', 'oidc')),
+  ADD COLUMN external_id text,
   ADD COLUMN directory_checked_at timestamptz,
   ADD COLUMN directory_left_at timestamptz,
   ALTER COLUMN password_hash DROP NOT NULL,

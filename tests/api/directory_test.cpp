@@ -52,10 +52,10 @@ TEST(DirectoryFilter, TheHighestMappedGroupGivesTheRoleComparedWithoutCase) {
   s.roles = {{"ductus-operators", "operator"},
              {"ductus-admins", "admin"},
              {"cn=viewers,ou=groups,dc=h", "viewer"}};
-  EXPECT_EQ(roleOfGroups(s, {"Ductus-Operators"}, {}), Role::Operator);
-  EXPECT_EQ(roleOfGroups(s, {"ductus-operators", "DUCTUS-ADMINS"}, {}), Role::Admin);
-  EXPECT_EQ(roleOfGroups(s, {"nurses"}, {"CN=Viewers,OU=Groups,DC=H"}), Role::Viewer);
-  EXPECT_EQ(roleOfGroups(s, {"nurses"}, {"cn=nurses,ou=groups,dc=h"}), std::nullopt);
+  EXPECT_EQ(roleOfGroups(s.roles, {"Ductus-Operators"}, {}), Role::Operator);
+  EXPECT_EQ(roleOfGroups(s.roles, {"ductus-operators", "DUCTUS-ADMINS"}, {}), Role::Admin);
+  EXPECT_EQ(roleOfGroups(s.roles, {"nurses"}, {"CN=Viewers,OU=Groups,DC=H"}), Role::Viewer);
+  EXPECT_EQ(roleOfGroups(s.roles, {"nurses"}, {"cn=nurses,ou=groups,dc=h"}), std::nullopt);
 }
 
 constexpr const char* kAlicePassword = "alice-Directory-Pw1";
@@ -142,7 +142,7 @@ TEST_F(DirectoryTest, AGroupMemberSignsInWithTheDirectoryPasswordAsOperator) {
   EXPECT_EQ(bodyOf(m)["role"], "operator");
   EXPECT_EQ(bodyOf(m)["source"], "ldap");
   // The row the sign-in made: a directory user, no password kept here.
-  EXPECT_EQ(db_.column("SELECT source || ' ' || role || ' ' || directory_dn || ' ' || "
+  EXPECT_EQ(db_.column("SELECT source || ' ' || role || ' ' || external_id || ' ' || "
                        "(password_hash IS NULL) FROM users WHERE name = 'alice'"),
             std::vector<std::string>{"ldap operator " + SlapdServer::personDn("alice") + " true"});
   // Admins see her in /users, marked as the directory's.

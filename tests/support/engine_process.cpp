@@ -121,7 +121,16 @@ bool EngineProcess::spawn() {
                                    url_.c_str()};
   for (auto& a : extraArgs_) args.push_back(a.c_str());
   args.push_back(nullptr);
-  std::vector<std::string> env = childEnvironment(env_);
+  // The engine's default control socket is $RUNTIME_DIRECTORY/control (as
+  // under systemd): a folder of this project's, never the machine's
+  // /run/ductus, where another engine on the same machine may be.
+  auto withRuntimeDir = env_;
+  if (!withRuntimeDir.count("RUNTIME_DIRECTORY")) {
+    std::error_code ec;
+    fs::create_directories(project_ / ".run", ec);
+    withRuntimeDir["RUNTIME_DIRECTORY"] = (project_ / ".run").string();
+  }
+  std::vector<std::string> env = childEnvironment(withRuntimeDir);
   if (!listenFds_.empty()) {
     posix_spawn_file_actions_destroy(&fa);
     pid_ = forkWithListenFds(args[0], args, std::move(env), listenFds_, listenFdNames_,

@@ -22,6 +22,7 @@
 #include "tests/support/engine_process.h"
 #include "tests/support/exit_status.h"
 #include "tests/support/ports.h"
+#include "tests/support/script_server.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
 
@@ -134,6 +135,73 @@ TEST(Console, AnOperatorsHourInARealBrowser) {
   EXPECT_EQ(run.code, 0) << run.out << "\n" << run.err << "\nengine:\n" << engine.log();
   std::printf("screenshots: %s\n", shots.c_str());
 
+  EXPECT_TRUE(exitedWith(engine.terminate(), 0)) << engine.log();
+  std::error_code ec;
+  fs::remove_all(out, ec);
+}
+
+// Single sign-on in a real browser against a real OpenID Connect provider
+// (panva's oidc-provider, tests/api/node/oidc_provider.mjs): the console's
+// button, the provider's own sign-in and consent pages, back signed in as
+// the groups claim's operator; someone in no mapped group sent back with
+// the console's words; ui/tests/oidc.test.mjs drives it.
+TEST(Console, SignsInThroughAnOpenIdConnectProvider) {
+  if (auto what = missing(); !what.empty()) {
+    if (required()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
+    GTEST_SKIP() << "missing: " << what;
+  }
+  fs::path node = fs::path(DUCTUS_SOURCE_DIR) / "tests" / "api" / "node";
+  ASSERT_TRUE(fs::exists(node / "node_modules" / "oidc-provider"))
+      << "tests/api/node has no oidc-provider (scripts/install-deps.sh runs npm ci there)";
+  TestDatabase db;
+  ASSERT_FALSE(db.url().empty());
+  uint16_t mllp = freePort(), apiPort = freePort();
+  std::string base = "http://127.0.0.1:" + std::to_string(apiPort);
+  std::string redirect = base + "/api/v1/auth/oidc/callback";
+  ScriptServer provider({"node", (node / "oidc_provider.mjs").string(), redirect, "sso-Secret-1"});
+  ASSERT_NE(provider.port(), 0) << "the OpenID Connect provider did not start";
+  std::string issuer = "http://127.0.0.1:" + std::to_string(provider.port());
+  char outTmpl[] = "/tmp/ductus-console-out.XXXXXX";
+  fs::path out = mkdtemp(outTmpl);
+  TempProject project({{"ductus.yaml",
+                        "isolates: { workers: 1, heap_mb: 256 }\n"
+                        "auth:\n"
+                        "  oidc:\n"
+                        "    issuer: " +
+                            issuer +
+                            "\n"
+                            "    client_id: ductus\n"
+                            "    client_secret: sso-Secret-1\n"
+                            "    redirect_uri: " +
+                            redirect +
+                            "\n"
+                            "    label: Test provider\n"
+                            "    scopes: [openid, profile, groups]\n"
+                            "    roles: { ductus-operators: operator, ductus-admins: admin }\n"},
+                       {"interfaces/adt/interface.yaml", adtInterface(mllp, out)},
+                       {"interfaces/adt/transform.js", kAdtTransform}});
+  EngineProcess engine(project.root(), db.url());
+  engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
+  ASSERT_TRUE(engine.start()) << engine.log();
+
+  fs::path shots = fs::current_path() / "screenshots";
+  fs::create_directories(shots);
+  ::setenv("DUCTUS_UI_URL", base.c_str(), 1);
+  ::setenv("DUCTUS_UI_SCREENSHOTS", shots.c_str(), 1);
+  ::setenv("CHROMIUM", chromium().c_str(), 1);
+  auto run = runSplit({"node", (kUi / "tests" / "oidc.test.mjs").string()});
+  std::printf("%s", run.out.c_str());
+  EXPECT_EQ(run.code, 0) << run.out << "\n" << run.err << "\nengine:\n" << engine.log();
+
+  // What the engine kept: the user the provider vouched for, and the audit
+  // rows of the sign-on and of the refusal.
+  EXPECT_EQ(db.value("SELECT source || ' ' || role FROM users WHERE name = 'olivia'"),
+            "oidc operator");
+  EXPECT_EQ(db.value("SELECT count(*) FROM users WHERE name = 'nina'"), "0");
+  EXPECT_EQ(db.value("SELECT count(*) FROM audit_log WHERE action = 'session.create' AND "
+                     "outcome = 'denied' AND detail->>'reason' = "
+                     "'in no group that has a role here'"),
+            "1");
   EXPECT_TRUE(exitedWith(engine.terminate(), 0)) << engine.log();
   std::error_code ec;
   fs::remove_all(out, ec);

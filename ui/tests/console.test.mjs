@@ -2,14 +2,16 @@
 // harness, tests/ui): sign-in, live counts, a quarantined message edited and
 // delivered, a dismissal found in the audit log, a pause's health badge, an
 // alert acknowledged and silenced, the forced password change, a viewer's
-// limits, two-step sign-in set up and used, and axe-core on every main page in both themes (AAA for badges).
+// limits, two-step sign-in set up (its QR code read by zbarimg) and used, and axe-core on every main page in both themes (AAA for badges).
 // Prints a line per check and "N passed, M failed"; exits 1 on a failure.
+import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { createConnection } from 'node:net';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { assert, check, finish } from './checks.mjs';
 
 const env = (name, fallback) => {
   const v = process.env[name] ?? fallback;
@@ -36,25 +38,6 @@ const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/
 // Long enough for a loaded machine; nothing here is a timing assertion.
 const WAIT = 30_000;
 const run = `${Date.now().toString(36)}`;
-
-let passed = 0;
-let failed = 0;
-async function check(name, fn) {
-  try {
-    await fn();
-    passed++;
-    console.log(`ok   ${name}`);
-    return true;
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${name}: ${e instanceof Error ? e.message.split('\n').slice(0, 6).join('\n     ') : e}`);
-    return false;
-  }
-}
-
-function assert(cond, message) {
-  if (!cond) throw new Error(message);
-}
 
 async function until(what, fn, timeout = WAIT) {
   const end = Date.now() + timeout;
@@ -439,6 +422,13 @@ await check('two-step sign-in: a viewer turns it on in the console, then signs i
   await p.getByRole('button', { name: 'Set up' }).click();
   const secret = (await p.locator('code.totp-secret').getAttribute('data-secret')) ?? '';
   assert(/^[A-Z2-7]{32}$/.test(secret), `no secret shown: ${secret}`);
+  // The QR code, read by a decoder we did not write (zbar's), carries the
+  // otpauth:// link with this secret.
+  const qrFile = join(shots, 'totp-qr.png');
+  await p.locator('svg.qr').screenshot({ path: qrFile });
+  const decoded = execFileSync('zbarimg', ['--raw', '-q', qrFile], { encoding: 'utf8' }).trim();
+  const link = await p.getByRole('link', { name: 'Open in the authenticator app' }).getAttribute('href');
+  assert(decoded === link && decoded.includes(`secret=${secret}`), `the QR code reads "${decoded}", the link is ${link}`);
   await p.getByLabel('The code the app shows now').fill(appCode(secret));
   await p.getByRole('button', { name: 'Turn on' }).click();
   await p.locator('.recovery-codes code').first().waitFor();
@@ -523,5 +513,4 @@ const pages = [
 }
 
 await browser.close();
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+finish();

@@ -1169,5 +1169,60 @@ TEST(LoadProject, DirectorySettingsMistakesArePlacedAndSayWhatWasExpected) {
   EXPECT_THAT(s.errors(), HasSubstr("nowhere"));
 }
 
+TEST(LoadProject, SingleSignOnIsReadAndItsUrlsMustBeHttpsOrThisMachine) {
+  ProjectDir p;
+  p.write("ductus.yaml",
+          "auth:\n"
+          "  oidc:\n"
+          "    issuer: https://login.hospital.org/realms/h\n"
+          "    client_id: ductus\n"
+          "    client_secret: s3cret\n"
+          "    redirect_uri: https://ductus.hospital.org/api/v1/auth/oidc/callback\n"
+          "    label: Hospital account\n"
+          "    scopes: [openid, profile, groups]\n"
+          "    roles: { Ductus-Operators: operator }\n");
+  p.iface("adt", kMllpToFile);
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  const auto& s = o.project->engine.oidc;
+  EXPECT_TRUE(s.enabled());
+  EXPECT_EQ(s.issuer, "https://login.hospital.org/realms/h");
+  EXPECT_EQ(s.clientSecret, "s3cret");
+  EXPECT_EQ(s.label, "Hospital account");
+  EXPECT_EQ(s.scopes, (std::vector<std::string>{"openid", "profile", "groups"}));
+  EXPECT_EQ(s.nameClaim, "preferred_username");
+  EXPECT_EQ(s.groupsClaim, "groups");
+  EXPECT_EQ(s.roles.at("ductus-operators"), "operator");
+
+  ProjectDir q;
+  q.write("ductus.yaml",
+          "auth:\n"
+          "  oidc:\n"
+          "    issuer: http://login.hospital.org\n"
+          "    client_id: ductus\n"
+          "    redirect_uri: https://ductus.hospital.org/login\n"
+          "    scopes: [profile]\n"
+          "    roles: { ops: root }\n");
+  q.iface("adt", kMllpToFile);
+  std::string e = q.errors();
+  EXPECT_THAT(e, HasSubstr("ductus.yaml:3:13: auth.oidc.issuer: expected an https:// URL (http:// "
+                           "only to this machine)"));
+  EXPECT_THAT(e, HasSubstr("auth.oidc.redirect_uri: expected the engine's own https:// URL ending "
+                           "in /api/v1/auth/oidc/callback"));
+  EXPECT_THAT(e, HasSubstr("auth.oidc.scopes: must hold openid"));
+  EXPECT_THAT(e, HasSubstr("auth.oidc.roles.ops: expected viewer, operator or admin"));
+
+  ProjectDir local;
+  local.write("ductus.yaml",
+              "auth:\n"
+              "  oidc:\n"
+              "    issuer: http://127.0.0.1:8080/realms/dev\n"
+              "    client_id: ductus\n"
+              "    redirect_uri: http://localhost:7700/api/v1/auth/oidc/callback\n"
+              "    roles: { ops: operator }\n");
+  local.iface("adt", kMllpToFile);
+  EXPECT_TRUE(local.load().project) << local.errors();
+}
+
 }  // namespace
 }  // namespace ductus::config::test

@@ -397,6 +397,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How one may sign in here: a password, and single sign-on when auth.oidc is set up
+         * @description No credentials needed.
+         */
+        get: operations["getAuthMethods"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/oidc/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Single sign-on: 302 to the OpenID Connect provider (authorization code with PKCE); the flow's state in the ductus_oidc cookie
+         * @description No credentials needed.
+         */
+        get: operations["startSingleSignOn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/oidc/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Single sign-on: the provider's answer; sets the ductus_session cookie and 302s to the console (with ?signin_error= when refused)
+         * @description No credentials needed.
+         */
+        get: operations["finishSingleSignOn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/totp": {
         parameters: {
             query?: never;
@@ -1145,7 +1205,7 @@ export interface operations {
                              * @description ldap: the directory (auth.ldap) checked the password and gave the role
                              * @enum {unknown}
                              */
-                            source?: "local" | "ldap";
+                            source?: "local" | "ldap" | "oidc";
                         };
                     };
                 };
@@ -1206,10 +1266,10 @@ export interface operations {
                         /** @description the role needs a second factor and the user has none yet: only /me/totp may be used */
                         totpRequired?: boolean;
                         /**
-                         * @description where the user's password is checked
+                         * @description where the user signs in: a local password, the directory's password with auth.ldap, or single sign-on with auth.oidc
                          * @enum {unknown}
                          */
-                        source?: "local" | "ldap";
+                        source?: "local" | "ldap" | "oidc";
                     };
                 };
             };
@@ -1473,7 +1533,7 @@ export interface operations {
                             totp?: boolean;
                             lockedUntil?: string | null;
                             /** @enum {unknown} */
-                            source?: "local" | "ldap";
+                            source?: "local" | "ldap" | "oidc";
                             leftDirectoryAt?: string | null;
                             createdAt?: string;
                         }[];
@@ -1526,7 +1586,7 @@ export interface operations {
                             totp?: boolean;
                             lockedUntil?: string | null;
                             /** @enum {unknown} */
-                            source?: "local" | "ldap";
+                            source?: "local" | "ldap" | "oidc";
                             leftDirectoryAt?: string | null;
                             createdAt?: string;
                         };
@@ -1572,7 +1632,7 @@ export interface operations {
                             totp?: boolean;
                             lockedUntil?: string | null;
                             /** @enum {unknown} */
-                            source?: "local" | "ldap";
+                            source?: "local" | "ldap" | "oidc";
                             leftDirectoryAt?: string | null;
                             createdAt?: string;
                         };
@@ -1850,6 +1910,85 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getAuthMethods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        password?: boolean;
+                        oidc?: {
+                            label?: string;
+                            start?: string;
+                        } | null;
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    startSingleSignOn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description redirect (Location) */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    finishSingleSignOn: {
+        parameters: {
+            query?: {
+                /** @description the provider's authorization code */
+                code?: string;
+                /** @description the provider's refusal */
+                error?: string;
+                /** @description its words */
+                error_description?: string;
+                /** @description the issuer of the answer (RFC 9207): must be auth.oidc.issuer */
+                iss?: string;
+                /** @description the provider's session (Keycloak); not used */
+                session_state?: string;
+                /** @description the flow's state, as the ductus_oidc cookie holds it */
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description redirect (Location) */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
             default: components["responses"]["Error"];
         };
     };

@@ -1,6 +1,23 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
+import { call } from '../api/client';
 import { ErrorNote } from '../components/ui';
 import { signInWithPassword, signInWithToken } from '../session';
+
+// What the engine's single sign-on sends the browser back with when it
+// refused (api/auth/oidc_routes.h).
+const ssoErrors: Record<string, string> = {
+  no_role: 'You signed in with your organisation, but you are in none of the groups that have a role here. Ask your administrator.',
+  sso_failed: 'Single sign-on did not complete. Try again.',
+  sso_unavailable: 'The sign-on service can’t be reached now. Try again later, or sign in with a password.',
+};
+
+function ssoErrorInUrl(): string | null {
+  const code = new URLSearchParams(location.search).get('signin_error');
+  if (!code) return null;
+  // Said once: a reload or a bookmark doesn't say it again.
+  history.replaceState(null, '', location.pathname + location.hash);
+  return ssoErrors[code] ?? ssoErrors.sso_failed;
+}
 
 export default function SignIn({ onDone }: { onDone: () => void }) {
   const [mode, setMode] = useState<'password' | 'token'>('password');
@@ -11,13 +28,27 @@ export default function SignIn({ onDone }: { onDone: () => void }) {
   const [second, setSecond] = useState<null | 'code' | 'recovery'>(null);
   const [code, setCode] = useState('');
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(ssoErrorInUrl);
+  const [sso, setSso] = useState<{ label: string; start: string } | null>(null);
+  useEffect(() => {
+    call('get', '/api/v1/auth/methods').then((r) => {
+      if (r.ok && r.data.oidc) setSso({ label: r.data.oidc.label ?? 'single sign-on', start: r.data.oidc.start ?? '/api/v1/auth/oidc/start' });
+    });
+  }, []);
   return (
     <main class="signin" id="main">
       <div class="signin-box">
         <h1 tabIndex={-1} id="page-title">
           Sign in to Ductus
         </h1>
+        {sso && (
+          <>
+            <a class="button primary wide sso" href={sso.start}>
+              Sign in with {sso.label}
+            </a>
+            <p class="or muted">or</p>
+          </>
+        )}
         <div class="tabs" role="radiogroup" aria-label="Sign in with">
           <label class={mode === 'password' ? 'tab on' : 'tab'}>
             <input type="radio" name="mode" checked={mode === 'password'} onChange={() => setMode('password')} /> Name and password

@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { QrCode } from '../components/qr';
 import { call } from '../api/client';
 import { ErrorNote, Notice, Page } from '../components/ui';
 import { loadMe, me } from '../session';
@@ -129,10 +130,11 @@ export default function Totp({ forced, onDone }: { forced?: boolean; onDone?: ()
             setRecovery(r.data.recoveryCodes ?? []);
           }}
         >
+          <p>Scan this code with your authenticator app:</p>
           <p>
-            In your authenticator app, add an account with this key (time-based, 6 digits), or open the link on the phone that has the
-            app:
+            <QrCode text={secret.uri} label="QR code of the two-step sign-in key, for an authenticator app" />
           </p>
+          <p>Or add an account with this key (time-based, 6 digits), or open the link on the phone that has the app:</p>
           <p>
             <code class="totp-secret" data-secret={secret.secret}>
               {grouped(secret.secret)}

@@ -44,7 +44,7 @@ export default function Users() {
                   <th scope="row">{u.name}</th>
                   <td>{u.role}</td>
                   <td>{(u.permissions ?? []).join(', ') || <span class="muted">–</span>}</td>
-                  <td>{u.source === 'ldap' ? 'directory password' : 'local password'}</td>
+                  <td>{u.source === 'ldap' ? 'directory password' : u.source === 'oidc' ? 'single sign-on' : 'local password'}</td>
                   <td>
                     {u.disabled ? (
                       <Badge value="stopped" label="disabled" />
@@ -58,7 +58,7 @@ export default function Users() {
                       <Badge value="ok" label="active" />
                     )}
                   </td>
-                  <td>{u.source === 'ldap' ? <span class="muted">the directory's</span> : u.totp ? 'on' : <span class="muted">off</span>}</td>
+                  <td>{u.source !== 'local' ? <span class="muted">{u.source === 'ldap' ? 'the directory’s' : 'the provider’s'}</span> : u.totp ? 'on' : <span class="muted">off</span>}</td>
                   <td>
                     <When at={u.createdAt} />
                   </td>
