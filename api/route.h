@@ -57,6 +57,9 @@ struct Caller {
   Role role = Role::Viewer;
   unsigned permissions = kNoPermission;
   std::string address;  // the peer, "127.0.0.1:53412"
+  // Where the user signs in: "local", "ldap", "oidc"; "" for a token of no
+  // user (api/auth/accounts.h's UserInfo::source).
+  std::string source;
 };
 
 // What an operation asks of its caller. `anonymous`: no credentials needed

@@ -851,6 +851,10 @@ void createMyToken(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   const Caller& c = *req.caller;
   if (c.userId == 0)
     return respond(jsonError(404, "no_user", "a token of no user cannot make tokens of its own"));
+  if (c.source == "oidc")
+    return respond(jsonError(400, "sso_user",
+                             "single sign-on users have no tokens: the provider decides at each "
+                             "sign-on; ask an admin for a token of no user for a script"));
   auto body = bodyObject(req);
   if (!body) return respond(errorResponse(body.error()));
   if (body->contains("user"))

@@ -77,7 +77,8 @@ void StoreAuthenticator::byToken(std::string token, std::string address, Done do
         "SELECT t.id, t.name, t.role, t.permissions, t.user_id, "
         "t.last_used_at IS NULL OR t.last_used_at < $3::timestamptz, "
         "u.name, u.role, u.permissions, u.disabled, "
-        "coalesce(u.locked_until > $2::timestamptz, false), u.directory_left_at IS NOT NULL "
+        "coalesce(u.locked_until > $2::timestamptz, false), u.directory_left_at IS NOT NULL, "
+        "u.source "
         "FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id "
         "WHERE t.token_hash = $1 AND t.revoked_at IS NULL",
         {hash, now, touchAfter},
@@ -99,6 +100,12 @@ void StoreAuthenticator::byToken(std::string token, std::string address, Done do
               return done(unauthenticated("the token's user is locked"));
             if (r->text(0, 11) == "t")
               return done(unauthenticated("the token's user left the directory"));
+            // The provider decides who a single sign-on user is, at each
+            // sign-on; a token would outlive the provider's "no".
+            if (r->text(0, 12) == "oidc")
+              return done(unauthenticated(
+                  "the token's user signs in with single sign-on, whose users have no tokens"));
+            c.source = std::string(r->text(0, 12));
             c.userId = r->integer(0, 4);
             c.name = std::string(r->text(0, 6));
             c.role = lesserRole(c.role, roleOr(r->text(0, 7), Role::Viewer));
@@ -127,7 +134,7 @@ void StoreAuthenticator::bySession(std::string secret, std::string path, std::st
         "SELECT s.id, u.id, u.name, u.role, u.permissions, u.must_change_password, "
         "s.last_seen_at < $3::timestamptz, "
         "NOT u.totp_enabled AND u.source = 'local' AND EXISTS (SELECT 1 FROM "
-        "totp_required_roles t WHERE t.role = u.role) "
+        "totp_required_roles t WHERE t.role = u.role), u.source "
         "FROM sessions s JOIN users u ON u.id = s.user_id "
         "WHERE s.secret_hash = $1 AND s.expires_at > $2::timestamptz "
         "AND s.last_seen_at > $2::timestamptz - $4::interval "
@@ -147,6 +154,7 @@ void StoreAuthenticator::bySession(std::string secret, std::string path, std::st
           c.role = roleOr(r->text(0, 3), Role::Viewer);
           c.permissions = permissionsOf(r->text(0, 4));
           c.address = address;
+          c.source = std::string(r->text(0, 8));
           if (r->text(0, 5) == "t" && !allowedBeforePasswordChange(path))
             return done(Error{"change your password first (POST /api/v1/me/password)",
                               ErrorKind::PasswordChangeRequired});

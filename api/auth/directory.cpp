@@ -102,7 +102,7 @@ class Connection {
   }
 
   // Entries under `base` matching `filter`, with the values of `cn` (when
-  // asked); more than `limit` is an error of kind Conflict.
+  // asked); more than `limit` is an error of kind Exists.
   Result<std::vector<Search>> search(const std::string& base, const std::string& filter,
                                      bool withCn, int limit) {
     char cnAttr[] = "cn";
@@ -116,7 +116,7 @@ class Connection {
     if (rc == LDAP_SIZELIMIT_EXCEEDED)
       return Error{
           "more than " + std::to_string(limit) + " entries match " + filter + " under " + base,
-          ErrorKind::Conflict};
+          ErrorKind::Exists};
     // A base that does not exist finds no one.
     if (rc == LDAP_NO_SUCH_OBJECT) return std::vector<Search>{};
     if (rc != LDAP_SUCCESS) return failure("a search under " + base, rc);
@@ -143,12 +143,15 @@ class Connection {
   // users.filter finds no one. More than one entry is an error (Denied).
   Result<std::optional<DirectoryEntry>> find(const std::string& name) {
     auto people = search(s_.usersBase, fillFilter(s_.usersFilter, name, ""), false, 2);
-    if (!people && people.error().kind == ErrorKind::Conflict)
+    if (!people && people.error().kind == ErrorKind::Exists)
       return Error{"users.filter finds more than one entry for `" + name + "`", ErrorKind::Denied};
     if (!people) return people.error();
     if (people->empty()) return std::optional<DirectoryEntry>{};
     DirectoryEntry entry;
     entry.dn = people->front().dn;
+    // A bind with an empty DN is an anonymous one, which succeeds.
+    if (entry.dn.empty())
+      return Error{"users.filter found an entry without a DN", ErrorKind::Denied};
     auto groups = search(s_.groupsBase, fillFilter(s_.groupsFilter, name, entry.dn), true, 1000);
     if (!groups) return groups.error();
     std::vector<std::string> cns, dns;
@@ -173,6 +176,7 @@ class Connection {
         text += " (" + std::string(diag) + ")";
       ldap_memfree(diag);
     }
+    bool down = unreachable(rc) || rc == LDAP_INVALID_CREDENTIALS;  // the service bind's
     if (unreachable(rc)) text += " (" + s_.url + ")";
     if (rc == LDAP_SERVER_DOWN || rc == LDAP_CONNECT_ERROR)
       if (s_.tls.enabled)
@@ -181,7 +185,7 @@ class Connection {
                                    : "auth.ldap.ca (" + s_.tls.ca + ")") +
                 ", and for the url's host? (libldap checks \"localhost\" against the "
                 "machine's own name)";
-    return Error{text, ErrorKind::Unavailable};
+    return Error{text, down ? ErrorKind::Unavailable : ErrorKind::Conflict};
   }
 
   const ldap::DirectorySettings& s_;
@@ -359,25 +363,36 @@ void Directory::signIn(std::string name, std::string password,
   submit(std::move(work), std::move(answer), [done](Error e) { done(std::move(e)); });
 }
 
-void Directory::lookUp(
-    std::vector<std::string> names,
-    std::function<void(Result<std::vector<std::optional<DirectoryEntry>>>)> done) {
-  using R = Result<std::vector<std::optional<DirectoryEntry>>>;
+void Directory::lookUp(std::vector<std::string> names,
+                       std::function<void(Result<std::vector<DirectoryLookup>>)> done) {
+  using R = Result<std::vector<DirectoryLookup>>;
+  using Outcome = DirectoryLookup::Outcome;
   auto work = [s = shared_, names = std::move(names)]() {
     auto run = [&]() -> R {
       auto conn = Connection::open(s->settings, s->caFile);
       if (!conn) return conn.error();
       if (auto b = (*conn)->bindService(); !b) return b.error();
-      std::vector<std::optional<DirectoryEntry>> out;
+      std::vector<DirectoryLookup> out;
       for (const auto& name : names) {
-        auto found = (*conn)->find(name);
-        // Two entries for one name: not one person any more.
-        if (!found && found.error().kind == ErrorKind::Denied) {
-          out.emplace_back();
-          continue;
+        {
+          std::lock_guard lock(s->mutex);
+          if (s->stopping) return Error{"the engine is stopping", ErrorKind::Unavailable};
         }
-        if (!found) return found.error();
-        out.push_back(std::move(*found));
+        auto found = (*conn)->find(name);
+        DirectoryLookup one;
+        if (found && *found) {
+          one.outcome = Outcome::Found;
+          one.entry = std::move(**found);
+        } else if (found || found.error().kind == ErrorKind::Denied) {
+          // No entry, or two for one name: not one person any more.
+          one.outcome = Outcome::Gone;
+        } else if (found.error().kind == ErrorKind::Conflict ||
+                   found.error().kind == ErrorKind::Exists) {
+          one.error = found.error().message;
+        } else {
+          return found.error();
+        }
+        out.push_back(std::move(one));
       }
       return out;
     };

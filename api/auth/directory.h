@@ -7,6 +7,8 @@
 // callers' callbacks are only ever touched there. Every exchange is bounded
 // by the settings' timeout (connect, TLS, bind, search), so a directory
 // that stops answering costs a sign-in its timeout, not the engine a thread.
+// Errors of kind Unavailable mean the server can't be asked; Conflict, that
+// it answered this one request with an error (a size limit, say).
 //
 // A sign-in is one connection: the service account binds (auth.ldap.bind),
 // finds the person's entry with users.filter ({name} escaped, RFC 4515;
@@ -44,6 +46,16 @@ struct DirectoryEntry {
   std::optional<Role> role;
 };
 
+// What lookUp found for one name: their entry, no entry any more (or two:
+// not one person), or nothing certain (a search that failed for this name
+// alone, e.g. more groups than a search may answer), which changes nothing.
+struct DirectoryLookup {
+  enum class Outcome { Found, Gone, Unknown };
+  Outcome outcome = Outcome::Unknown;
+  DirectoryEntry entry;  // Found
+  std::string error;     // Unknown: why
+};
+
 // RFC 4515's escapes for a value put into a filter: * ( ) \ and NUL as \2a
 // \28 \29 \5c \00, so a name can't widen or end the filter it goes into.
 std::string escapeFilterValue(std::string_view value);
@@ -77,11 +89,12 @@ class Directory {
   // Busy (kMaxWaiting exchanges waiting).
   void signIn(std::string name, std::string password,
               std::function<void(Result<DirectoryEntry>)> done);
-  // Each name's entry and groups, with the service bind, on one connection;
-  // nullopt where the directory has no entry for the name any more.
-  // Errors as signIn's, but never Denied.
+  // Each name's entry and groups, with the service bind, on one connection,
+  // in the names' order. Errors (the whole batch): Unavailable (the server
+  // unreachable, slower than the timeout, or the service bind refused),
+  // Busy. A destroyed Directory stops a batch between two names.
   void lookUp(std::vector<std::string> names,
-              std::function<void(Result<std::vector<std::optional<DirectoryEntry>>>)> done);
+              std::function<void(Result<std::vector<DirectoryLookup>>)> done);
 
   const ldap::DirectorySettings& settings() const;
 

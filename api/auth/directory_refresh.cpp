@@ -35,7 +35,7 @@ AuditEntry engineEntry(const DirectoryUserRow& u, std::string action) {
 
 struct DirectoryRefresh::Round {
   std::vector<DirectoryUserRow> users;
-  std::vector<std::optional<DirectoryEntry>> entries;  // users' order
+  std::vector<DirectoryLookup> found;                  // users' order
   std::vector<std::string> checked;                    // ids unchanged
   DirectoryRefreshReport report;
   std::string now;
@@ -62,6 +62,11 @@ void DirectoryRefresh::start() {
                 "directory refresh: {}; directory users keep their sessions until the next "
                 "round reaches the directory (auth.ldap.refresh)",
                 r.error().message);
+          if (r->unknown)
+            spdlog::warn(
+                "directory refresh: {} directory user(s) could not be read and keep "
+                "their access until a round reads them (first: {})",
+                r->unknown, r->firstUnknown);
           if (r->left || r->roleChanged)
             spdlog::info(
                 "directory refresh: {} directory user(s) checked, {} left (sessions "
@@ -98,24 +103,39 @@ void DirectoryRefresh::run(std::function<void(Result<DirectoryRefreshReport>)> d
 }
 
 void DirectoryRefresh::lookUpNext(std::shared_ptr<Round> round) {
-  size_t from = round->entries.size();
+  size_t from = round->found.size();
   if (from == round->users.size()) return applyNext(round, 0);
   std::vector<std::string> names;
   for (size_t i = from; i < round->users.size() && names.size() < kBatch; ++i)
     names.push_back(round->users[i].name);
   auto alive = alive_;
-  directory_.lookUp(std::move(names),
-                    [this, alive, round](Result<std::vector<std::optional<DirectoryEntry>>> r) {
-                      if (!*alive) return;
-                      // Nothing is changed on half an answer.
-                      if (!r) return finish(round, r.error());
-                      for (auto& e : *r) round->entries.push_back(std::move(e));
-                      lookUpNext(round);
-                    });
+  directory_.lookUp(std::move(names), [this, alive, round](Result<std::vector<DirectoryLookup>> r) {
+    if (!*alive) return;
+    // Nothing is changed on half an answer.
+    if (!r) return finish(round, r.error());
+    for (auto& e : *r) round->found.push_back(std::move(e));
+    lookUpNext(round);
+  });
 }
 
 void DirectoryRefresh::applyNext(std::shared_ptr<Round> round, size_t i) {
   auto alive = alive_;
+  // The unchanged, and those this round could not read (they keep what they
+  // have), need no statement: passed over in a loop, as a call per user
+  // would nest as deep as there are users.
+  for (; i < round->users.size(); ++i) {
+    const DirectoryLookup& f = round->found[i];
+    const DirectoryUserRow& u = round->users[i];
+    if (f.outcome == DirectoryLookup::Outcome::Unknown) {
+      if (round->report.unknown++ == 0) round->report.firstUnknown = u.name + ": " + f.error;
+      continue;
+    }
+    if (f.outcome == DirectoryLookup::Outcome::Found && f.entry.role && *f.entry.role == u.role) {
+      round->checked.push_back(std::to_string(u.id));
+      continue;
+    }
+    break;
+  }
   // Past the last user: the unchanged ones marked checked, in one statement.
   if (i == round->users.size()) {
     round->report.checked = static_cast<int64_t>(round->users.size());
@@ -137,7 +157,8 @@ void DirectoryRefresh::applyNext(std::shared_ptr<Round> round, size_t i) {
     return;
   }
   const DirectoryUserRow& u = round->users[i];
-  const auto& entry = round->entries[i];
+  const DirectoryEntry* entry =
+      round->found[i].outcome == DirectoryLookup::Outcome::Found ? &round->found[i].entry : nullptr;
   std::vector<TxStep> steps;
   bool left = !entry || !entry->role;
   if (left) {
@@ -167,7 +188,7 @@ void DirectoryRefresh::applyNext(std::shared_ptr<Round> round, size_t i) {
       if (!groups.empty()) e.detail["groups"] = groups;
       return audit_.statement(e);
     });
-  } else if (*entry->role != u.role) {
+  } else {
     std::string id = std::to_string(u.id);
     steps.push_back(
         fixedStep({"UPDATE users SET role = $2, directory_checked_at = $3, "
@@ -184,9 +205,6 @@ void DirectoryRefresh::applyNext(std::shared_ptr<Round> round, size_t i) {
       e.detail["groups"] = groups;
       return audit_.statement(e);
     });
-  } else {
-    round->checked.push_back(std::to_string(u.id));
-    return applyNext(round, i + 1);
   }
   pool_.acquire(
       [this, alive, round, i, left, steps = std::move(steps)](Result<LeasePtr> lease) mutable {
@@ -207,12 +225,13 @@ void DirectoryRefresh::applyNext(std::shared_ptr<Round> round, size_t i) {
                       "directory: {} {}; their sessions ended and tokens "
                       "revoked",
                       u.name,
-                      round->entries[i] ? "is in no group that has a role here"
-                                        : "is no longer in the directory");
+                      round->found[i].outcome == DirectoryLookup::Outcome::Found
+                          ? "is in no group that has a role here"
+                          : "is no longer in the directory");
                 } else {
                   ++round->report.roleChanged;
                   spdlog::info("directory: {} is now {} (was {}), as their groups say", u.name,
-                               roleName(*round->entries[i]->role), roleName(u.role));
+                               roleName(*round->found[i].entry.role), roleName(u.role));
                 }
               }
               applyNext(round, i + 1);

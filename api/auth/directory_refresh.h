@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "api/audit/audit_log.h"
 #include "api/auth/directory.h"
@@ -36,6 +37,10 @@ struct DirectoryRefreshReport {
   int64_t checked = 0;      // directory users looked up
   int64_t left = 0;         // of them, gone or in no mapped group
   int64_t roleChanged = 0;  // of them, with a new role
+  // Of them, those whose search failed alone (more groups than a search
+  // answers, say): unchanged, and said in a warning.
+  int64_t unknown = 0;
+  std::string firstUnknown;  // "name: why"
 };
 
 class DirectoryRefresh {

@@ -246,7 +246,11 @@ Result<json> verifyIdToken(std::string_view token, const JwkSet& keys,
   if ((audiences.size() > 1 || c.contains("azp")) && member(c, "azp") != expect.clientId)
     return denied("azp does not name this client");
   auto seconds = [&](const char* name) -> std::optional<int64_t> {
-    if (!c.contains(name) || !c[name].is_number()) return std::nullopt;
+    // Whole seconds, within a range where adding the leeway can't overflow.
+    if (!c.contains(name) || !c[name].is_number_integer()) return std::nullopt;
+    if (c[name].is_number_unsigned() && c[name].get<uint64_t>() > (1ull << 40)) return std::nullopt;
+    if (c[name].get<int64_t>() < 0 || c[name].get<int64_t>() > (int64_t{1} << 40))
+      return std::nullopt;
     return c[name].get<int64_t>();
   };
   int64_t now =

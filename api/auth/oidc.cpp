@@ -92,7 +92,10 @@ void OidcClient::discover(std::function<void(Status)> done) {
              {std::pair{"authorization_endpoint", found.authorizationEndpoint},
               std::pair{"token_endpoint", found.tokenEndpoint},
               std::pair{"jwks_uri", found.jwksUri}})
-          if (!oidc::secureOrLoopback(value))
+          // Nothing a Location header could be split at, either.
+          if (!oidc::secureOrLoopback(value) ||
+              std::any_of(value.begin(), value.end(),
+                          [](unsigned char c) { return c <= 0x20 || c == 0x7f; }))
             return done(
                 unavailable(std::string("the provider's discovery gives no https ") + name));
         if (d.contains("code_challenge_methods_supported") &&
@@ -125,16 +128,29 @@ void OidcClient::readKeys(std::function<void(Status)> done) {
       });
 }
 
-void OidcClient::begin(std::function<void(Result<OidcStart>)> done) {
-  dropExpiredFlows();
+Status OidcClient::roomFor(const std::string& address) const {
   if (flows_.size() >= kMaxFlows)
-    return done(Error{
+    return Error{
         std::to_string(kMaxFlows) + " single sign-ons are under way; try again in a few minutes",
-        ErrorKind::Busy});
+        ErrorKind::Busy};
+  size_t mine = 0;
+  for (const auto& [state, flow] : flows_) mine += flow.address == address;
+  if (mine >= kMaxFlowsPerAddress)
+    return Error{"this address has " + std::to_string(kMaxFlowsPerAddress) +
+                     " single sign-ons under way; try again in a few minutes",
+                 ErrorKind::Busy};
+  return {};
+}
+
+void OidcClient::begin(std::string address, std::function<void(Result<OidcStart>)> done) {
+  dropExpiredFlows();
+  if (auto room = roomFor(address); !room) return done(room.error());
   auto alive = alive_;
-  discover([this, alive, done](Status s) {
+  discover([this, alive, address, done](Status s) {
     if (!*alive) return;
     if (!s) return done(s.error());
+    // Again: others may have begun while the discovery was read.
+    if (auto room = roomFor(address); !room) return done(room.error());
     auto state = randomText(), nonce = randomText(), verifier = randomText();
     if (!state || !nonce || !verifier) return done(Error{"no random bytes for the sign-on"});
     std::string scopes;
@@ -145,7 +161,7 @@ void OidcClient::begin(std::function<void(Result<OidcStart>)> done) {
                       "&redirect_uri=" + percentEncode(settings_.redirectUri) +
                       "&scope=" + percentEncode(scopes) + "&state=" + *state + "&nonce=" + *nonce +
                       "&code_challenge=" + challengeOf(*verifier) + "&code_challenge_method=S256";
-    flows_[*state] = Flow{*nonce, *verifier, clock_()};
+    flows_[*state] = Flow{*nonce, *verifier, clock_(), address};
     done(OidcStart{url, *state});
   });
 }

@@ -71,6 +71,9 @@ struct OidcIdentity {
 class OidcClient {
  public:
   static constexpr size_t kMaxFlows = 1000;
+  // From one address (SignInGuard::addressOf): one host can't start enough
+  // flows to fill the table for everyone.
+  static constexpr size_t kMaxFlowsPerAddress = 20;
   static constexpr std::chrono::minutes kFlowLife{10};
 
   OidcClient(oidc::ProviderSettings settings, OidcTransport transport, Clock clock = systemClock());
@@ -80,9 +83,11 @@ class OidcClient {
 
   const oidc::ProviderSettings& settings() const { return settings_; }
 
-  // Error kinds: Busy (kMaxFlows flows under way), Unavailable (the
-  // provider's discovery could not be read, or says something unusable).
-  void begin(std::function<void(Result<OidcStart>)> done);
+  // `address`: the browser's, without its port. Error kinds: Busy
+  // (kMaxFlows flows under way, or kMaxFlowsPerAddress from this address),
+  // Unavailable (the provider's discovery could not be read, or says
+  // something unusable).
+  void begin(std::string address, std::function<void(Result<OidcStart>)> done);
   // `state`: the query's; `browserState`: the flow cookie's. Error kinds:
   // Denied (no such flow, another browser's, the provider refused the code,
   // an ID token that fails a check: the message says which), Unavailable
@@ -96,7 +101,10 @@ class OidcClient {
   struct Flow {
     std::string nonce, verifier;
     TimePoint created;
+    std::string address;
   };
+  // Busy when a new flow from `address` would pass either bound.
+  Status roomFor(const std::string& address) const;
   struct Discovery {
     std::string authorizationEndpoint, tokenEndpoint, jwksUri;
     TimePoint readAt;

@@ -137,10 +137,10 @@ void authMethods(AuthDeps& d, const ApiRequest&, ApiRespond respond) {
   respond(jsonOk(200, {{"password", true}, {"oidc", oidc}}));
 }
 
-void startSingleSignOn(AuthDeps& d, const ApiRequest&, ApiRespond respond) {
+void startSingleSignOn(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   if (!d.oidc)
     return respond(jsonError(404, "not_configured", "single sign-on is not set up (auth.oidc)"));
-  d.oidc->begin([&d, respond](Result<OidcStart> r) {
+  d.oidc->begin(SignInGuard::addressOf(req.http.peer), [&d, respond](Result<OidcStart> r) {
     if (!r) {
       if (r.error().kind == ErrorKind::Unavailable)
         spdlog::warn("single sign-on: {}", r.error().message);

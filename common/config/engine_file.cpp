@@ -126,6 +126,16 @@ ldap::DirectorySettings parseLdap(YamlReader& r, const YAML::Node& n) {
       s.roles = parseGroupRoles(r, g, gp);
     }
   }
+  // A plain ldap:// connection carries every password in clear: only to
+  // this machine.
+  if (!s.url.empty() && !s.tls.enabled) {
+    std::string host = s.url.substr(7);
+    host = host.substr(0, host.find_first_of(":/"));
+    if (host != "127.0.0.1" && host != "localhost" && host != "[::1]")
+      r.error(n["url"], path + ".url",
+              "ldap:// without start_tls: true would send every password in clear: use "
+              "ldaps://, or start_tls: true (ldap:// alone only to this machine)");
+  }
   if (auto v = r.duration(n, "refresh", path, std::chrono::seconds(1), std::chrono::hours(24)))
     s.refresh = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
   if (auto v =

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <limits>
 
 #include "api/auth/id_token.h"
 #include "api/auth/oidc.h"
@@ -225,7 +226,7 @@ class OidcFlow : public ::testing::Test {
 
   OidcStart begin() {
     Result<OidcStart> started = Error{"no answer"};
-    client_->begin([&](Result<OidcStart> r) { started = std::move(r); });
+    client_->begin("192.0.2.7", [&](Result<OidcStart> r) { started = std::move(r); });
     EXPECT_TRUE(started.ok()) << started.error().message;
     return started.ok() ? *started : OidcStart{};
   }
@@ -317,6 +318,29 @@ TEST_F(OidcFlow, SomeoneInNoMappedGroupHasNoRole) {
   auto who = finish(s.state, s.state);
   ASSERT_TRUE(who.ok()) << who.error().message;
   EXPECT_EQ(who->role, std::nullopt);
+}
+
+TEST_F(OidcFlow, OneAddressCanStartOnlyItsShareOfFlows) {
+  for (size_t k = 0; k < OidcClient::kMaxFlowsPerAddress; ++k) begin();
+  Result<OidcStart> refused = Error{"no answer"};
+  client_->begin("192.0.2.7", [&](Result<OidcStart> r) { refused = std::move(r); });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::Busy);
+  Result<OidcStart> other = Error{"no answer"};
+  client_->begin("192.0.2.8", [&](Result<OidcStart> r) { other = std::move(r); });
+  EXPECT_TRUE(other.ok()) << "another address still may";
+}
+
+TEST_F(IdTokens, ExpiryAndIssueTimesMustBeWholeSecondsInRange) {
+  auto with = [&](const std::string& key, json value) {
+    auto c = claims();
+    c[key] = value;
+    return sign(rsa_.get(), "RS256", {{"kid", "r1"}}, c);
+  };
+  EXPECT_THAT(refusal(with("exp", 1.8e9 + 300.5)), HasSubstr("exp or iat"));
+  EXPECT_THAT(refusal(with("exp", 9.3e18)), HasSubstr("exp or iat"));
+  EXPECT_THAT(refusal(with("exp", std::numeric_limits<int64_t>::max())), HasSubstr("exp or iat"));
+  EXPECT_THAT(refusal(with("iat", std::numeric_limits<uint64_t>::max())), HasSubstr("exp or iat"));
 }
 
 }  // namespace

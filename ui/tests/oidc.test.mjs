@@ -62,6 +62,16 @@ await check('an operator signs in with the provider, back in the console as oper
   await page.getByRole('navigation', { name: 'Main' }).getByText('olivia', { exact: true }).waitFor();
   const me = await page.evaluate(async () => (await fetch('/api/v1/me')).json());
   assert(me.role === 'operator' && me.source === 'oidc', `me: ${JSON.stringify(me)}`);
+  // No tokens for single sign-on users: one would outlive the provider's "no".
+  const token = await page.evaluate(async () => {
+    const r = await fetch('/api/v1/me/tokens', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Ductus': '1' },
+      body: JSON.stringify({ name: 'script', role: 'viewer' }),
+    });
+    return { status: r.status, body: await r.json() };
+  });
+  assert(token.status === 400 && token.body.error === 'sso_user', `token: ${JSON.stringify(token)}`);
   await context.close();
 });
 

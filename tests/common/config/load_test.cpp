@@ -1155,6 +1155,8 @@ TEST(LoadProject, DirectorySettingsMistakesArePlacedAndSayWhatWasExpected) {
   r.iface("adt", kMllpToFile);
   EXPECT_THAT(r.errors(), HasSubstr("auth.ldap.ca: ca: verifies a TLS server: use ldaps:// or "
                                     "start_tls: true with it"));
+  EXPECT_THAT(r.errors(), HasSubstr("auth.ldap.url: ldap:// without start_tls: true would send "
+                                    "every password in clear"));
 
   // A ca: that names no certificates: entry is found by the cross-file checks.
   ProjectDir s;
