@@ -321,8 +321,8 @@ void storeDirectoryUser(std::shared_ptr<SignIn> s, DirectoryEntry entry) {
   std::string now = pgTime(s->d.clock());
   withConnection(s->d.pool, s->respond, [s, now, dn = entry.dn](LeasePtr l) {
     l->conn().query(
-        "INSERT INTO users (name, role, source, external_id, directory_checked_at) "
-        "VALUES ($1, $2, 'ldap', $3, $4) "
+        "INSERT INTO users (name, password_hash, role, source, external_id, "
+        "directory_checked_at) VALUES ($1, '', $2, 'ldap', $3, $4) "
         "ON CONFLICT (name) DO UPDATE SET role = EXCLUDED.role, "
         "external_id = EXCLUDED.external_id, directory_checked_at = "
         "EXCLUDED.directory_checked_at, "

@@ -105,8 +105,8 @@ void storeUser(std::shared_ptr<SignOn> s) {
   std::string now = pgTime(s->d.clock());
   withConnection(s->d.pool, s->respond, [s, now](LeasePtr l) {
     l->conn().query(
-        "INSERT INTO users (name, role, source, external_id, directory_checked_at) "
-        "VALUES ($1, $2, 'oidc', $3, $4) "
+        "INSERT INTO users (name, password_hash, role, source, external_id, "
+        "directory_checked_at) VALUES ($1, '', $2, 'oidc', $3, $4) "
         "ON CONFLICT (name) DO UPDATE SET role = EXCLUDED.role, "
         "directory_checked_at = EXCLUDED.directory_checked_at, "
         "updated_at = EXCLUDED.directory_checked_at "

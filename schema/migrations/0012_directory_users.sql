@@ -3,7 +3,9 @@
 
 -- source: 'local' (the password's argon2id hash is here), 'ldap' (the
 -- directory checks the password) or 'oidc' (a provider signs them in);
--- no hash is kept for the last two. Such a row is made at the user's
+-- the last two keep password_hash '' (still NOT NULL, so a binary from
+-- before this migration reads a row it can't sign anyone in with: no
+-- argon2id hash is empty). Such a row is made at the user's
 -- first sign-in and its role follows their groups.
 -- external_id: their entry's DN, as the directory last named it; or the
 -- provider's subject (sub), which a later sign-in of the name must match,
@@ -17,6 +19,4 @@ ALTER TABLE users
   ADD COLUMN external_id text,
   ADD COLUMN directory_checked_at timestamptz,
   ADD COLUMN directory_left_at timestamptz,
-  ALTER COLUMN password_hash DROP NOT NULL,
-  ADD CONSTRAINT users_local_has_password CHECK (source <> 'local' OR password_hash IS NOT NULL),
-  ADD CONSTRAINT users_directory_has_no_password CHECK (source = 'local' OR password_hash IS NULL);
+  ADD CONSTRAINT users_only_local_has_password CHECK (source = 'local' OR password_hash = '');

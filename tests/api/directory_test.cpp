@@ -143,7 +143,7 @@ TEST_F(DirectoryTest, AGroupMemberSignsInWithTheDirectoryPasswordAsOperator) {
   EXPECT_EQ(bodyOf(m)["source"], "ldap");
   // The row the sign-in made: a directory user, no password kept here.
   EXPECT_EQ(db_.column("SELECT source || ' ' || role || ' ' || external_id || ' ' || "
-                       "(password_hash IS NULL) FROM users WHERE name = 'alice'"),
+                       "(password_hash = '') FROM users WHERE name = 'alice'"),
             std::vector<std::string>{"ldap operator " + SlapdServer::personDn("alice") + " true"});
   // Admins see her in /users, marked as the directory's.
   auto admin = makeToken("admin-token", Role::Admin, kNoPermission);
