@@ -10,6 +10,15 @@
 #                                            immediate: pg_ctl -m immediate (no
 #                                            checkpoint, no WAL flush); kill: kill -9
 #                                            of the postmaster and every backend
+#   scripts/pg.sh standby DIR PRIMARY_DIR NAME [--tcp PORT]
+#                                            a streaming standby of the cluster
+#                                            running in PRIMARY_DIR (pg_basebackup
+#                                            -R -X stream over its socket), whose
+#                                            walreceiver calls itself NAME (for
+#                                            synchronous_standby_names); started
+#                                            as `start` does; prints its string
+#   scripts/pg.sh promote DIR                the standby in DIR becomes a primary
+#                                            (pg_ctl promote, waits for it)
 #
 # The cluster runs as the postgres OS user (initdb refuses root), keeps its
 # data in DIR/data, listens only on a Unix socket in DIR (no TCP port unless
@@ -73,6 +82,35 @@ case "$cmd" in
     fi
     [ "$keep" = "--keep" ] || rm -rf "$dir"
     ;;
+  standby)
+    usage="usage: pg.sh standby DIR PRIMARY_DIR NAME [--tcp PORT]"
+    args=(); tcp=""
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --tcp) tcp="$2"; shift 2 ;;
+        *) args+=("$1"); shift ;;
+      esac
+    done
+    [ ${#args[@]} -eq 3 ] || die "$usage"
+    dir="${args[0]}"; primary="$(cd "${args[1]}" && pwd)"; name="${args[2]}"
+    pport=5432
+    [ -f "$primary/port" ] && pport="$(cat "$primary/port")"
+    mkdir -p "$dir"
+    dir="$(cd "$dir" && pwd)"
+    if [ "$(id -u)" -eq 0 ]; then chown postgres: "$dir"; chmod 700 "$dir"; fi
+    if [ ! -f "$dir/data/PG_VERSION" ]; then
+      # -R writes standby.signal and primary_conninfo (this string, with
+      # application_name) into the copy.
+      as_owner "$PGBIN/pg_basebackup" -D "$dir/data" -R -X stream -c fast \
+        -d "host=$primary port=$pport user=postgres application_name=$name" >"$dir/basebackup.log" 2>&1 \
+        || { cat "$dir/basebackup.log" >&2; die "pg_basebackup of $primary failed"; }
+    fi
+    exec "$0" start "$dir" ${tcp:+--tcp "$tcp"}
+    ;;
+  promote)
+    dir="${1:?usage: pg.sh promote DIR}"
+    as_owner "$PGBIN/pg_ctl" -D "$dir/data" -w -t 60 promote >/dev/null
+    ;;
   crash)
     dir="${1:?usage: pg.sh crash DIR immediate|kill}"; how="${2:?usage: pg.sh crash DIR immediate|kill}"
     case "$how" in
@@ -96,7 +134,7 @@ case "$cmd" in
     esac
     ;;
   *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
     [ -z "$cmd" ] && exit 2
     [ "$cmd" = "--help" ] || [ "$cmd" = "-h" ] || exit 2
     ;;

@@ -74,6 +74,56 @@ bool PgCluster::start(uint16_t tcpPort) {
   return true;
 }
 
+bool PgCluster::startStandbyOf(const PgCluster& primary, const std::string& name,
+                               uint16_t tcpPort) {
+  std::string out;
+  std::vector<std::string> args{"standby", dir_.string(), primary.dir().string(), name};
+  if (tcpPort) args.insert(args.end(), {"--tcp", std::to_string(tcpPort)});
+  if (dir_.empty() || !pgsh(args, &out)) {
+    ADD_FAILURE() << "scripts/pg.sh standby " << dir_ << " " << primary.dir() << " failed: " << out;
+    return false;
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  url_ = out;
+  return true;
+}
+
+bool PgCluster::setSynchronousStandbys(const std::string& names) {
+  // ALTER SYSTEM takes no parameter: the names are the test's own.
+  value("ALTER SYSTEM SET synchronous_standby_names = '" + names + "'");
+  value("SELECT pg_reload_conf()");
+  for (int i = 0; i < 500; ++i) {
+    if (value("SHOW synchronous_standby_names") == names) return true;
+    usleep(20'000);
+  }
+  ADD_FAILURE() << "synchronous_standby_names is not '" << names << "' after a reload";
+  return false;
+}
+
+bool PgCluster::waitForStandby(const std::string& name, const std::string& syncState,
+                               std::chrono::seconds timeout) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  std::string seen;
+  do {
+    seen = value(
+        "SELECT state || ' ' || sync_state FROM pg_stat_replication WHERE application_name = $1",
+        {name});
+    if (seen == "streaming " + syncState) return true;
+    usleep(50'000);
+  } while (std::chrono::steady_clock::now() < until);
+  ADD_FAILURE() << "standby " << name << " is not streaming " << syncState
+                << " (pg_stat_replication: '" << seen << "')";
+  return false;
+}
+
+bool PgCluster::promote() {
+  if (!pgsh({"promote", dir_.string()})) {
+    ADD_FAILURE() << "scripts/pg.sh promote " << dir_ << " failed";
+    return false;
+  }
+  return true;
+}
+
 bool PgCluster::serveTls(const std::filesystem::path& chain, const std::filesystem::path& key,
                          uint16_t tcpPort) {
   namespace fs = std::filesystem;

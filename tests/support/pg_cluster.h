@@ -1,11 +1,13 @@
 // PgCluster: a throwaway PostgreSQL cluster of one test's own, driven with
 // scripts/pg.sh, for tests that stop and start the server under a running
-// engine (the shared test cluster must never be stopped). Removed, stopped
-// first, when the object goes.
+// engine (the shared test cluster must never be stopped), or fail over from
+// it to a standby that is another PgCluster. Removed, stopped first, when
+// the object goes.
 #pragma once
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -41,6 +43,24 @@ class PgCluster {
   bool serveTls(const std::filesystem::path& chain, const std::filesystem::path& key,
                 uint16_t tcpPort);
   const std::filesystem::path& dir() const { return dir_; }
+
+  // Replication (a primary and its standbys, each a PgCluster of its own).
+  // Instead of start(): a streaming standby of `primary` (running) in this
+  // cluster's folder, copied with pg_basebackup -R -X stream over the
+  // primary's socket and started (tcpPort as in start()). Its walreceiver
+  // connects as application_name `name`. It copies the primary's
+  // settings: set synchronous_standby_names only after, or the promoted
+  // standby waits for a standby of its own on every commit.
+  bool startStandbyOf(const PgCluster& primary, const std::string& name, uint16_t tcpPort = 0);
+  // On the primary: synchronous_standby_names = 'names' ("" makes every
+  // standby asynchronous), reloaded and seen in SHOW.
+  bool setSynchronousStandbys(const std::string& names);
+  // On the primary: waits until the standby `name` streams with this
+  // sync_state ("sync", "async"); false (ADD_FAILURE) after the timeout.
+  bool waitForStandby(const std::string& name, const std::string& syncState,
+                      std::chrono::seconds timeout = std::chrono::seconds(60));
+  // On a standby: pg_ctl promote, waiting until it takes writes.
+  bool promote();
 
   // Blocking query on a fresh connection: the first column of each row.
   // ADD_FAILURE()s on an error.
