@@ -57,6 +57,36 @@ void Migrator::readApplied(std::function<void(Result<std::vector<Applied>>)> cb)
 }
 
 void Migrator::migrate(std::function<void(Result<MigrateReport>)> cb) {
+  // Nearly every start finds the database up to date: what is applied is
+  // read first without the lock (two round trips, not five), and the
+  // locked path runs only when something is missing or differs. Applied
+  // rows are only ever added, so "every migration this binary has is
+  // applied, checksum and all" can't be undone by an engine migrating
+  // beside this one.
+  readApplied([this, cb](Result<std::vector<Applied>> applied) {
+    // A database that can't be read (down, refused, TLS) is said as it is.
+    if (!applied) return cb(applied.error());
+    std::map<int, const Applied*> byVersion;
+    for (auto& a : *applied) byVersion[a.version] = &a;
+    bool upToDate = true;
+    for (auto& m : migrations_) {
+      auto it = byVersion.find(m.version);
+      if (it == byVersion.end() || it->second->checksum != m.checksum) {
+        upToDate = false;
+        break;
+      }
+      byVersion.erase(it);
+    }
+    if (upToDate) {
+      MigrateReport report;
+      for (auto& [v, a] : byVersion) report.unknown.push_back(a->name);
+      return cb(std::move(report));
+    }
+    migrateLocked(cb);
+  });
+}
+
+void Migrator::migrateLocked(std::function<void(Result<MigrateReport>)> cb) {
   // The lock is released on every path (and by the server if the
   // connection drops).
   auto finish = [this, cb](Result<MigrateReport> r) {

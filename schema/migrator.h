@@ -1,8 +1,9 @@
 // Migrator: applies the migrations this binary carries, on one connection.
 //
-// - Two engines starting at once do not race: everything runs under a
+// - Two engines starting at once do not race: applying runs under a
 //   session advisory lock (kMigrationLock), taken before the applied list is
-//   read.
+//   read again. A database that already has every migration (nearly every
+//   start) is found so without the lock: two round trips, not five.
 // - Each migration runs in its own transaction together with its row in
 //   ductus_migrations (version, name, SHA-256 of the whole file).
 // - An applied migration whose file changed is refused (the database would
@@ -66,6 +67,8 @@ class Migrator {
     std::string name, checksum;
   };
   void readApplied(std::function<void(Result<std::vector<Applied>>)> cb);
+  // Under the migration lock: create the table, check, apply what is missing.
+  void migrateLocked(std::function<void(Result<MigrateReport>)> cb);
   void applyFrom(size_t i, std::shared_ptr<MigrateReport> report,
                  std::function<void(Result<MigrateReport>)> cb);
 

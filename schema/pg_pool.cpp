@@ -33,18 +33,28 @@ struct PgPool::Shared : std::enable_shared_from_this<PgPool::Shared> {
     slots[i].conn->connect(conninfo, [weak, i, cb = std::move(cb)](Status s) mutable {
       auto self = weak.lock();
       if (!self || self->closed) return;
-      if (s.ok() && !self->setup.empty()) {
-        self->slots[i].conn->script(self->setup, [weak, i, cb = std::move(cb)](Result<PgResult> r) {
-          auto self = weak.lock();
-          if (!self || self->closed) return;
-          Status st = r ? Status{}
-                        : Status{Error{"setting up a connection: " + r.error().message,
-                                       r.error().kind, r.error().sqlstate}};
-          self->connected(i, st, cb);
-        });
-        return;
-      }
-      self->connected(i, s, cb);
+      if (!s.ok()) return self->connected(i, s, cb);
+      self->setUp(i, std::move(cb));
+    });
+  }
+
+  // A connection made elsewhere, already connected: set up, then idle.
+  void adopt(size_t i, std::unique_ptr<PgConnection> conn, std::function<void(Status)> cb) {
+    setState(i, State::Connecting);
+    slots[i].conn = std::move(conn);
+    setUp(i, std::move(cb));
+  }
+
+  void setUp(size_t i, std::function<void(Status)> cb) {
+    if (setup.empty()) return connected(i, {}, cb);
+    std::weak_ptr<Shared> weak = shared_from_this();
+    slots[i].conn->script(setup, [weak, i, cb = std::move(cb)](Result<PgResult> r) {
+      auto self = weak.lock();
+      if (!self || self->closed) return;
+      Status st = r ? Status{}
+                    : Status{Error{"setting up a connection: " + r.error().message, r.error().kind,
+                                   r.error().sqlstate}};
+      self->connected(i, st, cb);
     });
   }
 
@@ -149,6 +159,11 @@ PgPool::~PgPool() {
 }
 
 void PgPool::start(std::function<void(Status)> cb) { shared_->connect(0, std::move(cb)); }
+
+void PgPool::start(std::unique_ptr<PgConnection> first, std::function<void(Status)> cb) {
+  if (!first || first->broken()) return start(std::move(cb));
+  shared_->adopt(0, std::move(first), std::move(cb));
+}
 
 void PgPool::acquire(LeaseCallback cb) {
   shared_->waiters.push_back(std::move(cb));

@@ -57,6 +57,11 @@ class PgPool {
   // postmaster), and an engine of 1,001 interfaces opening all 8 at once
   // spent 116 ms of its start-up waiting for connections nobody used yet.
   void start(std::function<void(Status)> cb);
+  // The same with `first` (connected to the same database, idle, its
+  // session as a new one's but for what `setup` sets) as that slot: the
+  // engine's migration check hands its connection on rather than the
+  // pool forking another backend. A broken or null one: start(cb).
+  void start(std::unique_ptr<PgConnection> first, std::function<void(Status)> cb);
 
   // cb runs with a lease once a connection is free, or with the connect
   // error when no connection can be made.

@@ -115,6 +115,10 @@ Store::~Store() { *alive_ = false; }
 
 void Store::start(Done cb) { pool_.start(std::move(cb)); }
 
+void Store::start(std::unique_ptr<PgConnection> first, Done cb) {
+  pool_.start(std::move(first), std::move(cb));
+}
+
 bool Store::retryable(const Error& e, int attempt) {
   if (attempt >= options_.maxRetries || !pg::retryable(e)) return false;
   ++(pg::deadlock(e) ? stats_.deadlockRetries : stats_.serializationRetries);

@@ -91,6 +91,9 @@ class Store {
 
   // Connects the pool. Migrations are the Migrator's (run it first).
   void start(Done cb);
+  // The same, `first` (the migrations' connection, idle) being the pool's
+  // first connection (PgPool::start).
+  void start(std::unique_ptr<PgConnection> first, Done cb);
 
   // Registry: the id of a name, registered on first use.
   void ensureInterface(const std::string& name, Callback<int64_t> cb);

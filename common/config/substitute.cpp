@@ -94,4 +94,16 @@ Substituter::Outcome Substituter::apply(std::string_view text) {
   return out;
 }
 
+Substituter Substituter::sibling() const {
+  Substituter s(env_, secretsFile_, keyText_, keyFile_);
+  s.byNameWithoutKey_ = byNameWithoutKey_;
+  s.unsetEnvWarns_ = unsetEnvWarns_;
+  return s;
+}
+
+void Substituter::absorb(Substituter&& other) {
+  for (auto& w : other.warnings_) warnings_.push_back(std::move(w));
+  if (!byName_ && other.byName_) byName_ = std::move(other.byName_);
+}
+
 }  // namespace ductus::config

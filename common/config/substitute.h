@@ -59,6 +59,13 @@ class Substituter {
   // The warnings, placed where the references are (YamlReader adds them).
   Diagnostics& warnings() { return warnings_; }
 
+  // One with the same sources and settings, for another thread: it opens
+  // the secrets file itself if it meets a ${secret:}.
+  Substituter sibling() const;
+  // What a sibling found: its warnings, and whether it checked secrets by
+  // name only.
+  void absorb(Substituter&& other);
+
  private:
   std::optional<std::string> secret(const std::string& name, std::string& error);
 

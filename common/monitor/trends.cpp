@@ -40,24 +40,29 @@ Rates Window::rates() const {
 
 void Baseline::learn(int hour, double value) {
   if (hour < 0 || hour >= kHours || !std::isfinite(value) || value < 0) return;
+  if (values_.empty()) values_.resize(kHours);
   auto& v = values_[static_cast<size_t>(hour)];
   v = v ? *v + kLearnRate * (value - *v) : value;
 }
 
 std::optional<double> Baseline::at(int hour) const {
-  if (hour < 0 || hour >= kHours) return std::nullopt;
+  if (hour < 0 || hour >= kHours || values_.empty()) return std::nullopt;
   return values_[static_cast<size_t>(hour)];
 }
 
 std::vector<std::optional<double>> Baseline::values() const {
-  return {values_.begin(), values_.end()};
+  if (values_.empty()) return std::vector<std::optional<double>>(kHours);
+  return values_;
 }
 
 Baseline Baseline::fromValues(const std::vector<std::optional<double>>& values) {
   Baseline b;
   if (values.size() != kHours) return b;
   for (size_t i = 0; i < values.size(); ++i)
-    if (values[i] && std::isfinite(*values[i]) && *values[i] >= 0) b.values_[i] = values[i];
+    if (values[i] && std::isfinite(*values[i]) && *values[i] >= 0) {
+      if (b.values_.empty()) b.values_.resize(kHours);
+      b.values_[i] = values[i];
+    }
   return b;
 }
 

@@ -135,6 +135,32 @@ TEST(Migrator, TwoEnginesMigratingAtOnceApplyEachMigrationOnce) {
   EXPECT_EQ(n->text(0, 0), std::to_string(embedded().size()));
 }
 
+// Nearly every start finds nothing to do: that is read without the lock,
+// so an engine starting while another holds it (migrating) isn't held up
+// when it has nothing to apply; one with something to apply still waits.
+TEST(Migrator, AnUpToDateDatabaseIsCheckedWithoutTheLockAndAChangeStillWaitsForIt) {
+  TestDatabase db;
+  Sql s(db.conninfo());
+  ASSERT_TRUE(migrateWith(s, embedded()).ok());
+  Sql holder(db.conninfo());
+  ASSERT_TRUE(holder("SELECT pg_advisory_lock($1::int8)", {std::to_string(kMigrationLock)}).ok());
+  // A wait for the lock ends in an error here rather than a hung test.
+  ASSERT_TRUE(s("SET lock_timeout = '1s'").ok());
+  auto upToDate = migrateWith(s, embedded());
+  ASSERT_TRUE(upToDate.ok()) << upToDate.error().message;
+  EXPECT_TRUE(upToDate->applied.empty());
+  auto newer = embedded();
+  newer.push_back(extra(9000, "9000_newer_feature", "CREATE TABLE newer_feature (id int);"));
+  auto waited = migrateWith(s, newer);
+  ASSERT_FALSE(waited.ok());
+  EXPECT_NE(waited.error().message.find("taking the migration lock"), std::string::npos)
+      << waited.error().message;
+  ASSERT_TRUE(holder("SELECT pg_advisory_unlock($1::int8)", {std::to_string(kMigrationLock)}).ok());
+  auto applied = migrateWith(s, newer);
+  ASSERT_TRUE(applied.ok()) << applied.error().message;
+  ASSERT_EQ(applied->applied.size(), 1u);
+}
+
 TEST(Migrator, UpgradeCheckListsPendingWithHeadersAndHeavyTableSizesAndChangesNothing) {
   TestDatabase db;
   Sql s(db.conninfo());

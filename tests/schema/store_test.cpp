@@ -884,5 +884,39 @@ TEST_F(SmallPool, AConnectionTheServerDroppedIsReplaced) {
   EXPECT_TRUE(insert(message("last", {destA_})).ok());
 }
 
+// The engine hands its migration connection to the store rather than have
+// the server fork another backend at start: the pool's first lease is that
+// very session, set up as a new connection would be.
+TEST(PgPoolStart, AConnectionHandedOnIsTheFirstLeaseAndIsSetUpAsANewOne) {
+  TestDatabase db;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  {
+    auto conn = std::make_unique<PgConnection>(&loop);
+    conn->connect(db.conninfo(), [](Status) {});
+    auto pid =
+        await<PgResult>(&loop, [&](auto cb) { conn->query("SELECT pg_backend_pid()", {}, cb); });
+    ASSERT_TRUE(pid.ok()) << pid.error().message;
+    std::string before(pid->text(0, 0));
+    PgPool pool(&loop, db.conninfo(), 2, "SET TimeZone = 'Pacific/Auckland'");
+    auto started = await<bool>(&loop, [&](auto cb) {
+      pool.start(std::move(conn), [cb](Status s) { s ? cb(true) : cb(s.error()); });
+    });
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    auto lease = await<PgPool::LeasePtr>(&loop, [&](auto cb) { pool.acquire(cb); });
+    ASSERT_TRUE(lease.ok()) << lease.error().message;
+    auto after = await<PgResult>(&loop, [&](auto cb) {
+      (*lease)->conn().query("SELECT pg_backend_pid(), current_setting('TimeZone')", {}, cb);
+    });
+    ASSERT_TRUE(after.ok()) << after.error().message;
+    EXPECT_EQ(after->text(0, 0), before);
+    EXPECT_EQ(after->text(0, 1), "Pacific/Auckland");
+    lease->reset();
+  }
+  while (uv_run(&loop, UV_RUN_NOWAIT)) {
+  }
+  uv_loop_close(&loop);
+}
+
 }  // namespace
 }  // namespace ductus::store::test

@@ -64,6 +64,40 @@ TEST(Substitution, AnUnsetVariableCanBeAWarningAtItsPlaceInstead) {
               HasSubstr("environment variable `LAB_HOST` is not set"));
 }
 
+// From 64 interfaces up, the files are read on two threads, each with its
+// own substituter: every value, warning and error still lands at its place,
+// in folder order, whichever half it came from.
+TEST(Substitution, ManyInterfacesReadOnTwoThreadsKeepEveryValueWarningAndErrorInOrder) {
+  ProjectDir p;
+  auto name = [](int i) { return "i" + std::string(i < 10 ? "0" : "") + std::to_string(i); };
+  for (int i = 0; i < 80; ++i)
+    p.iface(name(i),
+            "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(20000 + i) +
+                " }\ndestination:\n  http: { url: \"https://lab/in\", headers: { X-Site: \"" +
+                (i == 5 || i == 70 ? "${env:UNSET}" : "${env:SITE}") + "\" } }\n");
+  auto options = withEnv({{"SITE", "north"}});
+  options.unsetEnvIsWarning = true;
+  auto o = p.load(options);
+  ASSERT_TRUE(o.project) << (o.diagnostics.empty() ? "" : o.diagnostics[0].toString());
+  ASSERT_EQ(o.project->interfaces.size(), 80u);
+  for (int i = 0; i < 80; ++i) {
+    auto& f = o.project->interfaces[static_cast<size_t>(i)];
+    EXPECT_EQ(f.name, name(i));
+    auto& h = std::get<HttpDestination>(f.destinations[0].target);
+    if (i != 5 && i != 70) EXPECT_EQ(h.headers.at("X-Site"), "north") << f.name;
+  }
+  ASSERT_EQ(o.warnings.size(), 2u);
+  EXPECT_THAT(o.warnings[0].toString(), HasSubstr("interfaces/i05/interface.yaml:4:"));
+  EXPECT_THAT(o.warnings[1].toString(), HasSubstr("interfaces/i70/interface.yaml:4:"));
+  // Not asked for: an error in each half, both said, in order.
+  auto errors = p.errors(withEnv({{"SITE", "north"}}));
+  auto first = errors.find("interfaces/i05/interface.yaml:4:");
+  auto second = errors.find("interfaces/i70/interface.yaml:4:");
+  EXPECT_NE(first, std::string::npos) << errors;
+  EXPECT_NE(second, std::string::npos) << errors;
+  EXPECT_LT(first, second) << errors;
+}
+
 TEST(Substitution, AReferenceWhereNoneIsAllowedIsRefused) {
   ProjectDir p;
   p.iface("a", "source:\n  mllp: { listen: 127.0.0.1:2575 }\ndestination:\n  file: { path: \"${env:OUT}\" }\n");

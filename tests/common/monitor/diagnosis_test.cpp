@@ -517,6 +517,12 @@ TEST(Trends, AnHourIsLearnedWhenItEndsIfAQuarterOfItWasWatched) {
   bad[4] = std::nan("");
   EXPECT_FALSE(Baseline::fromValues(bad).at(3));
   EXPECT_FALSE(Baseline::fromValues(bad).at(4));
+  // One that learned nothing (it holds no hours) is still 168 empty hours
+  // to the store, and answers for none.
+  Baseline empty;
+  EXPECT_EQ(empty.values(), std::vector<std::optional<double>>(168));
+  EXPECT_FALSE(empty.at(34));
+  EXPECT_EQ(Baseline::fromValues(empty.values()).values(), empty.values());
 }
 
 }  // namespace
