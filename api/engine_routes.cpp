@@ -53,8 +53,8 @@ constexpr const char* kEngineSchema = R"({
     },
     "engineId": {"type": "string",
                  "description": "this engine's row in the database's engines table"},
-    "ownership": {"type": "string", "enum": ["starting", "held", "lost", "taken", "released"],
-                  "description": "lost: the ownership lock's connection failed; delivery, files and schedules pause until it is taken again"},
+    "ownership": {"type": "string", "enum": ["starting", "standby", "held", "lost", "taken", "released"],
+                  "description": "standby: started with --standby, waiting for the engine that owns the interfaces to go (it owns nothing and listens on no source meanwhile); lost: the ownership lock's connection failed; delivery, files and schedules pause until it is taken again"},
     "otherEngines": {
       "type": "array",
       "description": "the other live engines on the same database as of the last check, made every 2 s",

@@ -215,7 +215,7 @@ void printStatus(const json& a) {
                                  text(o.value("startedAt", json()))};
     auto owns = o.value("interfaces", json::array());
     if (owns.empty()) {
-      row.push_back("-");
+      row.push_back("nothing");
       others.push_back(std::move(row));
     }
     for (size_t i = 0; i < owns.size(); ++i) {

@@ -180,6 +180,8 @@ void Engine::start(std::function<void(Status)> done) {
     workersLoaded_ = s;
     if (afterWorkers_) std::exchange(afterWorkers_, nullptr)(s);
   });
+  ownership_ = std::make_unique<Ownership>(loop_, options_.databaseUrl);
+  ownership_->lockAhead();
   migrate([this, alive, done, fail](Status s) {
     if (!*alive) return;
     if (!s) return fail("migrating the database", s.error());
@@ -188,7 +190,7 @@ void Engine::start(std::function<void(Status)> done) {
     so.conninfo = options_.databaseUrl;
     so.poolSize = options_.poolSize;
     store_ = std::make_unique<store::Store>(loop_, so);
-    store_->start([this, alive, done, fail](Status s) {
+    store_->start(std::move(migrationConn_), [this, alive, done, fail](Status s) {
       if (!*alive) return;
       if (!s) return fail("connecting to the database", s.error());
       stepDone("the store's connections");
@@ -200,7 +202,16 @@ void Engine::start(std::function<void(Status)> done) {
         registerAll([this, alive, done, fail](Status s) {
           if (!*alive) return;
           if (!s) return fail("registering interfaces", s.error());
-          stepDone("interfaces and destinations registered, retention tiers");
+          stepDone("interfaces and destinations registered");
+          // The retention tiers are read on the retention job's own
+          // connection while the claims and reconcile run on theirs: only
+          // intake needs them, and one after the other they cost a second
+          // connection's set-up on the way to listening.
+          startRetention([this, alive](Status s) {
+            if (!*alive) return;
+            tiersApplied_ = s;
+            if (afterTiers_) std::exchange(afterTiers_, nullptr)(s);
+          });
           reconcile([this, alive, done, fail](Status s) {
             if (!*alive) return;
             // Owned elsewhere, or lanes that would vanish: said as they are.
@@ -209,54 +220,66 @@ void Engine::start(std::function<void(Status)> done) {
               return done(s);
             if (!s) return fail("reconciling", s.error());
             stepDone("claimed and reconciled");
-            // Nothing listens until every interface's code has loaded: a
-            // message accepted for code that doesn't load would wait for ever.
-            whenWorkersLoaded([this, alive, done, fail](Status s) {
+            whenTiersApplied([this, alive, done, fail](Status s) {
               if (!*alive) return;
-              // A load error's lines say file:line: what, as validate's do.
-              if (!s && s.error().kind == ErrorKind::Code) return done(s);
-              if (!s) return fail("starting workers", s.error());
-              stepDone("waited for the workers' code");
-              // Nothing listens before allow:'s host names have answered.
-              whenNamesResolved([this, alive, done, fail] {
+              if (!s) return fail("applying retention tiers", s.error());
+              stepDone("retention tiers");
+              // Nothing listens until every interface's code has loaded: a
+              // message accepted for code that doesn't load would wait for ever.
+              whenWorkersLoaded([this, alive, done, fail](Status s) {
                 if (!*alive) return;
-                stepDone("allow: names resolved");
-                if (auto d = buildDelivery(); !d) return fail("starting delivery", d.error());
-                stepDone("delivery built");
-                if (auto o = openSources(); !o) return fail("opening sources", o.error());
-                stepDone("sources opened");
-                if (auto a = openApi(); !a) return fail("opening the API", a.error());
-                // Sockets kept for listeners the project no longer has (after
-                // the API's: it is stored too).
-                if (options_.systemd)
-                  for (auto& name : options_.systemd->dropUntaken())
-                    spdlog::info("systemd: the stored socket {} has no listener any more: closed",
-                                 name);
-                if (auto c = openControl(); !c)
-                  return fail("opening the control socket", c.error());
-                certificateWatch_ = std::make_unique<CertificateWatch>(loop_, certificates_);
-                sweepTimer_ = makeTimer(loop_, this);
-                uv_timer_start(
-                    sweepTimer_.get(),
-                    [](uv_timer_t* t) {
-                      if (auto* self = static_cast<Engine*>(t->data)) self->sweepWaiting();
-                    },
-                    kSweepEvery.count(), kSweepEvery.count());
-                partitionTimer_ = makeTimer(loop_, this);
-                uv_timer_start(
-                    partitionTimer_.get(),
-                    [](uv_timer_t* t) {
-                      if (auto* self = static_cast<Engine*>(t->data)) self->maintainPartitions();
-                    },
-                    3600 * 1000, 3600 * 1000);
-                // A takeover waits here, listening, for the old engine to release.
-                if (options_.takeover) {
-                  holdForOwnership(true);
-                  return done({});
-                }
-                startRunning();
-                stepDone("the API, the control socket, running");
-                done({});
+                // A load error's lines say file:line: what, as validate's do.
+                if (!s && s.error().kind == ErrorKind::Code) return done(s);
+                if (!s) return fail("starting workers", s.error());
+                stepDone("waited for the workers' code");
+                // Nothing listens before allow:'s host names have answered.
+                whenNamesResolved([this, alive, done, fail] {
+                  if (!*alive) return;
+                  stepDone("allow: names resolved");
+                  if (auto d = buildDelivery(); !d) return fail("starting delivery", d.error());
+                  stepDone("delivery built");
+                  // A standby opens its sources once it has taken charge:
+                  // nothing of its interfaces is accepted while another owns
+                  // them (and their ports may be that engine's, here).
+                  if (!options_.standby) {
+                    if (auto o = openSources(); !o) return fail("opening sources", o.error());
+                    stepDone("sources opened");
+                  }
+                  if (auto a = openApi(); !a) return fail("opening the API", a.error());
+                  // Sockets kept for listeners the project no longer has (after
+                  // the API's: it is stored too).
+                  if (options_.systemd)
+                    for (auto& name : options_.systemd->dropUntaken())
+                      spdlog::info("systemd: the stored socket {} has no listener any more: closed",
+                                   name);
+                  if (auto c = openControl(); !c)
+                    return fail("opening the control socket", c.error());
+                  certificateWatch_ = std::make_unique<CertificateWatch>(loop_, certificates_);
+                  sweepTimer_ = makeTimer(loop_, this);
+                  uv_timer_start(
+                      sweepTimer_.get(),
+                      [](uv_timer_t* t) {
+                        if (auto* self = static_cast<Engine*>(t->data)) self->sweepWaiting();
+                      },
+                      kSweepEvery.count(), kSweepEvery.count());
+                  partitionTimer_ = makeTimer(loop_, this);
+                  uv_timer_start(
+                      partitionTimer_.get(),
+                      [](uv_timer_t* t) {
+                        if (auto* self = static_cast<Engine*>(t->data)) self->maintainPartitions();
+                      },
+                      3600 * 1000, 3600 * 1000);
+                  // A standby waits in standBy() for the owner to go.
+                  if (options_.standby) return done({});
+                  // A takeover waits here, listening, for the old engine to release.
+                  if (options_.takeover) {
+                    holdForOwnership(true);
+                    return done({});
+                  }
+                  startRunning();
+                  stepDone("the API, the control socket, running");
+                  done({});
+                });
               });
             });
           });
@@ -272,6 +295,55 @@ void Engine::startRunning() {
   watchOwnership();
   api::recordEngineStart(store_->sharedConnections(), *audit_, instance(), [](Status s) {
     if (!s) spdlog::warn("engine.start is not in the audit log: {}", s.error().message);
+  });
+}
+
+void Engine::standBy(std::function<void(Status)> charged) {
+  standbyCharged_ = std::move(charged);
+  standbyTimer_ = makeTimer(loop_, this);
+  uv_timer_start(
+      standbyTimer_.get(),
+      [](uv_timer_t* t) {
+        if (auto* self = static_cast<Engine*>(t->data)) self->tryStandbyCharge();
+      },
+      0, static_cast<uint64_t>(options_.standbyPoll.count()));
+}
+
+void Engine::tryStandbyCharge() {
+  if (std::exchange(standbyTrying_, true)) return;
+  auto alive = alive_;
+  ownership_->tryCharge([this, alive](Result<bool> r) {
+    if (!*alive || stopping_) return;
+    standbyTrying_ = false;
+    if (!r) {
+      // Said once per cause, not once a second; the next try may succeed.
+      if (r.error().message != standbyLastError_)
+        spdlog::warn("standby: trying to take charge: {}; trying again every {} ms",
+                     r.error().message, options_.standbyPoll.count());
+      standbyLastError_ = r.error().message;
+      return;
+    }
+    standbyLastError_.clear();
+    if (!*r) return;
+    uv_timer_stop(standbyTimer_.get());
+    spdlog::info("standby: every interface is this engine's now; reconciling, then listening");
+    actions_->loadPauses();
+    reconcile([this, alive](Status s) {
+      if (!*alive || stopping_) return;
+      auto charged = std::exchange(standbyCharged_, nullptr);
+      if (!s)
+        return charged(
+            Error{"reconciling: " + s.error().message, s.error().kind, s.error().sqlstate});
+      for (auto& f : ifaces_)
+        if (f->waiting)
+          for (auto& perDest : f->loops)
+            for (auto& l : perDest) l->wake();
+      holdForOwnership(false);
+      if (auto o = openSources(); !o)
+        return charged(Error{"opening sources: " + o.error().message, o.error().kind});
+      startRunning();
+      charged({});
+    });
   });
 }
 
@@ -301,10 +373,11 @@ void Engine::takeCharge(std::function<void(Status)> done) {
 void Engine::migrate(std::function<void(Status)> next) {
   auto migrations = store::embeddedMigrations();
   if (!migrations) return next(migrations.error());
-  auto conn = std::make_shared<store::PgConnection>(loop_);
-  auto migrator = std::make_shared<store::Migrator>(*conn, std::move(*migrations));
-  conn->connect(options_.databaseUrl, [](Status) {});
-  migrator->migrate([conn, migrator, next](Result<store::MigrateReport> r) {
+  // The connection goes on to be the store's first (Engine::start).
+  migrationConn_ = std::make_unique<store::PgConnection>(loop_);
+  auto migrator = std::make_shared<store::Migrator>(*migrationConn_, std::move(*migrations));
+  migrationConn_->connect(options_.databaseUrl, [](Status) {});
+  migrator->migrate([migrator, next](Result<store::MigrateReport> r) {
     if (!r) return next(r.error());
     for (auto& a : r->applied) spdlog::info("migration applied: {}", a);
     for (auto& u : r->unknown)
@@ -321,7 +394,7 @@ void Engine::registerAll(std::function<void(Status)> next) {
   std::vector<std::string> names;
   for (auto& f : ifaces_)
     if (queued(*f->cfg)) names.push_back(f->cfg->name);
-  if (names.empty()) return startRetention(next);
+  if (names.empty()) return next({});
   auto alive = alive_;
   store_->registerInterfaces(std::move(names), [this, alive, next](auto r) {
     if (!*alive) return;
@@ -339,7 +412,7 @@ void Engine::registerAll(std::function<void(Status)> next) {
         if (!queued(*f->cfg)) continue;
         for (auto& d : f->cfg->destinations) f->destinationIds.push_back(r->at({f->id, d.name}));
       }
-      startRetention(next);
+      next({});
     });
   });
 }
@@ -363,11 +436,12 @@ void Engine::startRetention(std::function<void(Status)> next) {
 
 void Engine::reconcile(std::function<void(Status)> next) {
   // Nothing reads or changes an interface's queue before it is claimed.
-  if (!ownership_)
+  if (!std::exchange(claimsAsked_, true))
     return claimInterfaces([this, alive = alive_, next](Status s) {
       if (!*alive) return;
       if (!s) return next(s);
-      if (options_.takeover) return next({});  // reconciled in takeCharge()
+      // reconciled in takeCharge(), or once a standby has taken charge
+      if (options_.takeover || options_.standby) return next({});
       reconcile(next);
     });
   auto alive = alive_;
@@ -580,8 +654,9 @@ Status Engine::buildDelivery() {
                           [this] { closeMllpForDrain(); },
                           [this] { reopenMllp(); }},
       std::move(acted));
-  // A takeover's loops wait for takeCharge(), which reads the pauses then.
-  if (options_.takeover)
+  // A takeover's loops wait for takeCharge(), a standby's until it has
+  // taken charge; the pauses are read then.
+  if (options_.takeover || options_.standby)
     holdForOwnership(true);
   else
     actions_->loadPauses();
@@ -684,6 +759,11 @@ Status Engine::buildGuards() {
 void Engine::whenWorkersLoaded(std::function<void(Status)> next) {
   if (workersLoaded_) return next(*workersLoaded_);
   afterWorkers_ = std::move(next);
+}
+
+void Engine::whenTiersApplied(std::function<void(Status)> next) {
+  if (tiersApplied_) return next(*tiersApplied_);
+  afterTiers_ = std::move(next);
 }
 
 void Engine::whenNamesResolved(std::function<void()> next) {
@@ -1042,8 +1122,9 @@ void Engine::claimInterfaces(std::function<void(Status)> next) {
   std::vector<OwnedInterface> owned;
   for (auto& f : ifaces_)
     if (f->id) owned.push_back({f->id, f->cfg->name, f->cfg->partitionCount()});
-  ownership_ = std::make_unique<Ownership>(loop_, options_.databaseUrl);
-  if (options_.takeover)
+  if (options_.standby)
+    ownership_->standBy(std::move(owned), std::move(next));
+  else if (options_.takeover)
     ownership_->prepare(std::move(owned), options_.predecessor, std::move(next));
   else
     ownership_->start(std::move(owned), std::move(next));
@@ -1106,6 +1187,7 @@ void Engine::beginStop(bool handover, std::function<void()> released,
   partitionTimer_.reset();
   sweepTimer_.reset();
   mllpRetry_.reset();
+  standbyTimer_.reset();  // a standby stopping takes nothing over
   if (retention_) retention_->stop();
   if (housekeeping_) housekeeping_->stop();
   activityReporter_.reset();

@@ -30,6 +30,7 @@
 
 namespace ductus::store {
 class Store;
+class PgConnection;
 }
 namespace ductus::api {
 class ApiServer;
@@ -108,6 +109,13 @@ struct EngineOptions {
   // takeCharge() does the rest once the old engine has released.
   bool takeover = false;
   std::string predecessor;  // the old engine's id
+  // `ductus run --standby`: start() prepares as a takeover does (workers,
+  // code, delivery held, the API and control socket) but claims nothing,
+  // refuses nobody and opens no source; standBy() then tries every
+  // standbyPoll to claim every interface, and takes charge once no live
+  // engine owns any (supervisor/ownership.h).
+  bool standby = false;
+  std::chrono::milliseconds standbyPoll{1000};
   // The old engine's API and control sockets by name (listeningSockets());
   // the descriptor, now the engine's, or -1. Null: none.
   std::function<int(const std::string& name)> inheritedSocket;
@@ -132,6 +140,10 @@ class Engine {
   // guard, reconcile, the pauses read, then delivery, files and schedules
   // go.
   void takeCharge(std::function<void(Status)> done);
+  // A standby's wait (EngineOptions::standby), after start(): `charged`
+  // hears once it has claimed every interface, reconciled, and opened its
+  // sources (an error: it could not, and should stop).
+  void standBy(std::function<void(Status)> charged);
   // The old engine's stop in a handover: listeners close first (what is
   // in flight answered; the new engine accepts on the same sockets), then
   // as stop() but without STOPPING=1; `released` once the loops stopped
@@ -159,8 +171,12 @@ class Engine {
   // Runs next with the workers' verdict on every interface's code, once
   // they have given it (started beside the database's steps).
   void whenWorkersLoaded(std::function<void(Status)> next);
+  // Runs next with startRetention's outcome, once known (started beside
+  // the claims and reconcile).
+  void whenTiersApplied(std::function<void(Status)> next);
+  void tryStandbyCharge();
   void migrate(std::function<void(Status)> next);
-  // Ids for every queued interface and destination, then retention's tiers.
+  // Ids for every queued interface and destination.
   void registerAll(std::function<void(Status)> next);
   void reconcile(std::function<void(Status)> next);
   // Starts the workers; `next` hears once every interface's code loaded,
@@ -261,6 +277,16 @@ class Engine {
   std::shared_ptr<net::AllowNames> allowNames_;  // allow:'s host names, for every list
   bool namesResolved_ = false;
   std::function<void()> afterNames_;
+  std::unique_ptr<store::PgConnection> migrationConn_;  // until the store takes it
+  bool claimsAsked_ = false;
+  // standBy(): the try timer, a try in flight, the last error said, and
+  // who hears once charged.
+  UvHandle<uv_timer_t> standbyTimer_;
+  bool standbyTrying_ = false;
+  std::string standbyLastError_;
+  std::function<void(Status)> standbyCharged_;  // reconcile() claims first, once
+  std::optional<Status> tiersApplied_;          // startRetention's outcome, once known
+  std::function<void(Status)> afterTiers_;
   std::optional<Status> workersLoaded_;
   std::function<void(Status)> afterWorkers_;
   std::unique_ptr<CertificateWatch> certificateWatch_;

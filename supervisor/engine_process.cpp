@@ -145,6 +145,7 @@ class EngineProcess {
   void sayStarted(const std::string& what);
   void startHandover(std::function<void(Result<int64_t>)> answer);
   void awaitRelease();
+  void awaitCharge();
   void finish(int exitCode);
 
   EngineProcessOptions options_;
@@ -339,6 +340,33 @@ void EngineProcess::awaitRelease() {
       });
 }
 
+// Prepared as a standby: ready for systemd, then waiting for the engine
+// that owns the interfaces to go; "started:" once this one has them.
+void EngineProcess::awaitCharge() {
+  spdlog::info(
+      "standby: ready; {} interface(s) loaded and checked, waiting to take them over "
+      "(every {} ms it tries to claim them)",
+      interfaces_, EngineOptions{}.standbyPoll.count());
+  systemd_->tell("READY=1\nSTATUS=standby: waiting to take over " + std::to_string(interfaces_) +
+                 " interface(s)");
+  auto since = std::chrono::steady_clock::now();
+  engine_->standBy([this, since](Status s) {
+    if (!s) {
+      StartFailure f = startFailureOf(s.error());
+      if (f == StartFailure::Stranded)
+        logErrorLines(s.error().message);
+      else
+        spdlog::error("standby: taking charge failed: {}", s.error().message);
+      return requestStop(StopCause::Failed, f);
+    }
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - since)
+                  .count();
+    sayStarted("took over " + std::to_string(interfaces_) + " interface(s) after standing by " +
+               std::to_string(ms) + " ms");
+  });
+}
+
 int EngineProcess::run(config::Project project) {
   // libuv's pool does the file destinations' writes and fsyncs (and file
   // sources' reads). Its default 4 threads let 4 fsyncs overlap across every
@@ -363,6 +391,11 @@ int EngineProcess::run(config::Project project) {
       return exitCodeOf(StartFailure::Handover);
     }
     takeover_ = std::move(*takeover);
+    if (takeover_ && options_.standby) {
+      spdlog::error("handover: a standby engine takes no handover (it was refused one)");
+      takeover_->failed("a standby engine takes no handover");
+      return exitCodeOf(StartFailure::Handover);
+    }
   }
   if (takeover_) systemd_->quiet();  // not systemd's main process yet
   systemd_->tell("STATUS=starting: loading the project's code");
@@ -386,7 +419,11 @@ int EngineProcess::run(config::Project project) {
                   exitCodeOf(StopCause::OwnershipTaken));
     requestStop(StopCause::OwnershipTaken);
   };
-  if (!options_.dev) eo.handover = [this](auto answer) { startHandover(std::move(answer)); };
+  // A standby hands nothing over: what it would hand is still being
+  // taken (restart it instead).
+  if (!options_.dev && !options_.standby)
+    eo.handover = [this](auto answer) { startHandover(std::move(answer)); };
+  eo.standby = options_.standby;
   if (takeover_) {
     auto from = takeover_->readFrom(HandoverTiming{}.from);
     if (!from) {
@@ -417,6 +454,7 @@ int EngineProcess::run(config::Project project) {
     if (!s) return refuse(s.error());
     started_ = true;
     if (takeover_) return awaitRelease();
+    if (options_.standby) return awaitCharge();
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                   std::chrono::steady_clock::now() - t0_)
                   .count();

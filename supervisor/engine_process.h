@@ -96,6 +96,9 @@ struct EngineProcessOptions {
   bool controlRequired = false;
   // ductus dev: no handover, either way.
   bool dev = false;
+  // ductus run --standby (EngineOptions::standby): READY=1 once prepared,
+  // "started:" once it has taken charge. No handover while standing by.
+  bool standby = false;
   // Once started, after the "started" line and READY=1 (ductus dev's banner).
   std::function<void(const Engine&)> onStarted;
 };

@@ -70,6 +70,9 @@ void Ownership::describe(api::EngineInfo& e) const {
     case State::Starting:
       e.ownership = "starting";
       break;
+    case State::Standby:
+      e.ownership = "standby";
+      break;
     case State::Held:
       e.ownership = "held";
       break;
@@ -102,11 +105,17 @@ void Ownership::takeLock(std::function<void(Status)> done) {
   conn_->connect(*conninfo, [this, alive, done](Status s) {
     if (!*alive) return;
     if (!s) return done(s);
-    // The session is the lock: a server-side idle timeout would end it. Set
-    // through pg_settings so a server without the setting (before 14) is
-    // not an error.
+    // The session is the lock: a server-side idle timeout would end it.
+    // The server's own keepalives (and TCP user timeout) end it ~25 s after
+    // this engine's host vanished, so a standby can take over; the server's
+    // defaults would keep a dead host's lock for two hours. Set through
+    // pg_settings so a server without one (before 14) is not an error; on a
+    // Unix socket the TCP ones are taken and ignored.
     conn_->query(
-        "SELECT set_config(name, '0', false) FROM pg_settings WHERE name = 'idle_session_timeout'",
+        "SELECT set_config(s.name, s.value, false) FROM (VALUES ('idle_session_timeout', '0'), "
+        "('tcp_keepalives_idle', '10'), ('tcp_keepalives_interval', '5'), "
+        "('tcp_keepalives_count', '3'), ('tcp_user_timeout', '25000')) AS s(name, value) "
+        "JOIN pg_settings p ON p.name = s.name",
         {}, [this, alive, done](Result<store::PgResult> r) {
           if (!*alive) return;
           if (!r) return done(r.error());
@@ -150,16 +159,37 @@ void Ownership::claim(std::function<void(Status)> done) {
   });
 }
 
-void Ownership::start(std::vector<OwnedInterface> interfaces, std::function<void(Status)> done) {
+void Ownership::firstLock(std::function<void(Status)> done) {
+  if (firstLock_) return done(*firstLock_);
+  afterFirstLock_.push_back(std::move(done));
+  if (std::exchange(firstLockAsked_, true)) return;
+  auto alive = alive_;
+  takeLock([this, alive](Status s) {
+    if (!*alive) return;
+    firstLock_ = s;
+    for (auto& f : std::exchange(afterFirstLock_, {})) f(s);
+  });
+}
+
+void Ownership::lockAhead() {
+  firstLock([](Status) {});
+}
+
+void Ownership::afterLock(std::vector<OwnedInterface> interfaces, std::function<void(Status)> done,
+                          std::function<void()> then) {
   interfaces_ = std::move(interfaces);
   auto alive = alive_;
-  takeLock([this, alive, done](Status s) {
+  firstLock([alive, done, then](Status s) {
     if (!*alive) return;
     if (!s)
       return done(Error{"taking the ownership lock: " + s.error().message, s.error().kind,
                         s.error().sqlstate});
-    takeCharge(done);
+    then();
   });
+}
+
+void Ownership::start(std::vector<OwnedInterface> interfaces, std::function<void(Status)> done) {
+  afterLock(std::move(interfaces), done, [this, done] { takeCharge(done); });
 }
 
 void Ownership::takeCharge(std::function<void(Status)> done) {
@@ -203,13 +233,8 @@ void Ownership::guardLanes(bool releaseOnRefusal, std::function<void(Status)> do
 
 void Ownership::prepare(std::vector<OwnedInterface> interfaces, std::string predecessor,
                         std::function<void(Status)> done) {
-  interfaces_ = std::move(interfaces);
   auto alive = alive_;
-  takeLock([this, alive, done, predecessor](Status s) {
-    if (!*alive) return;
-    if (!s)
-      return done(Error{"taking the ownership lock: " + s.error().message, s.error().kind,
-                        s.error().sqlstate});
+  afterLock(std::move(interfaces), done, [this, alive, done, predecessor] {
     // Claiming nothing records this engine (and clears dead ones' rows).
     store::claim(*conn_, me_, {}, [this, alive, done, predecessor](Result<store::ClaimReport> r) {
       if (!*alive) return;
@@ -233,6 +258,76 @@ void Ownership::prepare(std::vector<OwnedInterface> interfaces, std::string pred
             others_ = std::move(*r);
             guardLanes(false, done);
           });
+    });
+  });
+}
+
+void Ownership::record(std::function<void(Status)> done) {
+  auto alive = alive_;
+  store::claim(*conn_, me_, {}, [this, alive, done](Result<store::ClaimReport> r) {
+    if (!*alive) return;
+    if (!r) return done(r.error());
+    readOthers(done);
+  });
+}
+
+void Ownership::readOthers(std::function<void(Status)> done) {
+  auto alive = alive_;
+  store::liveEngines(*conn_, me_.id, [this, alive, done](Result<std::vector<store::LiveEngine>> r) {
+    if (!*alive) return;
+    if (!r) return done(r.error());
+    others_ = std::move(*r);
+    done({});
+  });
+}
+
+void Ownership::standBy(std::vector<OwnedInterface> interfaces, std::function<void(Status)> done) {
+  auto alive = alive_;
+  afterLock(std::move(interfaces), done, [this, alive, done] {
+    record([this, alive, done](Status s) {
+      if (!*alive) return;
+      if (!s) return done(s);
+      guardLanes(false, [this, alive, done](Status s) {
+        if (!*alive) return;
+        if (s) state_ = State::Standby;
+        done(s);
+      });
+    });
+  });
+}
+
+void Ownership::tryCharge(std::function<void(Result<bool>)> done) {
+  auto alive = alive_;
+  // The wait may be long: a lock connection the database or the network
+  // ended meanwhile is made again (a new key) before claiming on it.
+  if (!conn_ || conn_->broken())
+    return takeLock([this, alive, done](Status s) {
+      if (!*alive) return;
+      if (!s)
+        return done(Error{"taking the ownership lock again: " + s.error().message, s.error().kind,
+                          s.error().sqlstate});
+      record([this, alive, done](Status s) {
+        if (!*alive) return;
+        if (!s) return done(s.error());
+        tryCharge(done);
+      });
+    });
+  claim([this, alive, done](Status s) {
+    if (!*alive) return;
+    if (!s && s.error().kind == ErrorKind::OwnedElsewhere)
+      return readOthers([alive, done](Status s) {
+        if (!*alive) return;
+        if (!s) return done(s.error());
+        done(false);
+      });
+    if (!s) return done(s.error());
+    guardLanes(true, [this, alive, done](Status s) {
+      if (!*alive) return;
+      if (!s) return done(s.error());
+      state_ = State::Held;
+      spdlog::info("ownership: engine {} (host {}, pid {}) owns {} interface(s), after standing by",
+                   me_.id, me_.host, me_.pid, interfaces_.size());
+      done(true);
     });
   });
 }
@@ -336,7 +431,7 @@ void Ownership::release(std::function<void()> done) {
   uv_timer_stop(retakeTimer_.get());
   uv_timer_stop(timeoutTimer_.get());
   checkSeq_ = 0;
-  bool held = state_ == State::Held && conn_;
+  bool held = (state_ == State::Held || state_ == State::Standby) && conn_;
   state_ = State::Released;
   if (!held) {
     conn_.reset();

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,7 +61,7 @@ struct OwnershipTiming {
 
 class Ownership {
  public:
-  enum class State { Starting, Held, Lost, Taken, Released };
+  enum class State { Starting, Standby, Held, Lost, Taken, Released };
 
   struct Hooks {
     std::function<void()> lost;
@@ -77,6 +78,10 @@ class Ownership {
   // owned elsewhere), Stranded (one line per interface), or the
   // database's.
   void start(std::vector<OwnedInterface> interfaces, std::function<void(Status)> done);
+  // Connects and takes the session lock now; start() or prepare() then
+  // wait for it. The lock needs no schema, so an engine takes it while its
+  // migrations run: one connection's set-up fewer on the way to listening.
+  void lockAhead();
   // A handover's new engine (supervisor/handover.h), before the old one
   // has released: its own lock and engines row, no claim; refused
   // (OwnedElsewhere) as start() would be when a live engine other than
@@ -85,6 +90,13 @@ class Ownership {
   void prepare(std::vector<OwnedInterface> interfaces, std::string predecessor,
                std::function<void(Status)> done);
   void takeCharge(std::function<void(Status)> done);
+  // A standby (`ductus run --standby`): its own lock and engines row, no
+  // claim, nobody refused; then the lanes guard. tryCharge() then tries to
+  // claim every interface (all or none): true once claimed and guarded,
+  // false while a live engine still owns one (others() says which). A lock
+  // connection that failed while waiting is made again first.
+  void standBy(std::vector<OwnedInterface> interfaces, std::function<void(Status)> done);
+  void tryCharge(std::function<void(Result<bool>)> done);
   void monitor(Hooks hooks);
   // A clean stop: deletes the claims and marks the engine stopped (when
   // the lock is still held; else there is nothing of ours to trust), then
@@ -105,8 +117,19 @@ class Ownership {
  private:
   // Connects, sets the session up and takes a lock with a fresh key.
   void takeLock(std::function<void(Status)> done);
+  // takeLock() once for the start, whoever asks first (lockAhead, start,
+  // prepare); every caller hears its outcome.
+  void firstLock(std::function<void(Status)> done);
+  // Sets the interfaces, then `then` once the start's lock is held; an
+  // error taking it goes to `done`, said as such.
+  void afterLock(std::vector<OwnedInterface> interfaces, std::function<void(Status)> done,
+                 std::function<void()> then);
   void tryKey(int attempt, std::function<void(Status)> done);
   void claim(std::function<void(Status)> done);
+  // Claims nothing (which records this engine and clears dead ones' rows),
+  // then reads the other live engines into others_.
+  void record(std::function<void(Status)> done);
+  void readOthers(std::function<void(Status)> done);
   void guardLanes(bool releaseOnRefusal, std::function<void(Status)> done);
   void check();
   void onCheckTimeout();
@@ -120,6 +143,9 @@ class Ownership {
   std::unique_ptr<store::PgConnection> conn_;
   store::EngineRow me_;
   std::vector<OwnedInterface> interfaces_;
+  std::optional<Status> firstLock_;  // the start's lock, once taken or failed
+  std::vector<std::function<void(Status)>> afterFirstLock_;
+  bool firstLockAsked_ = false;
   State state_ = State::Starting;
   Hooks hooks_;
   std::vector<store::LiveEngine> others_;

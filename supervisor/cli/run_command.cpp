@@ -38,6 +38,7 @@ struct RunArgs {
   std::string dataDir;
   std::string apiListen;  // --api-listen: "" = ductus.yaml's, "off", or HOST:PORT
   std::string control;    // --control: "" = ctl::defaultControlPath(), best effort
+  bool standby = false;   // run --standby
 };
 
 // The options run and dev both take. Each command has its own RunArgs:
@@ -151,6 +152,7 @@ int runEngine(const RunArgs& args, config::Project project, const std::string& d
   o.controlPath = args.control.empty() ? ctl::defaultControlPath() : args.control;
   o.controlRequired = !args.control.empty();
   o.dev = dev;
+  o.standby = args.standby;
   if (dev)
     o.onStarted = [database, devAdmin](const Engine& e) {
       printDevBanner(e, database, devAdmin);
@@ -246,6 +248,9 @@ void addRunCommands(CLI::App& ductus, int& exitCode) {
                    "PostgreSQL URL; else database: in ductus.yaml, else $DUCTUS_DATABASE_URL")
       ->type_name("URL");
   addEngineOptions(*runCmd, *runArgs);
+  runCmd->add_flag("--standby", runArgs->standby,
+                   "load and check everything, then wait: take the interfaces over (claim them, "
+                   "listen, deliver) once the engine that owns them is gone");
   runCmd->footer(
       "Checks the project, connects to PostgreSQL, applies migrations, starts the\n"
       "workers, opens the listeners and delivers. SIGTERM or SIGINT stops it cleanly:\n"
@@ -254,7 +259,14 @@ void addRunCommands(CLI::App& ductus, int& exitCode) {
       "signal exits at once. Secrets are opened with DUCTUS_SECRETS_KEY or\n"
       "ductus.yaml's secrets.key_file. Exits 3 when another live engine on the\n"
       "database owns one of the project's interfaces (at start, or after this\n"
-      "engine lost its ownership lock and another claimed an interface).");
+      "engine lost its ownership lock and another claimed an interface).\n"
+      "\n"
+      "With --standby it starts the same way but claims nothing and opens no\n"
+      "listener: it answers ductusctl and the API, and tries every second to claim\n"
+      "every interface; once the engine that owned them has gone (its process\n"
+      "ended, or its host and the lock connection's keepalives ran out) it\n"
+      "reconciles, listens and delivers. Several may wait; one wins. A standby\n"
+      "takes no handover (restart it instead).");
   runCmd->callback([runArgs, &exitCode] { exitCode = run(*runArgs); });
 
   auto devArgs = std::make_shared<RunArgs>();

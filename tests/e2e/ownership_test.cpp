@@ -7,17 +7,23 @@
 // claimed an interface meanwhile, the first exits 3. The lanes guard refuses
 // a lowered ordering.partitions that would strand pending messages, and
 // `validate --database` says the same. `ductusctl status` shows the others.
+// A `--standby` engine waits without listening and takes over within
+// seconds of the owner's kill -9 (issue #35).
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "schema/ownership.h"
@@ -370,6 +376,139 @@ TEST(Ownership, EnginesWithDisjointInterfacesRunSideBySideAndStatusShowsTheOther
       20s))
       << status.dump();
   EXPECT_TRUE(exitedWith(e1->terminate(), 0)) << e1->log();
+}
+
+// Every file under dir (a file destination's folder), read whole.
+std::string contentsOf(const fs::path& dir) {
+  std::string all;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it) {
+    if (it->path().extension() == ".tmp") continue;
+    std::ifstream in(it->path(), std::ios::binary);
+    all.append(std::istreambuf_iterator<char>(in), {});
+  }
+  return all;
+}
+
+// An active engine and two --standby ones on the same interface (three
+// project folders, as three machines would have): a standby loads
+// everything, listens on nothing and says "standby" in `ductusctl status`;
+// kill -9 of the active one under a streaming sender, and one standby takes
+// the interface over within 10 s (its listener answers AA again) while the
+// other keeps waiting; every message that was ever ACKed is delivered by
+// one engine or another.
+TEST(Standby, TakesOverWithinSecondsOfTheOwnersKillNineAndEveryAckedMessageIsDelivered) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  TempProject active(projectFiles({{"adt", port}}));
+  TempProject standby1(projectFiles({{"adt", port}}));
+  TempProject standby2(projectFiles({{"adt", port}}));
+  auto a = engineOn(active, db.url());
+  ASSERT_TRUE(a->start());
+  std::vector<std::unique_ptr<EngineProcess>> standbys;
+  for (auto* p : {&standby1, &standby2}) {
+    standbys.push_back(engineOn(*p, db.url()));
+    standbys.back()->setExtraArgs({"--control", (p->root() / "control").string(), "--standby"});
+    ASSERT_TRUE(standbys.back()->spawn());
+  }
+  for (auto& s : standbys)
+    ASSERT_TRUE(waitFor([&] { return logSays(*s, "standby: ready"); }, 60s)) << s->log();
+  std::string ctl = (fs::path(ductusBinary()).parent_path() / "ductusctl").string();
+  auto statusOf = [&](const TempProject& p) {
+    return json::parse(
+        runChild({ctl, "status", "--json", "--control", (p.root() / "control").string()}).out,
+        nullptr, false);
+  };
+  json status = statusOf(standby1);
+  ASSERT_TRUE(status.is_object()) << standbys[0]->log();
+  EXPECT_EQ(status["engine"].value("ownership", ""), "standby");
+  ASSERT_EQ(status["otherEngines"].size(), 2u) << status.dump();
+  json owning;
+  for (auto& o : status["otherEngines"])
+    if (o.value("pid", int64_t{0}) == a->pid()) owning = o;
+  EXPECT_EQ(owning["interfaces"], json({"adt"})) << status.dump();
+  EXPECT_EQ(owners(db)["adt"], std::to_string(a->pid()));
+  for (auto& s : standbys) EXPECT_FALSE(logSays(*s, "started:")) << s->log();
+
+  // One sender, one message at a time, reconnecting while nobody answers.
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<std::string> acked;
+  std::thread sender([&] {
+    std::optional<MllpClient> c;
+    for (int i = 0; !stop; ++i) {
+      std::string id = "SB" + std::to_string(i);
+      if (!c) {
+        auto made = MllpClient::connect("127.0.0.1", port, 2000ms);
+        if (!made) {
+          std::this_thread::sleep_for(50ms);
+          continue;
+        }
+        c.emplace(std::move(*made));
+      }
+      auto answer = c->exchange(hl7(id), 10000ms);
+      if (!answer) {
+        c.reset();
+        continue;
+      }
+      if (readAck(*answer).code == "AA") {
+        std::lock_guard lock(mu);
+        acked.push_back(id);
+      }
+    }
+  });
+  auto ackedCount = [&] {
+    std::lock_guard lock(mu);
+    return acked.size();
+  };
+  ASSERT_TRUE(waitFor([&] { return ackedCount() >= 100; }, 60s)) << a->log();
+  a->kill9();
+  auto killedAt = std::chrono::steady_clock::now();
+  size_t before = ackedCount();
+  EngineProcess* b = nullptr;  // the standby that took over
+  bool took = waitFor(
+      [&] {
+        for (auto& s : standbys)
+          if (logSays(*s, "started: took over")) b = s.get();
+        return b != nullptr;
+      },
+      10s);
+  auto tookMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - killedAt)
+                    .count();
+  ASSERT_TRUE(took) << "no standby took over within 10 s\n"
+                    << standbys[0]->log() << "\n"
+                    << standbys[1]->log();
+  EngineProcess* other = b == standbys[0].get() ? standbys[1].get() : standbys[0].get();
+  ASSERT_TRUE(waitFor([&] { return ackedCount() >= before + 100; }, 60s)) << b->log();
+  stop = true;
+  sender.join();
+  std::printf("[ standby ] took over %lld ms after the kill -9; %zu acked before, %zu in all\n",
+              static_cast<long long>(tookMs), before, acked.size());
+  RecordProperty("takeover_ms", std::to_string(tookMs));
+  EXPECT_EQ(owners(db)["adt"], std::to_string(b->pid()));
+  // The other still waits, and says who owns the interface now.
+  EXPECT_FALSE(logSays(*other, "started:")) << other->log();
+  status = statusOf(b == standbys[0].get() ? standby2 : standby1);
+  EXPECT_EQ(status["engine"].value("ownership", ""), "standby") << status.dump();
+  // At least once: each ACKed message is in one engine's files or another's.
+  std::string missing;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        std::string all = contentsOf(active.root() / "out") + contentsOf(standby1.root() / "out") +
+                          contentsOf(standby2.root() / "out");
+        missing.clear();
+        for (auto& id : acked)
+          if (all.find("|" + id + "|") == std::string::npos) missing += id + " ";
+        return missing.empty();
+      },
+      60s))
+      << "ACKed but never delivered: " << missing << "\n"
+      << b->log();
+  EXPECT_TRUE(exitedWith(b->terminate(), 0)) << b->log();
+  // A standby stopped while waiting exits 0 and leaves no live engine row.
+  EXPECT_TRUE(exitedWith(other->terminate(), 0)) << other->log();
+  EXPECT_EQ(db.value("SELECT count(*) FROM engines WHERE stopped_at IS NULL"), "0");
 }
 
 }  // namespace

@@ -1005,10 +1005,10 @@ export interface operations {
                         /** @description this engine's row in the database's engines table */
                         engineId: string;
                         /**
-                         * @description lost: the ownership lock's connection failed; delivery, files and schedules pause until it is taken again
+                         * @description standby: started with --standby, waiting for the engine that owns the interfaces to go (it owns nothing and listens on no source meanwhile); lost: the ownership lock's connection failed; delivery, files and schedules pause until it is taken again
                          * @enum {string}
                          */
-                        ownership: "starting" | "held" | "lost" | "taken" | "released";
+                        ownership: "starting" | "standby" | "held" | "lost" | "taken" | "released";
                         /** @description the other live engines on the same database as of the last check, made every 2 s */
                         otherEngines: {
                             id: string;
