@@ -3,9 +3,12 @@
 #include <libpq-fe.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <system_error>
+#include <vector>
 
 #include "common/tls/certificates.h"
 
@@ -87,6 +90,79 @@ std::string conninfoValue(const std::string& conninfo, const std::string& keywor
   for (PQconninfoOption* o = opts->get(); o->keyword; ++o)
     if (keyword == o->keyword) return o->val ? o->val : "";
   return "";
+}
+
+namespace {
+
+std::vector<std::string> commaList(const char* v) {
+  std::vector<std::string> out;
+  if (!v || !*v) return out;
+  std::string item;
+  for (const char* c = v;; ++c) {
+    if (*c == ',' || !*c) {
+      out.push_back(item);
+      item.clear();
+      if (!*c) break;
+    } else {
+      item.push_back(*c);
+    }
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& items, size_t from) {
+  std::string out;
+  for (size_t i = from; i < items.size(); ++i) out += (i == from ? "" : ",") + items[i];
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> conninfoAfterHost(const std::string& conninfo, const std::string& host,
+                                             const std::string& port) {
+  auto opts = parse(conninfo);
+  if (!opts) return std::nullopt;
+  std::vector<std::string> hosts, addrs, ports;
+  for (PQconninfoOption* o = opts->get(); o->keyword; ++o) {
+    std::string k = o->keyword;
+    if (k == "host") hosts = commaList(o->val);
+    if (k == "hostaddr") addrs = commaList(o->val);
+    if (k == "port") ports = commaList(o->val);
+  }
+  size_t n = std::max(hosts.size(), addrs.size());
+  if (n < 2) return std::nullopt;
+  // libpq's rules: one port for every host, or one each.
+  auto portOf = [&](size_t i) {
+    std::string p = ports.size() == n ? ports[i] : ports.size() == 1 ? ports[0] : "";
+    return p.empty() ? std::string("5432") : p;
+  };
+  size_t at = n;
+  for (size_t i = 0; i < n && at == n; ++i) {
+    bool sameHost =
+        (i < hosts.size() && hosts[i] == host) || (i < addrs.size() && addrs[i] == host);
+    if (sameHost && (port.empty() || portOf(i) == port)) at = i;
+  }
+  if (at + 1 >= n) return std::nullopt;
+  std::string out;
+  auto add = [&out](const std::string& k, const std::string& v) {
+    out += (out.empty() ? "" : " ") + k + "=" + quoted(v.c_str());
+  };
+  for (PQconninfoOption* o = opts->get(); o->keyword; ++o) {
+    std::string k = o->keyword;
+    if (k == "host") {
+      if (!hosts.empty()) add(k, joined(hosts, at + 1));
+    } else if (k == "hostaddr") {
+      if (!addrs.empty()) add(k, joined(addrs, at + 1));
+    } else if (k == "port") {
+      if (ports.size() == n)
+        add(k, joined(ports, at + 1));
+      else if (o->val)
+        add(k, o->val);
+    } else if (o->val) {
+      add(k, o->val);
+    }
+  }
+  return out;
 }
 
 Result<std::string> withVerifiedTls(const std::string& conninfo, const std::string& caFile) {

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,15 @@ Result<std::string> hardenedConninfo(const std::string& conninfo,
 // The value a connection string sets for `keyword` ("" when it sets none
 // or does not parse).
 std::string conninfoValue(const std::string& conninfo, const std::string& keyword);
+
+// A multi-host connection string (host=a,b,c) without its hosts up to and
+// including the one at `host`:`port` (PQhost and PQport of the attempt
+// that timed out), everything else kept: libpq's non-blocking connect has
+// no per-host timeout, so the caller starts again on what is left, as
+// libpq's blocking connect moves on. nullopt when that host is the last
+// one, or is not in the string.
+std::optional<std::string> conninfoAfterHost(const std::string& conninfo, const std::string& host,
+                                             const std::string& port);
 
 // `conninfo` with sslmode=verify-full (TLS required, the server's
 // certificate checked against the CA and its name against the host) and

@@ -95,7 +95,14 @@ void PgConnection::connect(const std::string& conninfo, ConnectCallback cb) {
   onConnect_ = std::move(cb);
   auto hardened = hardenedConninfo(conninfo);
   if (!hardened) return fail(hardened.error().message);
-  conn_.reset(PQconnectStart(hardened->c_str()));
+  startConnecting(*hardened);
+}
+
+void PgConnection::startConnecting(const std::string& conninfo) {
+  conninfo_ = conninfo;
+  poll_.reset();  // a new attempt has a socket of its own
+  pollFd_ = -1;
+  conn_.reset(PQconnectStart(conninfo.c_str()));
   if (!conn_) return fail("out of memory starting a connection");
   if (PQstatus(conn_.get()) == CONNECTION_BAD) return fail(trimmed(PQerrorMessage(conn_.get())));
   // The server's NOTICEs ("relation ... already exists, skipping") went to
@@ -151,8 +158,18 @@ void PgConnection::onConnectTimeout(uv_timer_t* t) {
     if (const char* port = PQport(self->conn_.get()); port && *port)
       where += std::string(":") + port;
   }
-  self->fail("no connection" + where + " within " + std::to_string(self->connectTimeoutSeconds_) +
-             " s (connect_timeout)");
+  std::string why = "no connection" + where + " within " +
+                    std::to_string(self->connectTimeoutSeconds_) + " s (connect_timeout)";
+  // A host that takes the TCP connection and never answers (a frozen
+  // server, dropped packets) must not stop a multi-host URL from reaching
+  // the next one: the attempt starts again on the hosts after it.
+  const char* host = PQhost(self->conn_.get());
+  const char* port = PQport(self->conn_.get());
+  if (auto rest = conninfoAfterHost(self->conninfo_, host ? host : "", port ? port : "")) {
+    spdlog::warn("postgres: {}; trying the next host", why);
+    return self->startConnecting(*rest);
+  }
+  self->fail(why);
 }
 
 void PgConnection::query(std::string sql, std::vector<Param> params, QueryCallback cb) {

@@ -97,6 +97,8 @@ class PgConnection {
   void stepConnect();
   void armConnectTimer();
   static void onConnectTimeout(uv_timer_t* t);
+  // PQconnectStart on `conninfo` (hardened), then polled.
+  void startConnecting(const std::string& conninfo);
   void startNext();
   void stepQuery(int events);
   void fail(const std::string& why);
@@ -114,6 +116,7 @@ class PgConnection {
   // address libpq tries (as its blocking connect does).
   UvHandle<uv_timer_t> connectTimer_;
   int connectTimeoutSeconds_ = 0;  // 0: none
+  std::string conninfo_;           // the attempt's (hardened) connection string
   State state_ = State::Fresh;
   ConnectCallback onConnect_;
   std::deque<Pending> queue_;

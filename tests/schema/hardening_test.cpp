@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,11 +21,12 @@
 #include <string>
 
 #include "common/fd.h"
-#include "schema/conninfo.h"
 #include "common/tls/certificates.h"
+#include "schema/conninfo.h"
 #include "schema/pg_error.h"
 #include "tests/schema/store_fixture.h"
 #include "tests/support/test_ca.h"
+#include "tests/support/test_env.h"
 
 namespace ductus::store::test {
 namespace {
@@ -226,6 +228,85 @@ TEST(ConnectTimeout, AServerThatNeverAnswersFailsTheConnectAfterConnectTimeout) 
   // 2 s ten times over for a busy machine.
   EXPECT_GE(took, 1900ms);
   EXPECT_LT(took, 20s);
+}
+
+// A listener that completes the TCP handshake and never says a word; its
+// port in `port`.
+Fd silentListener(std::string& port) {
+  Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (listener.get() < 0 ||
+      ::bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::listen(listener.get(), 8) != 0 ||
+      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    ADD_FAILURE() << "no listener: " << std::strerror(errno);
+  port = std::to_string(ntohs(a.sin_port));
+  return listener;
+}
+
+// libpq's non-blocking connect has no per-host timeout: a silent first host
+// of a multi-host URL (a frozen primary) used to end the whole attempt at
+// connect_timeout. The attempt goes on with the hosts after it now.
+TEST(ConnectTimeout, AMultiHostStringMovesOnFromAHostThatNeverAnswersToTheNext) {
+  std::string port;
+  Fd listener = silentListener(port);
+  std::string url = ductus::test::databaseUrl();
+  std::string host = conninfoValue(url, "host"), dbPort = conninfoValue(url, "port");
+  ASSERT_FALSE(host.empty()) << url;
+  std::string conninfo = "host=127.0.0.1," + host + " port=" + port + "," +
+                         (dbPort.empty() ? "5432" : dbPort) + " dbname=postgres connect_timeout=2";
+  if (auto user = conninfoValue(url, "user"); !user.empty()) conninfo += " user=" + user;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  std::optional<Status> got;
+  std::optional<Result<PgResult>> answer;
+  auto started = Clock::now();
+  {
+    PgConnection conn(&loop);
+    conn.connect(conninfo, [&](Status s) { got = s; });
+    conn.query("SELECT 1", {}, [&](Result<PgResult> r) { answer = std::move(r); });
+    while (!answer && uv_run(&loop, UV_RUN_ONCE)) {
+    }
+  }
+  auto took = Clock::now() - started;
+  uv_run(&loop, UV_RUN_DEFAULT);
+  EXPECT_EQ(uv_loop_close(&loop), 0) << "a handle was left open";
+  ASSERT_TRUE(got.has_value()) << "the loop ran dry without an answer";
+  ASSERT_TRUE(*got) << got->error().message;
+  ASSERT_TRUE(answer && *answer) << (answer ? answer->error().message : "no answer");
+  EXPECT_EQ((*answer)->text(0, 0), "1");
+  EXPECT_GE(took, 1900ms);  // the silent host had its 2 s first
+}
+
+TEST(ConnectTimeout, TheHostsAfterTheOneThatTimedOutKeepTheirPortsAndEverythingElse) {
+  auto rest = conninfoAfterHost("host=a,b,c port=1,2,3 dbname='x y' connect_timeout=2", "a", "1");
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(conninfoValue(*rest, "host"), "b,c");
+  EXPECT_EQ(conninfoValue(*rest, "port"), "2,3");
+  EXPECT_EQ(conninfoValue(*rest, "dbname"), "x y");
+  EXPECT_EQ(conninfoValue(*rest, "connect_timeout"), "2");
+  // One port for every host; the URL form; the same host on two ports.
+  rest = conninfoAfterHost("host=db1,db2,db3 port=6543", "db1", "6543");
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(conninfoValue(*rest, "host"), "db2,db3");
+  EXPECT_EQ(conninfoValue(*rest, "port"), "6543");
+  rest = conninfoAfterHost(
+      "postgresql://db1:5432,db2:5433,db3/ductus?target_session_attrs=read-write", "db2", "5433");
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(conninfoValue(*rest, "host"), "db3");
+  EXPECT_EQ(conninfoValue(*rest, "port"), "");  // db3's own: the default
+  EXPECT_EQ(conninfoValue(*rest, "dbname"), "ductus");
+  EXPECT_EQ(conninfoValue(*rest, "target_session_attrs"), "read-write");
+  rest = conninfoAfterHost("host=h,h port=1,2", "h", "1");
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(conninfoValue(*rest, "port"), "2");
+  // The last host, a single one, or one the string doesn't have: nothing.
+  EXPECT_FALSE(conninfoAfterHost("host=a,b port=1,2", "b", "2"));
+  EXPECT_FALSE(conninfoAfterHost("host=a port=1", "a", "1"));
+  EXPECT_FALSE(conninfoAfterHost("host=a,b port=1,2", "c", "1"));
 }
 
 TEST(ConnectTimeout, AConnectionStringThatDoesNotParseFailsTheConnect) {
