@@ -140,7 +140,9 @@ std::optional<std::string> conninfoAfterHost(const std::string& conninfo, const 
   for (size_t i = 0; i < n && at == n; ++i) {
     bool sameHost =
         (i < hosts.size() && hosts[i] == host) || (i < addrs.size() && addrs[i] == host);
-    if (sameHost && (port.empty() || portOf(i) == port)) at = i;
+    // No port in the string: it came from PGPORT or a service file, the
+    // same for every host; the host alone says which one it was.
+    if (sameHost && (port.empty() || ports.empty() || portOf(i) == port)) at = i;
   }
   if (at + 1 >= n) return std::nullopt;
   std::string out;

@@ -48,6 +48,17 @@ Result<std::string> withConninfoDefaults(const std::string& conninfo,
 Result<std::string> hardenedConninfo(const std::string& conninfo,
                                      const ConnectionDefaults& defaults = {});
 
+// Run on a session whose locks another engine may wait for (the ownership
+// lock's, the store's): the server's own keepalives and TCP user timeout
+// end it ~25 s after the engine's host vanished, where the server's
+// defaults would keep it, and every lock it holds, for two hours. Through
+// pg_settings, so a server without one of them is not an error; on a Unix
+// socket the TCP ones are taken and ignored.
+inline constexpr const char* kServerSideKeepalives =
+    "SELECT set_config(s.name, s.value, false) FROM (VALUES ('tcp_keepalives_idle', '10'), "
+    "('tcp_keepalives_interval', '5'), ('tcp_keepalives_count', '3'), "
+    "('tcp_user_timeout', '25000')) AS s(name, value) JOIN pg_settings p ON p.name = s.name";
+
 // The value a connection string sets for `keyword` ("" when it sets none
 // or does not parse).
 std::string conninfoValue(const std::string& conninfo, const std::string& keyword);

@@ -7,6 +7,7 @@
 
 #include "common/sha256.h"
 #include "common/text.h"
+#include "schema/conninfo.h"
 #include "schema/pg_binary.h"
 #include "schema/pg_error.h"
 #include "schema/pg_values.h"
@@ -75,7 +76,9 @@ const char* const kSessionSetup =
 // startup packet's `options`: connection poolers refuse unknown startup
 // parameters. SET takes no bound parameter; the value is a number of ours.
 std::string sessionSetup(const StoreOptions& o) {
-  std::string setup = kSessionSetup;
+  // A transaction of an engine whose host vanished must not hold its rows'
+  // locks for hours against the engine that takes over.
+  std::string setup = std::string(kSessionSetup) + "; " + kServerSideKeepalives;
   if (o.statementTimeout.count() > 0)
     setup += "; SET statement_timeout = " + std::to_string(o.statementTimeout.count());
   return setup;

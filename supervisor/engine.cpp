@@ -315,6 +315,12 @@ void Engine::tryStandbyCharge() {
   ownership_->tryCharge([this, alive](Result<bool> r) {
     if (!*alive || stopping_) return;
     standbyTrying_ = false;
+    // Lanes the project would strand: no try will change that (the claims
+    // are released already); the standby stops and says why.
+    if (!r && r.error().kind == ErrorKind::Stranded) {
+      uv_timer_stop(standbyTimer_.get());
+      return std::exchange(standbyCharged_, nullptr)(r.error());
+    }
     if (!r) {
       // Said once per cause, not once a second; the next try may succeed.
       if (r.error().message != standbyLastError_)

@@ -105,22 +105,18 @@ void Ownership::takeLock(std::function<void(Status)> done) {
   conn_->connect(*conninfo, [this, alive, done](Status s) {
     if (!*alive) return;
     if (!s) return done(s);
-    // The session is the lock: a server-side idle timeout would end it.
-    // The server's own keepalives (and TCP user timeout) end it ~25 s after
-    // this engine's host vanished, so a standby can take over; the server's
-    // defaults would keep a dead host's lock for two hours. Set through
-    // pg_settings so a server without one (before 14) is not an error; on a
-    // Unix socket the TCP ones are taken and ignored.
-    conn_->query(
-        "SELECT set_config(s.name, s.value, false) FROM (VALUES ('idle_session_timeout', '0'), "
-        "('tcp_keepalives_idle', '10'), ('tcp_keepalives_interval', '5'), "
-        "('tcp_keepalives_count', '3'), ('tcp_user_timeout', '25000')) AS s(name, value) "
-        "JOIN pg_settings p ON p.name = s.name",
-        {}, [this, alive, done](Result<store::PgResult> r) {
-          if (!*alive) return;
-          if (!r) return done(r.error());
-          tryKey(0, done);
-        });
+    // The session is the lock: a server-side idle timeout would end it,
+    // and a vanished host's must end (store::kServerSideKeepalives) so a
+    // standby can take over. Through pg_settings: a server before 14 has
+    // no idle_session_timeout.
+    conn_->query(std::string("SELECT set_config(name, '0', false) FROM pg_settings WHERE name = "
+                             "'idle_session_timeout' UNION ALL ") +
+                     store::kServerSideKeepalives,
+                 {}, [this, alive, done](Result<store::PgResult> r) {
+                   if (!*alive) return;
+                   if (!r) return done(r.error());
+                   tryKey(0, done);
+                 });
   });
 }
 
@@ -178,6 +174,12 @@ void Ownership::lockAhead() {
 void Ownership::afterLock(std::vector<OwnedInterface> interfaces, std::function<void(Status)> done,
                           std::function<void()> then) {
   interfaces_ = std::move(interfaces);
+  // The lock taken ahead may have failed, or its connection broken since
+  // (a long migration, a database restart): taken again, not trusted.
+  if (firstLock_ && (!firstLock_->ok() || !conn_ || conn_->broken())) {
+    firstLock_.reset();
+    firstLockAsked_ = false;
+  }
   auto alive = alive_;
   firstLock([alive, done, then](Status s) {
     if (!*alive) return;
@@ -299,8 +301,10 @@ void Ownership::standBy(std::vector<OwnedInterface> interfaces, std::function<vo
 void Ownership::tryCharge(std::function<void(Result<bool>)> done) {
   auto alive = alive_;
   // The wait may be long: a lock connection the database or the network
-  // ended meanwhile is made again (a new key) before claiming on it.
-  if (!conn_ || conn_->broken())
+  // ended meanwhile is made again (a new key) before claiming on it. The
+  // owner lost its session too, then: its grace starts again.
+  if (!conn_ || conn_->broken()) {
+    ownerGoneSince_.reset();
     return takeLock([this, alive, done](Status s) {
       if (!*alive) return;
       if (!s)
@@ -312,22 +316,44 @@ void Ownership::tryCharge(std::function<void(Result<bool>)> done) {
         tryCharge(done);
       });
     });
-  claim([this, alive, done](Status s) {
+  }
+  // Read-only first: a claim removes the rows of an engine whose lock is
+  // gone, and an owner whose lock went for a moment (its check timed out,
+  // the database restarted) takes it again retakeEvery later; finding its
+  // interfaces taken, it would exit 3. So an owner is taken over only once
+  // it has looked gone for standbyGrace.
+  readOthers([this, alive, done](Status s) {
     if (!*alive) return;
-    if (!s && s.error().kind == ErrorKind::OwnedElsewhere)
-      return readOthers([alive, done](Status s) {
+    if (!s) return done(s.error());
+    bool owned = false;
+    for (auto& e : others_)
+      for (auto& i : interfaces_)
+        if (std::find(e.interfaces.begin(), e.interfaces.end(), i.name) != e.interfaces.end())
+          owned = true;
+    auto now = std::chrono::steady_clock::now();
+    if (owned) {
+      ownerGoneSince_.reset();
+      return done(false);
+    }
+    if (!ownerGoneSince_) ownerGoneSince_ = now;
+    if (now - *ownerGoneSince_ < timing_.standbyGrace) return done(false);
+    claim([this, alive, done](Status s) {
+      if (!*alive) return;
+      // Another standby won the claim meanwhile.
+      if (!s && s.error().kind == ErrorKind::OwnedElsewhere) {
+        ownerGoneSince_.reset();
+        return done(false);
+      }
+      if (!s) return done(s.error());
+      guardLanes(true, [this, alive, done](Status s) {
         if (!*alive) return;
         if (!s) return done(s.error());
-        done(false);
+        state_ = State::Held;
+        spdlog::info(
+            "ownership: engine {} (host {}, pid {}) owns {} interface(s), after standing by",
+            me_.id, me_.host, me_.pid, interfaces_.size());
+        done(true);
       });
-    if (!s) return done(s.error());
-    guardLanes(true, [this, alive, done](Status s) {
-      if (!*alive) return;
-      if (!s) return done(s.error());
-      state_ = State::Held;
-      spdlog::info("ownership: engine {} (host {}, pid {}) owns {} interface(s), after standing by",
-                   me_.id, me_.host, me_.pid, interfaces_.size());
-      done(true);
     });
   });
 }

@@ -57,6 +57,10 @@ struct OwnershipTiming {
   std::chrono::milliseconds checkTimeout{3000};
   // After a lost lock, between tries to take it again.
   std::chrono::milliseconds retakeEvery{2000};
+  // A standby takes over only once no live engine has owned the interfaces
+  // for this long: more than an owner needs to take its lock again
+  // (retakeEvery and a connect) after losing it for a moment.
+  std::chrono::milliseconds standbyGrace{4000};
 };
 
 class Ownership {
@@ -93,8 +97,9 @@ class Ownership {
   // A standby (`ductus run --standby`): its own lock and engines row, no
   // claim, nobody refused; then the lanes guard. tryCharge() then tries to
   // claim every interface (all or none): true once claimed and guarded,
-  // false while a live engine still owns one (others() says which). A lock
-  // connection that failed while waiting is made again first.
+  // false while a live engine still owns one (others() says which) or owned
+  // one less than standbyGrace ago. A lock connection that failed while
+  // waiting is made again first.
   void standBy(std::vector<OwnedInterface> interfaces, std::function<void(Status)> done);
   void tryCharge(std::function<void(Result<bool>)> done);
   void monitor(Hooks hooks);
@@ -146,6 +151,8 @@ class Ownership {
   std::optional<Status> firstLock_;  // the start's lock, once taken or failed
   std::vector<std::function<void(Status)>> afterFirstLock_;
   bool firstLockAsked_ = false;
+  // tryCharge(): since when no live engine has owned the interfaces.
+  std::optional<std::chrono::steady_clock::time_point> ownerGoneSince_;
   State state_ = State::Starting;
   Hooks hooks_;
   std::vector<store::LiveEngine> others_;

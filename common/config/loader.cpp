@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -181,18 +182,24 @@ LoadOutcome loadProjectWithDiagnostics(const fs::path& root, const LoadOptions& 
   std::vector<InterfaceConfig> second;
   Diagnostics secondOut;
   Substituter secondSubst = subst.sibling();
-  std::thread helper;
+  std::exception_ptr secondFailed;
+  std::jthread helper;  // joined on every way out, an exception's too
   if (split < folders.size())
-    helper = std::thread([&] {
-      for (size_t i = split; i < folders.size(); ++i)
-        if (auto f = loadInterface(root, folders[i], project.engine, secondSubst, secondOut))
-          second.push_back(std::move(*f));
+    helper = std::jthread([&] {
+      try {
+        for (size_t i = split; i < folders.size(); ++i)
+          if (auto f = loadInterface(root, folders[i], project.engine, secondSubst, secondOut))
+            second.push_back(std::move(*f));
+      } catch (...) {
+        secondFailed = std::current_exception();  // rethrown where a one-thread read would throw
+      }
     });
   for (size_t i = 0; i < split; ++i)
     if (auto f = loadInterface(root, folders[i], project.engine, subst, out))
       project.interfaces.push_back(std::move(*f));
   if (helper.joinable()) {
     helper.join();
+    if (secondFailed) std::rethrow_exception(secondFailed);
     for (auto& f : second) project.interfaces.push_back(std::move(f));
     for (auto& d : secondOut) out.push_back(std::move(d));
     subst.absorb(std::move(secondSubst));

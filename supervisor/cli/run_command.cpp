@@ -262,11 +262,11 @@ void addRunCommands(CLI::App& ductus, int& exitCode) {
       "engine lost its ownership lock and another claimed an interface).\n"
       "\n"
       "With --standby it starts the same way but claims nothing and opens no\n"
-      "listener: it answers ductusctl and the API, and tries every second to claim\n"
-      "every interface; once the engine that owned them has gone (its process\n"
-      "ended, or its host and the lock connection's keepalives ran out) it\n"
-      "reconciles, listens and delivers. Several may wait; one wins. A standby\n"
-      "takes no handover (restart it instead).");
+      "listener: it answers ductusctl and the API and looks every second at who\n"
+      "owns its interfaces; once the engine that owned them has been gone for 4 s\n"
+      "(its process ended, or its host and the lock connection's keepalives ran\n"
+      "out) it claims them, reconciles, listens and delivers. Several may wait; one\n"
+      "wins. A standby takes no handover (restart it instead).");
   runCmd->callback([runArgs, &exitCode] { exitCode = run(*runArgs); });
 
   auto devArgs = std::make_shared<RunArgs>();

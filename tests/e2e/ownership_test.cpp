@@ -419,10 +419,17 @@ TEST(Standby, TakesOverWithinSecondsOfTheOwnersKillNineAndEveryAckedMessageIsDel
         runChild({ctl, "status", "--json", "--control", (p.root() / "control").string()}).out,
         nullptr, false);
   };
-  json status = statusOf(standby1);
-  ASSERT_TRUE(status.is_object()) << standbys[0]->log();
+  // Each standby reads the other engines at its tries, a second apart.
+  json status;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        status = statusOf(standby1);
+        return status.is_object() && status["otherEngines"].size() == 2;
+      },
+      20s))
+      << status.dump() << "\n"
+      << standbys[0]->log();
   EXPECT_EQ(status["engine"].value("ownership", ""), "standby");
-  ASSERT_EQ(status["otherEngines"].size(), 2u) << status.dump();
   json owning;
   for (auto& o : status["otherEngines"])
     if (o.value("pid", int64_t{0}) == a->pid()) owning = o;
@@ -509,6 +516,33 @@ TEST(Standby, TakesOverWithinSecondsOfTheOwnersKillNineAndEveryAckedMessageIsDel
   // A standby stopped while waiting exits 0 and leaves no live engine row.
   EXPECT_TRUE(exitedWith(other->terminate(), 0)) << other->log();
   EXPECT_EQ(db.value("SELECT count(*) FROM engines WHERE stopped_at IS NULL"), "0");
+}
+
+// An owner lets its lock go for a moment when its check fails (here: its
+// lock connection terminated, as a database restart would) and takes it
+// again 2 s later. A standby must not take over in between: it would
+// remove the owner's rows as dead, and the owner would exit 3.
+TEST(Standby, AnOwnerWhoseLockWentForAMomentKeepsItsInterfacesWhileTheStandbyWaits) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  TempProject active(projectFiles({{"adt", port}}));
+  TempProject standby(projectFiles({{"adt", port}}));
+  auto a = engineOn(active, db.url());
+  ASSERT_TRUE(a->start());
+  auto b = engineOn(standby, db.url());
+  b->setExtraArgs({"--control", (standby.root() / "control").string(), "--standby"});
+  ASSERT_TRUE(b->spawn());
+  ASSERT_TRUE(waitFor([&] { return logSays(*b, "standby: ready"); }, 60s)) << b->log();
+  ASSERT_TRUE(terminateLockConnection(db, a->pid())) << a->log();
+  ASSERT_TRUE(waitFor([&] { return logSays(*a, "ownership: lost the lock"); }, 20s)) << a->log();
+  ASSERT_TRUE(waitFor([&] { return logSays(*a, "lock taken again"); }, 30s)) << a->log();
+  // Longer than the standby's grace: it still waits.
+  EXPECT_FALSE(waitFor([&] { return logSays(*b, "took over"); }, 6s)) << b->log();
+  EXPECT_EQ(a->wait(0s), -1) << "the owner exited\n" << a->log();
+  EXPECT_EQ(owners(db)["adt"], std::to_string(a->pid()));
+  EXPECT_EQ(ack(port, "AFTER"), "AA");
+  EXPECT_TRUE(exitedWith(b->terminate(), 0)) << b->log();
+  EXPECT_TRUE(exitedWith(a->terminate(), 0)) << a->log();
 }
 
 }  // namespace

@@ -303,6 +303,10 @@ TEST(ConnectTimeout, TheHostsAfterTheOneThatTimedOutKeepTheirPortsAndEverythingE
   rest = conninfoAfterHost("host=h,h port=1,2", "h", "1");
   ASSERT_TRUE(rest);
   EXPECT_EQ(conninfoValue(*rest, "port"), "2");
+  // No port in the string (PGPORT's, whatever it is): the host says which.
+  rest = conninfoAfterHost("host=a,b dbname=x", "a", "6000");
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(conninfoValue(*rest, "host"), "b");
   // The last host, a single one, or one the string doesn't have: nothing.
   EXPECT_FALSE(conninfoAfterHost("host=a,b port=1,2", "b", "2"));
   EXPECT_FALSE(conninfoAfterHost("host=a port=1", "a", "1"));
