@@ -28,6 +28,7 @@
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_project.h"
 #include "tests/support/mllp_receiver.h"
+#include "tests/support/mllp_stream.h"
 #include "tests/support/pg_cluster.h"
 
 namespace ductus::test {
@@ -36,76 +37,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// MSH-10 of each stored HL7 message of an interface (the 10th '|' field).
-const char* kStoredControlIds =
-    "SELECT split_part(convert_from(m.payload, 'LATIN1'), '|', 10) FROM messages m "
-    "JOIN interfaces i ON i.id = m.interface_id WHERE i.name = $1";
-
 const char* kStandbyName = "ductus_standby";
-
-struct Answer {
-  std::string id;
-  std::string code;       // "AA", "AE", ... or "" when none came
-  std::string error;      // why none came
-  bool idMatches = true;  // MSA-2 was the message's MSH-10
-  Clock::time_point sent, answered;
-};
-
-class Answers {
- public:
-  void add(Answer a) {
-    std::lock_guard lock(mu_);
-    all_.push_back(std::move(a));
-  }
-  std::vector<Answer> all() {
-    std::lock_guard lock(mu_);
-    return all_;
-  }
-  size_t acknowledgedSince(Clock::time_point sentAfter) {
-    std::lock_guard lock(mu_);
-    size_t n = 0;
-    for (auto& a : all_)
-      if (a.code == "AA" && a.sent >= sentAfter) ++n;
-    return n;
-  }
-  // An answer other than AA (AE, a lost connection) to a message sent
-  // after `sentAfter`.
-  bool refusedSince(Clock::time_point sentAfter) {
-    std::lock_guard lock(mu_);
-    for (auto& a : all_)
-      if (a.code != "AA" && a.sent >= sentAfter) return true;
-    return false;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<Answer> all_;
-};
-
-// Sends a new message (a new MSH-10, never sent again) every few
-// milliseconds on one connection, reconnecting when it is lost, and records
-// every answer: each control id is stored at most once.
-void stream(uint16_t port, const std::string& prefix, Answers& out, std::atomic<bool>& stop) {
-  std::optional<MllpClient> c;
-  for (int seq = 0; !stop; ++seq) {
-    if (!ensureMllpConnected(c, port)) continue;
-    Answer a;
-    a.id = prefix + std::to_string(seq);
-    a.sent = Clock::now();
-    auto ack = c->exchange(hl7(a.id, "MRN" + std::to_string(seq % 7)), 10000ms);
-    a.answered = Clock::now();
-    if (!ack) {
-      a.error = ack.error().message;
-      c.reset();
-    } else {
-      auto f = readAck(*ack);
-      a.code = f.code;
-      a.idMatches = f.controlId == a.id;
-    }
-    out.add(std::move(a));
-    std::this_thread::sleep_for(5ms);
-  }
-}
 
 std::string summary(const std::vector<Answer>& answers) {
   std::map<std::string, int> n;
@@ -156,8 +88,9 @@ void failOver(Standby mode) {
   std::atomic<bool> stop{false};
   std::array<std::thread, 2> senders;
   for (size_t i = 0; i < senders.size(); ++i)
-    senders[i] =
-        std::thread([&, i] { stream(port, "F" + std::to_string(i) + "-", answers[i], stop); });
+    senders[i] = std::thread([&, i] {
+      streamMllp(port, answers[i], stop, "F" + std::to_string(i) + "-", 10000ms, 5ms);
+    });
   struct Joiner {
     std::atomic<bool>& stop;
     std::array<std::thread, 2>& threads;
@@ -169,7 +102,7 @@ void failOver(Standby mode) {
   } joiner{stop, senders};
   auto acknowledgedSince = [&](Clock::time_point t) {
     size_t n = 0;
-    for (auto& a : answers) n += a.acknowledgedSince(t);
+    for (auto& a : answers) n += a.countSince("AA", t);
     return n;
   };
   auto everySender = [&](auto pred) {
@@ -196,7 +129,7 @@ void failOver(Standby mode) {
   };
   ASSERT_TRUE(waitFor(
       [&] {
-        return everySender([&](Answers& a) { return a.acknowledgedSince(begin) >= 50; }) &&
+        return everySender([&](Answers& a) { return a.countSince("AA", begin) >= 50; }) &&
                standbyRows() >= 20 && receiver.accepted().size() >= 20;
       },
       60s))
@@ -239,7 +172,7 @@ void failOver(Standby mode) {
   // AA again, with no restart: the engine's connections find the new
   // primary through the URL.
   bool again = waitFor(
-      [&] { return everySender([&](Answers& a) { return a.acknowledgedSince(promoted) >= 20; }); },
+      [&] { return everySender([&](Answers& a) { return a.countSince("AA", promoted) >= 20; }); },
       90s);
   stop = true;
   for (auto& t : senders) t.join();

@@ -24,6 +24,7 @@
 #include "tests/support/messages_lock.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_project.h"
+#include "tests/support/mllp_stream.h"
 #include "tests/support/pg_cluster.h"
 #include "tests/support/test_database.h"
 
@@ -38,73 +39,9 @@ bool running(pid_t pid) {
   return pid > 0 && waitpid(pid, &st, WNOHANG) == 0;
 }
 
-// MSH-10 of each stored HL7 message of an interface (the 10th '|' field).
-const char* kStoredControlIds =
-    "SELECT split_part(convert_from(m.payload, 'LATIN1'), '|', 10) FROM messages m "
-    "JOIN interfaces i ON i.id = m.interface_id WHERE i.name = $1";
-
 // ---- 1. PostgreSQL stopped under a streaming engine -----------------------
 
-// One answer a streaming sender got (or did not get).
-struct Answer {
-  std::string id;
-  std::string code;  // "AA", "AE", "202", "503", ... or "" when none came
-  std::string error;  // why none came
-  bool retryAfter = false;  // HTTP: a Retry-After header was there
-  bool idMatches = true;    // MLLP: MSA-2 was the message's MSH-10
-  Clock::time_point sent, answered;
-};
-
-class Answers {
- public:
-  void add(Answer a) {
-    std::lock_guard lock(mu_);
-    all_.push_back(std::move(a));
-  }
-  std::vector<Answer> all() {
-    std::lock_guard lock(mu_);
-    return all_;
-  }
-  // Answers with `code` to messages sent after `after`.
-  size_t countSince(const std::string& code, Clock::time_point after) {
-    std::lock_guard lock(mu_);
-    size_t n = 0;
-    for (auto& a : all_)
-      if (a.code == code && a.sent >= after) ++n;
-    return n;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<Answer> all_;
-};
-
-// Sends a new message (a new MSH-10) every few milliseconds on one
-// connection, reconnecting when it is lost, and records every answer.
-void streamMllp(uint16_t port, Answers& out, std::atomic<bool>& stop,
-                const std::string& prefix = "PGM-") {
-  std::optional<MllpClient> c;
-  for (int seq = 0; !stop; ++seq) {
-    if (!ensureMllpConnected(c, port)) continue;
-    Answer a;
-    a.id = prefix + std::to_string(seq);
-    a.sent = Clock::now();
-    auto ack = c->exchange(hl7(a.id, "MRN" + std::to_string(seq % 7)), 5000ms);
-    a.answered = Clock::now();
-    if (!ack) {
-      a.error = ack.error().message;
-      c.reset();
-    } else {
-      auto f = readAck(*ack);
-      a.code = f.code;
-      a.idMatches = f.controlId == a.id;
-    }
-    out.add(std::move(a));
-    std::this_thread::sleep_for(10ms);
-  }
-}
-
-// The same over HTTP queue mode: a JSON body carrying its own id.
+// streamMllp (tests/support/mllp_stream.h) over HTTP queue mode: a JSON body carrying its own id.
 void streamHttp(uint16_t port, Answers& out, std::atomic<bool>& stop) {
   std::optional<HttpClient> c;
   for (int seq = 0; !stop; ++seq) {
