@@ -19,9 +19,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +30,7 @@
 #include "tests/support/exit_status.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_project.h"
+#include "tests/support/mllp_stream.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
 
@@ -439,35 +438,9 @@ TEST(Standby, TakesOverWithinSecondsOfTheOwnersKillNineAndEveryAckedMessageIsDel
 
   // One sender, one message at a time, reconnecting while nobody answers.
   std::atomic<bool> stop{false};
-  std::mutex mu;
-  std::vector<std::string> acked;
-  std::thread sender([&] {
-    std::optional<MllpClient> c;
-    for (int i = 0; !stop; ++i) {
-      std::string id = "SB" + std::to_string(i);
-      if (!c) {
-        auto made = MllpClient::connect("127.0.0.1", port, 2000ms);
-        if (!made) {
-          std::this_thread::sleep_for(50ms);
-          continue;
-        }
-        c.emplace(std::move(*made));
-      }
-      auto answer = c->exchange(hl7(id), 10000ms);
-      if (!answer) {
-        c.reset();
-        continue;
-      }
-      if (readAck(*answer).code == "AA") {
-        std::lock_guard lock(mu);
-        acked.push_back(id);
-      }
-    }
-  });
-  auto ackedCount = [&] {
-    std::lock_guard lock(mu);
-    return acked.size();
-  };
+  Answers answers;
+  std::thread sender([&] { streamMllp(port, answers, stop, "SB", 10000ms, 0ms); });
+  auto ackedCount = [&] { return answers.countSince("AA", {}); };
   ASSERT_TRUE(waitFor([&] { return ackedCount() >= 100; }, 60s)) << a->log();
   a->kill9();
   auto killedAt = std::chrono::steady_clock::now();
@@ -491,7 +464,7 @@ TEST(Standby, TakesOverWithinSecondsOfTheOwnersKillNineAndEveryAckedMessageIsDel
   stop = true;
   sender.join();
   std::printf("[ standby ] took over %lld ms after the kill -9; %zu acked before, %zu in all\n",
-              static_cast<long long>(tookMs), before, acked.size());
+              static_cast<long long>(tookMs), before, ackedCount());
   RecordProperty("takeover_ms", std::to_string(tookMs));
   EXPECT_EQ(owners(db)["adt"], std::to_string(b->pid()));
   // The other still waits, and says who owns the interface now.
@@ -505,8 +478,9 @@ TEST(Standby, TakesOverWithinSecondsOfTheOwnersKillNineAndEveryAckedMessageIsDel
         std::string all = contentsOf(active.root() / "out") + contentsOf(standby1.root() / "out") +
                           contentsOf(standby2.root() / "out");
         missing.clear();
-        for (auto& id : acked)
-          if (all.find("|" + id + "|") == std::string::npos) missing += id + " ";
+        for (auto& a : answers.all())
+          if (a.code == "AA" && all.find("|" + a.id + "|") == std::string::npos)
+            missing += a.id + " ";
         return missing.empty();
       },
       60s))
