@@ -71,6 +71,16 @@ struct CertificateInfo {
   std::chrono::system_clock::time_point notAfter;
 };
 
+// The held area (schema/retention.h) as retention's last run counted it:
+// unfinished messages of expired periods, kept until delivered, resent or
+// dismissed.
+struct HeldInfo {
+  int64_t pending = 0, quarantined = 0, finished = 0;  // messages
+  int64_t deliveries = 0;
+  int64_t bytes = 0;
+  int64_t moved = 0;  // messages moved there since the engine started
+};
+
 struct EngineInfo {
   std::chrono::system_clock::time_point startedAt;
   EngineState state = EngineState::Serving;
@@ -84,6 +94,7 @@ struct EngineInfo {
   std::vector<PeerEngineInfo> otherEngines;
   std::vector<ListenerInfo> listeners;
   std::vector<CertificateInfo> certificates;
+  std::optional<HeldInfo> held;  // none before retention's first run
 };
 
 // How long something took since the engine started, in buckets. `bounds`

@@ -200,6 +200,24 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
         m.sample("ductus_queue_quarantined", {{"interface", f.name}, {"destination", dest.name}},
                  static_cast<double>(*dest.quarantinedNow));
 
+  if (engine.held) {
+    const auto& h = *engine.held;
+    m.family("ductus_held_messages", "gauge",
+             "Messages in the held area (unfinished messages of expired retention periods), by "
+             "status, as retention's last run counted them.");
+    for (auto [status, n] :
+         {std::pair{"pending", h.pending}, std::pair{"quarantined", h.quarantined},
+          std::pair{"finished", h.finished}})
+      m.sample("ductus_held_messages", {{"status", status}}, static_cast<double>(n));
+    m.family("ductus_held_bytes", "gauge",
+             "Disk the held area's tables take, indexes and TOAST included, as retention's last "
+             "run counted it.");
+    m.sample("ductus_held_bytes", {}, static_cast<double>(h.bytes));
+    m.family("ductus_retention_moved_total", "counter",
+             "Messages retention moved to the held area since the engine started.");
+    m.sample("ductus_retention_moved_total", {}, static_cast<double>(h.moved));
+  }
+
   // The monitor's states as Prometheus' enum idiom: one series per state,
   // 1 for the current one, so a query matches a state by label and a
   // change shows as two series moving. Only what the engine has judged.

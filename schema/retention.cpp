@@ -1,7 +1,9 @@
 #include "schema/retention.h"
 #include "schema/pg_error.h"
 
+#include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <map>
 
 namespace ductus::store {
@@ -12,7 +14,9 @@ constexpr const char* kRunLockKey = "7310595005420971365";
 
 // Every time partition, attached or left behind by an interrupted drop. Names
 // are ductus_ensure_partitions' (migration 0001): <table>_t<tier>_<YYYYMMDD>,
-// the period's first day. Rows are the statistics' estimate (no scan).
+// the period's first day; the held area's are months (<table>_t0_<YYYYMM01>,
+// migration 0013), which may go once over. Rows are the statistics'
+// estimate (no scan).
 constexpr const char* kListPartitions = R"(
 SELECT relname, kind, tier, lo::text, hi::text, (hi + tier)::text,
        hi + tier <= (now() AT TIME ZONE 'UTC')::date, attached, detaching, n_live, bytes
@@ -20,8 +24,10 @@ FROM (
   SELECT c.relname, split_part(c.relname, '_', 1) AS kind,
          substring(c.relname FROM '_t([0-9]+)_')::int AS tier,
          to_date(right(c.relname, 8), 'YYYYMMDD') AS lo,
-         to_date(right(c.relname, 8), 'YYYYMMDD')
-           + CASE WHEN c.relname ~ '_t7_' THEN 1 ELSE 7 END AS hi,
+         CASE WHEN c.relname ~ '_t0_'
+              THEN (to_date(right(c.relname, 8), 'YYYYMMDD') + interval '1 month')::date
+              ELSE to_date(right(c.relname, 8), 'YYYYMMDD')
+                     + CASE WHEN c.relname ~ '_t7_' THEN 1 ELSE 7 END END AS hi,
          c.relispartition AS attached,
          coalesce(i.inhdetachpending, false) AS detaching,
          coalesce(s.n_live_tup, 0) AS n_live,
@@ -30,7 +36,7 @@ FROM (
   LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
   LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
   WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
-    AND c.relname ~ '^(messages|deliveries)_t(7|21|49)_[0-9]{8}$'
+    AND c.relname ~ '^(messages|deliveries)_t(0|7|21|49)_[0-9]{8}$'
 ) p
 ORDER BY tier, lo, kind DESC
 )";
@@ -81,6 +87,83 @@ USING (SELECT interface_id, key FROM dedupe_keys
 WHERE d.interface_id = doomed.interface_id AND d.key = doomed.key
 )";
 
+// One batch of the move to the held area ({M} and {D}: the period's
+// messages and deliveries partitions). Messages are locked first, in id
+// order, then their deliveries, all with SKIP LOCKED: the move never waits
+// on a row (so it is never part of a deadlock), and a message is moved only
+// with every one of its deliveries (one of them locked by someone else: the
+// message waits for the next batch or run). The updates go through the
+// parents, so PostgreSQL moves each row to the held partition of its
+// received_at. $1 the interfaces whose quarantined messages are not kept,
+// $2 the batch, $3 the tier, $4..$5 the period, $6 the last id of the batch
+// before. Answers the messages moved, the messages looked at, and the last
+// id looked at.
+constexpr const char* kMoveBatch = R"(
+WITH m AS (
+  SELECT m.id FROM {M} m
+  WHERE m.id > $6::int8
+    AND (m.status = 0 OR (m.status = 3 AND m.interface_id <> ALL ($1::int8[]))
+         OR EXISTS (SELECT 1 FROM {D} x WHERE x.message_id = m.id AND x.status = 0))
+  ORDER BY m.id
+  LIMIT $2::int8
+  FOR UPDATE OF m SKIP LOCKED
+), d AS (
+  SELECT d.message_id FROM {D} d
+  WHERE d.message_id IN (SELECT id FROM m)
+  ORDER BY d.message_id, d.destination_id
+  FOR UPDATE OF d SKIP LOCKED
+), whole AS MATERIALIZED (
+  SELECT m.id FROM m
+  WHERE (SELECT count(*) FROM d WHERE d.message_id = m.id)
+        = (SELECT count(*) FROM {D} x WHERE x.message_id = m.id)
+), moved_d AS (
+  UPDATE deliveries SET tier = 0
+  WHERE tier = $3::int2 AND received_at >= $4::timestamptz AND received_at < $5::timestamptz
+    AND message_id IN (SELECT id FROM whole)
+), moved_m AS (
+  UPDATE messages SET tier = 0
+  WHERE tier = $3::int2 AND received_at >= $4::timestamptz AND received_at < $5::timestamptz
+    AND id IN (SELECT id FROM whole)
+  RETURNING id
+)
+SELECT (SELECT count(*) FROM moved_m), (SELECT count(*) FROM m),
+       coalesce((SELECT max(id) FROM m), $6::int8)
+)";
+
+// Deliveries left in the period after their message moved (a reconcile that
+// read the message before the move and inserted after it): they follow it.
+// $1 the tier, $2..$3 the period.
+constexpr const char* kMoveStrays = R"(
+WITH d AS (
+  SELECT d.message_id, d.destination_id FROM {D} d
+  WHERE EXISTS (SELECT 1 FROM messages_t0 m
+                WHERE m.id = d.message_id AND m.received_at = d.received_at)
+  ORDER BY d.message_id, d.destination_id
+  FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE deliveries SET tier = 0
+WHERE tier = $1::int2 AND received_at >= $2::timestamptz AND received_at < $3::timestamptz
+  AND (message_id, destination_id) IN (SELECT message_id, destination_id FROM d)
+)";
+
+// The held area, every row: after each run, never per request.
+constexpr const char* kCountHeld = R"(
+SELECT (SELECT count(*) FILTER (WHERE status = 0) FROM messages_t0),
+       (SELECT count(*) FILTER (WHERE status = 3) FROM messages_t0),
+       (SELECT count(*) FILTER (WHERE status NOT IN (0, 3)) FROM messages_t0),
+       (SELECT count(*) FROM deliveries_t0),
+       (SELECT coalesce(sum(pg_total_relation_size(i.inhrelid)), 0)::int8
+        FROM pg_inherits i
+        WHERE i.inhparent IN ('messages_t0'::regclass, 'deliveries_t0'::regclass)),
+       (SELECT count(*) FROM pg_inherits i WHERE i.inhparent = 'messages_t0'::regclass)
+)";
+
+std::string replaced(std::string sql, const std::string& key, const std::string& value) {
+  for (size_t at = sql.find(key); at != std::string::npos; at = sql.find(key, at + value.size()))
+    sql.replace(at, key.size(), value);
+  return sql;
+}
+
 std::string num(int64_t v) { return std::to_string(v); }
 
 std::string arrayText(const std::vector<std::string>& items) {
@@ -91,6 +174,8 @@ std::string arrayText(const std::vector<std::string>& items) {
 
 std::optional<Tier> tierOf(long long days) {
   switch (days) {
+    case 0:
+      return Tier::Held;
     case 7: return Tier::Week1;
     case 21: return Tier::Week3;
     case 49: return Tier::Week7;
@@ -108,6 +193,8 @@ std::string quoted(const std::string& name) { return "\"" + name + "\""; }
 
 const char* tierName(Tier t) {
   switch (t) {
+    case Tier::Held:
+      return "held";
     case Tier::Week1: return "1w";
     case Tier::Week3: return "3w";
     case Tier::Week7: return "7w";
@@ -342,13 +429,23 @@ void Retention::listPeriods(Callback<std::vector<std::shared_ptr<Period>>> cb) {
   });
 }
 
-// Pending messages and deliveries of a period: the partial indexes
-// (messages_pending, deliveries_queue) hold only pending rows, so this
-// costs what is pending, not the period's size.
-void Retention::countPending(std::shared_ptr<Period> p, Callback<int64_t> cb) {
+// The messages a period (or a held month) still has someone waiting for:
+// pending ones and their deliveries (through the partial indexes
+// messages_pending and deliveries_queue: what is pending, not the period's
+// size), and quarantined messages that are kept (a scan of the partition:
+// a quarantine at intake has no delivery to find it by; once a run, and
+// only for expired periods).
+std::string Retention::unfinishedMessages(const std::string& table) const {
+  std::vector<std::string> ids;
+  for (int64_t id : options_.quarantinePurged) ids.push_back(num(id));
+  return "(SELECT count(*) FROM " + quoted(table) +
+         " WHERE status = 0 OR (status = 3 AND interface_id <> ALL ('" + arrayText(ids) +
+         "'::int8[])))";
+}
+
+void Retention::countUnfinished(std::shared_ptr<Period> p, Callback<int64_t> cb) {
   std::string sql = "SELECT 0::int8";
-  if (p->messages)
-    sql += " + (SELECT count(*) FROM " + quoted(p->messages->name) + " WHERE status = 0)";
+  if (p->messages) sql += " + " + unfinishedMessages(p->messages->name);
   if (p->deliveries)
     sql += " + (SELECT count(*) FROM " + quoted(p->deliveries->name) + " WHERE status = 0)";
   auto alive = alive_;
@@ -380,10 +477,10 @@ void Retention::plan(Callback<RetentionPlan> cb) {
       }
       auto p = (*periods)[i];
       if (!p->info.expired) return (*keep)(i + 1);
-      countPending(p, [alive, p, keep, i, cb](Result<int64_t> n) {
+      countUnfinished(p, [alive, p, keep, i, cb](Result<int64_t> n) {
         if (!*alive) return;
         if (!n) return cb(n.error());
-        p->info.pending = *n;
+        p->info.unfinished = *n;
         (*keep)(i + 1);
       });
     };
@@ -419,9 +516,11 @@ void Retention::dropExpired(Callback<DropReport> cb) {
       listPeriods([this, alive, finish](Result<std::vector<std::shared_ptr<Period>>> r) {
         if (!*alive) return;
         if (!r) return finish(r.error());
+        // The held months last: a period's move may fill one of them.
         auto expired = std::make_shared<std::vector<std::shared_ptr<Period>>>();
-        for (auto& p : *r)
-          if (p->info.expired) expired->push_back(p);
+        for (bool held : {false, true})
+          for (auto& p : *r)
+            if (p->info.expired && (p->info.tier == Tier::Held) == held) expired->push_back(p);
         auto report = std::make_shared<DropReport>();
         dropEach(expired, 0, report, [report, finish](Status s) {
           if (!s) return finish(s.error());
@@ -449,11 +548,16 @@ void Retention::dropEach(std::shared_ptr<std::vector<std::shared_ptr<Period>>> p
 void Retention::dropPeriod(std::shared_ptr<Period> p, int attempt,
                            std::shared_ptr<DropReport> report, Done done) {
   auto alive = alive_;
-  dropSteps(p, [this, alive, p, attempt, report, done](Status s) {
+  auto stepsDone = [this, alive, p, attempt, report, done](Status s) {
     if (!*alive) return;
     if (s) {
-      if (p->info.pending > 0) report->held.push_back(p->info);
-      else report->dropped.push_back(p->info);
+      report->moved += p->info.moved;
+      // A held month with something unfinished in it is what the held
+      // area is for; a retention period still there is news.
+      if (p->info.unfinished == 0)
+        report->dropped.push_back(p->info);
+      else if (p->info.tier != Tier::Held)
+        report->held.push_back(p->info);
       return done({});
     }
     if (lockWait(s.error()) && attempt + 1 < options_.attempts) {
@@ -462,9 +566,16 @@ void Retention::dropPeriod(std::shared_ptr<Period> p, int attempt,
         refreshThenDrop(p, attempt + 1, report, done);
       });
     }
+    report->moved += p->info.moved;
     report->failed.push_back(p->label() + ": " + s.error().message);
     if (!conn_ || !conn_->connected()) return done(s);
     done({});
+  };
+  if (p->info.tier == Tier::Held) return dropSteps(p, stepsDone);
+  holdPeriod(p, [this, alive, p, stepsDone](Status s) {
+    if (!*alive) return;
+    if (!s) return stepsDone(s);
+    dropSteps(p, stepsDone);
   });
 }
 
@@ -501,14 +612,14 @@ void Retention::exec(std::string sql, Callback<PgResult> cb) {
   });
 }
 
-// Pending? -> count what goes -> detach both -> pending again? (re-attach:
-// held) -> drop both. p->info.pending > 0 afterwards means held.
+// Unfinished? -> count what goes -> detach both -> unfinished again? (re-attach:
+// held) -> drop both. p->info.unfinished > 0 afterwards means kept.
 void Retention::dropSteps(std::shared_ptr<Period> p, Done done) {
   auto alive = alive_;
-  countPending(p, [this, alive, p, done](Result<int64_t> n) {
+  countUnfinished(p, [this, alive, p, done](Result<int64_t> n) {
     if (!*alive) return;
     if (!n) return done(n.error());
-    p->info.pending = *n;
+    p->info.unfinished = *n;
     if (*n > 0) return done({});
     // Exact rows for the log line; the tables are about to go, and reading
     // them takes no lock that anything else waits for.
@@ -526,10 +637,10 @@ void Retention::dropSteps(std::shared_ptr<Period> p, Done done) {
         if (!s) return done(s);
         // A resend may have made a row pending between the check and the
         // detach: then the period goes back where it was.
-        countPending(p, [this, alive, p, done](Result<int64_t> n) {
+        countUnfinished(p, [this, alive, p, done](Result<int64_t> n) {
           if (!*alive) return;
           if (!n) return done(n.error());
-          p->info.pending = *n;
+          p->info.unfinished = *n;
           if (*n > 0) return reattachEach(p, 0, done);
           std::string drop = "DROP TABLE IF EXISTS ";
           auto tables = p->tables();
@@ -578,6 +689,119 @@ void Retention::reattachEach(std::shared_ptr<Period> p, size_t i, Done done) {
     if (!r) return done(r.error());
     p->tables()[i]->attached = true;
     reattachEach(p, i + 1, done);
+  });
+}
+
+// ---- The held area -------------------------------------------------------------
+
+// Unfinished messages of an expired period -> their held months' tables
+// (made when first needed) -> batches -> strays.
+void Retention::holdPeriod(std::shared_ptr<Period> p, Done done) {
+  if (!p->messages || !p->deliveries || !p->messages->attached || !p->deliveries->attached ||
+      p->messages->detaching || p->deliveries->detaching)
+    return done({});  // an interrupted drop: finished by dropSteps as it is
+  auto alive = alive_;
+  countUnfinished(p, [this, alive, p, done](Result<int64_t> n) {
+    if (!*alive) return;
+    if (!n) return done(n.error());
+    if (*n == 0) return done({});
+    ensureHeld(p, 0, [this, alive, p, done](Status s) {
+      if (!*alive) return;
+      if (!s) return done(s);
+      moveBatches(p, std::make_shared<int64_t>(0), done);
+    });
+  });
+}
+
+// The held months of the period's first and last day (a week may straddle
+// two), made when missing: one table per statement, so per transaction,
+// messages first, each waiting at most lockTimeout for its parent.
+void Retention::ensureHeld(std::shared_ptr<Period> p, size_t i, Done done) {
+  static const char* const kSteps[] = {
+      "SELECT ductus_ensure_held_partition('messages', $1::date, $2::int4)",
+      "SELECT ductus_ensure_held_partition('messages', $1::date - 1, $2::int4)",
+      "SELECT ductus_ensure_held_partition('deliveries', $1::date, $2::int4)",
+      "SELECT ductus_ensure_held_partition('deliveries', $1::date - 1, $2::int4)",
+  };
+  if (i == std::size(kSteps)) return done({});
+  auto alive = alive_;
+  withConnection([this, alive, p, i, done](Result<PgConnection*> c) {
+    if (!*alive) return;
+    if (!c) return done(c.error());
+    (*c)->query(kSteps[i],
+                {i % 2 == 0 ? p->info.from : p->info.to, num(options_.lockTimeout.count())},
+                [this, alive, p, i, done](Result<PgResult> r) {
+                  if (!*alive) return;
+                  if (!r) return done(r.error());
+                  ensureHeld(p, i + 1, done);
+                });
+  });
+}
+
+// A batch, then a pause as long as it took (busy at most half the time),
+// until a batch finds fewer than moveBatch messages; then the strays.
+void Retention::moveBatches(std::shared_ptr<Period> p, std::shared_ptr<int64_t> afterId,
+                            Done done) {
+  std::vector<std::string> purged;
+  for (int64_t id : options_.quarantinePurged) purged.push_back(num(id));
+  std::string sql = replaced(replaced(kMoveBatch, "{M}", quoted(p->messages->name)), "{D}",
+                             quoted(p->deliveries->name));
+  std::string from = p->info.from + " 00:00:00+00", to = p->info.to + " 00:00:00+00";
+  std::vector<Param> params{
+      arrayText(purged), num(options_.moveBatch), num(static_cast<int16_t>(p->info.tier)), from, to,
+      num(*afterId)};
+  auto alive = alive_;
+  auto began = std::chrono::steady_clock::now();
+  withConnection([this, alive, p, afterId, done, sql, params, began](Result<PgConnection*> c) {
+    if (!*alive) return;
+    if (!c) return done(c.error());
+    (*c)->query(sql, params, [this, alive, p, afterId, done, began](Result<PgResult> r) {
+      if (!*alive) return;
+      if (!r) return done(r.error());
+      p->info.moved += r->integer(0, 0);
+      int64_t looked = r->integer(0, 1);
+      *afterId = r->integer(0, 2);
+      if (looked < options_.moveBatch) return moveStrays(p, done);
+      auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - began);
+      after(took, [this, p, afterId, done] { moveBatches(p, afterId, done); });
+    });
+  });
+}
+
+void Retention::moveStrays(std::shared_ptr<Period> p, Done done) {
+  std::string sql = replaced(kMoveStrays, "{D}", quoted(p->deliveries->name));
+  std::vector<Param> params{num(static_cast<int16_t>(p->info.tier)), p->info.from + " 00:00:00+00",
+                            p->info.to + " 00:00:00+00"};
+  auto alive = alive_;
+  withConnection([alive, sql, params, done](Result<PgConnection*> c) {
+    if (!*alive) return;
+    if (!c) return done(c.error());
+    (*c)->query(sql, params, [alive, done](Result<PgResult> r) {
+      if (!*alive) return;
+      if (!r) return done(r.error());
+      done({});
+    });
+  });
+}
+
+void Retention::countHeld(Callback<HeldCounts> cb) {
+  auto alive = alive_;
+  withConnection([alive, cb](Result<PgConnection*> c) {
+    if (!*alive) return;
+    if (!c) return cb(c.error());
+    (*c)->query(kCountHeld, {}, [alive, cb](Result<PgResult> r) {
+      if (!*alive) return;
+      if (!r) return cb(r.error());
+      HeldCounts h;
+      h.pending = r->integer(0, 0);
+      h.quarantined = r->integer(0, 1);
+      h.finished = r->integer(0, 2);
+      h.deliveries = r->integer(0, 3);
+      h.bytes = r->integer(0, 4);
+      h.months = static_cast<int>(r->integer(0, 5));
+      cb(h);
+    });
   });
 }
 

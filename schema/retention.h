@@ -7,16 +7,28 @@
 //
 // Drops: a period (a day in the 1w tier, a week in 3w/7w) goes once its
 // whole period is older than its tier's days; its messages and deliveries
-// partitions go together. A period still holding a pending message or
-// delivery is held (reported, never dropped). Each table is detached with
-// DETACH PARTITION ... CONCURRENTLY (no lock that conflicts with inserts or
-// reads: it waits for the queries that started before it instead), checked
-// again for pending rows (re-attached if some appeared: a resend), then
-// dropped. Every DDL waits at most lock_timeout for its lock and is tried
-// again after a pause, so a long report delays a drop, never the inserts
-// queued behind it. An interrupted drop (a detach left pending, a detached
-// table not dropped) is finished by the next run. One run at a time per
-// database (a session advisory lock).
+// partitions go together. Its unfinished messages (pending, or quarantined
+// where the interface keeps them) first move, each with all its
+// deliveries, to the held area: tier 0, a partition a month (migration
+// 0013). The move works in batches of moveBatch messages, busy at most half
+// the time, locking messages and then their deliveries in id order with
+// SKIP LOCKED: it never waits on a row, so it can't deadlock with settling
+// or the API's actions, and what it skipped goes at the next run (the
+// period waits until then). Held rows are still rows of messages and
+// deliveries, in their destination's queue index in id order: a held
+// message is still delivered before the newer messages of its lane. The
+// store's statements find a row that moved under them (schema/store_sql.h).
+// A held month goes once it is over and nothing in it is unfinished.
+//
+// Each table is detached with DETACH PARTITION ... CONCURRENTLY (no lock
+// that conflicts with inserts or reads: it waits for the queries that
+// started before it instead), checked again for unfinished rows
+// (re-attached if some appeared: a resend), then dropped. Every DDL waits
+// at most lock_timeout for its lock and is tried again after a pause, so a
+// long report delays a drop, never the inserts queued behind it. An
+// interrupted drop (a detach left pending, a detached table not dropped) is
+// finished by the next run. One run at a time per database (a session
+// advisory lock).
 #pragma once
 
 #include <uv.h>
@@ -45,18 +57,28 @@ struct RetentionOptions {
   std::chrono::milliseconds retryDelay{1000};
   // Dedupe keys deleted per statement.
   int64_t dedupeBatch = 5000;
+  // Messages moved to the held area per transaction.
+  int64_t moveBatch = 1000;
+  // Interfaces whose quarantined messages go with their period
+  // (`quarantined: purge`); every other interface's are held.
+  std::vector<int64_t> quarantinePurged;
 };
 
-// One period of one tier: its messages and deliveries partitions.
+// One period of one tier (a month of the held area): its messages and
+// deliveries partitions.
 struct PeriodInfo {
   Tier tier = Tier::Week7;
   std::string from, to;   // YYYY-MM-DD (UTC midnights; `to` excluded)
-  std::string dropsOn;    // to + the tier's days: the first day it may go
+  std::string dropsOn;    // to + the tier's days (held: to): the first day it may go
   bool expired = false;   // dropsOn has come
   // Rows: statistics' estimates in a plan, counted exactly in a drop.
   int64_t messages = 0, deliveries = 0;
   int64_t bytes = 0;      // both tables with their indexes and TOAST
-  int64_t pending = 0;    // pending messages + deliveries (counted for expired periods)
+  // Counted for expired periods: pending messages and deliveries, and
+  // quarantined messages that are kept. What a drop moves to the held area
+  // first; what keeps a held month.
+  int64_t unfinished = 0;
+  int64_t moved = 0;      // messages this run moved to the held area
   bool detached = false;  // an interrupted drop left a table detached or detaching
 };
 
@@ -67,8 +89,20 @@ struct RetentionPlan {
 struct DropReport {
   bool busy = false;                // another run held the database's retention lock
   std::vector<PeriodInfo> dropped;  // exact rows and bytes freed
-  std::vector<PeriodInfo> held;     // expired, but pending rows remain
+  // Expired retention periods still there: rows the move skipped (someone
+  // held them) or a resend made pending during the drop. Tried next run.
+  std::vector<PeriodInfo> held;
+  int64_t moved = 0;                // messages moved to the held area, in all
   std::vector<std::string> failed;  // "1w 2025-01-01: why" (tried again next run)
+};
+
+// What the held area holds, counted after each run (every held row: not
+// something to count per request).
+struct HeldCounts {
+  int64_t pending = 0, quarantined = 0, finished = 0;  // messages
+  int64_t deliveries = 0;
+  int64_t bytes = 0;  // every held table with its indexes and TOAST
+  int months = 0;     // held partitions (of messages)
 };
 
 // An interface as the project has it, for the tier check.
@@ -128,8 +162,12 @@ class Retention {
   // Every period with its size, when it drops and, for expired ones, what
   // still holds it.
   void plan(Callback<RetentionPlan> cb);
-  // Drops every expired period that holds nothing pending.
+  // Moves the unfinished messages of every expired period to the held
+  // area, then drops each period left with nothing unfinished, and each
+  // held month that is over with nothing unfinished in it.
   void dropExpired(Callback<DropReport> cb);
+  // Counts the held area.
+  void countHeld(Callback<HeldCounts> cb);
   // Deletes dedupe keys older than their interface's window, in batches;
   // keys of interfaces not listed (removed from the project) after
   // othersSeconds. Answers how many went.
@@ -143,7 +181,12 @@ class Retention {
   void judge(std::vector<InterfaceTier> interfaces, bool write,
              Callback<std::vector<TierState>> cb);
   void listPeriods(Callback<std::vector<std::shared_ptr<Period>>> cb);
-  void countPending(std::shared_ptr<Period> p, Callback<int64_t> cb);
+  void countUnfinished(std::shared_ptr<Period> p, Callback<int64_t> cb);
+  std::string unfinishedMessages(const std::string& table) const;
+  void holdPeriod(std::shared_ptr<Period> p, Done done);
+  void ensureHeld(std::shared_ptr<Period> p, size_t i, Done done);
+  void moveBatches(std::shared_ptr<Period> p, std::shared_ptr<int64_t> afterId, Done done);
+  void moveStrays(std::shared_ptr<Period> p, Done done);
   void dropEach(std::shared_ptr<std::vector<std::shared_ptr<Period>>> periods, size_t i,
                 std::shared_ptr<DropReport> report, Done done);
   void dropPeriod(std::shared_ptr<Period> p, int attempt, std::shared_ptr<DropReport> report,

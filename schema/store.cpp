@@ -49,9 +49,12 @@ RefArrays refArrays(const std::vector<MessageRef>& refs) {
     from = *lo;
     to = *hi;
   }
+  // The held area (0) is in every statement as a literal: at most the
+  // three retention tiers remain.
   std::vector<int16_t> distinct;
   for (int16_t t : tiers)
-    if (std::find(distinct.begin(), distinct.end(), t) == distinct.end()) distinct.push_back(t);
+    if (t != 0 && std::find(distinct.begin(), distinct.end(), t) == distinct.end())
+      distinct.push_back(t);
   while (!distinct.empty() && distinct.size() < 3) distinct.push_back(distinct.front());
   auto tierText = [&](size_t k) {
     return distinct.empty() ? std::string("0") : std::to_string(distinct[k]);

@@ -228,6 +228,13 @@ ORDER BY q.message_id
 // tiers and received_at span as plain parameters: the store's connections use
 // generic plans (planning on every call cost more than the statements), and
 // only parameters let the executor skip the other partitions at start-up.
+//
+// Each of them also finds its rows in the held area (tier 0, the literal 0
+// beside the tiers): retention may move a message and its deliveries there
+// between a loop's read and its flush (schema/retention.h). Matching
+// nothing then would leave the delivery pending, to be sent again after
+// newer messages of its lane. A statement that waited on a row while it
+// moved fails with 40001 and is run again (Store::retryable), and finds it.
 
 // The part both flushes share (kFlushUpdate after kFlushCfg), written once
 // so the two can't drift: the cfg CTE that turns the flush wait off (why:
@@ -245,9 +252,9 @@ SET status = u.status,
     updated_at = now()
 FROM unnest($2::int8[], $3::int2[], $4::text[], $5::int2[], $6::text[], $7::bytea[])
        AS u(id, tier, at, status, err, out), cfg
-WHERE d.destination_id = $1 AND d.message_id = u.id AND d.tier = u.tier
+WHERE d.destination_id = $1 AND d.message_id = u.id AND d.tier IN (u.tier, 0)
   AND d.received_at = u.at::timestamptz AND d.status + 0 = 0
-  AND d.message_id = ANY ($2::int8[]) AND d.tier IN ($10::int2, $11::int2, $12::int2)
+  AND d.message_id = ANY ($2::int8[]) AND d.tier IN ($10::int2, $11::int2, $12::int2, 0)
   AND d.received_at BETWEEN $8::timestamptz AND $9::timestamptz
 )";
 
@@ -287,7 +294,7 @@ inline constexpr auto kFlushSettleOnlyText = concat(kFlushCfg, R"(, d AS ()", kF
   SET status = d.status
   FROM d
   WHERE m.id = d.message_id AND m.tier = d.tier AND m.received_at = d.received_at
-    AND m.tier IN ($10::int2, $11::int2, $12::int2)
+    AND m.tier IN ($10::int2, $11::int2, $12::int2, 0)
     AND m.received_at BETWEEN $8::timestamptz AND $9::timestamptz
     AND d.status <> 0 AND m.status + 0 = 0
 )
@@ -300,7 +307,7 @@ constexpr const char* kFlushSettleOnly = kFlushSettleOnlyText.data();
 constexpr const char* kSettlePending = R"(
 SELECT DISTINCT d.message_id
 FROM deliveries d
-WHERE d.message_id = ANY ($1::int8[]) AND d.tier IN ($2::int2, $5::int2, $6::int2)
+WHERE d.message_id = ANY ($1::int8[]) AND d.tier IN ($2::int2, $5::int2, $6::int2, 0)
   AND d.received_at BETWEEN $3::timestamptz AND $4::timestamptz AND d.status + 0 = 0
 )";
 
@@ -313,7 +320,7 @@ WITH cfg AS MATERIALIZED (
 )
 SELECT m.id
 FROM messages m, cfg
-WHERE m.id = ANY ($1::int8[]) AND m.tier IN ($2::int2, $5::int2, $6::int2)
+WHERE m.id = ANY ($1::int8[]) AND m.tier IN ($2::int2, $5::int2, $6::int2, 0)
   AND m.received_at BETWEEN $3::timestamptz AND $4::timestamptz
 ORDER BY m.id
 FOR UPDATE OF m
@@ -336,11 +343,11 @@ FROM (SELECT m2.id, m2.tier, m2.received_at,
               WHERE d.message_id = m2.id AND d.tier = m2.tier
                 AND d.received_at = m2.received_at) AS status
       FROM messages m2
-      WHERE m2.id = ANY ($1::int8[]) AND m2.tier IN ($2::int2, $5::int2, $6::int2)
+      WHERE m2.id = ANY ($1::int8[]) AND m2.tier IN ($2::int2, $5::int2, $6::int2, 0)
         AND m2.received_at BETWEEN $3::timestamptz AND $4::timestamptz
       OFFSET 0) s
 WHERE m.id = s.id AND m.tier = s.tier AND m.received_at = s.received_at
-  AND m.id = ANY ($1::int8[]) AND m.tier IN ($2::int2, $5::int2, $6::int2)
+  AND m.id = ANY ($1::int8[]) AND m.tier IN ($2::int2, $5::int2, $6::int2, 0)
   AND m.received_at BETWEEN $3::timestamptz AND $4::timestamptz
   AND m.status <> 4 AND m.status <> s.status
 )";
@@ -358,9 +365,9 @@ WITH cfg AS MATERIALIZED (
   UPDATE deliveries d
   SET status = 1, attempts = d.attempts + 1, last_error = NULL, updated_at = now()
   FROM unnest($1::int8[], $2::int2[], $3::text[]) AS u(id, tier, at), cfg
-  WHERE d.destination_id = $4 AND d.message_id = u.id AND d.tier = u.tier
+  WHERE d.destination_id = $4 AND d.message_id = u.id AND d.tier IN (u.tier, 0)
     AND d.received_at = u.at::timestamptz AND d.status + 0 = 0
-    AND d.message_id = ANY ($1::int8[]) AND d.tier = ANY ($2::int2[])
+    AND d.message_id = ANY ($1::int8[]) AND (d.tier = ANY ($2::int2[]) OR d.tier = 0)
     AND d.received_at BETWEEN $11::timestamptz AND $12::timestamptz
   RETURNING d.message_id
 ), input AS (
@@ -401,16 +408,16 @@ SELECT id, tier, received_at::text, status, origin_id FROM m ORDER BY id
 // Resend, after the message lock: the delivery back to pending.
 constexpr const char* kResendDelivery = R"(
 UPDATE deliveries SET status = 0, last_error = NULL, updated_at = now()
-WHERE message_id = $1 AND tier = $2::int2 AND received_at = $3::timestamptz
+WHERE message_id = $1 AND tier IN ($2::int2, 0) AND received_at = $3::timestamptz
   AND destination_id = $4 AND status <> 0
 )";
 constexpr const char* kResendMessage = R"(
 UPDATE messages SET status = 0
-WHERE id = $1 AND tier = $2::int2 AND received_at = $3::timestamptz AND status <> 0
+WHERE id = $1 AND tier IN ($2::int2, 0) AND received_at = $3::timestamptz AND status <> 0
 )";
 constexpr const char* kLockOneMessage = R"(
 SELECT id FROM messages
-WHERE id = $1 AND tier = $2::int2 AND received_at = $3::timestamptz
+WHERE id = $1 AND tier IN ($2::int2, 0) AND received_at = $3::timestamptz
 FOR UPDATE
 )";
 

@@ -13,8 +13,10 @@
 namespace ductus::store {
 
 // Retention tier: the window in days (1w, 3w, 7w). Also the LIST partition
-// value of messages and deliveries.
-enum class Tier : int16_t { Week1 = 7, Week3 = 21, Week7 = 49 };
+// value of messages and deliveries. Held (0) is no window: the held area,
+// where retention moves the unfinished messages of an expired period
+// (schema/retention.h); nothing is stored there directly.
+enum class Tier : int16_t { Held = 0, Week1 = 7, Week3 = 21, Week7 = 49 };
 
 // messages.status and deliveries.status (deliveries never hold Duplicate).
 enum class MessageStatus : int16_t {

@@ -427,7 +427,8 @@ void Engine::startRetention(std::function<void(Status)> next) {
   std::vector<RetentionInterface> list;
   for (auto& f : ifaces_)
     if (queued(*f->cfg))
-      list.push_back({f->id, f->cfg->name, tierOf(f->cfg->retention), f->cfg->dedupeWindow});
+      list.push_back({f->id, f->cfg->name, tierOf(f->cfg->retention), f->cfg->dedupeWindow,
+                      f->cfg->quarantined == config::QuarantinedRetention::Purge});
   retention_ = std::make_unique<RetentionJob>(loop_, options_.databaseUrl, std::move(list));
   auto alive = alive_;
   retention_->applyTiers([this, alive, next](Result<std::map<int64_t, store::Tier>> r) {
@@ -969,6 +970,11 @@ Status Engine::openApi() {
     if (certificates_)
       for (const auto& c : certificates_->entries())
         e.certificates.push_back({c->name, c->subject, c->notAfter});
+    if (retention_ && retention_->held()) {
+      const auto& h = *retention_->held();
+      e.held = api::HeldInfo{h.pending,    h.quarantined, h.finished,
+                             h.deliveries, h.bytes,       retention_->movedTotal()};
+    }
   });
   // The engine's own rows and the housekeeping go on with the API off.
   audit_ = std::make_unique<api::AuditLog>(store_->sharedConnections());

@@ -21,17 +21,25 @@ std::vector<RetentionLine> describeRun(const RetentionRun& run) {
     out.push_back({false, "retention: another retention run is under way on this database; "
                           "nothing dropped by this one"});
   for (auto& p : run.drops.dropped)
-    out.push_back({false, "retention: dropped " + period(p) + ": " +
-                              std::to_string(p.messages) + " messages, " +
-                              std::to_string(p.deliveries) + " deliveries, " +
-                              store::describeBytes(p.bytes) + " freed"});
+    out.push_back({false, "retention: dropped " + period(p) + ": " + std::to_string(p.messages) +
+                              " messages, " + std::to_string(p.deliveries) + " deliveries, " +
+                              store::describeBytes(p.bytes) + " freed" +
+                              (p.moved > 0 ? "; " + std::to_string(p.moved) +
+                                                 " unfinished messages moved to the held area first"
+                                           : "")});
   for (auto& p : run.drops.held)
-    out.push_back({true, "retention: holding " + period(p) + " past its drop date " + p.dropsOn +
-                             ": " + std::to_string(p.pending) +
-                             " messages or deliveries in it are still pending (it goes once "
-                             "they are delivered, filtered or quarantined)"});
+    out.push_back({true, "retention: keeping " + period(p) + " past its drop date " + p.dropsOn +
+                             ": " + std::to_string(p.unfinished) +
+                             " unfinished messages or deliveries could not move to the held "
+                             "area yet (in use while the run went by; tried again next run)"});
   for (auto& f : run.drops.failed)
     out.push_back({true, "retention: could not drop " + f + "; tried again at the next run"});
+  if (run.held && (run.drops.moved > 0 || run.held->pending + run.held->quarantined > 0))
+    out.push_back({false, "retention: the held area has " + std::to_string(run.held->pending) +
+                              " pending and " + std::to_string(run.held->quarantined) +
+                              " quarantined messages (" + store::describeBytes(run.held->bytes) +
+                              "); they go once delivered, dismissed or resent and their month "
+                              "is over"});
   if (run.dedupeKeysPurged > 0)
     out.push_back({false, "retention: purged " + std::to_string(run.dedupeKeysPurged) +
                               " dedupe keys past their window"});
@@ -45,6 +53,8 @@ RetentionJob::RetentionJob(uv_loop_t* loop, std::string conninfo,
       interfaces_(std::move(interfaces)),
       retention_(loop, [&] {
         options.conninfo = std::move(conninfo);
+        for (auto& i : interfaces_)
+          if (i.purgeQuarantined) options.quarantinePurged.push_back(i.id);
         return options;
       }()) {}
 
@@ -117,6 +127,7 @@ void RetentionJob::runOnce(std::function<void(Result<RetentionRun>)> cb, bool lo
     if (!r) return done(r.error());
     auto run = std::make_shared<RetentionRun>();
     run->drops = std::move(*r);
+    movedTotal_ += run->drops.moved;
     if (!applied_.empty() || interfaces_.empty()) return dedupe(run, done);
     // Not started by the engine (`ductus retention run`): the applied
     // tiers are read, not changed.
@@ -144,13 +155,19 @@ void RetentionJob::dedupe(std::shared_ptr<RetentionRun> run,
     windows.push_back({i.id, seconds});
   }
   auto alive = alive_;
-  retention_.purgeDedupeKeys(std::move(windows), kOthersSeconds,
-                             [alive, run, cb](Result<int64_t> n) {
-                               if (!*alive) return;
-                               if (!n) return cb(n.error());
-                               run->dedupeKeysPurged = *n;
-                               cb(std::move(*run));
-                             });
+  retention_.purgeDedupeKeys(
+      std::move(windows), kOthersSeconds, [this, alive, run, cb](Result<int64_t> n) {
+        if (!*alive) return;
+        if (!n) return cb(n.error());
+        run->dedupeKeysPurged = *n;
+        retention_.countHeld([this, alive, run, cb](Result<store::HeldCounts> h) {
+          if (!*alive) return;
+          if (!h) return cb(h.error());
+          held_ = *h;
+          run->held = *h;
+          cb(std::move(*run));
+        });
+      });
 }
 
 }  // namespace ductus::supervisor

@@ -1,10 +1,11 @@
 // RetentionJob: the engine's retention on its libuv loop. At start it
 // settles each interface's tier (schema/retention.h: a shorter one waits
 // for `ductus retention confirm`); then, 5 s after the start and every hour,
-// one run drops the expired periods and purges the dedupe keys past their
-// window. Everything is async libpq on one connection of its own; a run
-// never blocks the loop and never holds a lock intake waits for. `ductus
-// retention run` runs the same job once.
+// one run moves the unfinished messages of expired periods to the held
+// area, drops the periods and the held months nothing keeps, purges the
+// dedupe keys past their window and counts the held area. Everything is async libpq on one
+// connection of its own; a run never blocks the loop and never holds a lock intake waits for.
+// `ductus retention run` runs the same job once.
 #pragma once
 
 #include <uv.h>
@@ -30,11 +31,15 @@ struct RetentionInterface {
   store::Tier configured = store::Tier::Week7;
   // dedupe.window; none: the applied tier's days.
   std::optional<std::chrono::milliseconds> dedupeWindow;
+  // `quarantined: purge`: its quarantined messages go with their period
+  // instead of moving to the held area.
+  bool purgeQuarantined = false;
 };
 
 struct RetentionRun {
   store::DropReport drops;
   int64_t dedupeKeysPurged = 0;
+  std::optional<store::HeldCounts> held;  // counted after the drops
 };
 
 // What a run did, one line each: info (dropped, held, purged) or warning.
@@ -65,6 +70,10 @@ class RetentionJob {
   void runOnce(std::function<void(Result<RetentionRun>)> cb, bool log = true);
   void stop();
   bool running() const { return running_; }
+  // The held area as the last run counted it (none before the first).
+  const std::optional<store::HeldCounts>& held() const { return held_; }
+  // Messages moved to the held area by this job's runs.
+  int64_t movedTotal() const { return movedTotal_; }
 
  private:
   void scheduled();
@@ -75,6 +84,8 @@ class RetentionJob {
   std::vector<RetentionInterface> interfaces_;
   store::Retention retention_;
   std::map<int64_t, store::Tier> applied_;  // once known
+  std::optional<store::HeldCounts> held_;
+  int64_t movedTotal_ = 0;
   UvHandle<uv_timer_t> timer_;
   bool running_ = false;
   bool stopped_ = false;

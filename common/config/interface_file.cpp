@@ -462,12 +462,11 @@ bool isValidDestinationName(const std::string& name) {
 void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) {
   if (!r.map(root, "",
              {"source", "format", "charset", "ordering", "dedupe", "durability", "timeout",
-              "isolation", "workers", "retention", "max_message_size", "code", "respond",
-              "dedicated_pools", "destination", "destinations", "monitor"},
+              "isolation", "workers", "retention", "quarantined", "max_message_size", "code",
+              "respond", "dedicated_pools", "destination", "destinations", "monitor"},
              {{"owners", "owners of an interface"},
               {"owner", "owners of an interface"},
               {"alerts", "per-interface alert rules"},
-              {"quarantined", "quarantine retention (quarantined: purge)"},
               {"description", "interface descriptions"}}))
     return;
   if (root.IsNull()) {
@@ -512,6 +511,10 @@ void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& ifac
               "workers: is for isolation: dedicated (shared interfaces use the engine's pool)");
   }
   if (auto v = r.retention(root, "retention", "")) iface.retention = *v;
+  if (auto v = r.choice<QuarantinedRetention>(
+          root, "quarantined", "",
+          {{"keep", QuarantinedRetention::Keep}, {"purge", QuarantinedRetention::Purge}}))
+    iface.quarantined = *v;
   if (auto v = r.size(root, "max_message_size", "", 1ull << 10, kMaxMessageBytesLimit))
     iface.maxMessageBytes = *v;
   if (auto v = r.text(root, "code", "")) {

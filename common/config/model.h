@@ -34,6 +34,11 @@ enum class Isolation { Shared, Dedicated };
 // few tiers keep the partition count low (statements Postgres cannot prune
 // pay for every partition). The value is the window in days.
 enum class Retention { OneWeek = 7, ThreeWeeks = 21, SevenWeeks = 49 };
+// `quarantined:` of an interface: what retention does with its quarantined
+// messages when their period expires. Keep: they move to the held area
+// until someone resends, edits or dismisses them. Purge: they go with
+// their period, after the retention's days.
+enum class QuarantinedRetention { Keep, Purge };
 
 const char* formatName(Format f);
 const char* retentionName(Retention r);
@@ -314,6 +319,7 @@ struct InterfaceConfig {
   Isolation isolation = Isolation::Shared;
   uint32_t workers = 1;  // dedicated only
   Retention retention = Retention::SevenWeeks;
+  QuarantinedRetention quarantined = QuarantinedRetention::Keep;
   uint64_t maxMessageBytes = kDefaultMaxMessageBytes;
   std::string code = "transform.js";  // the module, relative to the folder
   std::string respond = "transform";  // respond mode: the function that answers

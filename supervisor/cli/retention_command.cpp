@@ -111,7 +111,8 @@ Result<std::vector<RetentionInterface>> knownInterfaces(Loop& loop, const Opened
       if (unstarted) unstarted->push_back(c.name);
       continue;
     }
-    out.push_back({it->second, c.name, tierOf(c.retention), c.dedupeWindow});
+    out.push_back({it->second, c.name, tierOf(c.retention), c.dedupeWindow,
+                   c.quarantined == config::QuarantinedRetention::Purge});
   }
   return out;
 }
@@ -132,7 +133,11 @@ int show(const Args& args) {
   std::vector<std::string> unstarted;
   auto known = knownInterfaces(loop, *o, &unstarted);
   if (!known) return fail("", known.error().message);
-  store::Retention retention(loop.get(), {.conninfo = o->database});
+  store::RetentionOptions options;
+  options.conninfo = o->database;
+  for (auto& i : *known)
+    if (i.purgeQuarantined) options.quarantinePurged.push_back(i.id);
+  store::Retention retention(loop.get(), options);
   std::vector<store::InterfaceTier> list;
   for (auto& i : *known) list.push_back({i.id, i.name, i.configured});
   auto tiers = loop.wait<std::vector<store::TierState>>(
@@ -140,6 +145,8 @@ int show(const Args& args) {
   if (!tiers) return fail("", explain(tiers.error()));
   auto plan = loop.wait<store::RetentionPlan>([&](auto done) { retention.plan(done); });
   if (!plan) return fail("", explain(plan.error()));
+  auto held = loop.wait<store::HeldCounts>([&](auto done) { retention.countHeld(done); });
+  if (!held) return fail("", explain(held.error()));
 
   std::printf("Interfaces (retention: where new messages go)\n");
   using Change = store::TierState::Change;
@@ -163,9 +170,17 @@ int show(const Args& args) {
   int64_t nextPeriods = 0, nextMessages = 0, nextBytes = 0;
   for (auto& p : plan->periods) {
     std::string when;
-    if (p.expired && p.pending > 0)
-      when = "held: " + rows(p.pending) + " pending (due " + p.dropsOn + ")";
-    else if (p.expired) {
+    if (p.tier == store::Tier::Held)
+      when = p.expired && p.unfinished == 0
+                 ? "next run"
+                 : "once over and nothing in it unfinished" +
+                       (p.expired ? " (" + rows(p.unfinished) + " unfinished)" : "");
+    else if (p.expired && p.unfinished > 0) {
+      when = "next run, after moving " + rows(p.unfinished) + " unfinished rows to the held area";
+      ++nextPeriods;
+      nextMessages += p.messages;
+      nextBytes += p.bytes;
+    } else if (p.expired) {
       when = "next run";
       ++nextPeriods;
       nextMessages += p.messages;
@@ -178,6 +193,11 @@ int show(const Args& args) {
                 (p.from + " to " + p.to).c_str(), rows(p.messages).c_str(),
                 rows(p.deliveries).c_str(), store::describeBytes(p.bytes).c_str(), when.c_str());
   }
+  std::printf(
+      "\nHeld area (unfinished messages of expired periods, in %d monthly "
+      "partitions): %s pending, %s quarantined, %s finished, %s\n",
+      held->months, rows(held->pending).c_str(), rows(held->quarantined).c_str(),
+      rows(held->finished).c_str(), store::describeBytes(held->bytes).c_str());
   if (nextPeriods == 0)
     std::printf("\nThe next drop removes nothing.\n");
   else
@@ -235,7 +255,9 @@ int confirm(const Args& args) {
                 args.interface.c_str(), store::tierName(tierOf(c->retention)));
     return 0;
   }
-  store::Retention retention(loop.get(), {.conninfo = o->database});
+  store::RetentionOptions options;
+  options.conninfo = o->database;
+  store::Retention retention(loop.get(), options);
   auto changed = loop.wait<bool>([&](auto done) { retention.confirm(i->id, i->configured, done); });
   if (!changed) return fail(" confirm", explain(changed.error()));
   if (!*changed) {

@@ -19,9 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/e2e.h"
+#include "tests/support/engine_api.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/exit_status.h"
-#include "tests/support/http_client.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_project.h"
 #include "tests/support/mllp_receiver.h"
@@ -35,42 +35,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 
-// A token of this role, made as an operator makes one (the engine has
-// migrated the database).
-std::string tokenFor(const std::string& url, const std::string& name, const std::string& role) {
-  auto r = runChild({ductusBinary(), "token", "create", name, "--role", role, "--database", url});
-  EXPECT_TRUE(exitedWith(r.exitStatus, 0)) << r.out;
-  return r.out.substr(0, r.out.find('\n'));
-}
-
-class Api {
- public:
-  Api(uint16_t port, std::string token) : port_(port), token_(std::move(token)) {}
-  HttpReply call(const std::string& method, const std::string& path, const json& body = nullptr,
-                 bool withToken = true) {
-    auto c = HttpClient::connect(port_);
-    if (!c) return {};
-    std::map<std::string, std::string> h;
-    if (withToken) h["Authorization"] = "Bearer " + token_;
-    std::string text;
-    if (!body.is_null()) {
-      text = body.dump();
-      h["Content-Type"] = "application/json";
-    }
-    auto r = c->request(method, path, text, h);
-    return r ? *r : HttpReply{};
-  }
-  json get(const std::string& path) {
-    auto r = call("GET", path);
-    auto j = json::parse(r.body, nullptr, false);
-    return j.is_discarded() ? json() : j;
-  }
-  int health() { return call("GET", "/api/v1/health", nullptr, false).status; }
-
- private:
-  uint16_t port_;
-  std::string token_;
-};
+using Api = EngineApi;
 
 // MLLP in, to an MLLP receiver of the test's.
 std::string ackOf(MllpClient& c, const std::string& msg) {
@@ -103,7 +68,7 @@ TEST(EngineActions, APausedDestinationWaitsAcrossARestartAndDeliversInOrderWhenR
   EngineProcess engine(project.root(), db.url());
   engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
   ASSERT_TRUE(engine.start()) << engine.log();
-  Api api(apiPort, tokenFor(db.url(), "ops", "operator"));
+  Api api{apiPort, tokenFor(db.url(), "ops", "operator")};
 
   auto r = api.call("POST", "/api/v1/interfaces/adt/destinations/default/pause",
                     {{"reason", "receiver upgrade"}});
@@ -151,7 +116,7 @@ TEST(EngineActions, ARestartRunsTheFixedCodeOfAStoppedInterfaceAndDeliversWhatWa
   EngineProcess engine(project.root(), db.url());
   engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
   ASSERT_TRUE(engine.start()) << engine.log();
-  Api api(apiPort, tokenFor(db.url(), "ops", "operator"));
+  Api api{apiPort, tokenFor(db.url(), "ops", "operator")};
   auto r = api.call("POST", "/api/v1/interfaces/adt/restart");
   EXPECT_EQ(r.status, 409) << r.body;
 
@@ -205,7 +170,7 @@ TEST(EngineActions, ADrainClosesTheGatesUntilEndedAndWithStopEndsTheEngineOnceDr
   EngineProcess engine(project.root(), db.url());
   engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
   ASSERT_TRUE(engine.start()) << engine.log();
-  Api api(apiPort, tokenFor(db.url(), "ops", "operator"));
+  Api api{apiPort, tokenFor(db.url(), "ops", "operator")};
   auto c = MllpClient::connect("127.0.0.1", port);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(ackOf(*c, hl7("BEFORE")), "AA");  // the receiver refuses it: it stays pending

@@ -16,9 +16,9 @@
 #include <optional>
 
 #include "tests/support/e2e.h"
+#include "tests/support/engine_api.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/exit_status.h"
-#include "tests/support/http_client.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/ports.h"
 #include "tests/support/receivers.h"
@@ -39,34 +39,7 @@ using senders::test::hl7Ack;
 using senders::test::mllpFrame;
 using Receiver = senders::test::MllpReceiver;
 
-std::string tokenFor(const std::string& url, const std::string& role) {
-  auto r = runChild({ductusBinary(), "token", "create", "monitor-" + role, "--role", role,
-                     "--database", url});
-  EXPECT_TRUE(exitedWith(r.exitStatus, 0)) << r.out;
-  return r.out.substr(0, r.out.find('\n'));
-}
-
-struct Api {
-  uint16_t port;
-  std::string token;
-  HttpReply call(const std::string& method, const std::string& path,
-                 const json& body = nullptr) const {
-    auto c = HttpClient::connect(port);
-    if (!c) return {};
-    std::map<std::string, std::string> h{{"Authorization", "Bearer " + token}};
-    std::string text;
-    if (!body.is_null()) {
-      text = body.dump();
-      h["Content-Type"] = "application/json";
-    }
-    auto r = c->request(method, path, text, h);
-    return r ? *r : HttpReply{};
-  }
-  json get(const std::string& path) const {
-    auto j = json::parse(call("GET", path).body, nullptr, false);
-    return j.is_discarded() ? json() : j;
-  }
-};
+using Api = EngineApi;
 
 // The alerts: section both engines run.
 std::string alertsYaml(uint16_t smtpPort, const std::string& hook, const std::string& beat) {
@@ -153,7 +126,7 @@ TEST_F(Monitoring, AFeedWhoseReceiverIsDownIsAlertedOnceAndRecovers) {
   EngineProcess b(other.root(), db_.url());
   b.setExtraArgs({"--control", (dir / "control-b").string()});
   ASSERT_TRUE(b.start()) << b.log();
-  Api api{apiPort, tokenFor(db_.url(), "operator")};
+  Api api{apiPort, tokenFor(db_.url(), "monitor-operator", "operator")};
 
   {
     auto c = MllpClient::connect("127.0.0.1", mllpPort, 5000ms);

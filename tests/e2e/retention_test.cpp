@@ -2,7 +2,10 @@
 // and drops a period older than its tier; an interface whose retention is
 // shortened between two starts keeps sending its messages to the old tier
 // until `ductus retention confirm`; `ductus retention` lists tiers and
-// partitions; `ductus retention run` runs the job on demand.
+// partitions; `ductus retention run` runs the job on demand. A pending
+// message of an expired period moves to the held area, the period drops,
+// and the message is delivered from there, before the newer ones of its
+// lane (issue #35).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -10,10 +13,12 @@
 #include <string>
 
 #include "tests/support/e2e.h"
+#include "tests/support/engine_api.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/exit_status.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_project.h"
+#include "tests/support/mllp_receiver.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
 
@@ -125,6 +130,73 @@ TEST(EngineRetention, TheJobDropsOldPeriodsAndAShorterTierWaitsForAConfirmation)
   // Stored before, stored where it was.
   EXPECT_EQ(tierOf(db, "A-2"), "49");
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+TEST(EngineRetention,
+     APendingMessageOfAnExpiredPeriodMovesToTheHeldAreaAndIsDeliveredFirstFromThere) {
+  TestDatabase db;
+  MllpReceiver receiver;
+  uint16_t port = freePort(), apiPort = freePort();
+  TempProject project(MllpProject{.port = port,
+                                  .settings = "retention: 1w\n",
+                                  .destination = mllpDestination(receiver.port())});
+  EngineProcess engine(project.root(), db.url());
+  engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
+  ASSERT_TRUE(engine.start()) << engine.log();
+  EngineApi api{apiPort, tokenFor(db.url(), "ops", "operator")};
+  // The receiver is down for maintenance (paused), and has been for days.
+  ASSERT_EQ(api.call("POST", "/api/v1/interfaces/adt/destinations/default/pause",
+                     {{"reason", "lab system upgrade"}})
+                .status,
+            200);
+  EXPECT_TRUE(exitedWith(engine.terminate(), 0)) << engine.log();
+
+  // A message ten days old that has waited since: its 1w period expired
+  // three days ago.
+  db.value(
+      "SELECT ductus_ensure_partitions(t, 7::int2, (now() AT TIME ZONE 'UTC')::date - 10, 0, "
+      "2000) FROM unnest(ARRAY['messages', 'deliveries']) t");
+  db.value(
+      "WITH m AS (INSERT INTO messages (tier, received_at, interface_id, payload, status) "
+      "SELECT 7, now() - interval '10 days', id, convert_to($1, 'LATIN1'), 0 FROM interfaces "
+      "RETURNING id, received_at) INSERT INTO deliveries (message_id, destination_id, tier, "
+      "received_at) SELECT m.id, d.id, 7, m.received_at FROM m, destinations d",
+      {hl7("OLD-1")});
+  const std::string old =
+      db.value("SELECT to_char((now() AT TIME ZONE 'UTC')::date - 10, 'YYYYMMDD')");
+  ASSERT_TRUE(engine.start()) << engine.log();
+  send(port, "NEW-1");
+
+  // 5 s after the start the job moves it and drops the period.
+  ASSERT_TRUE(waitFor(
+      [&] { return engine.log().find("retention: dropped the 1w period") != std::string::npos; },
+      30s))
+      << engine.log();
+  EXPECT_NE(engine.log().find("1 unfinished messages moved to the held area first"),
+            std::string::npos)
+      << engine.log();
+  EXPECT_EQ(db.value("SELECT to_regclass('messages_t7_" + old + "') IS NOT NULL"), "f");
+  EXPECT_EQ(db.value("SELECT to_regclass('deliveries_t7_" + old + "') IS NOT NULL"), "f");
+  EXPECT_EQ(tierOf(db, "OLD-1"), "0");
+  EXPECT_EQ(db.value("SELECT tier FROM deliveries WHERE status = 0 ORDER BY message_id LIMIT 1"),
+            "0");
+  auto metrics = api.call("GET", "/api/v1/metrics").body;
+  EXPECT_NE(metrics.find("ductus_held_messages{status=\"pending\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("ductus_retention_moved_total 1"), std::string::npos) << metrics;
+  auto listed = ductus({"retention", project.root().string()}, db.url());
+  EXPECT_TRUE(exitedWith(listed.exitStatus, 0)) << listed.out;
+  EXPECT_NE(listed.out.find("Held area"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find(": 1 pending, 0 quarantined"), std::string::npos) << listed.out;
+
+  // Back: the held message goes first, then the new one.
+  ASSERT_EQ(api.call("POST", "/api/v1/interfaces/adt/destinations/default/resume").status, 200);
+  EXPECT_TRUE(waitFor([&] { return receiver.accepted().size() == 2; }, 20s)) << engine.log();
+  EXPECT_EQ(receiver.accepted(), (std::vector<std::string>{"OLD-1", "NEW-1"}));
+  EXPECT_TRUE(
+      waitFor([&] { return db.value("SELECT status FROM messages WHERE tier = 0") == "1"; }, 10s));
+  EXPECT_EQ(db.value("SELECT count(*) FROM deliveries WHERE tier = 0 AND status = 1"), "1");
+  EXPECT_TRUE(exitedWith(engine.terminate(), 0)) << engine.log();
 }
 
 }  // namespace

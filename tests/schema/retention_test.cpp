@@ -1,9 +1,12 @@
 // Retention against a real cluster (schema/retention.h): periods older than
-// their tier go, messages and deliveries together, newer ones and ones with
-// pending rows stay; a drop never holds up inserts behind a long query and
-// an interrupted one is finished later; a shorter tier waits for a
-// confirmation; dedupe keys past their window go, and a repeat after that
-// is stored as new.
+// their tier go, messages and deliveries together, newer ones stay; the
+// unfinished messages of an expired period move to the held area first,
+// each with all its deliveries, where the store's statements still find
+// them and their lane still reads them first; the move never waits on a
+// row someone holds; a held month goes once over and finished; a drop
+// never holds up inserts behind a long query and an interrupted one is
+// finished later; a shorter tier waits for a confirmation; dedupe keys past
+// their window go, and a repeat after that is stored as new.
 #include <gtest/gtest.h>
 
 #include "schema/retention.h"
@@ -52,15 +55,29 @@ class RetentionTest : public StoreTest {
   // n finished (or pending) messages of tier `tier`, received `daysBack`
   // days ago, each with a delivery to destA_ in the same status.
   void storeOld(int tier, int daysBack, int n, int status) {
+    storeOldFor(iface_, destA_, tier, daysBack, n, status);
+  }
+  void storeOldFor(int64_t iface, int64_t dest, int tier, int daysBack, int n, int status) {
     auto r = (*sql_)(
         "WITH m AS (INSERT INTO messages (tier, received_at, interface_id, payload, status) "
         "SELECT $1::int2, now() - $2::int * interval '1 day', $3, 'old', $5::int2 "
         "FROM generate_series(1, $4::int) RETURNING id, tier, received_at) "
         "INSERT INTO deliveries (message_id, destination_id, tier, received_at, status) "
         "SELECT id, $6, tier, received_at, $5::int2 FROM m",
-        {std::to_string(tier), std::to_string(daysBack), std::to_string(iface_),
-         std::to_string(n), std::to_string(status), std::to_string(destA_)});
+        {std::to_string(tier), std::to_string(daysBack), std::to_string(iface), std::to_string(n),
+         std::to_string(status), std::to_string(dest)});
     ASSERT_TRUE(r.ok()) << r.error().message;
+  }
+  // A message is never in one tier and a delivery of it in another.
+  int64_t split() {
+    return scalar(
+        "SELECT count(*) FROM messages m JOIN deliveries d ON d.message_id = m.id "
+        "WHERE d.tier <> m.tier OR d.received_at <> m.received_at");
+  }
+  HeldCounts held() {
+    auto h = run<HeldCounts>([&](auto cb) { retention_->countHeld(cb); });
+    EXPECT_TRUE(h.ok()) << h.error().message;
+    return h ? *h : HeldCounts{};
   }
   Result<DropReport> drop() { return run<DropReport>([&](auto cb) { retention_->dropExpired(cb); }); }
   bool runUntil(std::function<bool()> done, int timeoutMs) {
@@ -70,10 +87,10 @@ class RetentionTest : public StoreTest {
   std::unique_ptr<Retention> retention_;
 };
 
-TEST_F(RetentionTest, PeriodsOlderThanTheirTierGoNewerOnesAndPendingOnesStay) {
+TEST_F(RetentionTest, PeriodsOlderThanTheirTierGoAndTheirUnfinishedMessagesMoveToTheHeldArea) {
   partitionsFrom(40, 3);  // 40 .. 37 days ago, every tier
   storeOld(7, 40, 50, 1);  // sent, 1w: past 7 days
-  storeOld(7, 39, 5, 0);   // pending, 1w: held
+  storeOld(7, 39, 5, 0);   // pending, 1w: moves to the held area
   storeOld(21, 40, 20, 2);  // filtered, 3w: the week 40 days back is past 21 days
   storeOld(49, 40, 30, 1);  // 7w: 40 days is within 49
   const std::string d40 = compact(day(-40)), d39 = compact(day(-39)), today = compact(day(0));
@@ -82,10 +99,10 @@ TEST_F(RetentionTest, PeriodsOlderThanTheirTierGoNewerOnesAndPendingOnesStay) {
   // The plan says what the run will do before it does it.
   auto plan = run<RetentionPlan>([&](auto cb) { retention_->plan(cb); });
   ASSERT_TRUE(plan.ok()) << plan.error().message;
-  int expiredFree = 0, held = 0, checked = 0;
+  int expiredFree = 0, unfinished = 0, checked = 0;
   for (auto& p : plan->periods) {
-    if (p.expired && p.pending == 0) ++expiredFree;
-    if (p.expired && p.pending > 0) ++held;
+    if (p.expired && p.unfinished == 0) ++expiredFree;
+    if (p.expired && p.unfinished > 0) ++unfinished;
     // The 1w tier's days (tier 7; Week7 is the 7-week tier, whose weekly
     // periods start on a Monday and would match only some days).
     if (p.tier == Tier::Week1 && p.from == day(-40)) {
@@ -100,21 +117,24 @@ TEST_F(RetentionTest, PeriodsOlderThanTheirTierGoNewerOnesAndPendingOnesStay) {
     }
     if (p.tier == Tier::Week1 && p.from == day(-39)) {
       ++checked;
-      EXPECT_EQ(p.pending, 10);
+      EXPECT_EQ(p.unfinished, 10);
     }
   }
   EXPECT_EQ(checked, 3) << "the plan lists the 1w days 40 and 39 back, and today";
-  EXPECT_EQ(held, 1);
+  EXPECT_EQ(unfinished, 1);
   EXPECT_GE(expiredFree, 4);  // 1w: 40, 38, 37 days back; 3w: 40 days back's week
+  const std::string pendingIds =
+      text("SELECT string_agg(id::text, ',' ORDER BY id) FROM messages WHERE status = 0");
 
   auto r = drop();
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_FALSE(r->busy);
   EXPECT_TRUE(r->failed.empty()) << r->failed.front();
-  EXPECT_EQ(static_cast<int>(r->dropped.size()), expiredFree);
-  ASSERT_EQ(r->held.size(), 1u);
-  EXPECT_EQ(r->held[0].from, day(-39));
-  EXPECT_EQ(r->held[0].pending, 10);  // 5 messages, 5 deliveries
+  // Every expired period went, the one with pending messages too, once
+  // they had moved.
+  EXPECT_EQ(static_cast<int>(r->dropped.size()), expiredFree + 1);
+  EXPECT_TRUE(r->held.empty()) << r->held.front().from;
+  EXPECT_EQ(r->moved, 5);
   int64_t messagesFreed = 0, deliveriesFreed = 0;
   for (auto& p : r->dropped) {
     messagesFreed += p.messages;
@@ -127,25 +147,168 @@ TEST_F(RetentionTest, PeriodsOlderThanTheirTierGoNewerOnesAndPendingOnesStay) {
   // Messages and deliveries went together; nothing else did.
   EXPECT_FALSE(exists("messages_t7_" + d40));
   EXPECT_FALSE(exists("deliveries_t7_" + d40));
-  EXPECT_TRUE(exists("messages_t7_" + d39));
-  EXPECT_TRUE(exists("deliveries_t7_" + d39));
+  EXPECT_FALSE(exists("messages_t7_" + d39));
+  EXPECT_FALSE(exists("deliveries_t7_" + d39));
   EXPECT_TRUE(exists("messages_t7_" + today));
   EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE tier = 21"), 0);
   EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE tier = 49"), t49Before);
-  EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE tier = 7"), 5);
-  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE tier = 7"), 5);
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE tier = 7"), 0);
+  // The pending ones are held: the same ids, received_at and status, in
+  // the held month of their day.
+  const std::string month = compact(day(-39)).substr(0, 6) + "01";
+  EXPECT_EQ(text("SELECT string_agg(id::text, ',' ORDER BY id) FROM messages_t0_" + month +
+                 " WHERE status = 0"),
+            pendingIds);
+  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries_t0_" + month + " WHERE status = 0"), 5);
+  EXPECT_EQ(
+      scalar("SELECT count(*) FROM messages_t0 WHERE received_at::date <> $1::date", {day(-39)}),
+      0);
+  EXPECT_EQ(split(), 0);
+  auto h = held();
+  EXPECT_EQ(h.pending, 5);
+  EXPECT_EQ(h.deliveries, 5);
+  EXPECT_EQ(h.months, 1);
+  EXPECT_GT(h.bytes, 0);
   // Today's inserts still land.
   ASSERT_TRUE(insert(message("today", {destA_})).ok());
 
-  // Once the held period's messages are delivered, the next run drops it.
-  ASSERT_TRUE((*sql_)("UPDATE deliveries SET status = 1 WHERE tier = 7 AND status = 0").ok());
-  ASSERT_TRUE((*sql_)("UPDATE messages SET status = 1 WHERE tier = 7 AND payload = 'old'").ok());
+  // Its month is over, but unfinished messages keep it.
+  auto kept = drop();
+  ASSERT_TRUE(kept.ok()) << kept.error().message;
+  EXPECT_TRUE(kept->dropped.empty());
+  EXPECT_TRUE(kept->held.empty());
+  EXPECT_TRUE(exists("messages_t0_" + month));
+  // Once they are delivered, the next run drops it.
+  ASSERT_TRUE((*sql_)("UPDATE deliveries SET status = 1 WHERE tier = 0").ok());
+  ASSERT_TRUE((*sql_)("UPDATE messages SET status = 1 WHERE tier = 0").ok());
   auto again = drop();
   ASSERT_TRUE(again.ok()) << again.error().message;
   ASSERT_EQ(again->dropped.size(), 1u);
+  EXPECT_EQ(again->dropped[0].tier, Tier::Held);
   EXPECT_EQ(again->dropped[0].messages, 5);
+  EXPECT_EQ(again->dropped[0].deliveries, 5);
+  EXPECT_FALSE(exists("messages_t0_" + month));
+  EXPECT_FALSE(exists("deliveries_t0_" + month));
+  EXPECT_EQ(held().months, 0);
+}
+
+TEST_F(RetentionTest,
+       AHeldMessageIsStillFirstInItsLaneAndStatementsWithKeysReadBeforeTheMoveFindIt) {
+  partitionsFrom(10, 0);
+  storeOld(7, 10, 3, 0);  // pending, 10 days old, in the 1w tier
+  ASSERT_TRUE(insert(message("new", {destA_})).ok());
+  auto before = queue(destA_);
+  ASSERT_EQ(before.size(), 4u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(before[i].message.tier, Tier::Week1);
+
+  auto r = drop();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->moved, 3);
+  EXPECT_FALSE(exists("messages_t7_" + compact(day(-10))));
+
+  // The queue still reads them first, from the held area.
+  auto after = queue(destA_);
+  ASSERT_EQ(after.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(after[i].message.id, before[i].message.id);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(after[i].message.tier, Tier::Held);
+  EXPECT_EQ(after[3].payload, "new");
+
+  // A loop that read them before the move flushes with the keys it read
+  // (tier 1w): the rows are found where they are now.
+  auto flushed = run<std::vector<int64_t>>([&](auto cb) {
+    store_->flushStatuses(destA_, {DeliveryOutcome{before[0].message, MessageStatus::Sent, {}, {}}},
+                          cb);
+  });
+  ASSERT_TRUE(flushed.ok()) << flushed.error().message;
+  EXPECT_EQ(*flushed, std::vector<int64_t>{before[0].message.id});
+  auto settled = run<int64_t>([&](auto cb) { store_->settle({before[0].message}, cb); });
+  ASSERT_TRUE(settled.ok()) << settled.error().message;
+  EXPECT_EQ(*settled, 1);
+  // The single destination's flush settles in the same statement.
+  auto one = run<std::vector<int64_t>>([&](auto cb) {
+    store_->flushStatuses(destA_,
+                          {DeliveryOutcome{before[1].message, MessageStatus::Filtered, {}, {}}}, cb,
+                          Store::Settle::InTheFlush);
+  });
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_EQ(*one, std::vector<int64_t>{before[1].message.id});
+  EXPECT_EQ(text("SELECT string_agg(status::text, ',' ORDER BY id) FROM messages WHERE tier = 0"),
+            "1,2,0");
+  // A resend with the old key finds it too.
+  auto resent = run<bool>([&](auto cb) { store_->resend(before[0].message, destA_, cb); });
+  ASSERT_TRUE(resent.ok()) << resent.error().message;
+  EXPECT_TRUE(*resent);
+  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE tier = 0 AND status = 0"), 2);
+  EXPECT_EQ(split(), 0);
+}
+
+TEST_F(RetentionTest, TheMoveNeverWaitsOnARowSomeoneHoldsAndNeverSplitsAMessageFromItsDeliveries) {
+  partitionsFrom(10, 0);
+  storeOld(7, 10, 4, 0);
+  auto ids = queue(destA_);
+  ASSERT_EQ(ids.size(), 4u);
+  // The held month made beforehand: making it would wait for the other
+  // session's lock on the parents, as making any partition does.
+  for (const char* t : {"messages", "deliveries"})
+    ASSERT_EQ(text("SELECT ductus_ensure_held_partition($1, $2::date, 2000)", {t, day(-10)}), "t");
+  // Someone holds the first message, and a delivery of the second.
+  Sql other(db_->conninfo());
+  ASSERT_TRUE(other("BEGIN").ok());
+  ASSERT_TRUE(
+      other("SELECT 1 FROM messages WHERE id = $1 FOR UPDATE", {std::to_string(ids[0].message.id)})
+          .ok());
+  ASSERT_TRUE(other("SELECT 1 FROM deliveries WHERE message_id = $1 FOR UPDATE",
+                    {std::to_string(ids[1].message.id)})
+                  .ok());
+  auto r = drop();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  // Waiting on either lock would have run into the lock_timeout and been
+  // reported as failed.
+  EXPECT_TRUE(r->failed.empty()) << r->failed.front();
+  EXPECT_EQ(r->moved, 2);
+  ASSERT_EQ(r->held.size(), 1u);  // kept for now
+  EXPECT_EQ(r->held[0].unfinished, 4);
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE tier = 7"), 2);
+  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE tier = 7"), 2);
+  EXPECT_EQ(split(), 0);
+  ASSERT_TRUE(other("COMMIT").ok());
+  // Next run: the rest, and the period goes.
+  auto again = drop();
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->moved, 2);
   EXPECT_TRUE(again->held.empty());
-  EXPECT_FALSE(exists("messages_t7_" + d39));
+  EXPECT_FALSE(exists("messages_t7_" + compact(day(-10))));
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE tier = 0"), 4);
+  EXPECT_EQ(split(), 0);
+}
+
+TEST_F(RetentionTest, QuarantinedMessagesAreHeldUnlessTheirInterfacePurgesThem) {
+  auto purging = run<int64_t>([&](auto cb) { store_->ensureInterface("purging", cb); });
+  ASSERT_TRUE(purging.ok());
+  auto purgingDest = run<int64_t>([&](auto cb) { store_->ensureDestination(*purging, "out", cb); });
+  ASSERT_TRUE(purgingDest.ok());
+  RetentionOptions o;
+  o.conninfo = db_->conninfo();
+  o.quarantinePurged = {*purging};
+  o.moveBatch = 2;  // several batches
+  retention_ = std::make_unique<Retention>(&loop_, o);
+  partitionsFrom(10, 0);
+  storeOld(7, 10, 5, 3);                             // quarantined, kept
+  storeOldFor(*purging, *purgingDest, 7, 10, 4, 3);  // quarantined, purged
+  storeOld(7, 10, 6, 1);                             // sent
+  auto r = drop();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->moved, 5);
+  ASSERT_EQ(r->dropped.size(), 1u);
+  EXPECT_EQ(r->dropped[0].messages, 10);  // the purged and the sent ones
+  EXPECT_EQ(
+      scalar("SELECT count(*) FROM messages WHERE interface_id = $1", {std::to_string(*purging)}),
+      0);
+  auto h = held();
+  EXPECT_EQ(h.quarantined, 5);
+  EXPECT_EQ(h.pending, 0);
+  EXPECT_EQ(h.deliveries, 5);
+  EXPECT_EQ(split(), 0);
 }
 
 TEST_F(RetentionTest, ADropNeverHoldsUpInsertsBehindALongQueryAndTheNextRunFinishesIt) {

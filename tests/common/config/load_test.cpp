@@ -33,6 +33,7 @@ TEST(LoadProject, AMinimalInterfaceGetsTheDocumentedDefaults) {
   EXPECT_EQ(i.durability, Durability::Strict);
   EXPECT_EQ(i.isolation, Isolation::Shared);
   EXPECT_EQ(i.retention, Retention::SevenWeeks);
+  EXPECT_EQ(i.quarantined, QuarantinedRetention::Keep);
   EXPECT_EQ(i.maxMessageBytes, 64ull << 20);
   EXPECT_EQ(i.partitionCount(), 1u);
   ASSERT_EQ(i.destinations.size(), 1u);
@@ -67,6 +68,7 @@ TEST(LoadProject, EveryDocumentedSettingIsReadIntoTheModel) {
           "isolation: dedicated\n"
           "workers: 2\n"
           "retention: 1w\n"
+          "quarantined: purge\n"
           "max_message_size: 512KB\n"
           "dedicated_pools: { patients: 2 }\n"
           "destinations:\n"
@@ -78,7 +80,8 @@ TEST(LoadProject, EveryDocumentedSettingIsReadIntoTheModel) {
           "    rate_limit: { messages: 10, per: 1m, over: drop }\n"
           "    save_output: true\n"
           "  b:\n"
-          "    http: { url: \"https://lab.example/in\", method: PUT, headers: { X-A: b }, timeout: 3s }\n");
+          "    http: { url: \"https://lab.example/in\", method: PUT, headers: { X-A: b }, timeout: "
+          "3s }\n");
   auto o = p.load();
   ASSERT_TRUE(o.project) << p.errors();
   const EngineConfig& e = o.project->engine;
@@ -99,6 +102,7 @@ TEST(LoadProject, EveryDocumentedSettingIsReadIntoTheModel) {
   EXPECT_EQ(i.isolation, Isolation::Dedicated);
   EXPECT_EQ(i.workers, 2u);
   EXPECT_EQ(i.retention, Retention::OneWeek);
+  EXPECT_EQ(i.quarantined, QuarantinedRetention::Purge);
   EXPECT_EQ(i.maxMessageBytes, 512u << 10);
   EXPECT_EQ(i.dedicatedPools.at("patients"), 2u);
   ASSERT_EQ(i.destinations.size(), 2u);
@@ -421,6 +425,15 @@ TEST(LoadProject, RetentionIsOneThreeOrSevenWeeksAndPartitionsAtLeastOne) {
   std::string e = p.errors();
   EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:5:12: retention: expected 1w | 3w | 7w, got `14d`"));
   EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:6:39: ordering.partitions: expected a whole number from 1 to 4096, got `0`"));
+}
+
+TEST(LoadProject, QuarantinedIsKeepOrPurge) {
+  ProjectDir p;
+  p.iface("adt", std::string(kMllpToFile) + "quarantined: forever\n");
+  EXPECT_THAT(
+      p.errors(),
+      HasSubstr(
+          "interfaces/adt/interface.yaml:5:14: quarantined: expected keep | purge, got `forever`"));
 }
 
 TEST(LoadProject, SizesPortsAndHostsAreChecked) {

@@ -1,0 +1,41 @@
+-- Upgrade: adds the held area (tier 0, a partition a month) where the unfinished messages of an expired period move, with all their deliveries, so that the period's partitions can drop
+-- Heavy: none
+
+-- Tier 0 is the held area. The CHECKs of migration 0001 allowed only the
+-- three retention tiers; LIST partitioning still refuses any tier without
+-- a partition, so nothing but 0, 7, 21 and 49 can be stored. Relaxing a
+-- CHECK takes nothing away from a binary from before this migration: it
+-- never writes tier 0, and it reads held rows as any other (they stay in
+-- the destination's queue index, in id order).
+ALTER TABLE messages DROP CONSTRAINT messages_tier_check;
+ALTER TABLE deliveries DROP CONSTRAINT deliveries_tier_check;
+
+CREATE TABLE messages_t0 PARTITION OF messages FOR VALUES IN (0) PARTITION BY RANGE (received_at);
+CREATE TABLE deliveries_t0 PARTITION OF deliveries FOR VALUES IN (0) PARTITION BY RANGE (received_at);
+
+-- Creates the held partition of one table for the calendar month (UTC) that
+-- holds `day`, named <parent>_t0_<YYYYMM01>, in the caller's transaction
+-- (one table per transaction, as ductus_ensure_partitions: holding messages
+-- and deliveries together deadlocked with settling). Waits at most wait_ms
+-- for the parent's lock. Answers whether it created the table.
+CREATE FUNCTION ductus_ensure_held_partition(parent text, day date, wait_ms integer)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  lo date := date_trunc('month', day)::date;
+  name text;
+BEGIN
+  IF parent NOT IN ('messages', 'deliveries') THEN
+    RAISE EXCEPTION 'ductus_ensure_held_partition: unknown table %', parent;
+  END IF;
+  name := format('%s_t0_%s', parent, to_char(lo, 'YYYYMMDD'));
+  IF to_regclass(name) IS NOT NULL THEN
+    RETURN false;
+  END IF;
+  PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
+  EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)',
+                 name, parent || '_t0',
+                 (lo::timestamp AT TIME ZONE 'UTC'),
+                 ((lo + interval '1 month')::date::timestamp AT TIME ZONE 'UTC'));
+  RETURN true;
+END $$;
