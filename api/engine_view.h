@@ -219,6 +219,40 @@ struct DrainInfo {
   bool drained = false;
 };
 
+// GET /retention (api/retention_routes.h): each interface's tiers, every
+// partition of the store, the held area and the job's last run. Tiers are
+// "1w" | "3w" | "7w" (a period of the held area: "held"); days are
+// YYYY-MM-DD (UTC).
+struct RetentionInterfaceInfo {
+  std::string interface;
+  std::string configured;  // what the project asks for
+  std::string applied;     // where its new messages go
+  // none | new | lengthened | waiting (a shorter tier waits for a confirmation)
+  std::string change = "none";
+  std::optional<std::string> requestedAt;  // waiting: since when (RFC 3339)
+  std::string quarantined = "keep";        // keep | purge
+};
+struct RetentionPeriodInfo {
+  std::string tier, from, to, dropsOn;
+  bool expired = false;
+  int64_t messages = 0, deliveries = 0, bytes = 0;  // rows: estimates
+  int64_t unfinished = 0;                           // counted for expired periods
+  bool detached = false;                            // an interrupted drop, finished by the next run
+};
+struct RetentionRunInfo {
+  std::string at;  // RFC 3339, when it ended
+  int64_t dropped = 0, moved = 0, dedupeKeysPurged = 0;
+  std::vector<std::string> kept;    // expired periods still there (rows in use)
+  std::vector<std::string> failed;  // "1w 2026-01-01: why"
+  bool busy = false;                // another engine's run had the database
+};
+struct RetentionInfo {
+  std::vector<RetentionInterfaceInfo> interfaces;
+  std::vector<RetentionPeriodInfo> periods;
+  std::optional<HeldInfo> held;
+  std::optional<RetentionRunInfo> lastRun;
+};
+
 // Error kinds of the actions below: NotFound (no such interface or
 // destination here: 404), Conflict (not in a state the action applies to:
 // 409), Code (the interface's code does not load: 422).
@@ -286,6 +320,16 @@ class EngineView {
   virtual Status stopDrain() { return Error{"no engine runs here", ErrorKind::Unavailable}; }
   virtual void drainStatus(std::function<void(Result<DrainInfo>)> done) {
     done(Error{"no engine runs here", ErrorKind::Unavailable});
+  }
+  // Retention as the engine runs it (a query of the catalog: answers later).
+  virtual void retention(std::function<void(Result<RetentionInfo>)> done) {
+    done(Error{"no engine runs here", ErrorKind::Unavailable});
+  }
+  // A shorter tier was confirmed (its row and audit row are written): the
+  // interface's new messages go to it from now on. NotFound: not run here.
+  virtual Status retentionConfirmed(const std::string& interface, const std::string& tier) {
+    (void)interface, (void)tier;
+    return Error{"no engine runs here", ErrorKind::Unavailable};
   }
 };
 

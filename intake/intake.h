@@ -77,6 +77,10 @@ class Intake {
   // Whether a message of this interface is still waiting for delivery.
   void hasPending(std::function<void(Result<bool>)> cb);
 
+  // Where new messages go from now on (a shorter retention confirmed while
+  // the engine runs).
+  void setTier(store::Tier tier) { spec_.tier = tier; }
+
   // A routed message's keys, read with this (the target) interface's spec.
   MessageKeys keysOf(std::string_view payload) const { return intake::keysOf(spec_.keys, payload); }
   void wake(int32_t lane) { wake_(lane); }

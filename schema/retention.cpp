@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <utility>
 
 namespace ductus::store {
 namespace {
@@ -42,7 +43,8 @@ ORDER BY tier, lo, kind DESC
 )";
 
 constexpr const char* kReadTiers = R"(
-SELECT interface_id, tier, requested_tier, requested_at::text
+SELECT interface_id, tier, requested_tier,
+       to_char(requested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 FROM interface_retention WHERE interface_id = ANY($1::int8[])
 )";
 
@@ -57,7 +59,7 @@ SET tier = EXCLUDED.tier,
                         WHEN r.requested_tier = EXCLUDED.requested_tier THEN r.requested_at
                         ELSE now() END,
     updated_at = now()
-RETURNING interface_id, requested_at::text
+RETURNING interface_id, to_char(requested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 )";
 
 // Only ever shortens: a longer tier applies at a start without asking.
@@ -94,7 +96,9 @@ WHERE d.interface_id = doomed.interface_id AND d.key = doomed.key
 // with every one of its deliveries (one of them locked by someone else: the
 // message waits for the next batch or run). The updates go through the
 // parents, so PostgreSQL moves each row to the held partition of its
-// received_at. $1 the interfaces whose quarantined messages are not kept,
+// received_at. A message quarantined at intake has no delivery to resend
+// or dismiss: nothing could ever take it out of the held area, so it goes
+// with its period. $1 the interfaces whose quarantined messages are not kept,
 // $2 the batch, $3 the tier, $4..$5 the period, $6 the last id of the batch
 // before. Answers the messages moved, the messages looked at, and the last
 // id looked at.
@@ -102,7 +106,9 @@ constexpr const char* kMoveBatch = R"(
 WITH m AS (
   SELECT m.id FROM {M} m
   WHERE m.id > $6::int8
-    AND (m.status = 0 OR (m.status = 3 AND m.interface_id <> ALL ($1::int8[]))
+    AND (m.status = 0
+         OR (m.status = 3 AND m.interface_id <> ALL ($1::int8[])
+             AND EXISTS (SELECT 1 FROM {D} x WHERE x.message_id = m.id AND x.status = 3))
          OR EXISTS (SELECT 1 FROM {D} x WHERE x.message_id = m.id AND x.status = 0))
   ORDER BY m.id
   LIMIT $2::int8
@@ -130,9 +136,15 @@ SELECT (SELECT count(*) FROM moved_m), (SELECT count(*) FROM m),
        coalesce((SELECT max(id) FROM m), $6::int8)
 )";
 
-// Deliveries left in the period after their message moved (a reconcile that
-// read the message before the move and inserted after it): they follow it.
-// $1 the tier, $2..$3 the period.
+// Deliveries left in the period after their message moved (a reconcile of
+// an engine from before the held area, which doesn't lock the message):
+// they follow it. One the held area already has a twin of (the queue reads
+// only the one beside its message) goes. $1 the tier, $2..$3 the period.
+constexpr const char* kDropStrayTwins = R"(
+DELETE FROM {D} d
+WHERE EXISTS (SELECT 1 FROM deliveries_t0 t
+              WHERE t.message_id = d.message_id AND t.destination_id = d.destination_id)
+)";
 constexpr const char* kMoveStrays = R"(
 WITH d AS (
   SELECT d.message_id, d.destination_id FROM {D} d
@@ -202,6 +214,25 @@ const char* tierName(Tier t) {
   return "?";
 }
 
+std::optional<Tier> tierNamed(std::string_view name) {
+  for (Tier t : {Tier::Week1, Tier::Week3, Tier::Week7})
+    if (name == tierName(t)) return t;
+  return std::nullopt;
+}
+
+SqlStatement confirmTierStatement(const std::string& interface, Tier tier) {
+  // As kConfirm, by the interface's name.
+  return {R"(
+INSERT INTO interface_retention AS r (interface_id, tier)
+SELECT id, $2::int2 FROM interfaces WHERE name = $1
+ON CONFLICT (interface_id) DO UPDATE
+SET tier = EXCLUDED.tier, requested_tier = NULL, requested_at = NULL, updated_at = now()
+WHERE r.tier > EXCLUDED.tier
+RETURNING interface_id
+)",
+          {interface, num(static_cast<int16_t>(tier))}};
+}
+
 std::string describeBytes(int64_t b) {
   const char* units[] = {"bytes", "kB", "MB", "GB", "TB"};
   double v = static_cast<double>(b);
@@ -244,21 +275,31 @@ Retention::Retention(uv_loop_t* loop, RetentionOptions options)
 
 Retention::~Retention() { *alive_ = false; }
 
+// Callers that come while the connection is being made wait for it: a
+// second connection made meanwhile would replace the first, and whoever
+// waited on that one would never hear back.
 void Retention::withConnection(std::function<void(Result<PgConnection*>)> cb) {
   if (conn_ && conn_->connected()) return cb(conn_.get());
+  waiting_.push_back(std::move(cb));
+  if (waiting_.size() > 1) return;
   conn_ = std::make_unique<PgConnection>(loop_);
   auto alive = alive_;
-  conn_->connect(options_.conninfo, [this, alive, cb](Status s) {
+  auto answer = [this, alive](Result<PgConnection*> r) {
     if (!*alive) return;
-    if (!s) return cb(s.error());
+    auto waiting = std::exchange(waiting_, {});
+    for (auto& w : waiting) w(r);
+  };
+  conn_->connect(options_.conninfo, [this, alive, answer](Status s) {
+    if (!*alive) return;
+    if (!s) return answer(s.error());
     // Session settings: every DDL of this connection gives up on a lock
     // after lock_timeout rather than queue inserts behind it.
     std::string set = "SET lock_timeout = '" + num(options_.lockTimeout.count()) +
                       "ms'; SET statement_timeout = 0; SET application_name = 'ductus retention'";
-    conn_->script(set, [this, alive, cb](Result<PgResult> r) {
+    conn_->script(set, [this, alive, answer](Result<PgResult> r) {
       if (!*alive) return;
-      if (!r) return cb(r.error());
-      cb(conn_.get());
+      if (!r) return answer(r.error());
+      answer(conn_.get());
     });
   });
 }
@@ -432,20 +473,25 @@ void Retention::listPeriods(Callback<std::vector<std::shared_ptr<Period>>> cb) {
 // The messages a period (or a held month) still has someone waiting for:
 // pending ones and their deliveries (through the partial indexes
 // messages_pending and deliveries_queue: what is pending, not the period's
-// size), and quarantined messages that are kept (a scan of the partition:
-// a quarantine at intake has no delivery to find it by; once a run, and
-// only for expired periods).
-std::string Retention::unfinishedMessages(const std::string& table) const {
+// size), and quarantined messages that are kept (a scan of the partition,
+// once a run and only for expired periods), but not those quarantined at
+// intake: with no delivery, nothing can resend or dismiss them.
+std::string Retention::unfinishedMessages(const std::string& messages,
+                                          const std::string& deliveries) const {
   std::vector<std::string> ids;
   for (int64_t id : options_.quarantinePurged) ids.push_back(num(id));
-  return "(SELECT count(*) FROM " + quoted(table) +
-         " WHERE status = 0 OR (status = 3 AND interface_id <> ALL ('" + arrayText(ids) +
-         "'::int8[])))";
+  return "(SELECT count(*) FROM " + quoted(messages) +
+         " m WHERE status = 0 OR (status = 3 AND interface_id <> ALL ('" + arrayText(ids) +
+         "'::int8[]) AND EXISTS (SELECT 1 FROM " + quoted(deliveries) +
+         " x WHERE x.message_id = m.id AND x.status = 3)))";
 }
 
 void Retention::countUnfinished(std::shared_ptr<Period> p, Callback<int64_t> cb) {
   std::string sql = "SELECT 0::int8";
-  if (p->messages) sql += " + " + unfinishedMessages(p->messages->name);
+  if (p->messages && p->deliveries)
+    sql += " + " + unfinishedMessages(p->messages->name, p->deliveries->name);
+  else if (p->messages)
+    sql += " + (SELECT count(*) FROM " + quoted(p->messages->name) + " WHERE status = 0)";
   if (p->deliveries)
     sql += " + (SELECT count(*) FROM " + quoted(p->deliveries->name) + " WHERE status = 0)";
   auto alive = alive_;
@@ -620,7 +666,19 @@ void Retention::dropSteps(std::shared_ptr<Period> p, Done done) {
     if (!*alive) return;
     if (!n) return done(n.error());
     p->info.unfinished = *n;
-    if (*n > 0) return done({});
+    // An interrupted drop left a table detached that still holds rows
+    // someone waits for (a resend, then a crash): back where it was, or
+    // the queues would never see them.
+    if (*n > 0 && !p->info.detached) return done({});
+    if (*n > 0)
+      return detachEach(
+          p, 0,
+          [this, alive, p, done](Status s) {
+            if (!*alive) return;
+            if (!s) return done(s);
+            reattachEach(p, 0, done);
+          },
+          /*onlyInterrupted=*/true);
     // Exact rows for the log line; the tables are about to go, and reading
     // them takes no lock that anything else waits for.
     std::string count = "SELECT ";
@@ -657,21 +715,22 @@ void Retention::dropSteps(std::shared_ptr<Period> p, Done done) {
   });
 }
 
-void Retention::detachEach(std::shared_ptr<Period> p, size_t i, Done done) {
+void Retention::detachEach(std::shared_ptr<Period> p, size_t i, Done done, bool onlyInterrupted) {
   auto tables = p->tables();
   if (i == tables.size()) return done({});
   Table* t = tables[i];
-  if (!t->attached && !t->detaching) return detachEach(p, i + 1, done);
+  if ((!t->attached && !t->detaching) || (onlyInterrupted && !t->detaching))
+    return detachEach(p, i + 1, done, onlyInterrupted);
   std::string sql = "ALTER TABLE " + quoted(t->parent) + " DETACH PARTITION " + quoted(t->name) +
                     (t->detaching ? " FINALIZE" : " CONCURRENTLY");
   auto alive = alive_;
-  exec(sql, [this, alive, p, i, done](Result<PgResult> r) {
+  exec(sql, [this, alive, p, i, done, onlyInterrupted](Result<PgResult> r) {
     if (!*alive) return;
     if (!r) return done(r.error());
     Table* t = p->tables()[i];
     t->attached = false;
     t->detaching = false;
-    detachEach(p, i + 1, done);
+    detachEach(p, i + 1, done, onlyInterrupted);
   });
 }
 
@@ -770,19 +829,25 @@ void Retention::moveBatches(std::shared_ptr<Period> p, std::shared_ptr<int64_t> 
 }
 
 void Retention::moveStrays(std::shared_ptr<Period> p, Done done) {
-  std::string sql = replaced(kMoveStrays, "{D}", quoted(p->deliveries->name));
+  std::string table = quoted(p->deliveries->name);
+  std::string sql = replaced(kMoveStrays, "{D}", table);
   std::vector<Param> params{num(static_cast<int16_t>(p->info.tier)), p->info.from + " 00:00:00+00",
                             p->info.to + " 00:00:00+00"};
   auto alive = alive_;
-  withConnection([alive, sql, params, done](Result<PgConnection*> c) {
-    if (!*alive) return;
-    if (!c) return done(c.error());
-    (*c)->query(sql, params, [alive, done](Result<PgResult> r) {
-      if (!*alive) return;
-      if (!r) return done(r.error());
-      done({});
-    });
-  });
+  exec(replaced(kDropStrayTwins, "{D}", table),
+       [this, alive, sql, params, done](Result<PgResult> r) {
+         if (!*alive) return;
+         if (!r) return done(r.error());
+         withConnection([alive, sql, params, done](Result<PgConnection*> c) {
+           if (!*alive) return;
+           if (!c) return done(c.error());
+           (*c)->query(sql, params, [alive, done](Result<PgResult> r) {
+             if (!*alive) return;
+             if (!r) return done(r.error());
+             done({});
+           });
+         });
+       });
 }
 
 void Retention::countHeld(Callback<HeldCounts> cb) {

@@ -44,6 +44,7 @@
 #include "common/result.h"
 #include "common/uv_handle.h"
 #include "schema/pg_connection.h"
+#include "schema/pg_transaction.h"
 #include "schema/store_types.h"
 
 namespace ductus::store {
@@ -132,8 +133,15 @@ struct DedupeWindow {
   int64_t seconds = 0;
 };
 
-// "1w" / "3w" / "7w".
+// "1w" / "3w" / "7w" ("held" for the held area).
 const char* tierName(Tier t);
+// The tier so named ("1w", "3w", "7w"), or none.
+std::optional<Tier> tierNamed(std::string_view name);
+
+// A confirmation's row (POST /retention/confirm), for the transaction of
+// its audit row: the interface's tier, when `tier` is shorter than the
+// applied one. Answers the interface's id; no row: nothing to confirm.
+SqlStatement confirmTierStatement(const std::string& interface, Tier tier);
 // "12.3 MB".
 std::string describeBytes(int64_t bytes);
 
@@ -182,7 +190,7 @@ class Retention {
              Callback<std::vector<TierState>> cb);
   void listPeriods(Callback<std::vector<std::shared_ptr<Period>>> cb);
   void countUnfinished(std::shared_ptr<Period> p, Callback<int64_t> cb);
-  std::string unfinishedMessages(const std::string& table) const;
+  std::string unfinishedMessages(const std::string& messages, const std::string& deliveries) const;
   void holdPeriod(std::shared_ptr<Period> p, Done done);
   void ensureHeld(std::shared_ptr<Period> p, size_t i, Done done);
   void moveBatches(std::shared_ptr<Period> p, std::shared_ptr<int64_t> afterId, Done done);
@@ -194,7 +202,8 @@ class Retention {
   void refreshThenDrop(std::shared_ptr<Period> p, int attempt, std::shared_ptr<DropReport> report,
                        Done done);
   void dropSteps(std::shared_ptr<Period> p, Done done);
-  void detachEach(std::shared_ptr<Period> p, size_t i, Done done);
+  // onlyInterrupted: FINALIZE the detaches an interrupted drop left, nothing else.
+  void detachEach(std::shared_ptr<Period> p, size_t i, Done done, bool onlyInterrupted = false);
   void reattachEach(std::shared_ptr<Period> p, size_t i, Done done);
   void exec(std::string sql, Callback<PgResult> cb);
   void purgeBatches(std::string sql, std::vector<Param> params, int64_t sofar,
@@ -204,6 +213,7 @@ class Retention {
   uv_loop_t* loop_;
   RetentionOptions options_;
   std::unique_ptr<PgConnection> conn_;
+  std::vector<std::function<void(Result<PgConnection*>)>> waiting_;  // for conn_ to connect
   UvHandle<uv_timer_t> timer_;  // a drop's pause before trying again
   std::function<void()> onTimer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

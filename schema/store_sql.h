@@ -427,7 +427,12 @@ FOR UPDATE
 // store's statement_timeout, and the engine could never start. Each page
 // leaves what it did out of the next (NOT EXISTS, status = 0).
 //
-// Reconcile 1: pending messages lacking a delivery to a destination.
+// Reconcile 1: pending messages lacking a delivery to a destination. The
+// messages are locked (FOR KEY SHARE) while their deliveries are added:
+// retention's move to the held area skips a locked message, and a message
+// it moved meanwhile fails this statement with 40001 (run again, it reads
+// the message where it is now), so a delivery is never inserted beside a
+// message that has left its partition.
 constexpr const char* kReconcileMissing = R"(
 INSERT INTO deliveries (message_id, destination_id, tier, received_at, partition_key)
 SELECT m.id, dest, m.tier, m.received_at, m.partition_key
@@ -438,6 +443,7 @@ WHERE m.interface_id = $1 AND m.status = 0
                     AND d.tier = m.tier AND d.received_at = m.received_at)
 ORDER BY m.id
 LIMIT $3
+FOR KEY SHARE OF m
 ON CONFLICT DO NOTHING
 )";
 

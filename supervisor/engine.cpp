@@ -441,6 +441,23 @@ void Engine::startRetention(std::function<void(Status)> next) {
   });
 }
 
+Status Engine::retentionConfirmed(const std::string& interface, const std::string& tier) {
+  auto t = store::tierNamed(tier);
+  if (!t) return Error{"no retention tier " + tier, ErrorKind::Invalid};
+  for (auto& f : ifaces_) {
+    if (f->cfg->name != interface || !f->intake) continue;
+    f->tier = *t;
+    f->intake->setTier(*t);
+    if (retention_) retention_->confirmed(f->id, *t);
+    spdlog::info(
+        "retention of {} is now {} (confirmed): its new messages are kept {} days; "
+        "those stored before keep the tier they were stored in",
+        interface, tier, static_cast<int>(*t));
+    return {};
+  }
+  return Error{"this engine runs no queued interface " + interface, ErrorKind::NotFound};
+}
+
 void Engine::reconcile(std::function<void(Status)> next) {
   // Nothing reads or changes an interface's queue before it is claimed.
   if (!std::exchange(claimsAsked_, true))
@@ -956,6 +973,14 @@ Status Engine::openApi() {
       answer(r ? std::optional(std::move(*r)) : std::nullopt);
     });
   });
+  view_->setRetention(
+      [this](std::function<void(Result<api::RetentionInfo>)> done) {
+        if (!retention_) return done(Error{"retention is not running", ErrorKind::Unavailable});
+        retention_->describe(std::move(done));
+      },
+      [this](const std::string& interface, const std::string& tier) -> Status {
+        return retentionConfirmed(interface, tier);
+      });
   view_->setEngineExtra([this, o = ownership_.get()](api::EngineInfo& e) {
     if (o) o->describe(e);
     for (const auto& [name, g] : guards_) {

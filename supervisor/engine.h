@@ -178,6 +178,9 @@ class Engine {
   void migrate(std::function<void(Status)> next);
   // Ids for every queued interface and destination.
   void registerAll(std::function<void(Status)> next);
+  // A shorter tier confirmed through the API (its row is written): the
+  // interface's intake stores into it from now on.
+  Status retentionConfirmed(const std::string& interface, const std::string& tier);
   void reconcile(std::function<void(Status)> next);
   // Starts the workers; `next` hears once every interface's code loaded,
   // or every load error.

@@ -81,6 +81,22 @@ class EngineViewAdapter : public api::EngineView {
   Status startDrain(bool stopWhenDrained) override;
   Status stopDrain() override;
   void drainStatus(std::function<void(Result<api::DrainInfo>)> done) override;
+  // Retention's view and a confirmed tier (supervisor/retention_job.h);
+  // unset: answered unavailable.
+  using RetentionRead = std::function<void(std::function<void(Result<api::RetentionInfo>)>)>;
+  using RetentionConfirmed = std::function<Status(const std::string&, const std::string&)>;
+  void setRetention(RetentionRead read, RetentionConfirmed confirmed) {
+    retentionRead_ = std::move(read);
+    retentionConfirmed_ = std::move(confirmed);
+  }
+  void retention(std::function<void(Result<api::RetentionInfo>)> done) override {
+    if (!retentionRead_) return done(Error{"retention is not running", ErrorKind::Unavailable});
+    retentionRead_(std::move(done));
+  }
+  Status retentionConfirmed(const std::string& interface, const std::string& tier) override {
+    if (!retentionConfirmed_) return Error{"retention is not running", ErrorKind::Unavailable};
+    return retentionConfirmed_(interface, tier);
+  }
   // Adds what the adapter does not hold to engine() (the ownership: engine
   // id, the other live engines).
   void setEngineExtra(std::function<void(api::EngineInfo&)> fill) { engineExtra_ = std::move(fill); }
@@ -98,6 +114,8 @@ class EngineViewAdapter : public api::EngineView {
   std::function<void(const std::string&)> wake_;
   std::function<void(api::EngineInfo&)> engineExtra_;
   EngineActions* actions_ = nullptr;
+  RetentionRead retentionRead_;
+  RetentionConfirmed retentionConfirmed_;
   Health health_;
   Hotspots hotspots_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

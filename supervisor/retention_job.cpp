@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/time_text.h"
+
 namespace ductus::supervisor {
 namespace {
 
@@ -46,17 +48,53 @@ std::vector<RetentionLine> describeRun(const RetentionRun& run) {
   return out;
 }
 
+namespace {
+
+store::RetentionOptions withInterfaces(store::RetentionOptions options, std::string conninfo,
+                                       const std::vector<RetentionInterface>& interfaces) {
+  options.conninfo = std::move(conninfo);
+  for (auto& i : interfaces)
+    if (i.purgeQuarantined) options.quarantinePurged.push_back(i.id);
+  return options;
+}
+
+const char* changeName(store::TierState::Change c) {
+  using Change = store::TierState::Change;
+  switch (c) {
+    case Change::None:
+      return "none";
+    case Change::New:
+      return "new";
+    case Change::Lengthened:
+      return "lengthened";
+    case Change::Waiting:
+      return "waiting";
+  }
+  return "none";
+}
+
+api::RetentionRunInfo runInfo(const RetentionRun& run) {
+  api::RetentionRunInfo i;
+  i.at = rfc3339(std::chrono::system_clock::now());
+  i.busy = run.drops.busy;
+  i.dropped = static_cast<int64_t>(run.drops.dropped.size());
+  i.moved = run.drops.moved;
+  i.dedupeKeysPurged = run.dedupeKeysPurged;
+  for (auto& p : run.drops.held)
+    i.kept.push_back(std::string(store::tierName(p.tier)) + " " + p.from);
+  i.failed = run.drops.failed;
+  return i;
+}
+
+}  // namespace
+
 RetentionJob::RetentionJob(uv_loop_t* loop, std::string conninfo,
                            std::vector<RetentionInterface> interfaces,
                            store::RetentionOptions options)
     : loop_(loop),
       interfaces_(std::move(interfaces)),
-      retention_(loop, [&] {
-        options.conninfo = std::move(conninfo);
-        for (auto& i : interfaces_)
-          if (i.purgeQuarantined) options.quarantinePurged.push_back(i.id);
-        return options;
-      }()) {}
+      retention_(loop, withInterfaces(options, conninfo, interfaces_)),
+      reader_(loop, withInterfaces(options, conninfo, interfaces_)) {}
 
 RetentionJob::~RetentionJob() { *alive_ = false; }
 
@@ -115,6 +153,7 @@ void RetentionJob::runOnce(std::function<void(Result<RetentionRun>)> cb, bool lo
   auto done = [this, alive, cb, log](Result<RetentionRun> r) {
     if (!*alive) return;
     running_ = false;
+    if (r) lastRun_ = runInfo(*r);
     if (r && log)
       for (auto& l : describeRun(*r)) {
         if (l.warning) spdlog::warn("{}", l.text);
@@ -166,6 +205,48 @@ void RetentionJob::dedupe(std::shared_ptr<RetentionRun> run,
           held_ = *h;
           run->held = *h;
           cb(std::move(*run));
+        });
+      });
+}
+
+void RetentionJob::confirmed(int64_t interfaceId, store::Tier tier) {
+  applied_[interfaceId] = tier;
+}
+
+// The tiers as the database has them now (a confirmation from the command
+// line or another engine shows at once), then the partitions.
+void RetentionJob::describe(std::function<void(Result<api::RetentionInfo>)> cb) {
+  std::vector<store::InterfaceTier> list;
+  for (auto& i : interfaces_) list.push_back({i.id, i.name, i.configured});
+  auto alive = alive_;
+  reader_.readTiers(
+      std::move(list), [this, alive, cb](Result<std::vector<store::TierState>> tiers) {
+        if (!*alive) return;
+        if (!tiers) return cb(tiers.error());
+        api::RetentionInfo out;
+        for (auto& t : *tiers) {
+          api::RetentionInterfaceInfo f;
+          f.interface = t.name;
+          f.configured = store::tierName(t.configured);
+          f.applied = store::tierName(t.applied);
+          f.change = changeName(t.change);
+          f.requestedAt = t.requestedAt;
+          for (auto& i : interfaces_)
+            if (i.id == t.interfaceId) f.quarantined = i.purgeQuarantined ? "purge" : "keep";
+          out.interfaces.push_back(std::move(f));
+        }
+        reader_.plan([this, alive, out = std::move(out),
+                      cb](Result<store::RetentionPlan> plan) mutable {
+          if (!*alive) return;
+          if (!plan) return cb(plan.error());
+          for (auto& p : plan->periods)
+            out.periods.push_back({store::tierName(p.tier), p.from, p.to, p.dropsOn, p.expired,
+                                   p.messages, p.deliveries, p.bytes, p.unfinished, p.detached});
+          if (held_)
+            out.held = api::HeldInfo{held_->pending,    held_->quarantined, held_->finished,
+                                     held_->deliveries, held_->bytes,       movedTotal_};
+          out.lastRun = lastRun_;
+          cb(std::move(out));
         });
       });
 }

@@ -3,9 +3,10 @@
 // for `ductus retention confirm`); then, 5 s after the start and every hour,
 // one run moves the unfinished messages of expired periods to the held
 // area, drops the periods and the held months nothing keeps, purges the
-// dedupe keys past their window and counts the held area. Everything is async libpq on one
-// connection of its own; a run never blocks the loop and never holds a lock intake waits for.
-// `ductus retention run` runs the same job once.
+// dedupe keys past their window and counts the held area. Everything is
+// async libpq on a connection of its own (and another for GET /retention's
+// reads); a run never blocks the loop and never holds a lock intake waits
+// for. `ductus retention run` runs the same job once.
 #pragma once
 
 #include <uv.h>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "api/engine_view.h"
 #include "common/result.h"
 #include "common/uv_handle.h"
 #include "schema/retention.h"
@@ -70,6 +72,13 @@ class RetentionJob {
   void runOnce(std::function<void(Result<RetentionRun>)> cb, bool log = true);
   void stop();
   bool running() const { return running_; }
+  // Each interface's tiers, every partition, the held area and the last
+  // run, for GET /retention: read on a connection of its own, beside a
+  // run.
+  void describe(std::function<void(Result<api::RetentionInfo>)> cb);
+  // A shorter tier confirmed through the API: its dedupe window follows
+  // (the engine changes its intake).
+  void confirmed(int64_t interfaceId, store::Tier tier);
   // The held area as the last run counted it (none before the first).
   const std::optional<store::HeldCounts>& held() const { return held_; }
   // Messages moved to the held area by this job's runs.
@@ -84,6 +93,8 @@ class RetentionJob {
   std::vector<RetentionInterface> interfaces_;
   store::Retention retention_;
   std::map<int64_t, store::Tier> applied_;  // once known
+  std::optional<api::RetentionRunInfo> lastRun_;
+  store::Retention reader_;  // describe()'s connection
   std::optional<store::HeldCounts> held_;
   int64_t movedTotal_ = 0;
   UvHandle<uv_timer_t> timer_;

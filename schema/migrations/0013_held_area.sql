@@ -1,6 +1,11 @@
 -- Upgrade: adds the held area (tier 0, a partition a month) where the unfinished messages of an expired period move, with all their deliveries, so that the period's partitions can drop
 -- Heavy: none
 
+-- Catalog changes only, but each needs its table's strongest lock: rather
+-- than queue every insert behind a long report, give up (the start fails,
+-- saying so, and is tried again).
+SET LOCAL lock_timeout = '10s';
+
 -- Tier 0 is the held area. The CHECKs of migration 0001 allowed only the
 -- three retention tiers; LIST partitioning still refuses any tier without
 -- a partition, so nothing but 0, 7, 21 and 49 can be stored. Relaxing a

@@ -23,23 +23,8 @@ class AlertRoutesTest : public AuthFixture {
   void SetUp() override {
     AuthFixture::SetUp();
     if (HasFatalFailure()) return;
-    loop_.run([&] { server_->close([] {}); });
-    Status started;
-    loop_.run([&] {
-      server_.reset();
-      auto routes = authRoutes(deps_.get());
-      for (auto& r : alertRoutes(deps_.get())) routes.push_back(std::move(r));
-      ApiServerOptions o;
-      o.port = 0;
-      auto s = ApiServer::start(loop_.loop(), o, std::move(routes), authenticator_.get());
-      if (!s) {
-        started = s.error();
-        return;
-      }
-      server_ = std::move(*s);
-      port_ = server_->port();
-    });
-    ASSERT_TRUE(started.ok()) << started.error().message;
+    serveWith([&] { return alertRoutes(deps_.get()); });
+    if (HasFatalFailure()) return;
     ops_ = makeToken("ops", Role::Operator, kNoPermission).token;
     viewer_ = makeToken("watcher", Role::Viewer, kNoPermission).token;
     firing_ = db_.value(

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -48,15 +49,30 @@ class AuthFixture : public ::testing::Test {
       });
     });
     ASSERT_TRUE(migrated.ok()) << migrated.error().message;
-    Status started;
     loop_.run([&] {
       hasher_ = std::make_unique<PasswordHasher>(loop_.loop());
       audit_ = std::make_unique<AuditLog>(*pool_, clock_);
       authenticator_ = std::make_unique<StoreAuthenticator>(*pool_, clock_);
       deps_ = std::make_unique<AuthDeps>(AuthDeps{*pool_, *hasher_, *audit_, clock_, {},
                                                   !isLoopbackHost("127.0.0.1")});
+    });
+    serve([&] { return auditRoutes(deps_.get()); });
+  }
+
+  // Serves the auth routes and `make`'s (made on the loop, with this
+  // fixture's deps) instead of the fixture's own server (the audit
+  // routes), with the same authenticator and audit log.
+  void serveWith(std::function<std::vector<Route>()> make) {
+    loop_.run([&] { server_->close([] {}); });
+    serve(std::move(make));
+  }
+
+  void serve(std::function<std::vector<Route>()> make) {
+    Status started;
+    loop_.run([&] {
+      server_.reset();
       auto routes = authRoutes(deps_.get());
-      for (auto& r : auditRoutes(deps_.get())) routes.push_back(std::move(r));
+      for (auto& r : make()) routes.push_back(std::move(r));
       ApiServerOptions o;
       o.port = 0;
       auto s = ApiServer::start(loop_.loop(), o, std::move(routes), authenticator_.get());

@@ -112,25 +112,8 @@ class EngineActionsTest : public AuthFixture {
   void SetUp() override {
     AuthFixture::SetUp();
     if (HasFatalFailure()) return;
-    // The fixture's server serves auth and audit only: this one serves the
-    // actions, with the same authenticator and audit log.
-    loop_.run([&] { server_->close([] {}); });
-    Status started;
-    loop_.run([&] {
-      server_.reset();
-      auto routes = authRoutes(deps_.get());
-      for (auto& r : engineActionRoutes(deps_.get(), &engine_)) routes.push_back(std::move(r));
-      ApiServerOptions o;
-      o.port = 0;
-      auto s = ApiServer::start(loop_.loop(), o, std::move(routes), authenticator_.get());
-      if (!s) {
-        started = s.error();
-        return;
-      }
-      server_ = std::move(*s);
-      port_ = server_->port();
-    });
-    ASSERT_TRUE(started.ok()) << started.error().message;
+    serveWith([&] { return engineActionRoutes(deps_.get(), &engine_); });
+    if (HasFatalFailure()) return;
     db_.value("INSERT INTO interfaces (name) VALUES ('adt')");
     db_.value(
         "INSERT INTO destinations (interface_id, name) SELECT i.id, d FROM interfaces i, "

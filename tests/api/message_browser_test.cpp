@@ -107,23 +107,8 @@ class MessageBrowserTest : public AuthFixture {
   void SetUp() override {
     AuthFixture::SetUp();
     if (HasFatalFailure()) return;
-    loop_.run([&] { server_->close([] {}); });
-    Status started;
-    loop_.run([&] {
-      server_.reset();
-      auto routes = authRoutes(deps_.get());
-      for (auto& r : messageBrowserRoutes(deps_.get(), &engine_)) routes.push_back(std::move(r));
-      ApiServerOptions o;
-      o.port = 0;
-      auto s = ApiServer::start(loop_.loop(), o, std::move(routes), authenticator_.get());
-      if (!s) {
-        started = s.error();
-        return;
-      }
-      server_ = std::move(*s);
-      port_ = server_->port();
-    });
-    ASSERT_TRUE(started.ok()) << started.error().message;
+    serveWith([&] { return messageBrowserRoutes(deps_.get(), &engine_); });
+    if (HasFatalFailure()) return;
     // From yesterday: the time filter's test moves messages an hour back.
     for (const char* table : {"messages", "deliveries"})
       db_.value(std::string("SELECT created FROM ductus_ensure_partitions('") + table +

@@ -57,25 +57,8 @@ class MessageRoutesTest : public AuthFixture {
   void SetUp() override {
     AuthFixture::SetUp();
     if (HasFatalFailure()) return;
-    // The fixture's server serves auth and audit only: this one adds the
-    // message routes, with the same authenticator and audit log.
-    loop_.run([&] { server_->close([] {}); });
-    Status started;
-    loop_.run([&] {
-      server_.reset();
-      auto routes = authRoutes(deps_.get());
-      for (auto& r : messageRoutes(deps_.get(), &engine_)) routes.push_back(std::move(r));
-      ApiServerOptions o;
-      o.port = 0;
-      auto s = ApiServer::start(loop_.loop(), o, std::move(routes), authenticator_.get());
-      if (!s) {
-        started = s.error();
-        return;
-      }
-      server_ = std::move(*s);
-      port_ = server_->port();
-    });
-    ASSERT_TRUE(started.ok()) << started.error().message;
+    serveWith([&] { return messageRoutes(deps_.get(), &engine_); });
+    if (HasFatalFailure()) return;
     for (const char* table : {"messages", "deliveries"})
       db_.value(std::string("SELECT created FROM ductus_ensure_partitions('") + table +
                 "', 7::int2, NULL, 1, 5000)");

@@ -184,6 +184,10 @@ TEST(EngineRetention,
   EXPECT_NE(metrics.find("ductus_held_messages{status=\"pending\"} 1"), std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("ductus_retention_moved_total 1"), std::string::npos) << metrics;
+  auto retention = api.get("/api/v1/retention");
+  EXPECT_EQ(retention["held"]["pending"], 1) << retention.dump();
+  EXPECT_EQ(retention["lastRun"]["moved"], 1) << retention.dump();
+  EXPECT_EQ(retention["interfaces"][0]["applied"], "1w") << retention.dump();
   auto listed = ductus({"retention", project.root().string()}, db.url());
   EXPECT_TRUE(exitedWith(listed.exitStatus, 0)) << listed.out;
   EXPECT_NE(listed.out.find("Held area"), std::string::npos) << listed.out;

@@ -210,6 +210,30 @@ TEST_F(RetentionTest, TheMoveNeverWaitsOnARowSomeoneHoldsAndNeverSplitsAMessageF
   EXPECT_EQ(split(), 0);
 }
 
+TEST_F(RetentionTest, AnInterruptedDropLeftWithUnfinishedRowsIsAttachedAgain) {
+  partitionsFrom(10, 0);
+  storeOld(7, 10, 2, 0);
+  const std::string d10 = compact(day(-10));
+  // A drop detached both tables, a resend made rows pending, then the
+  // engine died: the queue no longer sees them.
+  for (const char* t : {"deliveries", "messages"})
+    ASSERT_TRUE(
+        (*sql_)(std::string("ALTER TABLE ") + t + "_t7 DETACH PARTITION " + t + "_t7_" + d10).ok());
+  EXPECT_TRUE(queue(destA_).empty());
+  auto r = drop();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->failed.empty()) << r->failed.front();
+  // Back where they were, then moved on as any unfinished rows.
+  EXPECT_EQ(queue(destA_).size(), 2u);
+  EXPECT_EQ(text("SELECT relispartition FROM pg_class WHERE relname = 'messages_t7_" + d10 + "'"),
+            "t");
+  auto again = drop();
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->moved, 2);
+  EXPECT_FALSE(exists("messages_t7_" + d10));
+  EXPECT_EQ(queue(destA_).size(), 2u);
+}
+
 TEST_F(RetentionTest, QuarantinedMessagesAreHeldUnlessTheirInterfacePurgesThem) {
   auto purging = run<int64_t>([&](auto cb) { store_->ensureInterface("purging", cb); });
   ASSERT_TRUE(purging.ok());
@@ -224,11 +248,17 @@ TEST_F(RetentionTest, QuarantinedMessagesAreHeldUnlessTheirInterfacePurgesThem) 
   storeOld(7, 10, 5, 3);                             // quarantined, kept
   storeOldFor(*purging, *purgingDest, 7, 10, 4, 3);  // quarantined, purged
   storeOld(7, 10, 6, 1);                             // sent
+  // Quarantined at intake: no delivery to resend or dismiss it by, so
+  // nothing could ever take it out of the held area. It goes.
+  ASSERT_TRUE((*sql_)("INSERT INTO messages (tier, received_at, interface_id, payload, status) "
+                      "VALUES (7, now() - interval '10 days', $1, 'refused', 3)",
+                      {std::to_string(iface_)})
+                  .ok());
   auto r = drop();
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->moved, 5);
   ASSERT_EQ(r->dropped.size(), 1u);
-  EXPECT_EQ(r->dropped[0].messages, 10);  // the purged and the sent ones
+  EXPECT_EQ(r->dropped[0].messages, 11);  // the purged, the sent and the refused ones
   EXPECT_EQ(
       scalar("SELECT count(*) FROM messages WHERE interface_id = $1", {std::to_string(*purging)}),
       0);

@@ -106,12 +106,24 @@ TEST(Console, AnOperatorsHourInARealBrowser) {
   std::string alerts = "alerts:\n  channels:\n    hook: { webhook: \"http://127.0.0.1:" +
                        std::to_string(hook) + "/hook\", format: json }\n  rules:\n"
                        "    - { when: [error, stopped], severity: critical, notify: [hook] }\n";
-  TempProject project({{"ductus.yaml", "isolates: { workers: 1, heap_mb: 256 }\n" + alerts},
-                       {"interfaces/adt/interface.yaml", adtInterface(mllp, out)},
-                       {"interfaces/adt/transform.js", kAdtTransform}});
+  // archive: its project shortened its retention to 1w since it was last
+  // started (set below), so the Retention page has a tier to confirm.
+  uint16_t archivePort = freePort();
+  TempProject project(
+      {{"ductus.yaml", "isolates: { workers: 1, heap_mb: 256 }\n" + alerts},
+       {"interfaces/adt/interface.yaml", adtInterface(mllp, out)},
+       {"interfaces/adt/transform.js", kAdtTransform},
+       {"interfaces/archive/interface.yaml",
+        "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(archivePort) +
+            " }\nformat: hl7v2\nretention: 1w\ndestination:\n  file: { path: " + out.string() +
+            "/archive/ }\n"},
+       {"interfaces/archive/transform.js", "export function transform(msg) { return msg; }\n"}});
   EngineProcess engine(project.root(), db.url());
   engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
   ASSERT_TRUE(engine.start()) << engine.log();
+  db.value(
+      "UPDATE interface_retention SET tier = 49, requested_tier = 7, requested_at = now() "
+      "WHERE interface_id = (SELECT id FROM interfaces WHERE name = 'archive')");
 
   std::string admin = makeUser(db.url(), "ada", "admin", "payloads,audit");
   std::string viewer = makeUser(db.url(), "vic", "viewer", "");

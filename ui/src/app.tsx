@@ -13,6 +13,7 @@ import { atLeast, chooseTheme, loadMe, may, me, signOut, theme, type Theme } fro
 import { useStore } from './store';
 
 const Alerts = lazy(() => import('./pages/alerts'));
+const Retention = lazy(() => import('./pages/retention'));
 const Audit = lazy(() => import('./pages/audit'));
 const Tokens = lazy(() => import('./pages/tokens'));
 const Users = lazy(() => import('./pages/users'));
@@ -84,6 +85,7 @@ export function App() {
   else if ((p = match('/messages/:id', path)) && /^\d+$/.test(p['id']!)) page = <Message key={p['id']} id={p['id']!} />;
   else if (path === '/quarantine') page = <Quarantine />;
   else if (path === '/alerts') page = <Alerts />;
+  else if (path === '/retention') page = <Retention />;
   else if (path === '/audit') page = may(who, 'audit') ? <Audit /> : <Denied />;
   else if (path === '/tokens') page = atLeast(who, 'admin') ? <Tokens /> : <Denied />;
   else if (path === '/users') page = atLeast(who, 'admin') ? <Users /> : <Denied />;
@@ -124,6 +126,7 @@ function Nav({ path }: { path: string }) {
         {item('/interfaces', 'Interfaces', path === '/interfaces' || path.startsWith('/interfaces/') || path.startsWith('/messages/'))}
         {item('/quarantine', 'Quarantine')}
         {item('/alerts', 'Alerts')}
+        {item('/retention', 'Retention')}
         {may(who, 'audit') && item('/audit', 'Audit log')}
         {atLeast(who, 'admin') && item('/tokens', 'My tokens')}
         {atLeast(who, 'admin') && item('/users', 'Users and tokens')}

@@ -1,7 +1,7 @@
 // The console in a real browser against a real engine (started by the C++
 // harness, tests/ui): sign-in, live counts, a quarantined message edited and
 // delivered, a dismissal found in the audit log, a pause's health badge, an
-// alert acknowledged and silenced, the forced password change, a viewer's
+// alert acknowledged and silenced, a shorter retention confirmed, the forced password change, a viewer's
 // limits, two-step sign-in set up (its QR code read by zbarimg) and used, and axe-core on every main page in both themes (AAA for badges).
 // Prints a line per check and "N passed, M failed"; exits 1 on a failure.
 import { execFileSync } from 'node:child_process';
@@ -311,6 +311,22 @@ await check('an alert fires for the quarantine; an operator acknowledges and sil
   await page.screenshot({ path: join(shots, 'alerts.png'), fullPage: true });
 });
 
+await check('Retention: an operator confirms the shorter tier an interface waits for', async () => {
+  await page.getByRole('link', { name: 'Retention' }).click();
+  await heading(page, 'Retention');
+  const row = page.locator('tr[data-retention="archive"]');
+  await row.waitFor();
+  assert(((await row.textContent()) ?? '').includes('waiting for a confirmation'), `not waiting: ${await row.textContent()}`);
+  assert(((await page.locator('tr[data-retention="adt"]').textContent()) ?? '').includes('7w'), 'adt is not shown keeping 7w');
+  await page.locator('tr[data-period]').first().waitFor();
+  await row.getByRole('button', { name: 'Confirm 1w…' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Confirm 1w' }).click();
+  await page.getByText('archive now keeps its new messages 1w.').waitFor();
+  await row.locator('[data-cell="applied"]', { hasText: '1w' }).waitFor();
+  assert((await row.getByRole('button', { name: /Confirm/ }).count()) === 0, 'still offered to confirm');
+  await page.screenshot({ path: join(shots, 'retention.png'), fullPage: true });
+});
+
 await check('two quarantined messages are resent in bulk', async () => {
   const ids = [];
   for (const k of ['bulk1', 'bulk2']) {
@@ -461,6 +477,7 @@ const pages = [
   ['Quarantine', '/quarantine', 'Quarantine', 'tr[data-message]'],
   ['Audit log', '/audit', 'Audit log', 'tr[data-action]'],
   ['Alerts', '/alerts', 'Alerts', 'tr[data-alert]'],
+  ['Retention', '/retention', 'Retention', 'tr[data-retention]'],
   ['Users', '/users', 'Users and tokens', 'tbody tr'],
   ['Two-step sign-in', '/totp', 'Two-step sign-in', 'button.primary'],
 ];

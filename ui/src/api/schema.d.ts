@@ -869,6 +869,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Each interface's retention, every partition with its drop date, the held area and the last run
+         * @description Needs the viewer role.
+         */
+        get: operations["getRetention"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/retention/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply a shorter retention the project asks for (deletes messages sooner); 409 when the tier is not the project's or not shorter
+         * @description Needs the operator role. With a session cookie, send the header X-Ductus: 1.
+         */
+        post: operations["confirmRetention"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -3033,6 +3073,156 @@ export interface operations {
                         silencedBy: string | null;
                         /** @description a notification of this firing was made */
                         told: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        interfaces: {
+                            interface: string;
+                            /**
+                             * @description what the project asks for
+                             * @enum {unknown}
+                             */
+                            configured: "1w" | "3w" | "7w";
+                            /**
+                             * @description where its new messages go
+                             * @enum {unknown}
+                             */
+                            applied: "1w" | "3w" | "7w";
+                            /**
+                             * @description waiting: a shorter tier waits for POST /retention/confirm
+                             * @enum {unknown}
+                             */
+                            change: "none" | "new" | "lengthened" | "waiting";
+                            /** Format: date-time */
+                            requestedAt: string | null;
+                            /**
+                             * @description keep: held past their period; purge: go with it
+                             * @enum {unknown}
+                             */
+                            quarantined: "keep" | "purge";
+                        }[];
+                        /** @description every partition pair, by tier then period; held: a month of the held area */
+                        periods: {
+                            /** @enum {unknown} */
+                            tier: "1w" | "3w" | "7w" | "held";
+                            /** Format: date */
+                            from: string;
+                            /** Format: date */
+                            to: string;
+                            /** Format: date */
+                            dropsOn: string;
+                            expired: boolean;
+                            /** @description estimate */
+                            messages: number;
+                            /** @description estimate */
+                            deliveries: number;
+                            bytes: number;
+                            /** @description expired periods: pending messages and deliveries and kept quarantined messages */
+                            unfinished: number;
+                            /** @description an interrupted drop, finished by the next run */
+                            detached: boolean;
+                        }[];
+                        /** @description null before the first run */
+                        held: {
+                            pending: number;
+                            quarantined: number;
+                            finished: number;
+                            deliveries: number;
+                            bytes: number;
+                            /** @description messages moved there since the engine started */
+                            moved: number;
+                        } | null;
+                        lastRun: {
+                            /** Format: date-time */
+                            at: string;
+                            /** @description another engine's run had the database */
+                            busy: boolean;
+                            dropped: number;
+                            moved: number;
+                            dedupeKeysPurged: number;
+                            kept: string[];
+                            failed: string[];
+                        } | null;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    confirmRetention: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    interface: string;
+                    /** @enum {unknown} */
+                    tier: "1w" | "3w" | "7w";
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        interface: string;
+                        /**
+                         * @description what the project asks for
+                         * @enum {unknown}
+                         */
+                        configured: "1w" | "3w" | "7w";
+                        /**
+                         * @description where its new messages go
+                         * @enum {unknown}
+                         */
+                        applied: "1w" | "3w" | "7w";
+                        /**
+                         * @description waiting: a shorter tier waits for POST /retention/confirm
+                         * @enum {unknown}
+                         */
+                        change: "none" | "new" | "lengthened" | "waiting";
+                        /** Format: date-time */
+                        requestedAt: string | null;
+                        /**
+                         * @description keep: held past their period; purge: go with it
+                         * @enum {unknown}
+                         */
+                        quarantined: "keep" | "purge";
                     };
                 };
             };
