@@ -158,6 +158,73 @@ WHERE tier = $1::int2 AND received_at >= $2::timestamptz AND received_at < $3::t
   AND (message_id, destination_id) IN (SELECT message_id, destination_id FROM d)
 )";
 
+// One batch of an interface's finished messages stored in another
+// retention tier than the one that applies now ($1 interface, $2 the tier
+// they are in, $3 the tier that applies, $4 the batch, $5 the last id of
+// the batch before, $6 whether its quarantined messages are purged). Each
+// is judged by the period it would have in the new tier: over (the new
+// tier would have dropped it): deleted with its deliveries, unless
+// quarantined and kept (then it stays, and the held area takes it when its
+// own period expires); not over: moved, with its deliveries, to the new
+// tier. Pending messages are left alone (a delivery loop holds their keys)
+// and move once finished. Locks as the move to the held area does:
+// messages, then deliveries, SKIP LOCKED, whole messages only. Answers the
+// messages moved, deleted, looked at, and the last id looked at.
+constexpr const char* kApplyTierBatch = R"(
+WITH m AS (
+  SELECT m.id, m.status,
+         (CASE WHEN $3::int2 = 7 THEN (m.received_at AT TIME ZONE 'UTC')::date + 1
+               ELSE date_trunc('week', m.received_at AT TIME ZONE 'UTC')::date + 7 END)
+           + $3::int2 <= (now() AT TIME ZONE 'UTC')::date AS over,
+         EXISTS (SELECT 1 FROM deliveries x
+                 WHERE x.message_id = m.id AND x.tier = m.tier AND x.received_at = m.received_at
+                   AND x.status = 3) AS quarantined_delivery
+  FROM messages m
+  WHERE m.interface_id = $1 AND m.tier = $2::int2 AND m.id > $5::int8 AND m.status <> 0
+    AND NOT EXISTS (SELECT 1 FROM deliveries x
+                    WHERE x.message_id = m.id AND x.tier = m.tier
+                      AND x.received_at = m.received_at AND x.status = 0)
+  ORDER BY m.id
+  LIMIT $4::int8
+  FOR UPDATE OF m SKIP LOCKED
+), d AS (
+  SELECT d.message_id FROM deliveries d
+  WHERE d.tier = $2::int2 AND d.message_id IN (SELECT id FROM m)
+  ORDER BY d.message_id, d.destination_id
+  FOR UPDATE OF d SKIP LOCKED
+), whole AS MATERIALIZED (
+  SELECT m.id,
+         CASE WHEN NOT m.over THEN 'move'
+              WHEN m.status = 3 AND m.quarantined_delivery AND NOT $6::bool THEN 'stay'
+              ELSE 'delete' END AS fate
+  FROM m
+  WHERE (SELECT count(*) FROM d WHERE d.message_id = m.id)
+        = (SELECT count(*) FROM deliveries x WHERE x.tier = $2::int2 AND x.message_id = m.id)
+), gone_d AS (
+  DELETE FROM deliveries WHERE tier = $2::int2
+    AND message_id IN (SELECT id FROM whole WHERE fate = 'delete')
+), gone_m AS (
+  DELETE FROM messages WHERE tier = $2::int2
+    AND id IN (SELECT id FROM whole WHERE fate = 'delete')
+  RETURNING id
+), moved_d AS (
+  UPDATE deliveries SET tier = $3::int2 WHERE tier = $2::int2
+    AND message_id IN (SELECT id FROM whole WHERE fate = 'move')
+), moved_m AS (
+  UPDATE messages SET tier = $3::int2 WHERE tier = $2::int2
+    AND id IN (SELECT id FROM whole WHERE fate = 'move')
+  RETURNING id
+)
+SELECT (SELECT count(*) FROM moved_m), (SELECT count(*) FROM gone_m), (SELECT count(*) FROM m),
+       coalesce((SELECT max(id) FROM m), $5::int8)
+)";
+
+// Whether an interface has messages in a tier (the browse index, per
+// partition of that tier).
+constexpr const char* kHasTier = R"(
+SELECT EXISTS (SELECT 1 FROM messages WHERE interface_id = $1 AND tier = $2::int2)
+)";
+
 // The held area, every row: after each run, never per request.
 constexpr const char* kCountHeld = R"(
 SELECT (SELECT count(*) FILTER (WHERE status = 0) FROM messages_t0),
@@ -868,6 +935,101 @@ void Retention::countHeld(Callback<HeldCounts> cb) {
       cb(h);
     });
   });
+}
+
+// ---- Stored messages follow their interface's tier ----------------------------
+
+void Retention::applyTiersToStored(std::vector<StoredTier> interfaces, Callback<TierMoves> cb) {
+  auto work = std::make_shared<std::vector<std::pair<StoredTier, Tier>>>();
+  for (auto& i : interfaces)
+    for (Tier from : {Tier::Week1, Tier::Week3, Tier::Week7})
+      if (from != i.applied) work->push_back({i, from});
+  auto total = std::make_shared<TierMoves>();
+  auto next = std::make_shared<std::function<void(size_t)>>();
+  std::weak_ptr<std::function<void(size_t)>> weak = next;
+  auto alive = alive_;
+  *next = [this, alive, work, total, weak, cb](size_t k) {
+    auto keep = weak.lock();
+    if (k == work->size()) return cb(*total);
+    const auto& [iface, from] = (*work)[k];
+    withConnection([this, alive, work, total, keep, k, cb, iface, from](Result<PgConnection*> c) {
+      if (!*alive) return;
+      if (!c) return cb(c.error());
+      (*c)->query(kHasTier, {num(iface.interfaceId), num(static_cast<int16_t>(from))},
+                  [this, alive, total, keep, k, cb, iface, from](Result<PgResult> has) {
+                    if (!*alive) return;
+                    if (!has) return cb(has.error());
+                    if (has->text(0, 0) != "t") return (*keep)(k + 1);
+                    ensureWindow(iface.applied, 0,
+                                 [this, alive, total, keep, k, cb, iface, from](Status s) {
+                                   if (!*alive) return;
+                                   if (!s) return cb(s.error());
+                                   applyTierBatches(iface, from, std::make_shared<int64_t>(0),
+                                                    total, [keep, k, cb](Status s) {
+                                                      if (!s) return cb(s.error());
+                                                      (*keep)(k + 1);
+                                                    });
+                                 });
+                  });
+    });
+  };
+  auto first = *next;
+  first(0);
+}
+
+// The tier's partitions over its whole window up to today, where moved
+// messages go (migration 0013's ductus_ensure_window). One table per
+// statement, messages first.
+void Retention::ensureWindow(Tier tier, size_t i, Done done) {
+  static const char* const kTables[] = {"messages", "deliveries"};
+  if (i == std::size(kTables)) return done({});
+  int days = static_cast<int>(tier) + 7;
+  std::string sql =
+      std::string("SELECT ductus_ensure_window('") + kTables[i] + "', $1::int2, $2::int, $3::int)";
+  auto alive = alive_;
+  withConnection([this, alive, sql, tier, days, i, done](Result<PgConnection*> c) {
+    if (!*alive) return;
+    if (!c) return done(c.error());
+    (*c)->query(sql,
+                {num(static_cast<int16_t>(tier)), num(days), num(options_.lockTimeout.count())},
+                [this, alive, tier, i, done](Result<PgResult> r) {
+                  if (!*alive) return;
+                  if (!r) return done(r.error());
+                  ensureWindow(tier, i + 1, done);
+                });
+  });
+}
+
+void Retention::applyTierBatches(StoredTier iface, Tier from, std::shared_ptr<int64_t> afterId,
+                                 std::shared_ptr<TierMoves> total, Done done) {
+  std::vector<Param> params{num(iface.interfaceId),
+                            num(static_cast<int16_t>(from)),
+                            num(static_cast<int16_t>(iface.applied)),
+                            num(options_.moveBatch),
+                            num(*afterId),
+                            iface.purgeQuarantined ? "true" : "false"};
+  auto alive = alive_;
+  auto began = std::chrono::steady_clock::now();
+  withConnection(
+      [this, alive, iface, from, afterId, total, done, params, began](Result<PgConnection*> c) {
+        if (!*alive) return;
+        if (!c) return done(c.error());
+        (*c)->query(kApplyTierBatch, params,
+                    [this, alive, iface, from, afterId, total, done, began](Result<PgResult> r) {
+                      if (!*alive) return;
+                      if (!r) return done(r.error());
+                      total->moved += r->integer(0, 0);
+                      total->deleted += r->integer(0, 1);
+                      int64_t looked = r->integer(0, 2);
+                      *afterId = r->integer(0, 3);
+                      if (looked < options_.moveBatch) return done({});
+                      auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - began);
+                      after(took, [this, iface, from, afterId, total, done] {
+                        applyTierBatches(iface, from, afterId, total, done);
+                      });
+                    });
+      });
 }
 
 // ---- Dedupe keys -------------------------------------------------------------

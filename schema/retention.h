@@ -128,6 +128,18 @@ struct TierState {
   std::optional<std::string> requestedAt;  // Waiting: since when
 };
 
+// An interface whose stored messages follow the tier that applies to it.
+struct StoredTier {
+  int64_t interfaceId = 0;
+  Tier applied = Tier::Week7;
+  bool purgeQuarantined = false;  // `quarantined: purge`
+};
+
+struct TierMoves {
+  int64_t moved = 0;    // messages moved to their interface's tier
+  int64_t deleted = 0;  // finished messages the shorter tier no longer keeps
+};
+
 struct DedupeWindow {
   int64_t interfaceId = 0;
   int64_t seconds = 0;
@@ -176,6 +188,13 @@ class Retention {
   void dropExpired(Callback<DropReport> cb);
   // Counts the held area.
   void countHeld(Callback<HeldCounts> cb);
+  // Brings each interface's finished messages stored in another retention
+  // tier to the one that applies now (a tier confirmed shorter, or
+  // lengthened): those the new tier would already have dropped are
+  // deleted (kept quarantined ones stay, for the held area to take), the
+  // rest move with their deliveries. Pending messages move once finished,
+  // at a later run. In batches of moveBatch, busy at most half the time.
+  void applyTiersToStored(std::vector<StoredTier> interfaces, Callback<TierMoves> cb);
   // Deletes dedupe keys older than their interface's window, in batches;
   // keys of interfaces not listed (removed from the project) after
   // othersSeconds. Answers how many went.
@@ -195,6 +214,9 @@ class Retention {
   void ensureHeld(std::shared_ptr<Period> p, size_t i, Done done);
   void moveBatches(std::shared_ptr<Period> p, std::shared_ptr<int64_t> afterId, Done done);
   void moveStrays(std::shared_ptr<Period> p, Done done);
+  void ensureWindow(Tier tier, size_t i, Done done);
+  void applyTierBatches(StoredTier iface, Tier from, std::shared_ptr<int64_t> afterId,
+                        std::shared_ptr<TierMoves> total, Done done);
   void dropEach(std::shared_ptr<std::vector<std::shared_ptr<Period>>> periods, size_t i,
                 std::shared_ptr<DropReport> report, Done done);
   void dropPeriod(std::shared_ptr<Period> p, int attempt, std::shared_ptr<DropReport> report,

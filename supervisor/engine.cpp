@@ -451,7 +451,7 @@ Status Engine::retentionConfirmed(const std::string& interface, const std::strin
     if (retention_) retention_->confirmed(f->id, *t);
     spdlog::info(
         "retention of {} is now {} (confirmed): its new messages are kept {} days; "
-        "those stored before keep the tier they were stored in",
+        "retention's next run brings those stored before to it",
         interface, tier, static_cast<int>(*t));
     return {};
   }

@@ -42,6 +42,11 @@ std::vector<RetentionLine> describeRun(const RetentionRun& run) {
                               " quarantined messages (" + store::describeBytes(run.held->bytes) +
                               "); they go once delivered, dismissed or resent and their month "
                               "is over"});
+  if (run.tierMoves.moved + run.tierMoves.deleted > 0)
+    out.push_back({false, "retention: " + std::to_string(run.tierMoves.moved) +
+                              " stored messages moved to their interface's new tier, " +
+                              std::to_string(run.tierMoves.deleted) +
+                              " deleted that the new, shorter tier no longer keeps"});
   if (run.dedupeKeysPurged > 0)
     out.push_back({false, "retention: purged " + std::to_string(run.dedupeKeysPurged) +
                               " dedupe keys past their window"});
@@ -109,9 +114,10 @@ void RetentionJob::applyTiers(std::function<void(Result<std::map<int64_t, store:
     for (auto& t : *r) {
       applied_[t.interfaceId] = t.applied;
       if (t.change == Change::Lengthened)
-        spdlog::info("retention of {} is now {}: its new messages are kept {} days; those "
-                     "stored before keep the tier they were stored in",
-                     t.name, store::tierName(t.applied), static_cast<int>(t.applied));
+        spdlog::info(
+            "retention of {} is now {}: its new messages are kept {} days, and "
+            "those stored before move to it at retention's runs",
+            t.name, store::tierName(t.applied), static_cast<int>(t.applied));
       else if (t.change == Change::Waiting)
         spdlog::warn("retention of {} is {} in the project but {} applies until someone runs "
                      "`ductus retention confirm {}` (shortening it deletes messages sooner); "
@@ -167,7 +173,7 @@ void RetentionJob::runOnce(std::function<void(Result<RetentionRun>)> cb, bool lo
     auto run = std::make_shared<RetentionRun>();
     run->drops = std::move(*r);
     movedTotal_ += run->drops.moved;
-    if (!applied_.empty() || interfaces_.empty()) return dedupe(run, done);
+    if (!applied_.empty() || interfaces_.empty()) return followTiers(run, done);
     // Not started by the engine (`ductus retention run`): the applied
     // tiers are read, not changed.
     std::vector<store::InterfaceTier> list;
@@ -177,9 +183,27 @@ void RetentionJob::runOnce(std::function<void(Result<RetentionRun>)> cb, bool lo
                            if (!*alive) return;
                            if (!t) return done(t.error());
                            for (auto& s : *t) applied_[s.interfaceId] = s.applied;
-                           dedupe(run, done);
+                           followTiers(run, done);
                          });
   });
+}
+
+// Stored messages follow their interface's applied tier (a tier confirmed
+// shorter, or lengthened).
+void RetentionJob::followTiers(std::shared_ptr<RetentionRun> run,
+                               std::function<void(Result<RetentionRun>)> cb) {
+  std::vector<store::StoredTier> list;
+  for (auto& i : interfaces_)
+    if (auto it = applied_.find(i.id); it != applied_.end())
+      list.push_back({i.id, it->second, i.purgeQuarantined});
+  auto alive = alive_;
+  retention_.applyTiersToStored(std::move(list),
+                                [this, alive, run, cb](Result<store::TierMoves> moves) {
+                                  if (!*alive) return;
+                                  if (!moves) return cb(moves.error());
+                                  run->tierMoves = *moves;
+                                  dedupe(run, cb);
+                                });
 }
 
 void RetentionJob::dedupe(std::shared_ptr<RetentionRun> run,

@@ -42,6 +42,7 @@ struct RetentionRun {
   store::DropReport drops;
   int64_t dedupeKeysPurged = 0;
   std::optional<store::HeldCounts> held;  // counted after the drops
+  store::TierMoves tierMoves;             // stored messages following a changed tier
 };
 
 // What a run did, one line each: info (dropped, held, purged) or warning.
@@ -86,6 +87,7 @@ class RetentionJob {
 
  private:
   void scheduled();
+  void followTiers(std::shared_ptr<RetentionRun> run, std::function<void(Result<RetentionRun>)> cb);
   void dedupe(std::shared_ptr<RetentionRun> run,
               std::function<void(Result<RetentionRun>)> cb);
 

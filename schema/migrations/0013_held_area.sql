@@ -1,4 +1,4 @@
--- Upgrade: adds the held area (tier 0, a partition a month) where the unfinished messages of an expired period move, with all their deliveries, so that the period's partitions can drop
+-- Upgrade: adds the held area (tier 0, a partition a month) where the unfinished messages of an expired period move, with all their deliveries, so that the period's partitions can drop; and the partitions an interface's stored messages move to when its tier changes
 -- Heavy: none
 
 -- Catalog changes only, but each needs its table's strongest lock: rather
@@ -43,4 +43,46 @@ BEGIN
                  (lo::timestamp AT TIME ZONE 'UTC'),
                  ((lo + interval '1 month')::date::timestamp AT TIME ZONE 'UTC'));
   RETURN true;
+END $$;
+
+-- Creates the missing periods of one table and retention tier over the
+-- `days` before today (UTC), named as ductus_ensure_partitions names them,
+-- in the caller's transaction: where an interface's stored messages move
+-- when its tier changes (the engine makes only today's and the coming
+-- days'). Unlike ductus_ensure_partitions it never waits longer than
+-- wait_ms for the parent's lock: nothing new is stored there. Answers how
+-- many it created.
+CREATE FUNCTION ductus_ensure_window(parent text, tier smallint, days integer, wait_ms integer)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+  today date := (now() AT TIME ZONE 'UTC')::date;
+  day date := today - days;
+  lo date;
+  hi date;
+  name text;
+  created integer := 0;
+BEGIN
+  IF parent NOT IN ('messages', 'deliveries') OR tier NOT IN (7, 21, 49) THEN
+    RAISE EXCEPTION 'ductus_ensure_window: unknown table % or tier %', parent, tier;
+  END IF;
+  PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
+  WHILE day <= today LOOP
+    IF tier = 7 THEN
+      lo := day;
+      hi := day + 1;
+    ELSE
+      lo := date_trunc('week', day)::date;
+      hi := lo + 7;
+    END IF;
+    name := format('%s_t%s_%s', parent, tier, to_char(lo, 'YYYYMMDD'));
+    IF to_regclass(name) IS NULL THEN
+      EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)',
+                     name, parent || '_t' || tier,
+                     (lo::timestamp AT TIME ZONE 'UTC'), (hi::timestamp AT TIME ZONE 'UTC'));
+      created := created + 1;
+    END IF;
+    day := hi;
+  END LOOP;
+  RETURN created;
 END $$;

@@ -265,9 +265,11 @@ int confirm(const Args& args) {
                 i->name.c_str(), store::tierName(i->configured));
     return 0;
   }
-  std::printf("confirmed: %s's new messages go to the %s tier from the engine's next start; "
-              "those stored before keep the tier they were stored in\n",
-              i->name.c_str(), store::tierName(i->configured));
+  std::printf(
+      "confirmed: %s's new messages go to the %s tier from the engine's next start; "
+      "its retention runs then bring those stored before to it (deleting the ones "
+      "it no longer keeps)\n",
+      i->name.c_str(), store::tierName(i->configured));
   return 0;
 }
 
@@ -308,7 +310,9 @@ void addRetentionCommand(CLI::App& ductus, int& exitCode) {
   conf->footer(
       "A shorter retention deletes messages sooner, so the engine doesn't apply it by\n"
       "itself: until it is confirmed, the interface's messages keep going to the tier\n"
-      "applied before. Messages already stored keep the tier they were stored in.");
+      "applied before. Once it applies, the engine's retention runs bring the messages\n"
+      "already stored to it: finished ones it no longer keeps are deleted, the others\n"
+      "move (pending ones once finished; quarantined ones are kept).");
   conf->callback([confirmArgs, &exitCode] { exitCode = confirm(*confirmArgs); });
 
   cmd->callback([cmd, showArgs, &exitCode] {

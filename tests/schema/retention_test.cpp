@@ -456,5 +456,60 @@ TEST_F(RetentionTest, InterfacesSharingAWindowArePurgedTogetherAndEachWindowKeep
         left);
 }
 
+TEST_F(RetentionTest, StoredMessagesFollowTheirInterfacesNewTierAndWhatItNoLongerKeepsGoes) {
+  // Only the 7w tier's weeks: the 1w days the messages move to are made by
+  // the move.
+  for (const char* t : {"messages", "deliveries"})
+    ASSERT_EQ(text(std::string("SELECT created FROM ductus_ensure_partitions('") + t +
+                       "', 49::int2, $1::date, 20, 2000)",
+                   {day(-20)})
+                  .empty(),
+              false);
+  storeOld(49, 20, 3, 1);  // sent 20 days ago: past 1w, deleted
+  storeOld(49, 2, 4, 1);   // sent 2 days ago: moves
+  storeOld(49, 2, 2, 0);   // pending: left until finished
+  storeOld(49, 20, 2, 3);  // quarantined 20 days ago, kept: stays
+  storeOld(49, 2, 1, 3);   // quarantined 2 days ago: moves
+  auto apply = [&](Tier tier) {
+    return run<TierMoves>([&](auto cb) {
+      retention_->applyTiersToStored({StoredTier{iface_, tier, false}}, cb);
+    });
+  };
+  auto r = apply(Tier::Week1);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->moved, 5);
+  EXPECT_EQ(r->deleted, 3);
+  EXPECT_TRUE(exists("messages_t7_" + compact(day(-2))));
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE tier = 7"), 5);
+  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE tier = 7"), 5);
+  EXPECT_EQ(text("SELECT string_agg(status::text, ',' ORDER BY status) FROM messages WHERE "
+                 "tier = 49"),
+            "0,0,3,3");
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages"), 9);
+  EXPECT_EQ(split(), 0);
+
+  // Finished since: they follow at the next run.
+  ASSERT_TRUE((*sql_)("UPDATE deliveries SET status = 1 WHERE status = 0").ok());
+  ASSERT_TRUE((*sql_)("UPDATE messages SET status = 1 WHERE status = 0").ok());
+  auto again = apply(Tier::Week1);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->moved, 2);
+  EXPECT_EQ(again->deleted, 0);
+  // Lengthened again: everything within 7w moves back, nothing goes.
+  auto longer = apply(Tier::Week7);
+  ASSERT_TRUE(longer.ok()) << longer.error().message;
+  EXPECT_EQ(longer->moved, 7);
+  EXPECT_EQ(longer->deleted, 0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE tier = 49"), 9);
+  EXPECT_EQ(split(), 0);
+  // A purged interface's quarantined messages past the window go too.
+  auto purged = run<TierMoves>([&](auto cb) {
+    retention_->applyTiersToStored({StoredTier{iface_, Tier::Week1, true}}, cb);
+  });
+  ASSERT_TRUE(purged.ok()) << purged.error().message;
+  EXPECT_EQ(purged->deleted, 2);
+  EXPECT_EQ(purged->moved, 7);
+}
+
 }  // namespace
 }  // namespace ductus::store::test

@@ -192,8 +192,8 @@ export default function RetentionPage() {
           onClose={() => setAsking(null)}
         >
           <p>
-            Its new messages are kept {days[asking.configured]} days instead of {days[asking.applied]}, from now on. The messages stored before keep the
-            tier they were stored in.
+            Its new messages are kept {days[asking.configured]} days instead of {days[asking.applied]}, from now on. The messages stored before follow
+            at the next retention run: finished ones older than that are deleted, the others move (quarantined ones are kept).
           </p>
         </Confirm>
       )}
