@@ -242,6 +242,9 @@ struct RetentionPeriodInfo {
 struct RetentionRunInfo {
   std::string at;  // RFC 3339, when it ended
   int64_t dropped = 0, moved = 0, dedupeKeysPurged = 0;
+  // stored messages brought to their interface's changed tier, and those
+  // it no longer keeps
+  int64_t tierMoved = 0, tierDeleted = 0;
   std::vector<std::string> kept;    // expired periods still there (rows in use)
   std::vector<std::string> failed;  // "1w 2026-01-01: why"
   bool busy = false;                // another engine's run had the database

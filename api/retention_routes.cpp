@@ -57,6 +57,8 @@ json retentionJson(const RetentionInfo& r) {
             {"dropped", r.lastRun->dropped},
             {"moved", r.lastRun->moved},
             {"dedupeKeysPurged", r.lastRun->dedupeKeysPurged},
+            {"tierMoved", r.lastRun->tierMoved},
+            {"tierDeleted", r.lastRun->tierDeleted},
             {"kept", r.lastRun->kept},
             {"failed", r.lastRun->failed}};
   return {{"interfaces", std::move(interfaces)},
@@ -97,6 +99,13 @@ void confirm(Deps& d, const ApiRequest& req, ApiRespond respond) {
       return respond(jsonError(409, "conflict",
                                "the project asks for " + f->configured + " for " + name + ", not " +
                                    wanted + " (reload the page)"));
+    // Confirmed meanwhile (the command line, another engine): this engine
+    // follows; nothing more to write.
+    if (f->applied == wanted) {
+      if (auto s = d.engine->retentionConfirmed(name, wanted); !s)
+        return respond(errorResponse(s.error()));
+      return respond(jsonOk(200, interfaceJson(*f)));
+    }
     if (f->change != "waiting")
       return respond(jsonError(409, "conflict",
                                name + " keeps its messages " + f->applied +
@@ -155,9 +164,11 @@ std::string retentionSchema() {
 "deliveries":{"type":"integer"},"bytes":{"type":"integer"},
 "moved":{"type":"integer","description":"messages moved there since the engine started"}}},
 "lastRun":{"type":["object","null"],
-"required":["at","busy","dropped","moved","dedupeKeysPurged","kept","failed"],"properties":{"at":{"type":"string","format":"date-time"},
+"required":["at","busy","dropped","moved","dedupeKeysPurged","tierMoved","tierDeleted","kept","failed"],"properties":{"at":{"type":"string","format":"date-time"},
 "busy":{"type":"boolean","description":"another engine's run had the database"},
 "dropped":{"type":"integer"},"moved":{"type":"integer"},"dedupeKeysPurged":{"type":"integer"},
+"tierMoved":{"type":"integer","description":"stored messages brought to their interface's changed tier"},
+"tierDeleted":{"type":"integer","description":"stored messages a shortened tier no longer keeps, deleted"},
 "kept":{"type":"array","items":{"type":"string"}},"failed":{"type":"array","items":{"type":"string"}}}}}})";
 }
 

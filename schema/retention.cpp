@@ -167,11 +167,19 @@ WHERE tier = $1::int2 AND received_at >= $2::timestamptz AND received_at < $3::t
 // quarantined and kept (then it stays, and the held area takes it when its
 // own period expires); not over: moved, with its deliveries, to the new
 // tier. Pending messages are left alone (a delivery loop holds their keys)
-// and move once finished. Locks as the move to the held area does:
-// messages, then deliveries, SKIP LOCKED, whole messages only. Answers the
-// messages moved, deleted, looked at, and the last id looked at.
+// and move once finished. `span`, the batch, is the next ids of the
+// interface in that tier in the browse index's order (interface_id, id):
+// an index scan that stops after the batch, whatever share of the tier is
+// pending. Locks as the move to the held area does: messages, then
+// deliveries, SKIP LOCKED, whole messages only. Answers the messages
+// moved, deleted, looked at, and the last id looked at.
 constexpr const char* kApplyTierBatch = R"(
-WITH m AS (
+WITH span AS MATERIALIZED (
+  SELECT id FROM messages
+  WHERE interface_id = $1 AND tier = $2::int2 AND id > $5::int8
+  ORDER BY id
+  LIMIT $4::int8
+), m AS (
   SELECT m.id, m.status,
          (CASE WHEN $3::int2 = 7 THEN (m.received_at AT TIME ZONE 'UTC')::date + 1
                ELSE date_trunc('week', m.received_at AT TIME ZONE 'UTC')::date + 7 END)
@@ -180,12 +188,12 @@ WITH m AS (
                  WHERE x.message_id = m.id AND x.tier = m.tier AND x.received_at = m.received_at
                    AND x.status = 3) AS quarantined_delivery
   FROM messages m
-  WHERE m.interface_id = $1 AND m.tier = $2::int2 AND m.id > $5::int8 AND m.status <> 0
+  WHERE m.interface_id = $1 AND m.tier = $2::int2 AND m.status <> 0
+    AND m.id IN (SELECT id FROM span)
     AND NOT EXISTS (SELECT 1 FROM deliveries x
                     WHERE x.message_id = m.id AND x.tier = m.tier
                       AND x.received_at = m.received_at AND x.status = 0)
   ORDER BY m.id
-  LIMIT $4::int8
   FOR UPDATE OF m SKIP LOCKED
 ), d AS (
   SELECT d.message_id FROM deliveries d
@@ -215,8 +223,8 @@ WITH m AS (
     AND id IN (SELECT id FROM whole WHERE fate = 'move')
   RETURNING id
 )
-SELECT (SELECT count(*) FROM moved_m), (SELECT count(*) FROM gone_m), (SELECT count(*) FROM m),
-       coalesce((SELECT max(id) FROM m), $5::int8)
+SELECT (SELECT count(*) FROM moved_m), (SELECT count(*) FROM gone_m), (SELECT count(*) FROM span),
+       coalesce((SELECT max(id) FROM span), $5::int8)
 )";
 
 // Whether an interface has messages in a tier (the browse index, per
@@ -635,9 +643,19 @@ void Retention::dropExpired(Callback<DropReport> cb) {
           for (auto& p : *r)
             if (p->info.expired && (p->info.tier == Tier::Held) == held) expired->push_back(p);
         auto report = std::make_shared<DropReport>();
-        dropEach(expired, 0, report, [report, finish](Status s) {
+        dropEach(expired, 0, report, [this, alive, report, finish](Status s) {
+          if (!*alive) return;
           if (!s) return finish(s.error());
-          finish(std::move(*report));
+          // Under the same lock: two runners moving one interface's rows
+          // would meet each other's moved rows.
+          applyTiersToStored(storedTiers_, [report, finish](Result<TierMoves> m) {
+            if (!m)
+              report->failed.push_back("moving stored messages to their tier: " +
+                                       m.error().message);
+            else
+              report->tierMoves = *m;
+            finish(std::move(*report));
+          });
         });
       });
     });
@@ -960,16 +978,20 @@ void Retention::applyTiersToStored(std::vector<StoredTier> interfaces, Callback<
                     if (!*alive) return;
                     if (!has) return cb(has.error());
                     if (has->text(0, 0) != "t") return (*keep)(k + 1);
-                    ensureWindow(iface.applied, 0,
-                                 [this, alive, total, keep, k, cb, iface, from](Status s) {
-                                   if (!*alive) return;
-                                   if (!s) return cb(s.error());
-                                   applyTierBatches(iface, from, std::make_shared<int64_t>(0),
-                                                    total, [keep, k, cb](Status s) {
-                                                      if (!s) return cb(s.error());
-                                                      (*keep)(k + 1);
-                                                    });
-                                 });
+                    // A lock not had in time, or a row moved under a batch:
+                    // this interface waits for the next run.
+                    auto next = [total, keep, k, cb](Status s) {
+                      if (!s && !lockWait(s.error()) && !pg::retryable(s.error()))
+                        return cb(s.error());
+                      if (!s) ++total->deferred;
+                      (*keep)(k + 1);
+                    };
+                    ensureWindow(
+                        iface.applied, 0, [this, alive, total, iface, from, next](Status s) {
+                          if (!*alive) return;
+                          if (!s) return next(s);
+                          applyTierBatches(iface, from, std::make_shared<int64_t>(0), total, next);
+                        });
                   });
     });
   };

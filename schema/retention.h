@@ -87,6 +87,19 @@ struct RetentionPlan {
   std::vector<PeriodInfo> periods;  // by tier, then period
 };
 
+// An interface whose stored messages follow the tier that applies to it.
+struct StoredTier {
+  int64_t interfaceId = 0;
+  Tier applied = Tier::Week7;
+  bool purgeQuarantined = false;  // `quarantined: purge`
+};
+
+struct TierMoves {
+  int64_t moved = 0;     // messages moved to their interface's tier
+  int64_t deleted = 0;   // finished messages the shorter tier no longer keeps
+  int64_t deferred = 0;  // interfaces left for the next run (a lock not had in time)
+};
+
 struct DropReport {
   bool busy = false;                // another run held the database's retention lock
   std::vector<PeriodInfo> dropped;  // exact rows and bytes freed
@@ -94,6 +107,7 @@ struct DropReport {
   // held them) or a resend made pending during the drop. Tried next run.
   std::vector<PeriodInfo> held;
   int64_t moved = 0;                // messages moved to the held area, in all
+  TierMoves tierMoves;              // stored messages brought to their interface's tier
   std::vector<std::string> failed;  // "1w 2025-01-01: why" (tried again next run)
 };
 
@@ -126,18 +140,6 @@ struct TierState {
   Tier applied = Tier::Week7;  // where the interface's new messages go
   Change change = Change::None;
   std::optional<std::string> requestedAt;  // Waiting: since when
-};
-
-// An interface whose stored messages follow the tier that applies to it.
-struct StoredTier {
-  int64_t interfaceId = 0;
-  Tier applied = Tier::Week7;
-  bool purgeQuarantined = false;  // `quarantined: purge`
-};
-
-struct TierMoves {
-  int64_t moved = 0;    // messages moved to their interface's tier
-  int64_t deleted = 0;  // finished messages the shorter tier no longer keeps
 };
 
 struct DedupeWindow {
@@ -184,8 +186,11 @@ class Retention {
   void plan(Callback<RetentionPlan> cb);
   // Moves the unfinished messages of every expired period to the held
   // area, then drops each period left with nothing unfinished, and each
-  // held month that is over with nothing unfinished in it.
+  // held month that is over with nothing unfinished in it; then brings the
+  // stored messages of the interfaces setStoredTiers() names to their tier
+  // (applyTiersToStored), under the same lock.
   void dropExpired(Callback<DropReport> cb);
+  void setStoredTiers(std::vector<StoredTier> interfaces) { storedTiers_ = std::move(interfaces); }
   // Counts the held area.
   void countHeld(Callback<HeldCounts> cb);
   // Brings each interface's finished messages stored in another retention
@@ -234,6 +239,7 @@ class Retention {
 
   uv_loop_t* loop_;
   RetentionOptions options_;
+  std::vector<StoredTier> storedTiers_;
   std::unique_ptr<PgConnection> conn_;
   std::vector<std::function<void(Result<PgConnection*>)>> waiting_;  // for conn_ to connect
   UvHandle<uv_timer_t> timer_;  // a drop's pause before trying again

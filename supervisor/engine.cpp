@@ -430,6 +430,17 @@ void Engine::startRetention(std::function<void(Status)> next) {
       list.push_back({f->id, f->cfg->name, tierOf(f->cfg->retention), f->cfg->dedupeWindow,
                       f->cfg->quarantined == config::QuarantinedRetention::Purge});
   retention_ = std::make_unique<RetentionJob>(loop_, options_.databaseUrl, std::move(list));
+  retention_->setOnApplied([this](int64_t id, store::Tier tier) {
+    for (auto& f : ifaces_)
+      if (f->id == id && f->intake) {
+        f->tier = tier;
+        f->intake->setTier(tier);
+        spdlog::info(
+            "retention of {} is now {} (as the database says): its new messages are "
+            "kept {} days",
+            f->cfg->name, store::tierName(tier), static_cast<int>(tier));
+      }
+  });
   auto alive = alive_;
   retention_->applyTiers([this, alive, next](Result<std::map<int64_t, store::Tier>> r) {
     if (!*alive) return;

@@ -42,11 +42,16 @@ std::vector<RetentionLine> describeRun(const RetentionRun& run) {
                               " quarantined messages (" + store::describeBytes(run.held->bytes) +
                               "); they go once delivered, dismissed or resent and their month "
                               "is over"});
-  if (run.tierMoves.moved + run.tierMoves.deleted > 0)
-    out.push_back({false, "retention: " + std::to_string(run.tierMoves.moved) +
+  const auto& tm = run.drops.tierMoves;
+  if (tm.moved + tm.deleted > 0)
+    out.push_back({false, "retention: " + std::to_string(tm.moved) +
                               " stored messages moved to their interface's new tier, " +
-                              std::to_string(run.tierMoves.deleted) +
+                              std::to_string(tm.deleted) +
                               " deleted that the new, shorter tier no longer keeps"});
+  if (tm.deferred > 0)
+    out.push_back({false, "retention: " + std::to_string(tm.deferred) +
+                              " interfaces' stored messages wait for the next run to follow "
+                              "their tier (a lock not had in time)"});
   if (run.dedupeKeysPurged > 0)
     out.push_back({false, "retention: purged " + std::to_string(run.dedupeKeysPurged) +
                               " dedupe keys past their window"});
@@ -84,6 +89,8 @@ api::RetentionRunInfo runInfo(const RetentionRun& run) {
   i.busy = run.drops.busy;
   i.dropped = static_cast<int64_t>(run.drops.dropped.size());
   i.moved = run.drops.moved;
+  i.tierMoved = run.drops.tierMoves.moved;
+  i.tierDeleted = run.drops.tierMoves.deleted;
   i.dedupeKeysPurged = run.dedupeKeysPurged;
   for (auto& p : run.drops.held)
     i.kept.push_back(std::string(store::tierName(p.tier)) + " " + p.from);
@@ -167,43 +174,36 @@ void RetentionJob::runOnce(std::function<void(Result<RetentionRun>)> cb, bool lo
       }
     cb(std::move(r));
   };
-  retention_.dropExpired([this, alive, done](Result<store::DropReport> r) {
-    if (!*alive) return;
-    if (!r) return done(r.error());
-    auto run = std::make_shared<RetentionRun>();
-    run->drops = std::move(*r);
-    movedTotal_ += run->drops.moved;
-    if (!applied_.empty() || interfaces_.empty()) return followTiers(run, done);
-    // Not started by the engine (`ductus retention run`): the applied
-    // tiers are read, not changed.
-    std::vector<store::InterfaceTier> list;
-    for (auto& i : interfaces_) list.push_back({i.id, i.name, i.configured});
-    retention_.readTiers(std::move(list),
-                         [this, alive, run, done](Result<std::vector<store::TierState>> t) {
+  // The applied tiers as the database has them now: a confirmation from
+  // the command line, or on the engine that owned these interfaces before,
+  // applies here too (onApplied switches the intake), and the stored
+  // messages follow the tier the database says.
+  std::vector<store::InterfaceTier> list;
+  for (auto& i : interfaces_) list.push_back({i.id, i.name, i.configured});
+  retention_.readTiers(std::move(list),
+                       [this, alive, done](Result<std::vector<store::TierState>> t) {
+                         if (!*alive) return;
+                         if (!t) return done(t.error());
+                         std::vector<store::StoredTier> stored;
+                         for (auto& s : *t) {
+                           auto it = applied_.find(s.interfaceId);
+                           bool changed = it != applied_.end() && it->second != s.applied;
+                           applied_[s.interfaceId] = s.applied;
+                           if (changed && onApplied_) onApplied_(s.interfaceId, s.applied);
+                           for (auto& i : interfaces_)
+                             if (i.id == s.interfaceId)
+                               stored.push_back({i.id, s.applied, i.purgeQuarantined});
+                         }
+                         retention_.setStoredTiers(std::move(stored));
+                         retention_.dropExpired([this, alive, done](Result<store::DropReport> r) {
                            if (!*alive) return;
-                           if (!t) return done(t.error());
-                           for (auto& s : *t) applied_[s.interfaceId] = s.applied;
-                           followTiers(run, done);
+                           if (!r) return done(r.error());
+                           auto run = std::make_shared<RetentionRun>();
+                           run->drops = std::move(*r);
+                           movedTotal_ += run->drops.moved;
+                           dedupe(run, done);
                          });
-  });
-}
-
-// Stored messages follow their interface's applied tier (a tier confirmed
-// shorter, or lengthened).
-void RetentionJob::followTiers(std::shared_ptr<RetentionRun> run,
-                               std::function<void(Result<RetentionRun>)> cb) {
-  std::vector<store::StoredTier> list;
-  for (auto& i : interfaces_)
-    if (auto it = applied_.find(i.id); it != applied_.end())
-      list.push_back({i.id, it->second, i.purgeQuarantined});
-  auto alive = alive_;
-  retention_.applyTiersToStored(std::move(list),
-                                [this, alive, run, cb](Result<store::TierMoves> moves) {
-                                  if (!*alive) return;
-                                  if (!moves) return cb(moves.error());
-                                  run->tierMoves = *moves;
-                                  dedupe(run, cb);
-                                });
+                       });
 }
 
 void RetentionJob::dedupe(std::shared_ptr<RetentionRun> run,

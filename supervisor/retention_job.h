@@ -42,7 +42,6 @@ struct RetentionRun {
   store::DropReport drops;
   int64_t dedupeKeysPurged = 0;
   std::optional<store::HeldCounts> held;  // counted after the drops
-  store::TierMoves tierMoves;             // stored messages following a changed tier
 };
 
 // What a run did, one line each: info (dropped, held, purged) or warning.
@@ -77,6 +76,9 @@ class RetentionJob {
   // run, for GET /retention: read on a connection of its own, beside a
   // run.
   void describe(std::function<void(Result<api::RetentionInfo>)> cb);
+  // Hears an interface's applied tier changing under a run (confirmed on
+  // the command line or on another engine): the engine switches its intake.
+  void setOnApplied(std::function<void(int64_t, store::Tier)> fn) { onApplied_ = std::move(fn); }
   // A shorter tier confirmed through the API: its dedupe window follows
   // (the engine changes its intake).
   void confirmed(int64_t interfaceId, store::Tier tier);
@@ -87,7 +89,6 @@ class RetentionJob {
 
  private:
   void scheduled();
-  void followTiers(std::shared_ptr<RetentionRun> run, std::function<void(Result<RetentionRun>)> cb);
   void dedupe(std::shared_ptr<RetentionRun> run,
               std::function<void(Result<RetentionRun>)> cb);
 
@@ -99,6 +100,7 @@ class RetentionJob {
   store::Retention reader_;  // describe()'s connection
   std::optional<store::HeldCounts> held_;
   int64_t movedTotal_ = 0;
+  std::function<void(int64_t, store::Tier)> onApplied_;
   UvHandle<uv_timer_t> timer_;
   bool running_ = false;
   bool stopped_ = false;

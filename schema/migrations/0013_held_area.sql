@@ -46,7 +46,8 @@ BEGIN
 END $$;
 
 -- Creates the missing periods of one table and retention tier over the
--- `days` before today (UTC), named as ductus_ensure_partitions names them,
+-- `days` before today (UTC) that are not over yet (their drop day is still
+-- to come), named as ductus_ensure_partitions names them,
 -- in the caller's transaction: where an interface's stored messages move
 -- when its tier changes (the engine makes only today's and the coming
 -- days'). Unlike ductus_ensure_partitions it never waits longer than
@@ -76,7 +77,8 @@ BEGIN
       hi := lo + 7;
     END IF;
     name := format('%s_t%s_%s', parent, tier, to_char(lo, 'YYYYMMDD'));
-    IF to_regclass(name) IS NULL THEN
+    -- A period already over would only be dropped again by the next run.
+    IF hi + tier > today AND to_regclass(name) IS NULL THEN
       EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)',
                      name, parent || '_t' || tier,
                      (lo::timestamp AT TIME ZONE 'UTC'), (hi::timestamp AT TIME ZONE 'UTC'));

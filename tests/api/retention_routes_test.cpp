@@ -62,6 +62,10 @@ class RetentionEngine : public EngineView {
     applied_ = tier;
     return {};
   }
+  void setApplied(std::string tier) {
+    std::lock_guard lock(mutex_);
+    applied_ = std::move(tier);
+  }
   std::vector<std::string> take() {
     std::lock_guard lock(mutex_);
     return std::exchange(calls_, {});
@@ -138,10 +142,20 @@ TEST_F(RetentionRoutesTest, AConfirmationWritesTheTierWithItsAuditRowThenTellsTh
                       "'retention.confirm'"),
             "adt 7w -> 1w by ops");
   EXPECT_THAT(engine_.take(), ::testing::ElementsAre("confirmed adt 1w"));
-  // Again: nothing to confirm.
+  // Again (a second tab): already so, nothing written.
   r = confirm({{"interface", "adt"}, {"tier", "1w"}}, ops_);
-  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(auditCount(), "1");
+}
+
+TEST_F(RetentionRoutesTest, AConfirmationMadeElsewhereMeanwhileIsFollowedWithoutWritingAgain) {
+  // The command line confirmed while the console's page was open.
+  engine_.setApplied("1w");
+  auto r = confirm({{"interface", "adt"}, {"tier", "1w"}}, ops_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(bodyOf(r)["applied"], "1w");
+  EXPECT_EQ(auditCount(), "0");
+  EXPECT_THAT(engine_.take(), ::testing::ElementsAre("confirmed adt 1w"));
 }
 
 TEST_F(RetentionRoutesTest, RefusalsWriteNothingAndTellTheEngineNothing) {
@@ -152,6 +166,7 @@ TEST_F(RetentionRoutesTest, RefusalsWriteNothingAndTellTheEngineNothing) {
   EXPECT_EQ(confirm({{"interface", 7}, {"tier", "1w"}}, ops_).status, 400);
   EXPECT_EQ(confirm({{"interface", "lab"}, {"tier", "1w"}}, ops_).status, 404);
   // Not what the project asks for: the caller saw something else.
+  EXPECT_EQ(confirm({{"interface", "adt"}, {"tier", "7w"}}, ops_).status, 409);
   auto stale = confirm({{"interface", "adt"}, {"tier", "3w"}}, ops_);
   EXPECT_EQ(stale.status, 409) << stale.body;
   EXPECT_THAT(stale.body, ::testing::HasSubstr("the project asks for 1w"));

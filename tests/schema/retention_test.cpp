@@ -480,6 +480,8 @@ TEST_F(RetentionTest, StoredMessagesFollowTheirInterfacesNewTierAndWhatItNoLonge
   EXPECT_EQ(r->moved, 5);
   EXPECT_EQ(r->deleted, 3);
   EXPECT_TRUE(exists("messages_t7_" + compact(day(-2))));
+  // Not a day the next run would only drop again.
+  EXPECT_FALSE(exists("messages_t7_" + compact(day(-10))));
   EXPECT_EQ(scalar("SELECT count(*) FROM messages WHERE tier = 7"), 5);
   EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE tier = 7"), 5);
   EXPECT_EQ(text("SELECT string_agg(status::text, ',' ORDER BY status) FROM messages WHERE "

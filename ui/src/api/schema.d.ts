@@ -3162,6 +3162,10 @@ export interface operations {
                             dropped: number;
                             moved: number;
                             dedupeKeysPurged: number;
+                            /** @description stored messages brought to their interface's changed tier */
+                            tierMoved: number;
+                            /** @description stored messages a shortened tier no longer keeps, deleted */
+                            tierDeleted: number;
                             kept: string[];
                             failed: string[];
                         } | null;

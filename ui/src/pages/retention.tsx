@@ -128,7 +128,13 @@ export default function RetentionPage() {
           )}
           {r.lastRun && (
             <p class="muted small" data-last-run>
-              Last run <When at={r.lastRun.at} />: {r.lastRun.busy ? 'another engine was running it' : `${r.lastRun.dropped} partitions dropped, ${r.lastRun.moved} messages moved to the held area`}
+              Last run <When at={r.lastRun.at} />:{' '}
+              {r.lastRun.busy
+                ? 'another engine was running it'
+                : `${r.lastRun.dropped} partitions dropped, ${r.lastRun.moved} messages moved to the held area` +
+                  (r.lastRun.tierMoved + r.lastRun.tierDeleted > 0
+                    ? `, ${r.lastRun.tierMoved} stored messages moved to their interface's new tier and ${r.lastRun.tierDeleted} deleted that it no longer keeps`
+                    : '')}
               {r.lastRun.kept.length > 0 && `; still there: ${r.lastRun.kept.join(', ')}`}
               {r.lastRun.failed.length > 0 && `; failed: ${r.lastRun.failed.join('; ')}`}
             </p>
@@ -193,7 +199,8 @@ export default function RetentionPage() {
         >
           <p>
             Its new messages are kept {days[asking.configured]} days instead of {days[asking.applied]}, from now on. The messages stored before follow
-            at the next retention run: finished ones older than that are deleted, the others move (quarantined ones are kept).
+            at the next retention run: finished ones older than that are deleted, the others move
+            {asking.quarantined === 'keep' ? ' (quarantined ones are kept)' : ', and quarantined ones older than that are deleted too'}.
           </p>
         </Confirm>
       )}
