@@ -112,7 +112,12 @@ void confirm(Deps& d, const ApiRequest& req, ApiRespond respond) {
                                    " already; only a shorter tier waits for a confirmation"));
     auto e = entry;
     e.detail["from"] = f->applied;
-    withConnection(d.pool, respond, [&d, name, wanted, tier, e, respond](LeasePtr l) {
+    // What the row says once written: the tier applies, nothing waits.
+    auto after = *f;
+    after.applied = wanted;
+    after.change = "none";
+    after.requestedAt.reset();
+    withConnection(d.pool, respond, [&d, name, wanted, tier, e, after, respond](LeasePtr l) {
       std::vector<TxStep> steps;
       steps.push_back(fixedStep(store::confirmTierStatement(name, tier)));
       steps.push_back([&d, e](const Results& r) -> Result<SqlStatement> {
@@ -122,16 +127,11 @@ void confirm(Deps& d, const ApiRequest& req, ApiRespond respond) {
         return d.audit.statement(a);
       });
       runTransaction(l->conn(), std::move(steps),
-                     [&d, l, name, wanted, respond](Result<Results> r) {
+                     [&d, l, name, wanted, after, respond](Result<Results> r) {
                        if (!r) return respond(errorResponse(r.error()));
                        if (auto s = d.engine->retentionConfirmed(name, wanted); !s)
                          return respond(errorResponse(s.error()));
-                       d.engine->retention([name, respond](Result<RetentionInfo> now) {
-                         if (!now) return respond(errorResponse(now.error()));
-                         for (auto& i : now->interfaces)
-                           if (i.interface == name) return respond(jsonOk(200, interfaceJson(i)));
-                         respond(jsonError(404, "not_found", "no interface " + name));
-                       });
+                       respond(jsonOk(200, interfaceJson(after)));
                      });
     });
   });

@@ -432,14 +432,7 @@ void Engine::startRetention(std::function<void(Status)> next) {
   retention_ = std::make_unique<RetentionJob>(loop_, options_.databaseUrl, std::move(list));
   retention_->setOnApplied([this](int64_t id, store::Tier tier) {
     for (auto& f : ifaces_)
-      if (f->id == id && f->intake) {
-        f->tier = tier;
-        f->intake->setTier(tier);
-        spdlog::info(
-            "retention of {} is now {} (as the database says): its new messages are "
-            "kept {} days",
-            f->cfg->name, store::tierName(tier), static_cast<int>(tier));
-      }
+      if (f->id == id && f->intake) switchTier(*f, tier, "as the database says");
   });
   auto alive = alive_;
   retention_->applyTiers([this, alive, next](Result<std::map<int64_t, store::Tier>> r) {
@@ -452,18 +445,24 @@ void Engine::startRetention(std::function<void(Status)> next) {
   });
 }
 
+// Where the interface's new messages go from now on; retention's next run
+// brings those stored before.
+void Engine::switchTier(Iface& f, store::Tier tier, const char* why) {
+  f.tier = tier;
+  f.intake->setTier(tier);
+  spdlog::info(
+      "retention of {} is now {} ({}): its new messages are kept {} days; retention's "
+      "next run brings those stored before to it",
+      f.cfg->name, store::tierName(tier), why, static_cast<int>(tier));
+}
+
 Status Engine::retentionConfirmed(const std::string& interface, const std::string& tier) {
   auto t = store::tierNamed(tier);
   if (!t) return Error{"no retention tier " + tier, ErrorKind::Invalid};
   for (auto& f : ifaces_) {
     if (f->cfg->name != interface || !f->intake) continue;
-    f->tier = *t;
-    f->intake->setTier(*t);
     if (retention_) retention_->confirmed(f->id, *t);
-    spdlog::info(
-        "retention of {} is now {} (confirmed): its new messages are kept {} days; "
-        "retention's next run brings those stored before to it",
-        interface, tier, static_cast<int>(*t));
+    switchTier(*f, *t, "confirmed");
     return {};
   }
   return Error{"this engine runs no queued interface " + interface, ErrorKind::NotFound};
@@ -1006,11 +1005,7 @@ Status Engine::openApi() {
     if (certificates_)
       for (const auto& c : certificates_->entries())
         e.certificates.push_back({c->name, c->subject, c->notAfter});
-    if (retention_ && retention_->held()) {
-      const auto& h = *retention_->held();
-      e.held = api::HeldInfo{h.pending,    h.quarantined, h.finished,
-                             h.deliveries, h.bytes,       retention_->movedTotal()};
-    }
+    if (retention_) e.held = retention_->heldInfo();
   });
   // The engine's own rows and the housekeeping go on with the API off.
   audit_ = std::make_unique<api::AuditLog>(store_->sharedConnections());

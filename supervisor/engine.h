@@ -27,6 +27,7 @@
 #include "common/result.h"
 #include "common/uv_handle.h"
 #include "schema/conninfo.h"
+#include "schema/store_types.h"
 
 namespace ductus::store {
 class Store;
@@ -181,6 +182,7 @@ class Engine {
   // A shorter tier confirmed through the API (its row is written): the
   // interface's intake stores into it from now on.
   Status retentionConfirmed(const std::string& interface, const std::string& tier);
+  void switchTier(Iface& f, store::Tier tier, const char* why);
   void reconcile(std::function<void(Status)> next);
   // Starts the workers; `next` hears once every interface's code loaded,
   // or every load error.

@@ -233,6 +233,12 @@ void RetentionJob::dedupe(std::shared_ptr<RetentionRun> run,
       });
 }
 
+std::optional<api::HeldInfo> RetentionJob::heldInfo() const {
+  if (!held_) return std::nullopt;
+  return api::HeldInfo{held_->pending,    held_->quarantined, held_->finished,
+                       held_->deliveries, held_->bytes,       movedTotal_};
+}
+
 void RetentionJob::confirmed(int64_t interfaceId, store::Tier tier) {
   applied_[interfaceId] = tier;
 }
@@ -266,9 +272,7 @@ void RetentionJob::describe(std::function<void(Result<api::RetentionInfo>)> cb) 
           for (auto& p : plan->periods)
             out.periods.push_back({store::tierName(p.tier), p.from, p.to, p.dropsOn, p.expired,
                                    p.messages, p.deliveries, p.bytes, p.unfinished, p.detached});
-          if (held_)
-            out.held = api::HeldInfo{held_->pending,    held_->quarantined, held_->finished,
-                                     held_->deliveries, held_->bytes,       movedTotal_};
+          out.held = heldInfo();
           out.lastRun = lastRun_;
           cb(std::move(out));
         });

@@ -84,8 +84,8 @@ class RetentionJob {
   void confirmed(int64_t interfaceId, store::Tier tier);
   // The held area as the last run counted it (none before the first).
   const std::optional<store::HeldCounts>& held() const { return held_; }
-  // Messages moved to the held area by this job's runs.
-  int64_t movedTotal() const { return movedTotal_; }
+  // The same for the API, with the messages this job's runs moved there.
+  std::optional<api::HeldInfo> heldInfo() const;
 
  private:
   void scheduled();

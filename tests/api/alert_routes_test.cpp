@@ -13,11 +13,6 @@ namespace {
 
 using json = nlohmann::json;
 
-json bodyOf(const ductus::test::HttpReply& r) {
-  auto j = json::parse(r.body, nullptr, false);
-  return j.is_discarded() ? json() : j;
-}
-
 class AlertRoutesTest : public AuthFixture {
  protected:
   void SetUp() override {

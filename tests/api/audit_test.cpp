@@ -14,11 +14,6 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-json bodyOf(const ductus::test::HttpReply& r) {
-  auto j = json::parse(r.body, nullptr, false);
-  return j.is_discarded() ? json() : j;
-}
-
 class AuditTest : public AuthFixture {
  protected:
   // n rows of action `action`, written as the engine's standalone writes are.

@@ -31,6 +31,12 @@
 
 namespace ductus::api::test {
 
+// An answer's body as JSON; null when it isn't JSON.
+inline nlohmann::json bodyOf(const ductus::test::HttpReply& r) {
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  return j.is_discarded() ? nlohmann::json() : j;
+}
+
 using Headers = std::map<std::string, std::string>;
 
 class AuthFixture : public ::testing::Test {

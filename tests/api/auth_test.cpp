@@ -21,11 +21,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace std::chrono_literals;
 
-json bodyOf(const ductus::test::HttpReply& r) {
-  auto j = json::parse(r.body, nullptr, false);
-  return j.is_discarded() ? json() : j;
-}
-
 class AuthTest : public AuthFixture {
  protected:
   // The audit rows so far: "action outcome actor via", oldest first.

@@ -31,11 +31,6 @@ using ductus::test::SlapdServer;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-json bodyOf(const ductus::test::HttpReply& r) {
-  auto j = json::parse(r.body, nullptr, false);
-  return j.is_discarded() ? json() : j;
-}
-
 TEST(DirectoryFilter, EscapesWhatCouldWidenOrEndTheFilter) {
   EXPECT_EQ(escapeFilterValue("ann"), "ann");
   EXPECT_EQ(escapeFilterValue("*"), "\\2a");

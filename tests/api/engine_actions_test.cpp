@@ -18,11 +18,6 @@ namespace {
 
 using json = nlohmann::json;
 
-json bodyOf(const ductus::test::HttpReply& r) {
-  auto j = json::parse(r.body, nullptr, false);
-  return j.is_discarded() ? json() : j;
-}
-
 // Runs interface adt (mllp; destinations ehr and billing) and hears what
 // the actions ask of it.
 class ActionEngine : public EngineView {

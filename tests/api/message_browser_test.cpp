@@ -25,11 +25,6 @@ using json = nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-json bodyOf(const ductus::test::HttpReply& r) {
-  auto j = json::parse(r.body, nullptr, false);
-  return j.is_discarded() ? json() : j;
-}
-
 // The engine as the edit needs it: "adt" is run here (its keys: the lane
 // from PID-3.1 over 4 lanes, dedupe on MSH-10), "lab" is not.
 class FakeEngine : public EngineView {

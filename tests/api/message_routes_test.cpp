@@ -18,11 +18,6 @@ namespace {
 
 using json = nlohmann::json;
 
-json bodyOf(const ductus::test::HttpReply& r) {
-  auto j = json::parse(r.body, nullptr, false);
-  return j.is_discarded() ? json() : j;
-}
-
 // Hears which interfaces' loops a resend woke.
 class WakeRecorder : public EngineView {
  public:

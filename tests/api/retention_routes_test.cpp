@@ -17,11 +17,6 @@ namespace {
 
 using json = nlohmann::json;
 
-json bodyOf(const ductus::test::HttpReply& r) {
-  auto j = json::parse(r.body, nullptr, false);
-  return j.is_discarded() ? json() : j;
-}
-
 // Keeps interface adt 7w while its project asks for 1w, and hears the
 // confirmations.
 class RetentionEngine : public EngineView {

@@ -18,11 +18,6 @@ using json = nlohmann::json;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-json bodyOf(const ductus::test::HttpReply& r) {
-  auto j = json::parse(r.body, nullptr, false);
-  return j.is_discarded() ? json() : j;
-}
-
 std::chrono::system_clock::time_point at(int64_t unixSeconds) {
   return std::chrono::system_clock::time_point(std::chrono::seconds(unixSeconds));
 }
