@@ -969,7 +969,9 @@ void Retention::applyTiersToStored(std::vector<StoredTier> interfaces, Callback<
   *next = [this, alive, work, total, weak, cb](size_t k) {
     auto keep = weak.lock();
     if (k == work->size()) return cb(*total);
-    const auto& [iface, from] = (*work)[k];
+    // Named copies: clang 14 can't capture structured bindings.
+    const StoredTier iface = (*work)[k].first;
+    const Tier from = (*work)[k].second;
     withConnection([this, alive, work, total, keep, k, cb, iface, from](Result<PgConnection*> c) {
       if (!*alive) return;
       if (!c) return cb(c.error());
