@@ -105,6 +105,7 @@ struct HistogramInfo {
   std::vector<int64_t> buckets;
   double sumSeconds = 0;
   int64_t count = 0;
+  std::optional<double> maxSeconds;  // the largest observation, when known
 };
 
 // A destination an operator paused (POST .../pause): its delivery loops

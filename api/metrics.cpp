@@ -1,5 +1,6 @@
 #include "api/metrics.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -133,6 +134,7 @@ HistogramInfo histogramInfo(const Histogram& h) {
   i.buckets = std::move(c.buckets);
   i.sumSeconds = static_cast<double>(c.sumUs) / 1e6;
   i.count = c.count;
+  if (c.count > 0) i.maxSeconds = static_cast<double>(c.maxUs) / 1e6;
   return i;
 }
 
@@ -140,15 +142,21 @@ std::optional<double> histogramQuantile(const HistogramInfo& h, double q) {
   if (h.count <= 0 || h.bounds.empty()) return std::nullopt;
   double rank = q * static_cast<double>(h.count);
   int64_t below = 0;
+  // Never more than was observed: in the wide buckets (5 min to 1 h) a
+  // linear guess can land far above every value (a p50 of 1,950 s for
+  // waits of about 440 s).
+  auto capped = [&h](double v) { return h.maxSeconds ? std::min(v, *h.maxSeconds) : v; };
   for (size_t i = 0; i < h.bounds.size() && i < h.buckets.size(); ++i) {
     int64_t in = h.buckets[i];
     if (in > 0 && static_cast<double>(below + in) >= rank) {
       double lo = i == 0 ? 0 : h.bounds[i - 1];
-      return lo + (h.bounds[i] - lo) * (rank - static_cast<double>(below)) / static_cast<double>(in);
+      return capped(lo + (h.bounds[i] - lo) * (rank - static_cast<double>(below)) /
+                             static_cast<double>(in));
     }
     below += in;
   }
-  return h.bounds.back();
+  // Past the last bound: the largest seen says more than the bound.
+  return h.maxSeconds ? std::max(*h.maxSeconds, h.bounds.back()) : h.bounds.back();
 }
 
 std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceInfo>& interfaces,

@@ -26,6 +26,7 @@ struct HistogramCounts {
   std::vector<int64_t> buckets;  // kHistogramBoundsUs.size() + 1
   int64_t sumUs = 0;
   int64_t count = 0;
+  int64_t maxUs = 0;  // the largest observation; 0 with none
 };
 
 class Histogram {
@@ -36,6 +37,11 @@ class Histogram {
     while (i < kHistogramBoundsUs.size() && us > kHistogramBoundsUs[i]) ++i;
     buckets_[i].fetch_add(1, std::memory_order_relaxed);
     sumUs_.fetch_add(us, std::memory_order_relaxed);
+    // The largest seen bounds a quantile read from wide buckets (5 min to
+    // 1 h): interpolating inside one can't claim more than was observed.
+    int64_t seen = maxUs_.load(std::memory_order_relaxed);
+    while (us > seen && !maxUs_.compare_exchange_weak(seen, us, std::memory_order_relaxed)) {
+    }
   }
 
   // The count is the buckets' sum, so a scrape never sees a _count that
@@ -48,12 +54,14 @@ class Histogram {
       c.count += c.buckets.back();
     }
     c.sumUs = sumUs_.load(std::memory_order_relaxed);
+    c.maxUs = maxUs_.load(std::memory_order_relaxed);
     return c;
   }
 
  private:
   std::array<std::atomic<int64_t>, kHistogramBoundsUs.size() + 1> buckets_{};
   std::atomic<int64_t> sumUs_{0};
+  std::atomic<int64_t> maxUs_{0};
 };
 
 // Microseconds since `start` on the steady clock, for observe().

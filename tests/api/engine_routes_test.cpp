@@ -244,6 +244,24 @@ TEST(HistogramQuantile, IsLinearWithinItsBucketAndTheLastBoundPastThem) {
   EXPECT_DOUBLE_EQ(*histogramQuantile(h, 0.5), 4.0) << "+Inf: the last bound";
 }
 
+// The case: waits of about 440 s fall in the 300-3600 s bucket,
+// where interpolation alone read a p50 of 1,950 s.
+TEST(HistogramQuantile, NeverSaysMoreThanTheLargestValueObserved) {
+  Histogram waits;
+  for (int s : {430, 440, 445}) waits.observe(std::chrono::seconds(s));
+  HistogramInfo h = histogramInfo(waits);
+  ASSERT_TRUE(h.maxSeconds);
+  EXPECT_DOUBLE_EQ(*h.maxSeconds, 445.0);
+  EXPECT_DOUBLE_EQ(*histogramQuantile(h, 0.5), 445.0);
+  EXPECT_DOUBLE_EQ(*histogramQuantile(h, 0.95), 445.0);
+  h.maxSeconds.reset();
+  EXPECT_GT(*histogramQuantile(h, 0.5), 1500.0) << "uncapped, the bucket's middle";
+
+  Histogram past;  // past the last bound (1 h): the largest seen, not 1 h
+  past.observe(std::chrono::hours(3));
+  EXPECT_DOUBLE_EQ(*histogramQuantile(histogramInfo(past), 0.5), 3 * 3600.0);
+}
+
 TEST_F(EngineRoutesTest, InterfacesTheEngineCantReadAre503) {
   api_.loop().run([&] { engine_.fail = true; });
   auto r = api_.get("/api/v1/interfaces", bearer("viewer"));
