@@ -12,10 +12,14 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "api/ui/ui_assets.h"
 #include "tests/support/e2e.h"
@@ -214,6 +218,82 @@ TEST(Console, SignsInThroughAnOpenIdConnectProvider) {
                      "outcome = 'denied' AND detail->>'reason' = "
                      "'in no group that has a role here'"),
             "1");
+  EXPECT_TRUE(exitedWith(engine.terminate(), 0)) << engine.log();
+  std::error_code ec;
+  fs::remove_all(out, ec);
+}
+
+// The night shift's console (issue: what an operator at 3 a.m. can't do):
+// a lab interface whose MLLP receiver is down with 60 messages waiting
+// ranked first on the Overview with the receiver's error, above an
+// interface with a quarantined message; the engine killed and the
+// disconnected banner shown, then cleared when it is started again.
+// ui/tests/operations.test.mjs drives the browser; it asks this harness to
+// kill and start the engine by writing a file into `control/` (kill,
+// start) and waits for the answer file (killed, started).
+TEST(Console, TheNightShiftSeesAFailingReceiverAndADeadEngine) {
+  if (auto what = missing(); !what.empty()) {
+    if (required()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
+    GTEST_SKIP() << "missing: " << what;
+  }
+  TestDatabase db;
+  ASSERT_FALSE(db.url().empty());
+  uint16_t adtPort = freePort(), labPort = freePort(), apiPort = freePort();
+  // The lab system: nothing listens there (a port taken and let go).
+  uint16_t labReceiver = freePort();
+  char outTmpl[] = "/tmp/ductus-console-out.XXXXXX";
+  fs::path out = mkdtemp(outTmpl);
+  fs::path control = out / "control";
+  fs::create_directories(control);
+  TempProject project(
+      {{"ductus.yaml", "isolates: { workers: 1, heap_mb: 256 }\n"},
+       {"interfaces/adt/interface.yaml", adtInterface(adtPort, out)},
+       {"interfaces/adt/transform.js", kAdtTransform},
+       {"interfaces/lab/interface.yaml",
+        "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(labPort) +
+            " }\nformat: hl7v2\nordering: { key: PID.3.1, partitions: 4 }\n"
+            "destination:\n  mllp: { host: 127.0.0.1, port: " +
+            std::to_string(labReceiver) + " }\n  retry: { max_attempts: 0 }\n"},
+       {"interfaces/lab/transform.js", "export function transform(msg) { return msg; }\n"}});
+  EngineProcess engine(project.root(), db.url());
+  engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
+  ASSERT_TRUE(engine.start()) << engine.log();
+  std::string admin = makeUser(db.url(), "ada", "admin", "payloads,audit");
+  db.value("UPDATE users SET must_change_password = false WHERE name = 'ada'");
+
+  fs::path shots = fs::current_path() / "screenshots";
+  fs::create_directories(shots);
+  ::setenv("DUCTUS_UI_URL", ("http://127.0.0.1:" + std::to_string(apiPort)).c_str(), 1);
+  ::setenv("DUCTUS_UI_ADMIN", admin.c_str(), 1);
+  ::setenv("DUCTUS_UI_ADT_MLLP", ("127.0.0.1:" + std::to_string(adtPort)).c_str(), 1);
+  ::setenv("DUCTUS_UI_LAB_MLLP", ("127.0.0.1:" + std::to_string(labPort)).c_str(), 1);
+  ::setenv("DUCTUS_UI_CONTROL", control.c_str(), 1);
+  ::setenv("DUCTUS_UI_SCREENSHOTS", shots.c_str(), 1);
+  ::setenv("CHROMIUM", chromium().c_str(), 1);
+
+  // The browser runs beside this loop, which carries out its requests.
+  std::atomic<bool> done{false};
+  SplitOutput run;
+  std::thread browser([&] {
+    run = runSplit({"node", (kUi / "tests" / "operations.test.mjs").string()});
+    done = true;
+  });
+  while (!done) {
+    std::error_code ec;
+    if (fs::remove(control / "kill", ec)) {
+      engine.kill9();
+      std::ofstream(control / "killed") << "";
+    }
+    if (fs::remove(control / "start", ec)) {
+      bool started = engine.start();
+      std::ofstream(control / (started ? "started" : "failed")) << "";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  browser.join();
+  std::printf("%s", run.out.c_str());
+  EXPECT_EQ(run.code, 0) << run.out << "\n" << run.err << "\nengine:\n" << engine.log();
+  std::printf("screenshots: %s\n", shots.c_str());
   EXPECT_TRUE(exitedWith(engine.terminate(), 0)) << engine.log();
   std::error_code ec;
   fs::remove_all(out, ec);

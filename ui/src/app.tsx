@@ -1,6 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect } from 'preact/hooks';
 import { authProblem } from './api/client';
+import { clockTime, useConnection } from './connection';
 import { lazy } from './lazy';
 import Interfaces from './pages/interfaces';
 import Message from './pages/message';
@@ -48,6 +49,7 @@ export function App() {
   const { path, query } = useLocation();
   const who = useStore(me);
   const problem = useStore(authProblem);
+  const conn = useConnection();
 
   useEffect(() => {
     void loadMe();
@@ -98,13 +100,29 @@ export function App() {
       <a class="skip" href="#main">
         Skip to the page
       </a>
-      <div class="shell">
+      <div class={conn.lostAt === null ? 'shell' : 'shell stale'}>
         <Nav path={path} />
         <main id="main" tabIndex={-1}>
+          <Disconnected lostAt={conn.lostAt} cause={conn.cause} />
           {page}
         </main>
       </div>
     </>
+  );
+}
+
+// Above every page while the engine doesn't answer: what is shown was
+// read before that time. Cleared by the first answer after.
+function Disconnected({ lostAt, cause }: { lostAt: number | null; cause: string | null }) {
+  // The live region is always there, so a screen reader hears it appear.
+  return (
+    <div role="status" aria-live="assertive" class="banner-slot">
+      {lostAt !== null && (
+        <p class="banner lost" data-banner="disconnected">
+          <strong>Disconnected since {clockTime(lostAt)}</strong> — data may be stale. Retrying… <span class="muted">({cause})</span>
+        </p>
+      )}
+    </div>
   );
 }
 

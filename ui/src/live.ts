@@ -1,5 +1,6 @@
 import { call, token, type Answer } from './api/client';
 import { useEffect } from 'preact/hooks';
+import { heard, lost, onReconnect } from './connection';
 import { store, useStore } from './store';
 
 // The interfaces and their counts, kept current: from the engine's event
@@ -17,6 +18,25 @@ export interface Health {
   reason: string;
 }
 
+/** What the monitor saw behind a destination's judgement. */
+export interface HealthFacts {
+  waiting: number;
+  /** The oldest waiting message's age when the list was read (not in events). */
+  oldestSeconds: number | null;
+  lastSent: string;
+  lastError: string;
+  lastErrorText: string;
+  catchingUp: boolean | null;
+  causes: string[];
+}
+
+/** Received → finished here, since the engine started (from the list only). */
+export interface Timing {
+  count: number;
+  p50Ms: number | null;
+  p95Ms: number | null;
+}
+
 export interface DestinationView {
   name: string;
   route: boolean;
@@ -28,6 +48,8 @@ export interface DestinationView {
   filtered: number;
   retries: number;
   health: Health | null;
+  facts: HealthFacts | null;
+  latency: Timing | null;
 }
 
 export interface InterfaceView {
@@ -67,14 +89,38 @@ interface Snapshot {
       pending: number | null;
       quarantinedNow: number | null;
       paused: boolean;
-      health?: Health;
+      health?: Health & Partial<RawFacts>;
     }[];
     health?: Health;
   }[];
 }
 
+interface RawFacts {
+  waiting: number;
+  oldestSeconds: number;
+  lastSent: string;
+  lastError: string;
+  lastErrorText: string;
+  catchingUp: boolean;
+  causes: string[];
+}
+
 function judged(h: Health | undefined): Health | null {
   return h ? { state: h.state, reason: h.reason } : null;
+}
+
+function factsOf(h: (Health & Partial<RawFacts>) | undefined, before: HealthFacts | null): HealthFacts | null {
+  if (!h) return null;
+  return {
+    waiting: h.waiting ?? 0,
+    // Events leave out what moves by itself; the last list's age stays.
+    oldestSeconds: h.oldestSeconds ?? before?.oldestSeconds ?? null,
+    lastSent: h.lastSent ?? '',
+    lastError: h.lastError ?? '',
+    lastErrorText: h.lastErrorText ?? '',
+    catchingUp: h.catchingUp ?? null,
+    causes: h.causes ?? [],
+  };
 }
 
 function fromList(list: Listed[]): InterfaceView[] {
@@ -96,6 +142,8 @@ function fromList(list: Listed[]): InterfaceView[] {
       filtered: d.sinceStart.filtered,
       retries: d.sinceStart.retries,
       health: judged(d.health),
+      facts: factsOf(d.health, null),
+      latency: d.timings.latency ?? null,
     })),
     health: judged(f.health),
   }));
@@ -130,6 +178,8 @@ function fromSnapshot(s: Snapshot, before: InterfaceView[] | null): { views: Int
           filtered: d.filtered,
           retries: d.retries,
           health: judged(d.health),
+          facts: factsOf(d.health, od?.facts ?? null),
+          latency: od?.latency ?? null,
         };
       }),
       health: judged(f.health),
@@ -146,14 +196,28 @@ export async function refresh(): Promise<void> {
   const r = await call('get', '/api/v1/interfaces');
   const now = live.get();
   if (r.ok) live.set({ ...now, interfaces: fromList(r.data.interfaces), error: null, updatedAt: Date.now() });
-  else live.set({ ...now, error: r.message });
+  // Unreachable is the banner's to say (connection.ts), not each page's.
+  else if (r.status !== 0) live.set({ ...now, error: r.message });
 }
+
+// A stream the browser gave up on (the engine was away when it retried,
+// or refused it) is tried again once polling gets answers, at most once a
+// minute: a session's counts come back to live updates by themselves.
+let streamTriedAt = 0;
 
 function poll(): void {
   stopPolling();
   live.set({ ...live.get(), mode: 'polling' });
-  void refresh();
-  pollTimer = window.setInterval(() => void refresh(), 5000);
+  const tick = async () => {
+    await refresh();
+    const streamable = token() === null && typeof EventSource !== 'undefined';
+    if (streamable && live.get().error === null && Date.now() - streamTriedAt > 60_000) {
+      stopPolling();
+      listen();
+    }
+  };
+  void tick();
+  pollTimer = window.setInterval(() => void tick(), 5000);
 }
 
 function stopPolling(): void {
@@ -164,6 +228,7 @@ function stopPolling(): void {
 function listen(): void {
   if (token() !== null || typeof EventSource === 'undefined') return poll();
   void refresh();
+  streamTriedAt = Date.now();
   const es = new EventSource('/api/v1/events');
   source = es;
   live.set({ ...live.get(), mode: 'events' });
@@ -174,19 +239,34 @@ function listen(): void {
     } catch {
       return;
     }
+    heard();
     const { views, stale } = fromSnapshot(s, live.get().interfaces);
     live.set({ ...live.get(), interfaces: views, engineState: s.state, error: null, updatedAt: Date.now() });
     if (stale) void refresh();
   });
   es.onerror = () => {
-    // The browser reconnects by itself while the stream can come back;
-    // once it gives up (a 401, 503 past 64 streams) polling takes over.
+    // The stream broke: the engine stopped, or the network between. The
+    // browser reconnects by itself while the stream can come back; once
+    // it gives up (a 401, 503 past 64 streams) polling takes over.
+    if (es.readyState === EventSource.CONNECTING) lost('the event stream was cut');
     if (es.readyState === EventSource.CLOSED && source === es) {
       source = null;
       poll();
     }
   };
 }
+
+// Counts read before the engine went away are read again when it answers
+// (the stream sends its snapshot too, once it has reconnected).
+onReconnect(() => {
+  if (users === 0) return;
+  // A stream the browser gave up on while the engine was away: open it
+  // again now rather than after polling's minute.
+  if (source === null && token() === null && typeof EventSource !== 'undefined') {
+    stopPolling();
+    listen();
+  } else void refresh();
+});
 
 /** Keeps the counts current while at least one page uses them. */
 function join(): () => void {

@@ -6,26 +6,13 @@
 // Prints a line per check and "N passed, M failed"; exits 1 on a failure.
 import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { createConnection } from 'node:net';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { assert, check, finish } from './checks.mjs';
+import { WAIT, credentials, env, heading, launch, newPage as openPage, sendHl7, signIn, until } from './harness.mjs';
 
-const env = (name, fallback) => {
-  const v = process.env[name] ?? fallback;
-  if (v === undefined) {
-    console.error(`${name} is not set`);
-    process.exit(2);
-  }
-  return v;
-};
 const base = env('DUCTUS_UI_URL').replace(/\/$/, '');
-const credentials = (v) => {
-  const i = v.indexOf(':');
-  return { name: v.slice(0, i), password: v.slice(i + 1) };
-};
 const admin = credentials(env('DUCTUS_UI_ADMIN'));
 const viewer = credentials(env('DUCTUS_UI_VIEWER'));
 const newUser = credentials(env('DUCTUS_UI_NEWUSER'));
@@ -35,52 +22,9 @@ const shots = env('DUCTUS_UI_SCREENSHOTS');
 mkdirSync(shots, { recursive: true });
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-// Long enough for a loaded machine; nothing here is a timing assertion.
-const WAIT = 30_000;
 const run = `${Date.now().toString(36)}`;
 
-async function until(what, fn, timeout = WAIT) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-// MLLP: <VT> message <FS><CR>; the answer is an ACK framed the same way.
-function sendHl7(message) {
-  return new Promise((resolvePromise, reject) => {
-    const socket = createConnection({ host: mllpHost, port: Number(mllpPort) });
-    let got = Buffer.alloc(0);
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error('no ACK within 30 s'));
-    }, WAIT);
-    socket.on('connect', () => socket.write(Buffer.concat([Buffer.from([0x0b]), Buffer.from(message, 'latin1'), Buffer.from([0x1c, 0x0d])])));
-    socket.on('data', (d) => {
-      got = Buffer.concat([got, d]);
-      const end = got.indexOf(Buffer.from([0x1c, 0x0d]));
-      if (end < 0) return;
-      clearTimeout(timer);
-      socket.end();
-      const ack = got.subarray(1, end).toString('latin1');
-      const code = /\rMSA\|([A-Z]{2})/.exec(ack)?.[1];
-      if (code === 'AA' || code === 'CA') resolvePromise(ack);
-      else reject(new Error(`not accepted: ${ack.replace(/\r/g, ' / ')}`));
-    });
-    socket.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-  });
-}
+const send = (message) => sendHl7(`${mllpHost}:${mllpPort}`, message);
 
 // The code an authenticator app shows (RFC 6238: HMAC-SHA-1, 6 digits,
 // 30 s), from the base32 secret the console shows: written here, not
@@ -117,34 +61,8 @@ function adt({ mrn, family }) {
   return { controlId, text };
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox'],
-  headless: true,
-});
-
-async function newPage(options = {}) {
-  const context = await browser.newContext({ baseURL: base, viewport: { width: 1280, height: 860 }, ...options });
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT);
-  const problems = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  return { context, page, problems };
-}
-
-async function signIn(page, who) {
-  await page.goto('/');
-  await page.getByLabel('Name', { exact: true }).fill(who.name);
-  await page.getByLabel('Password', { exact: true }).fill(who.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-}
-
-async function heading(page, text) {
-  await page.getByRole('heading', { level: 1, name: text }).waitFor();
-}
+const browser = await launch();
+const newPage = (options = {}) => openPage(browser, base, options);
 
 async function messageIdOf(page, controlId) {
   return until(`message ${controlId} to be stored`, async () => {
@@ -174,7 +92,7 @@ await check('Interfaces shows adt, and its counts change as messages arrive, wit
   await page.locator('[data-iface="adt"]').waitFor();
   await page.evaluate(() => (window.__sameDocument = true));
   const before = await receivedShown(page);
-  for (let i = 0; i < 3; i++) await sendHl7(adt({ mrn: `MRN${run}${i}`, family: `Live${i}` }).text);
+  for (let i = 0; i < 3; i++) await send(adt({ mrn: `MRN${run}${i}`, family: `Live${i}` }).text);
   await until('the received count to grow by 3', async () => (await receivedShown(page)) >= before + 3);
   assert(await page.evaluate(() => window.__sameDocument === true), 'the page was reloaded');
   await page.screenshot({ path: join(shots, 'interfaces.png'), fullPage: true });
@@ -191,7 +109,7 @@ await check('Overview shows the engine, totals and adt', async () => {
 await check('messages without an MRN are quarantined and listed in Quarantine', async () => {
   for (const k of ['edit', 'dismiss', 'keep']) {
     const m = adt({ mrn: '', family: `NoMrn${k}` });
-    await sendHl7(m.text);
+    await send(m.text);
     state[k] = await messageIdOf(page, m.controlId);
     state[`${k}Control`] = m.controlId;
   }
@@ -331,7 +249,7 @@ await check('two quarantined messages are resent in bulk', async () => {
   const ids = [];
   for (const k of ['bulk1', 'bulk2']) {
     const m = adt({ mrn: '', family: k });
-    await sendHl7(m.text);
+    await send(m.text);
     ids.push(await messageIdOf(page, m.controlId));
   }
   await page.getByRole('link', { name: 'Quarantine' }).click();
@@ -379,7 +297,7 @@ await check('an admin creates a token in My tokens; signed in with it, counts re
   await p.getByRole('link', { name: 'Interfaces' }).click();
   await p.getByText('Refreshed every 5 s').waitFor();
   const before = await receivedShown(p);
-  await sendHl7(adt({ mrn: `MRN${run}T`, family: 'Token' }).text);
+  await send(adt({ mrn: `MRN${run}T`, family: 'Token' }).text);
   await until('the received count to grow', async () => (await receivedShown(p)) > before);
   assert((await p.getByRole('button', { name: /Pause/ }).count()) === 0, 'a viewer token sees pause buttons');
   assert(pp.length === 0, pp.join('\n'));

@@ -1,4 +1,5 @@
 import type { components, paths } from './schema';
+import { heard, lost } from '../connection';
 import { store } from '../store';
 
 // A typed fetch on the generated OpenAPI types: the path, its parameters,
@@ -116,9 +117,14 @@ export async function raw(
       body,
       credentials: 'same-origin',
     });
-  } catch (e) {
-    return { ok: false, status: 0, error: 'network', message: `The engine could not be reached (${String(e)}).` };
+  } catch {
+    // The banner says when and since when; the page says what it couldn't do.
+    lost('the connection was refused or dropped');
+    return { ok: false, status: 0, error: 'network', message: 'The engine could not be reached (it may not have received this request).' };
   }
+  // A proxy in front of the engine answers for it when it can't reach it.
+  if (response.status === 502 || response.status === 504) lost(`the proxy answered ${response.status}`);
+  else heard();
   let data: unknown = null;
   const text = await response.text().catch(() => '');
   if (text) {

@@ -1,6 +1,7 @@
 import type { ComponentChildren, JSX } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { Result } from '../api/client';
+import { onReconnect } from '../connection';
 
 /** An answer being fetched: data, the error's message, and a way to ask again. */
 export function useApi<T>(load: () => Promise<Result<T>>, deps: unknown[]) {
@@ -17,12 +18,15 @@ export function useApi<T>(load: () => Promise<Result<T>>, deps: unknown[]) {
     // An older answer arriving late must not replace a newer one.
     if (mine !== seq.current) return;
     if (r.ok) setState({ data: r.data, error: null, loading: false });
+    // Unreachable: the banner above every page says so, with since when.
+    else if (r.status === 0) setState((s) => ({ ...s, loading: false }));
     else setState((s) => ({ data: s.data, error: r.message, loading: false }));
     // The caller names what the request depends on, as for useEffect.
   }, deps);
   useEffect(() => {
     void reload();
   }, [reload]);
+  useEffect(() => onReconnect(() => void reload()), [reload]);
   return { ...state, reload };
 }
 
@@ -83,6 +87,7 @@ const tone: Record<string, string> = {
   stopping: 'warn',
   // The monitor's states (and an alert's phase and severity).
   stalled: 'bad',
+  failing: 'bad',
   error: 'bad',
   behind: 'warn',
   late: 'warn',

@@ -2,19 +2,24 @@ import { useState } from 'preact/hooks';
 import { call } from '../api/client';
 import { Badge, Confirm, Count, ErrorNote, HealthBadge, Notice, Page, When, useApi } from '../components/ui';
 import { useLive, type InterfaceView } from '../live';
+import { AttentionTable, failing, shownHealth, shownState } from './attention';
 import { atLeast, me } from '../session';
 import { useStore } from '../store';
 
-// The monitor's states, worst first (common/monitor/settings.h).
-const worstFirst = ['stopped', 'paused', 'stalled', 'error', 'behind', 'late', 'quiet', 'ok'];
+// The monitor's states, worst first (common/monitor/settings.h), with
+// the console's "failing" (attention.tsx) beside stalled.
+const worstFirst = ['stopped', 'paused', 'stalled', 'failing', 'error', 'behind', 'late', 'quiet', 'ok'];
 
 function trouble(f: InterfaceView): number {
-  // Highest first: what needs a person now; the monitor's judgement first.
-  let score = 0;
-  if (f.health) {
-    const rank = worstFirst.indexOf(f.health.state);
-    score += (worstFirst.length - 1 - (rank < 0 ? worstFirst.length - 1 : rank)) * 10000;
-  }
+  // Highest first: what needs a person now; the monitor's judgement first,
+  // made worse by a destination whose sends fail now.
+  const rankOf = (state: string) => {
+    const i = worstFirst.indexOf(state);
+    return i < 0 ? worstFirst.length - 1 : i;
+  };
+  let rank = rankOf(f.health?.state ?? 'ok');
+  for (const d of f.destinations) rank = Math.min(rank, rankOf(shownState(d)));
+  let score = (worstFirst.length - 1 - rank) * 10000;
   if (f.state === 'stopped') score += 1000;
   if (f.gate === 'closed') score += 100;
   for (const d of f.destinations) {
@@ -30,6 +35,8 @@ export function needsAttention(f: InterfaceView): string[] {
   if (f.state === 'stopped') why.push('stopped');
   if (f.gate === 'closed') why.push('gate closed');
   for (const d of f.destinations) {
+    if (failing(d)) why.push(`${d.name}: failing (${d.facts?.lastErrorText ?? 'error'})`);
+    else if (d.health && d.health.state === 'stalled') why.push(`${d.name}: stalled`);
     if (d.quarantined) why.push(`${d.name}: ${d.quarantined} quarantined`);
     if (d.paused) why.push(`${d.name}: paused`);
   }
@@ -38,7 +45,7 @@ export function needsAttention(f: InterfaceView): string[] {
 
 export default function Overview() {
   const who = useStore(me);
-  const { interfaces, error: liveError } = useLive();
+  const { interfaces, error: liveError, updatedAt } = useLive();
   const engine = useApi(() => call('get', '/api/v1/engine'), []);
   const drain = useApi(() => call('get', '/api/v1/engine/drain'), []);
   const [asking, setAsking] = useState<null | 'start' | 'stop'>(null);
@@ -60,25 +67,28 @@ export default function Overview() {
   const sorted = [...list].sort((a, b) => trouble(b) - trouble(a) || a.name.localeCompare(b.name));
   const operator = atLeast(who, 'operator');
   const draining = drain.data?.draining ?? false;
+  // Drain is at the foot of the page, with the engines: the first Tab
+  // after the heading reaches what needs attention, not the riskiest button.
+  const drainButton =
+    operator && drain.data ? (
+      draining ? (
+        <button class="button" onClick={() => setAsking('stop')}>
+          Stop draining
+        </button>
+      ) : (
+        <button class="button danger" onClick={() => setAsking('start')}>
+          Drain engine…
+        </button>
+      )
+    ) : null;
   return (
-    <Page
-      title="Overview"
-      actions={
-        operator && drain.data ? (
-          draining ? (
-            <button class="button" onClick={() => setAsking('stop')}>
-              Stop draining
-            </button>
-          ) : (
-            <button class="button danger" onClick={() => setAsking('start')}>
-              Drain engine…
-            </button>
-          )
-        ) : null
-      }
-    >
+    <Page title="Overview">
       <ErrorNote message={engine.error ?? liveError} />
       <Notice message={notice} />
+      <section aria-labelledby="attention-h">
+        <h2 id="attention-h">Destinations needing attention</h2>
+        {interfaces === null ? <p class="muted">Loading…</p> : <AttentionTable list={list} version={updatedAt} />}
+      </section>
       <section aria-labelledby="engine-h" class="cards">
         <h2 id="engine-h" class="visually-hidden">
           Engine and totals
@@ -151,7 +161,7 @@ export default function Overview() {
                         <Badge value={f.state} />
                       </td>
                       <td data-cell="health">
-                        <HealthBadge health={f.health} />
+                        <HealthBadge health={shownHealth(f)} />
                       </td>
                       <td>{f.gate ? <Badge value={f.gate} /> : <span class="muted">–</span>}</td>
                       <td class="num" data-count="received">
@@ -177,7 +187,10 @@ export default function Overview() {
 
       {e && (
         <section aria-labelledby="engines-h">
-          <h2 id="engines-h">Engines on this database</h2>
+          <div class="section-head">
+            <h2 id="engines-h">Engines on this database</h2>
+            {drainButton}
+          </div>
           <div class="table-wrap">
             <table>
               <thead>

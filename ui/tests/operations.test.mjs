@@ -1,0 +1,119 @@
+// The night shift's console in a real browser (tests/ui/console_test.cpp,
+// Console.TheNightShift...): a receiver that is down ranks its interface
+// first on the Overview with the receiver's error; the engine killed
+// shows the disconnected banner, greys the page, and clears once the
+// engine is started again. The harness kills and starts the engine when
+// this script writes `kill` or `start` into DUCTUS_UI_CONTROL, and answers
+// with `killed` / `started`.
+// Prints a line per check and "N passed, M failed"; exits 1 on a failure.
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { assert, check, finish } from './checks.mjs';
+import { credentials, env, heading, launch, newPage, sendHl7, signIn, until } from './harness.mjs';
+
+const base = env('DUCTUS_UI_URL').replace(/\/$/, '');
+const admin = credentials(env('DUCTUS_UI_ADMIN'));
+const adtMllp = env('DUCTUS_UI_ADT_MLLP');
+const labMllp = env('DUCTUS_UI_LAB_MLLP');
+const control = env('DUCTUS_UI_CONTROL');
+const shots = env('DUCTUS_UI_SCREENSHOTS');
+mkdirSync(shots, { recursive: true });
+const run = Date.now().toString(36);
+
+/** Asks the harness to kill or start the engine, and waits for it. */
+async function engine(what) {
+  const answer = what === 'kill' ? 'killed' : 'started';
+  rmSync(join(control, answer), { force: true });
+  writeFileSync(join(control, what), '');
+  await until(`the harness to ${what} the engine`, async () => {
+    if (existsSync(join(control, 'failed'))) throw new Error(`the engine did not ${what}`);
+    return existsSync(join(control, answer));
+  }, 60_000);
+}
+
+let seq = 0;
+function hl7({ mrn, type = 'ADT^A01' }) {
+  const controlId = `NS-${run}-${++seq}`;
+  return [
+    `MSH|^~\\&|NIGHT|WARD|LAB|HOSP|20260101120000||${type}|${controlId}|P|2.5`,
+    'EVN|A01|20260101120000',
+    `PID|1||${mrn}^^^HOSP^MR||Night^Jane||19800101|F`,
+    'PV1|1|I|WARD^101^1',
+  ].join('\r');
+}
+
+const browser = await launch();
+const { page, problems } = await newPage(browser, base);
+
+await check('admin signs in', async () => {
+  await signIn(page, admin);
+  await heading(page, 'Overview');
+});
+
+await check('with its receiver down and 60 waiting, lab is first on the Overview with the connection error', async () => {
+  // adt: one message quarantined (no MRN), so a quarantine is there to be
+  // outranked; and one delivered, for its timings.
+  await sendHl7(adtMllp, hl7({ mrn: '' }));
+  await sendHl7(adtMllp, hl7({ mrn: `A${run}` }));
+  for (let i = 0; i < 60; i++) await sendHl7(labMllp, hl7({ mrn: `L${run}${i % 7}` }));
+  await page.goto('/');
+  await heading(page, 'Overview');
+  const first = page.locator('[data-attention]').first();
+  await until('lab → default first, failing, with 60 waiting', async () => {
+    const who = await first.getAttribute('data-attention');
+    const waiting = Number(((await first.locator('[data-count="waiting"]').textContent()) ?? '').replace(/[^0-9]/g, ''));
+    return who === 'lab/default' && waiting === 60;
+  });
+  const error = (await first.locator('[data-cell="last-error"]').textContent()) ?? '';
+  assert(/refused|connect/i.test(error), `the receiver's error is shown: "${error}"`);
+  const state = (await first.locator('[data-cell="state"]').textContent()) ?? '';
+  assert(/failing|stalled/.test(state), `lab is failing or stalled, not "${state}"`);
+  await until('the head message and its attempts', async () => /attempt/.test((await first.locator('[data-cell="head"]').textContent()) ?? ''));
+  // adt's quarantined delivery is listed too, below lab.
+  const rows = await page.locator('[data-attention]').evaluateAll((els) => els.map((e) => e.getAttribute('data-attention')));
+  assert(rows.indexOf('adt/default') > rows.indexOf('lab/default'), `order: ${rows.join(', ')}`);
+  const firstInterface = await page.locator('tr[data-iface]').first().getAttribute('data-iface');
+  assert(firstInterface === 'lab', `the interfaces table starts with ${firstInterface}`);
+  await page.screenshot({ path: join(shots, 'overview-failing.png'), fullPage: true });
+});
+
+await check('Interfaces shows the failing receiver and the delivered one\'s p50 / p95', async () => {
+  await page.getByRole('link', { name: 'Interfaces' }).click();
+  await heading(page, 'Interfaces');
+  await page.locator('[data-iface="lab"] [data-dest="default"] [data-failing="true"]').waitFor();
+  await until("adt's timings", async () => /\d/.test((await page.locator('[data-iface="adt"] [data-dest="default"] [data-cell="latency"]').textContent()) ?? ''));
+  await page.screenshot({ path: join(shots, 'interfaces-failing.png'), fullPage: true });
+});
+
+await check('the engine killed: every page says disconnected within 5 s and greys its badges', async () => {
+  await page.getByRole('link', { name: 'Overview' }).click();
+  await heading(page, 'Overview');
+  await engine('kill');
+  const banner = page.locator('[data-banner="disconnected"]');
+  await banner.waitFor({ timeout: 5000 });
+  const text = (await banner.textContent()) ?? '';
+  assert(/^Disconnected since \d\d:\d\d:\d\d — data may be stale/.test(text), `the banner says "${text}"`);
+  assert(!/TypeError|Failed to fetch/.test(await page.locator('main').textContent()), 'a JavaScript error is shown');
+  assert((await page.locator('.shell.stale').count()) === 1, 'the page is not marked stale');
+  // Another page says it too, at once.
+  await page.getByRole('link', { name: 'Interfaces' }).click();
+  await heading(page, 'Interfaces');
+  await banner.waitFor();
+  await page.getByText('Not live').waitFor();
+  await page.screenshot({ path: join(shots, 'disconnected.png'), fullPage: true });
+});
+
+await check('the engine started again: the banner clears by itself and the counts come back', async () => {
+  await engine('start');
+  await page.locator('[data-banner="disconnected"]').waitFor({ state: 'detached' });
+  assert((await page.locator('.shell.stale').count()) === 0, 'the page is still marked stale');
+  await page.locator('[data-iface="lab"]').waitFor();
+  await page.getByText('Live', { exact: true }).waitFor();
+});
+
+await check('no page error or CSP refusal', async () => {
+  assert(problems.length === 0, problems.join('\n'));
+});
+
+await browser.close();
+finish();
