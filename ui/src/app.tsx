@@ -3,6 +3,7 @@ import { useEffect } from 'preact/hooks';
 import { authProblem } from './api/client';
 import { clockTime, useConnection } from './connection';
 import { lazy } from './lazy';
+import { pages as shortcutPages, useShortcuts } from './shortcuts';
 import Interfaces from './pages/interfaces';
 import Message from './pages/message';
 import Messages from './pages/messages';
@@ -50,6 +51,7 @@ export function App() {
   const who = useStore(me);
   const problem = useStore(authProblem);
   const conn = useConnection();
+  useShortcuts();
 
   useEffect(() => {
     void loadMe();
@@ -89,7 +91,7 @@ export function App() {
   else if (path === '/alerts') page = <Alerts />;
   else if (path === '/retention') page = <Retention />;
   else if (path === '/audit') page = may(who, 'audit') ? <Audit /> : <Denied />;
-  else if (path === '/tokens') page = atLeast(who, 'admin') ? <Tokens /> : <Denied />;
+  else if (path === '/tokens') page = <Tokens />;
   else if (path === '/users') page = atLeast(who, 'admin') ? <Users /> : <Denied />;
   else if (path === '/password') page = who.via === 'session' ? <Password /> : <Denied />;
   else if (path === '/totp') page = who.via === 'session' ? <Totp /> : <Denied />;
@@ -146,11 +148,26 @@ function Nav({ path }: { path: string }) {
         {item('/alerts', 'Alerts')}
         {item('/retention', 'Retention')}
         {may(who, 'audit') && item('/audit', 'Audit log')}
-        {atLeast(who, 'admin') && item('/tokens', 'My tokens')}
+        {item('/tokens', 'My tokens')}
         {atLeast(who, 'admin') && item('/users', 'Users and tokens')}
         {who.via === 'session' && item('/password', 'Change password')}
         {who.via === 'session' && item('/totp', 'Two-step sign-in')}
       </ul>
+      <details class="shortcuts">
+        <summary>Keyboard shortcuts</summary>
+        <dl>
+          <dt>
+            <kbd>/</kbd>
+          </dt>
+          <dd>search</dd>
+          {Object.entries(shortcutPages).flatMap(([key, [, label]]) => [
+            <dt key={`t${key}`}>
+              <kbd>g</kbd> <kbd>{key}</kbd>
+            </dt>,
+            <dd key={`d${key}`}>{label}</dd>,
+          ])}
+        </dl>
+      </details>
       <div class="side-foot">
         <div>
           <span class="who">{who.name}</span> <span class="muted">({who.role})</span>

@@ -343,6 +343,15 @@ await check('a viewer sees no resend button, and the API refuses a resend (403)'
   assert((await p.getByRole('button', { name: /Acknowledge|Silence/ }).count()) === 0, 'a viewer is offered to acknowledge or silence');
   const r = await p.request.post(`/api/v1/messages/${state.keep}/resend`, { headers: { 'X-Ductus': '1' }, data: {} });
   assert(r.status() === 403, `resend answered ${r.status()}`);
+  // Tokens of their own are every role's: a viewer makes one in My tokens.
+  await p.getByRole('link', { name: 'My tokens' }).click();
+  await heading(p, 'My tokens');
+  const form = p.getByRole('form', { name: 'Create a token' });
+  await form.getByLabel('Name').fill(`viewer-script-${run}`);
+  await form.getByLabel('Role').selectOption('viewer');
+  await form.getByRole('button', { name: 'Create' }).click();
+  await p.getByText('The new token, shown this once').waitFor();
+  await p.getByRole('row', { name: new RegExp(`viewer-script-${run}`) }).waitFor();
   await context.close();
 });
 

@@ -50,6 +50,15 @@ await check('admin signs in', async () => {
   await heading(page, 'Overview');
 });
 
+await check('keyboard: "g q" opens Quarantine and "g o" the Overview', async () => {
+  await page.locator('body').press('g');
+  await page.locator('body').press('q');
+  await heading(page, 'Quarantine');
+  await page.locator('body').press('g');
+  await page.locator('body').press('o');
+  await heading(page, 'Overview');
+});
+
 await check('with its receiver down and 60 waiting, lab is first on the Overview with the connection error', async () => {
   // adt: one message quarantined (no MRN), so a quarantine is there to be
   // outranked; and one delivered, for its timings.

@@ -11,7 +11,10 @@ type TokenRow = NonNullable<Answer<'/api/v1/tokens'>['items']>[number];
 export function TokenTable({ mine, title }: { mine: boolean; title: string }) {
   const who = useStore(me);
   const [revoked, setRevoked] = useState(false);
-  const list = useApi(() => call('get', '/api/v1/tokens', { query: { revoked: revoked ? 'true' : undefined } }), [revoked]);
+  // Mine: the /me routes, which every role may use (a token never has
+  // more than its user); every token: the admin's.
+  const query = { revoked: revoked ? 'true' : undefined };
+  const list = useApi(() => (mine ? call('get', '/api/v1/me/tokens', { query }) : call('get', '/api/v1/tokens', { query })), [revoked, mine]);
   const [revoking, setRevoking] = useState<TokenRow | null>(null);
   const [created, setCreated] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
@@ -88,7 +91,10 @@ export function TokenTable({ mine, title }: { mine: boolean; title: string }) {
           confirmLabel="Revoke"
           danger
           onConfirm={async () => {
-            const r = await call('delete', '/api/v1/tokens/{id}', { path: { id: revoking.id ?? 0 } });
+            const id = String(revoking.id ?? 0);
+            const r = mine
+              ? await call('delete', '/api/v1/me/tokens/{id}', { path: { id } })
+              : await call('delete', '/api/v1/tokens/{id}', { path: { id: revoking.id ?? 0 } });
             if (r.ok) {
               setNotice(`The token ${revoking.name} is revoked.`);
               void list.reload();
@@ -120,7 +126,9 @@ function CreateToken({ mine, onCreated }: { mine: boolean; onCreated: (token: st
         const permissions = permissionsOf(grant);
         const role = grant.role;
         const owner = mine ? who?.name : user.trim() || undefined;
-        const r = await call('post', '/api/v1/tokens', { body: { name: name.trim(), role, permissions, ...(owner ? { user: owner } : {}) } });
+        const r = mine
+          ? await call('post', '/api/v1/me/tokens', { body: { name: name.trim(), role, permissions } })
+          : await call('post', '/api/v1/tokens', { body: { name: name.trim(), role, permissions, ...(owner ? { user: owner } : {}) } });
         if (!r.ok) return setError(r.message);
         setName('');
         onCreated(r.data.token ?? '');
