@@ -5,6 +5,7 @@
 
 #include "api/auth/handler_support.h"
 #include "schema/destination_pauses.h"
+#include "schema/interface_stops.h"
 
 namespace ductus::api {
 namespace {
@@ -29,6 +30,12 @@ json pauseJson(const std::optional<PauseInfo>& p) {
   json reasons = json::array();
   for (auto& r : p->reasons) reasons.push_back({{"at", r.at}, {"by", r.by}, {"reason", r.reason}});
   return {{"since", p->since}, {"by", p->by}, {"reasons", std::move(reasons)}};
+}
+
+json intakeStopJson(const std::optional<IntakeStopInfo>& s) {
+  if (!s) return nullptr;
+  return {
+      {"since", s->since}, {"by", s->by}, {"reason", s->reason ? json(*s->reason) : json(nullptr)}};
 }
 
 json drainJson(const DrainInfo& d) {
@@ -164,6 +171,89 @@ void restart(Deps& d, const ApiRequest& req, ApiRespond respond) {
                });
 }
 
+// ---- stop / start an interface's intake ---------------------------------------
+
+// The stop's row and its audit row in one transaction, as a pause's; the
+// source closes (or opens) after the commit, so a refused audit leaves it
+// as it was. Stopped again, or started while running: 409, from the row
+// (resume's rule): the first stop's time, author and reason stay.
+void changeIntake(Deps& d, const ApiRequest& req, ApiRespond respond, bool stopping,
+                  std::optional<std::string> reason) {
+  std::string interface = req.params.at("name");
+  auto entry = auditEntryFor(*req.caller, stopping ? "interface.stop" : "interface.start");
+  entry.targetKind = "interface";
+  entry.targetName = interface;
+  if (reason) entry.detail["reason"] = *reason;
+  std::string by = req.caller->name;
+  findInEngine(
+      *d.engine, interface, std::nullopt, respond,
+      [&d, interface, stopping, reason, by, entry, respond](const InterfaceInfo& f) {
+        // Routes fill an internal interface: stopping it is pausing the
+        // destinations that route to it, which says where the messages wait.
+        if (f.source == "internal")
+          return respond(jsonError(409, "conflict",
+                                   "interface " + interface +
+                                       " has no intake of its own (source: internal); pause the "
+                                       "destinations that route to it"));
+        withConnection(
+            d.pool, respond, [&d, interface, stopping, reason, by, entry, respond](LeasePtr l) {
+              auto change = stopping ? store::stopInterfaceSql(interface, by, reason)
+                                     : store::startInterfaceSql(interface);
+              std::vector<TxStep> steps;
+              steps.push_back(fixedStep({change.sql, change.params}));
+              steps.push_back(
+                  [&d, entry, interface, stopping](const Results& r) -> Result<SqlStatement> {
+                    if (r[0].rows() == 0)
+                      return Error{"the intake of interface " + interface +
+                                       (stopping ? " is stopped already" : " is not stopped"),
+                                   ErrorKind::Conflict};
+                    auto e = entry;
+                    auto s = store::stopsOf(r[0]).at(0);
+                    // A start says which stop it ended.
+                    e.detail["since"] = s.stoppedAt;
+                    e.detail["by"] = s.stoppedBy;
+                    if (!stopping && s.reason) e.detail["reason"] = *s.reason;
+                    return d.audit.statement(e);
+                  });
+              runTransaction(l->conn(), std::move(steps),
+                             [&d, l, interface, stopping, respond](Result<Results> r) {
+                               if (!r) return respond(actionError(r.error()));
+                               std::optional<IntakeStopInfo> stop;
+                               if (stopping) {
+                                 auto s = store::stopsOf((*r)[0]).at(0);
+                                 stop = IntakeStopInfo{s.stoppedAt, s.stoppedBy, s.reason};
+                               }
+                               if (auto s = d.engine->setIntakeStopped(interface, stop); !s)
+                                 return respond(actionError(s.error()));
+                               respond(jsonOk(200, {{"interface", interface},
+                                                    {"intakeStopped", intakeStopJson(stop)}}));
+                             });
+            });
+      });
+}
+
+void stopIntake(Deps& d, const ApiRequest& req, ApiRespond respond) {
+  std::optional<std::string> reason;
+  if (!req.http.body.empty()) {
+    auto body = bodyObject(req);
+    if (!body) return respond(errorResponse(body.error()));
+    if (auto it = body->find("reason"); it != body->end() && !it->is_null()) {
+      if (!it->is_string()) return respond(jsonError(400, "invalid", "`reason` is a string"));
+      std::string r = it->get<std::string>();
+      if (r.size() > kMaxReasonBytes)
+        return respond(
+            jsonError(400, "invalid",
+                      "the reason is longer than " + std::to_string(kMaxReasonBytes) + " bytes"));
+      if (r.find_first_not_of(" \t\r\n") != std::string::npos) reason = std::move(r);
+    }
+  }
+  changeIntake(d, req, std::move(respond), true, std::move(reason));
+}
+
+void startIntake(Deps& d, const ApiRequest& req, ApiRespond respond) {
+  changeIntake(d, req, std::move(respond), false, std::nullopt);
+}
+
 // ---- drain --------------------------------------------------------------------
 
 void answerDrainStatus(Deps& d, ApiRespond respond) {
@@ -226,6 +316,13 @@ constexpr const char* kPauseAnswer = R"({"type":"object","required":["interface"
 "reasons":{"type":"array","items":{"type":"object","properties":{
 "at":{"type":"string","format":"date-time"},"by":{"type":"string"},"reason":{"type":"string"}}}}}}}})";
 
+constexpr const char* kIntakeAnswer = R"({"type":"object","required":["interface","intakeStopped"],
+"properties":{"interface":{"type":"string"},
+"intakeStopped":{"type":["object","null"],"description":"null: its intake takes messages again",
+"required":["since","by","reason"],
+"properties":{"since":{"type":"string","format":"date-time"},"by":{"type":"string"},
+"reason":{"type":["string","null"]}}}}})";
+
 constexpr const char* kDrainAnswer = R"({"type":"object",
 "required":["draining","stopWhenDrained","storesInFlight","pending","drained"],
 "properties":{"draining":{"type":"boolean"},
@@ -266,6 +363,18 @@ std::vector<Route> engineActionRoutes(AuthDeps* auth, EngineView* engine) {
       "runs, 422 when the code does not load)",
       Requirement::toChange(Role::Operator), bind(restart), {},
       R"({"type":"object","properties":{"interface":{"type":"string"},"state":{"enum":["running"]}}})"));
+  routes.push_back(
+      route("POST", "/api/v1/interfaces/{name}/stop", "stopInterfaceIntake",
+            "Stop an interface's intake (kept across restarts): an MLLP listener closes, an HTTP "
+            "source answers 503, a file or schedule source stops polling; what it stored is still "
+            "delivered. 409 when stopped already, or for an internal source",
+            Requirement::toChange(Role::Operator), bind(stopIntake),
+            R"({"type":"object","properties":{"reason":{"type":"string","maxLength":1000}}})",
+            kIntakeAnswer));
+  routes.push_back(route("POST", "/api/v1/interfaces/{name}/start", "startInterfaceIntake",
+                         "Open a stopped interface's intake again (409 when it is not stopped)",
+                         Requirement::toChange(Role::Operator), bind(startIntake), {},
+                         kIntakeAnswer));
   routes.push_back(route(
       "POST", "/api/v1/engine/drain", "startDrain",
       "Close every intake gate and let the queues empty out; with stop, exit once drained",

@@ -83,13 +83,25 @@ constexpr const char* kInterfacesSchema = R"({
       "type": "array",
       "items": {
         "type": "object",
-        "required": ["name", "source", "state", "gate", "sinceStart", "destinations"],
+        "required": ["name", "source", "state", "gate", "intakeStopped", "sinceStart",
+                     "destinations"],
         "properties": {
           "name": {"type": "string"},
           "source": {"type": "string"},
-          "state": {"type": "string", "enum": ["running", "stopped"]},
+          "state": {"type": "string", "enum": ["running", "stopped"],
+                    "description": "stopped: runaways stopped its code; POST .../restart runs it again"},
           "gate": {"type": ["string", "null"], "enum": ["open", "closed", null],
                    "description": "null for a respond-mode HTTP interface, which has no queue"},
+          "intakeStopped": {
+            "type": ["object", "null"],
+            "description": "null while its intake takes messages; set while an operator's stop (POST .../stop) keeps its listener closed, its HTTP path answering 503, its files or schedule unpolled; what it stored is still delivered",
+            "required": ["since", "by", "reason"],
+            "properties": {
+              "since": {"type": "string", "format": "date-time"},
+              "by": {"type": "string"},
+              "reason": {"type": ["string", "null"]}
+            }
+          },
           "sinceStart": {
             "type": "object",
             "required": ["received", "duplicates"],
@@ -230,6 +242,12 @@ json pausedJson(const std::optional<PauseInfo>& p) {
   return {{"since", p->since}, {"by", p->by}, {"reasons", std::move(reasons)}};
 }
 
+json intakeStoppedJson(const std::optional<IntakeStopInfo>& s) {
+  if (!s) return nullptr;
+  return {
+      {"since", s->since}, {"by", s->by}, {"reason", s->reason ? json(*s->reason) : json(nullptr)}};
+}
+
 json timingJson(const HistogramInfo& h) {
   auto ms = [](std::optional<double> s) { return s ? json(*s * 1000) : json(nullptr); };
   return {{"count", h.count},
@@ -265,6 +283,7 @@ json interfacesJson(const std::vector<InterfaceInfo>& list) {
               {"source", f.source},
               {"state", f.state},
               {"gate", f.gateOpen ? json(*f.gateOpen ? "open" : "closed") : json(nullptr)},
+              {"intakeStopped", intakeStoppedJson(f.intakeStopped)},
               {"sinceStart", {{"received", f.received}, {"duplicates", f.duplicates}}},
               {"destinations", std::move(dests)}};
     if (f.health) i["health"] = interfaceHealthJson(*f.health);

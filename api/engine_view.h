@@ -21,6 +21,10 @@
 #include "common/result.h"
 #include "schema/store_types.h"
 
+namespace ductus::config {
+struct InterfaceConfig;
+}
+
 namespace ductus::api {
 
 // Serving: everything runs. Draining: gates closed, the queues empty out.
@@ -119,6 +123,16 @@ struct PauseInfo {
   std::vector<PauseReasonInfo> reasons;  // every pause's, oldest first
 };
 
+// An interface whose intake an operator stopped (POST .../stop): its
+// listener closed (MLLP) or answering 503 (HTTP), its files and schedules
+// not polled, until POST .../start. What it stored is still delivered.
+// since is RFC 3339, UTC.
+struct IntakeStopInfo {
+  std::string since;
+  std::string by;
+  std::optional<std::string> reason;
+};
+
 // A destination's health as the monitor judged it (common/monitor/): its
 // state (monitor::stateName: paused, stalled, error, behind, ok) and the
 // facts behind it. Times are RFC 3339, UTC; "" when never.
@@ -170,6 +184,7 @@ struct InterfaceInfo {
   // Whether its intake takes messages; nullopt for a respond-mode HTTP
   // interface, which has no queue.
   std::optional<bool> gateOpen;
+  std::optional<IntakeStopInfo> intakeStopped;  // nullopt: its intake takes messages
   int64_t received = 0, duplicates = 0;
   std::vector<DestinationInfo> destinations;
   std::optional<InterfaceHealthInfo> health;  // as DestinationInfo::health
@@ -312,6 +327,22 @@ class EngineView {
   virtual void restartInterface(const std::string& interface, std::function<void(Status)> done) {
     (void)interface;
     done(Error{"no engine runs here", ErrorKind::Unavailable});
+  }
+  // Stops (stop set) or starts (nullopt) the interface's intake: its
+  // source closes or opens again, and interfaces() shows the stop.
+  // NotFound: not run here; Conflict: a source with no intake of its own
+  // (internal: routes fill it).
+  virtual Status setIntakeStopped(const std::string& interface,
+                                  std::optional<IntakeStopInfo> stop) {
+    (void)interface, (void)stop;
+    return Error{"no engine runs here", ErrorKind::Unavailable};
+  }
+  // The interface as this engine runs it (read at its start), for GET
+  // .../configuration; null when it runs no such interface. Holds the
+  // substituted secrets: whoever shows it redacts them.
+  virtual const config::InterfaceConfig* interfaceConfig(const std::string& interface) const {
+    (void)interface;
+    return nullptr;
   }
   // Closes every intake gate (state Draining); with stopWhenDrained the
   // engine stops once drained. Again while draining: only the stop flag

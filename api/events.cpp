@@ -42,11 +42,14 @@ constexpr const char* kEventsSchema = R"({
           "type": "array",
           "items": {
             "type": "object",
-            "required": ["name", "state", "gate", "received", "duplicates", "destinations"],
+            "required": ["name", "state", "gate", "intakeStopped", "received", "duplicates",
+                         "destinations"],
             "properties": {
               "name": {"type": "string"},
               "state": {"type": "string", "enum": ["running", "stopped"]},
               "gate": {"type": ["string", "null"], "enum": ["open", "closed", null]},
+              "intakeStopped": {"type": "boolean",
+                                "description": "an operator stopped its intake; who, when and why: GET /api/v1/interfaces"},
               "received": {"type": "integer", "description": "since the engine started"},
               "duplicates": {"type": "integer"},
               "destinations": {
@@ -119,6 +122,7 @@ std::string snapshotJson(const EngineInfo& engine, const std::vector<InterfaceIn
     json i = {{"name", f.name},
               {"state", f.state},
               {"gate", f.gateOpen ? json(*f.gateOpen ? "open" : "closed") : json(nullptr)},
+              {"intakeStopped", f.intakeStopped.has_value()},
               {"received", f.received},
               {"duplicates", f.duplicates},
               {"destinations", std::move(dests)}};

@@ -8,6 +8,7 @@
 #include "api/engine_routes.h"
 #include "api/events.h"
 #include "api/hotspot_routes.h"
+#include "api/interface_configuration.h"
 #include "api/message_browser.h"
 #include "api/message_routes.h"
 #include "api/metrics.h"
@@ -23,6 +24,7 @@ std::vector<Route> allRoutes(const RouteDeps& deps) {
   for (auto& r : auditRoutes(deps.auth)) routes.push_back(std::move(r));
   for (auto& r : messageRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
   for (auto& r : engineActionRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
+  for (auto& r : interfaceConfigurationRoutes(deps.engine)) routes.push_back(std::move(r));
   for (auto& r : messageBrowserRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
   for (auto& r : eventsRoutes(deps.engine)) routes.push_back(std::move(r));
   for (auto& r : hotspotRoutes(deps.engine)) routes.push_back(std::move(r));

@@ -71,6 +71,11 @@ struct Engine::Iface {
   bool waiting = false;  // had something pending at start
   store::Tier tier = store::Tier::Week7;  // where its messages go (the applied retention)
   delivery::InterfaceActivity* activity = nullptr;
+  // An operator stopped its intake (POST .../stop): its MLLP listener is
+  // closed, its HTTP path answers 503, its file or schedule source paused.
+  bool intakeStopped = false;
+  intake::FileSource* files = nullptr;  // a file or SFTP source, once open
+  intake::ScheduleSource* schedule = nullptr;
 };
 
 namespace {
@@ -207,11 +212,24 @@ void Engine::start(std::function<void(Status)> done) {
           // connection while the claims and reconcile run on theirs: only
           // intake needs them, and one after the other they cost a second
           // connection's set-up on the way to listening.
-          startRetention([this, alive](Status s) {
+          // Which intakes an operator stopped is read beside them, for the
+          // same reason (only the sources' opening needs it); the wait below
+          // waits for both.
+          auto tiersAndStops = Countdown::make([this, alive] {
+            if (!*alive) return;
+            if (afterTiers_) std::exchange(afterTiers_, nullptr)(*tiersApplied_);
+          });
+          startRetention([this, alive, one = tiersAndStops->add()](Status s) {
             if (!*alive) return;
             tiersApplied_ = s;
-            if (afterTiers_) std::exchange(afterTiers_, nullptr)(s);
+            one();
           });
+          readStops([this, alive, one = tiersAndStops->add()](Status s) {
+            if (!*alive) return;
+            stopsRead_ = s;
+            one();
+          });
+          tiersAndStops->start();
           reconcile([this, alive, done, fail](Status s) {
             if (!*alive) return;
             // Owned elsewhere, or lanes that would vanish: said as they are.
@@ -223,7 +241,8 @@ void Engine::start(std::function<void(Status)> done) {
             whenTiersApplied([this, alive, done, fail](Status s) {
               if (!*alive) return;
               if (!s) return fail("applying retention tiers", s.error());
-              stepDone("retention tiers");
+              if (!*stopsRead_) return fail("reading the stopped intakes", stopsRead_->error());
+              stepDone("retention tiers and stopped intakes");
               // Nothing listens until every interface's code has loaded: a
               // message accepted for code that doesn't load would wait for ever.
               whenWorkersLoaded([this, alive, done, fail](Status s) {
@@ -242,6 +261,7 @@ void Engine::start(std::function<void(Status)> done) {
                   // nothing of its interfaces is accepted while another owns
                   // them (and their ports may be that engine's, here).
                   if (!options_.standby) {
+                    applyStops();
                     if (auto o = openSources(); !o) return fail("opening sources", o.error());
                     stepDone("sources opened");
                   }
@@ -345,10 +365,19 @@ void Engine::tryStandbyCharge() {
           for (auto& perDest : f->loops)
             for (auto& l : perDest) l->wake();
       holdForOwnership(false);
-      if (auto o = openSources(); !o)
-        return charged(Error{"opening sources: " + o.error().message, o.error().kind});
-      startRunning();
-      charged({});
+      // The stops as the engine that owned the interfaces left them, not as
+      // they were when this standby started.
+      readStops([this, alive, charged](Status s) {
+        if (!*alive || stopping_) return;
+        if (!s)
+          return charged(Error{"reading the stopped intakes: " + s.error().message, s.error().kind,
+                               s.error().sqlstate});
+        applyStops();
+        if (auto o = openSources(); !o)
+          return charged(Error{"opening sources: " + o.error().message, o.error().kind});
+        startRunning();
+        charged({});
+      });
     });
   });
 }
@@ -676,7 +705,10 @@ Status Engine::buildDelivery() {
     acted.push_back(std::move(a));
   }
   actions_ = std::make_unique<EngineActions>(
-      EngineActions::Deps{loop_, &project_, workers_.get(), &store_->sharedConnections(),
+      EngineActions::Deps{loop_,
+                          &project_,
+                          workers_.get(),
+                          &store_->sharedConnections(),
                           options_.systemd,
                           [this](auto answer) {
                             store_->waitingCounts(
@@ -686,7 +718,15 @@ Status Engine::buildDelivery() {
                           },
                           {},
                           [this] { closeMllpForDrain(); },
-                          [this] { reopenMllp(); }},
+                          [this] { reopenMllp(); },
+                          [this](const std::string& name) {
+                            if (auto it = byName_.find(name); it != byName_.end())
+                              closeIntake(*it->second);
+                          },
+                          [this](const std::string& name) {
+                            if (auto it = byName_.find(name); it != byName_.end())
+                              openIntake(*it->second);
+                          }},
       std::move(acted));
   // A takeover's loops wait for takeCharge(), a standby's until it has
   // taken charge; the pauses are read then.
@@ -796,7 +836,7 @@ void Engine::whenWorkersLoaded(std::function<void(Status)> next) {
 }
 
 void Engine::whenTiersApplied(std::function<void(Status)> next) {
-  if (tiersApplied_) return next(*tiersApplied_);
+  if (tiersApplied_ && stopsRead_) return next(*tiersApplied_);
   afterTiers_ = std::move(next);
 }
 
@@ -814,6 +854,14 @@ Status Engine::openSources() {
 Status Engine::openSource(Iface& f) {
   const InterfaceConfig& c = *f.cfg;
   if (auto* m = std::get_if<config::MllpSource>(&c.source)) {
+    if (f.intakeStopped) {
+      // Its place is kept, empty: a start listens on the same address. A
+      // socket systemd kept for it is closed with the untaken ones, so a
+      // sender is refused, as it was before the restart.
+      mllp_.push_back(nullptr);
+      mllpAt_.emplace_back(&f, m->listen);
+      return {};
+    }
     auto l = makeMllp(f);
     if (auto s = listenOrAdopt(*l, options_.systemd, "mllp", m->listen, socketFds_); !s)
       return Error{c.name + ": mllp " + m->listen.toString() + ": " + s.error().message};
@@ -837,11 +885,12 @@ Status Engine::openSource(Iface& f) {
         return Error{c.name + ": http " + key + ": " + s.error().message};
     }
     net::HttpServer::Handler handler;
+    Iface* fp = &f;
     if (h->mode == config::HttpMode::Queue) {
       handler = intake::httpQueueIntoIntake(*f.intake, c.format);
     } else {
       WorkerPool* pool = workers_.get();
-      WorkerPool::FunctionId fn = f.functions.at(0);
+      WorkerPool::FunctionId fn = fp->functions.at(0);
       handler = [pool, fn](const net::HttpRequest& req, net::HttpRespond respond) {
         pool->invoke(fn, intake::respondRequestJson(req), CallMeta{}, [respond](Outcome o) {
           if (o.kind != Outcome::Kind::Output)
@@ -850,22 +899,43 @@ Status Engine::openSource(Iface& f) {
         });
       };
     }
+    // A stopped intake answers 503 from its next request on; a request
+    // already past this check is stored and answered 202 as ever, so a stop
+    // loses nothing: every sender has its answer, and a 503 is sent again.
+    // The port stays open: other interfaces may serve on it.
+    handler = [fp, inner = std::move(handler)](const net::HttpRequest& req,
+                                               net::HttpRespond respond) {
+      if (fp->intakeStopped)
+        return respond({503,
+                        {{"Retry-After", "60"}, {"Content-Type", "text/plain"}},
+                        "interface " + fp->cfg->name +
+                            ": intake stopped by an operator; send it again later\n"});
+      inner(req, std::move(respond));
+    };
     if (auto s = server->addRoute(h->path, std::move(handler), c.maxMessageBytes); !s)
       return Error{c.name + ": " + s.error().message};
-    listenerLines_.push_back("http " + c.name + " " + server->address() + h->path);
+    listenerLines_.push_back("http " + c.name + " " + server->address() + h->path +
+                             (f.intakeStopped ? " (intake stopped)" : ""));
     return {};
   }
   if (auto* sc = std::get_if<config::ScheduleSource>(&c.source)) {
     auto src = intake::ScheduleSource::make(loop_, *f.intake, *sc);
     if (!src) return Error{c.name + ": " + src.error().message};
-    listenerLines_.push_back("schedule " + c.name + " " + c.sourceDescribe);
+    f.schedule = src->get();
+    // Paused before its first run: the first tick comes from the loop, after this.
+    if (f.intakeStopped || sourcesHeld_) f.schedule->pause();
+    listenerLines_.push_back("schedule " + c.name + " " + c.sourceDescribe +
+                             (f.intakeStopped ? " (intake stopped)" : ""));
     schedules_.push_back(std::move(*src));
     return {};
   }
   if (auto* fsrc = std::get_if<config::FileSource>(&c.source)) {
     files_.push_back(std::make_unique<intake::FileSource>(loop_, *f.intake, fsrc->files, c.format,
                                                           project_.root, c.maxMessageBytes));
-    listenerLines_.push_back("file " + c.name + " " + c.sourceDescribe);
+    f.files = files_.back().get();
+    if (f.intakeStopped || sourcesHeld_) f.files->pause();  // its first poll comes from the loop
+    listenerLines_.push_back("file " + c.name + " " + c.sourceDescribe +
+                             (f.intakeStopped ? " (intake stopped)" : ""));
     return {};
   }
   if (auto* ss = std::get_if<config::SftpSource>(&c.source)) {
@@ -875,7 +945,10 @@ Status Engine::openSource(Iface& f) {
                                                        ss->files.moveTo, c.name + " source");
     files_.push_back(std::make_unique<intake::FileSource>(loop_, *f.intake, std::move(folder),
                                                           ss->files, c.format, c.maxMessageBytes));
-    listenerLines_.push_back("sftp " + c.name + " " + c.sourceDescribe);
+    f.files = files_.back().get();
+    if (f.intakeStopped || sourcesHeld_) f.files->pause();
+    listenerLines_.push_back("sftp " + c.name + " " + c.sourceDescribe +
+                             (f.intakeStopped ? " (intake stopped)" : ""));
     return {};
   }
   if (std::holds_alternative<config::InternalSource>(c.source)) return {};  // filled by routes
@@ -894,25 +967,88 @@ std::unique_ptr<intake::MllpListener> Engine::makeMllp(Iface& f) const {
 
 void Engine::closeMllpForDrain() {
   if (mllpRetry_) uv_timer_stop(mllpRetry_.get());
-  for (size_t i = 0; i < mllp_.size(); ++i) {
-    if (!mllp_[i]) continue;
-    const auto& at = mllpAt_[i].second;
-    std::string name = Systemd::socketName("mllp", at.host, at.port);
-    // The descriptor is closed below: no handover passes it, nothing stores it.
-    socketFds_.erase(name);
-    if (options_.systemd) options_.systemd->forgetListener(name);
-    intake::MllpListener* closing = mllp_[i].get();
-    mllpClosing_.push_back(std::move(mllp_[i]));
-    spdlog::info("{}: MLLP listener on {} closed for the drain; what is in flight is answered",
-                 mllpAt_[i].first->cfg->name, at.toString());
-    // Its listening socket closes now (the kernel refuses new connections:
-    // systemd's copy was removed from the store); the rest once answered.
-    // Its onClosed may destroy it (nothing of it runs after the call).
-    closing->close([this, alive = alive_, closing] {
-      if (!*alive) return;
-      std::erase_if(mllpClosing_, [closing](auto& l) { return l.get() == closing; });
-    });
+  for (size_t i = 0; i < mllp_.size(); ++i)
+    if (mllp_[i]) closeMllp(i, "for the drain");
+}
+
+void Engine::closeMllp(size_t i, const char* why) {
+  const auto& at = mllpAt_[i].second;
+  std::string name = Systemd::socketName("mllp", at.host, at.port);
+  // The descriptor is closed below: no handover passes it, nothing stores it.
+  socketFds_.erase(name);
+  if (options_.systemd) options_.systemd->forgetListener(name);
+  intake::MllpListener* closing = mllp_[i].get();
+  mllpClosing_.push_back(std::move(mllp_[i]));
+  spdlog::info("{}: MLLP listener on {} closed {}; what is in flight is answered",
+               mllpAt_[i].first->cfg->name, at.toString(), why);
+  // Its listening socket closes now (the kernel refuses new connections:
+  // systemd's copy was removed from the store); the rest once answered.
+  // Its onClosed may destroy it (nothing of it runs after the call).
+  closing->close([this, alive = alive_, closing] {
+    if (!*alive) return;
+    std::erase_if(mllpClosing_, [closing](auto& l) { return l.get() == closing; });
+  });
+}
+
+// ---- an operator's stop of an interface's intake ------------------------------
+
+void Engine::readStops(std::function<void(Status)> next) {
+  auto alive = alive_;
+  store::loadInterfaceStops(store_->sharedConnections(),
+                            [this, alive, next](Result<std::vector<store::InterfaceStop>> r) {
+                              if (!*alive) return;
+                              if (!r) return next(r.error());
+                              stops_ = std::move(*r);
+                              next({});
+                            });
+}
+
+void Engine::applyStops() {
+  std::map<std::string, api::IntakeStopInfo> shown;
+  for (auto& s : std::exchange(stops_, {})) {
+    auto it = byName_.find(s.interfaceName);
+    // Another engine's interface, or one the project no longer has: its
+    // row waits for the engine that runs it.
+    if (it == byName_.end()) continue;
+    Iface& f = *it->second;
+    if (std::holds_alternative<config::InternalSource>(f.cfg->source)) continue;
+    f.intakeStopped = true;
+    shown[s.interfaceName] = {s.stoppedAt, s.stoppedBy, s.reason};
+    spdlog::info(
+        "interface {}: intake stopped by {} since {}{}; its source stays closed, what "
+        "it stored is delivered (POST /api/v1/interfaces/{}/start opens it)",
+        s.interfaceName, s.stoppedBy, s.stoppedAt, s.reason ? " (" + *s.reason + ")" : "",
+        s.interfaceName);
   }
+  if (actions_) actions_->stopsRead(std::move(shown));
+}
+
+// Why a stop never loses an acknowledged message: nothing here drops a
+// message that has been received. The MLLP listener's close() answers
+// every message already handed to intake (stored and ACKed, or AE when its
+// store fails) and only then closes that connection; a frame not yet
+// complete is dropped with its connection unanswered, so its sender sends
+// it again. The HTTP check (openSource) answers 503 before anything is
+// stored, and a request past it is answered 202 as ever. A file or schedule
+// source that pauses finishes the file or run in hand (committed with its
+// progress) and takes no next one. The gate stays open: the stores in
+// flight finish as they would, and a drain or the engine's stop closes it
+// as ever.
+void Engine::closeIntake(Iface& f) {
+  f.intakeStopped = true;
+  for (size_t i = 0; i < mllpAt_.size(); ++i)
+    if (mllpAt_[i].first == &f && mllp_[i]) closeMllp(i, "(intake stopped by an operator)");
+  if (f.files) f.files->pause();
+  if (f.schedule) f.schedule->pause();
+}
+
+void Engine::openIntake(Iface& f) {
+  f.intakeStopped = false;
+  // A drain keeps every MLLP listener closed until it ends (reopenMllp then).
+  if (!(actions_ && actions_->draining())) reopenMllp();
+  if (sourcesHeld_) return;  // ownership lost: resumed when it is had again
+  if (f.files) f.files->resume();
+  if (f.schedule) f.schedule->resume();
 }
 
 void Engine::reopenMllp() {
@@ -921,6 +1057,7 @@ void Engine::reopenMllp() {
   for (size_t i = 0; i < mllp_.size(); ++i) {
     if (mllp_[i]) continue;
     auto& [f, at] = mllpAt_[i];
+    if (f->intakeStopped) continue;  // an operator's stop: POST .../start opens it
     auto l = makeMllp(*f);
     if (auto s = l->listen(at.host, at.port); !s) {
       spdlog::error("{}: listening on {} again after the drain failed (tried again in 5 s): {}",
@@ -1187,8 +1324,13 @@ void Engine::holdForOwnership(bool hold) {
   for (auto& f : ifaces_)
     for (auto& perDest : f->loops)
       for (auto& l : perDest) hold ? l->hold(Hold::Ownership) : l->release(Hold::Ownership);
-  for (auto& s : files_) hold ? s->pause() : s->resume();
-  for (auto& s : schedules_) hold ? s->pause() : s->resume();
+  sourcesHeld_ = hold;
+  // A source whose intake an operator stopped stays paused.
+  for (auto& f : ifaces_) {
+    bool paused = hold || f->intakeStopped;
+    if (f->files) paused ? f->files->pause() : f->files->resume();
+    if (f->schedule) paused ? f->schedule->pause() : f->schedule->resume();
+  }
 }
 
 std::vector<std::pair<std::string, int>> Engine::listeningSockets() const {

@@ -27,6 +27,7 @@
 #include "common/result.h"
 #include "common/uv_handle.h"
 #include "schema/conninfo.h"
+#include "schema/interface_stops.h"
 #include "schema/store_types.h"
 
 namespace ductus::store {
@@ -172,8 +173,8 @@ class Engine {
   // Runs next with the workers' verdict on every interface's code, once
   // they have given it (started beside the database's steps).
   void whenWorkersLoaded(std::function<void(Status)> next);
-  // Runs next with startRetention's outcome, once known (started beside
-  // the claims and reconcile).
+  // Runs next with startRetention's outcome, once known and the stopped
+  // intakes are read too (both started beside the claims and reconcile).
   void whenTiersApplied(std::function<void(Status)> next);
   void tryStandbyCharge();
   void migrate(std::function<void(Status)> next);
@@ -196,7 +197,23 @@ class Engine {
   // another engine instead of hearing AE. Its end listens again on the same
   // addresses (retried every 5 s while that fails).
   void closeMllpForDrain();
+  // Listens again on every closed MLLP listener's address but those of
+  // interfaces whose intake an operator stopped.
   void reopenMllp();
+  // Closes mllp_[i] (what is in flight is answered first) and forgets its
+  // socket; `why` is for the log.
+  void closeMllp(size_t i, const char* why);
+  // The intake stops (schema/interface_stops.h): read beside retention's
+  // tiers at start (whenTiersApplied waits for both), applied (applyStops)
+  // just before the sources open, so a stopped interface's listener never
+  // opens; a standby reads them again when it takes charge.
+  void readStops(std::function<void(Status)> next);
+  void applyStops();
+  // An operator's stop of one interface's intake (EngineActions) and its
+  // end: the MLLP listener closes or listens again, the HTTP path answers
+  // 503 or stores again, a file or schedule source pauses or resumes.
+  void closeIntake(Iface& f);
+  void openIntake(Iface& f);
   Status openApi();
   Status openControl();
   void wake(Iface& f, int32_t lane);
@@ -295,6 +312,11 @@ class Engine {
   std::optional<Status> workersLoaded_;
   std::function<void(Status)> afterWorkers_;
   std::unique_ptr<CertificateWatch> certificateWatch_;
+  std::vector<store::InterfaceStop> stops_;  // as read, until applied
+  std::optional<Status> stopsRead_;          // readStops' outcome at start, once known
+  // Files and schedules held while the ownership lock is lost (or before
+  // a takeover has taken charge): a started intake resumes them only after.
+  bool sourcesHeld_ = false;
   std::vector<std::unique_ptr<intake::ScheduleSource>> schedules_;
   std::vector<std::unique_ptr<intake::FileSource>> files_;
   std::vector<std::string> listenerLines_;

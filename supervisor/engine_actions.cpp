@@ -162,6 +162,44 @@ void EngineActions::restartInterface(const std::string& name, std::function<void
   });
 }
 
+// ---- intake stops ------------------------------------------------------------
+
+void EngineActions::stopsRead(std::map<std::string, api::IntakeStopInfo> stops) {
+  // A stop set through the API meanwhile wins over the read.
+  for (auto& [name, stop] : stops) stops_.emplace(name, stop);
+}
+
+Status EngineActions::setIntakeStopped(const std::string& interface,
+                                       std::optional<api::IntakeStopInfo> stop) {
+  Interface* f = find(interface);
+  if (!f) return Error{"this engine runs no interface " + interface, ErrorKind::NotFound};
+  if (std::holds_alternative<config::InternalSource>(f->config->source))
+    return Error{"interface " + interface + " has no intake of its own (source: internal)",
+                 ErrorKind::Conflict};
+  if (shutDown_) return Error{"the engine is stopping", ErrorKind::Unavailable};
+  if (stop) {
+    bool was = stops_.count(interface) > 0;
+    stops_[interface] = *stop;
+    if (was) return {};
+    spdlog::info(
+        "interface {}: intake stopped by {}{}; what it stored is still delivered "
+        "(POST /api/v1/interfaces/{}/start opens it)",
+        interface, stop->by, stop->reason ? " (" + *stop->reason + ")" : "", interface);
+    if (deps_.closeIntake) deps_.closeIntake(interface);
+    return {};
+  }
+  if (stops_.erase(interface) == 0) return {};
+  spdlog::info("interface {}: intake started again", interface);
+  if (deps_.openIntake) deps_.openIntake(interface);
+  return {};
+}
+
+std::optional<api::IntakeStopInfo> EngineActions::intakeStopOf(const std::string& interface) const {
+  auto it = stops_.find(interface);
+  if (it == stops_.end()) return std::nullopt;
+  return it->second;
+}
+
 // ---- drain ------------------------------------------------------------------
 
 Status EngineActions::startDrain(bool stopWhenDrained) {

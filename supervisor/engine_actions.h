@@ -4,16 +4,22 @@
 //   (DeliveryLoop::hold(Hold::Paused)) and read nothing until resumed. The
 //   API persists the pause (schema/destination_pauses.h); at start every
 //   loop is held until the pauses are read, then those not paused go on.
+// - stop / start an interface's intake: the engine closes its source
+//   (Deps::closeIntake: an MLLP listener closes, an HTTP path answers 503,
+//   files and schedules are not polled) or opens it again; what it stored
+//   is still delivered. The API persists the stop
+//   (schema/interface_stops.h); the engine reads the stops before it opens
+//   its sources and hands them here (stopsRead) to be shown.
 // - restart an interface that runaways stopped: its code is read again from
 //   disk (an operator fixed it there), loaded into its workers, and its
 //   loops are woken to deliver what waited.
 // - drain: every intake gate closed (HTTP answers 503, as while stopping)
 //   and every MLLP listener closed (what is in flight is answered, new
 //   connections are refused, so senders fail over), systemd told and its
-//   stored listening sockets removed; the queues empty out. Drained = no store in flight and nothing pending for
-//   this engine's unpaused destinations of running interfaces. With stop,
-//   the engine then stops the way SIGTERM stops it. Undrain opens the
-//   gates again and listens again on the MLLP listeners' addresses.
+//   stored listening sockets removed; the queues empty out. Drained = no store in flight and
+//   nothing pending for this engine's unpaused destinations of running interfaces. With stop, the
+//   engine then stops the way SIGTERM stops it. Undrain opens the gates again and listens again on
+//   the MLLP listeners' addresses.
 #pragma once
 
 #include <uv.h>
@@ -80,6 +86,10 @@ class EngineActions {
     // its end opens them again on the same addresses. Null: nothing to do.
     std::function<void()> closeListeners;
     std::function<void()> reopenListeners;
+    // An operator's stop of an interface's intake and its end, by name
+    // (Engine::closeIntake, openIntake). Null: nothing to do.
+    std::function<void(const std::string&)> closeIntake;
+    std::function<void(const std::string&)> openIntake;
   };
 
   EngineActions(Deps deps, std::vector<Interface> interfaces);
@@ -98,6 +108,15 @@ class EngineActions {
 
   void restartInterface(const std::string& interface, std::function<void(Status)> done);
 
+  // The stops the engine read before opening its sources (it left those
+  // closed), by interface name: shown from now on.
+  void stopsRead(std::map<std::string, api::IntakeStopInfo> stops);
+  // Stops (stop set) or starts the interface's intake. NotFound: not run
+  // here; Conflict: an internal source (routes fill it). Stopping what is
+  // stopped only updates what is shown; starting what runs does nothing.
+  Status setIntakeStopped(const std::string& interface, std::optional<api::IntakeStopInfo> stop);
+  std::optional<api::IntakeStopInfo> intakeStopOf(const std::string& interface) const;
+
   bool draining() const { return draining_; }
   Status startDrain(bool stopWhenDrained);
   Status stopDrain();
@@ -113,6 +132,7 @@ class EngineActions {
   Deps deps_;
   std::vector<Interface> interfaces_;
   std::map<int64_t, api::PauseInfo> pauses_;  // by destination id
+  std::map<std::string, api::IntakeStopInfo> stops_;  // by interface name
   bool pausesRead_ = false;
   bool draining_ = false;
   bool stopWhenDrained_ = false;

@@ -49,6 +49,7 @@ void EngineViewAdapter::interfaces(
     f.source = config::sourceKind(v.config->source);
     f.state = workers_.isStopped(f.name) ? "stopped" : "running";
     if (v.intake) f.gateOpen = v.intake->gate().open();
+    if (actions_) f.intakeStopped = actions_->intakeStopOf(f.name);
     if (auto* a = v.activity) {
       f.received = a->received.load(std::memory_order_relaxed);
       f.duplicates = a->duplicates.load(std::memory_order_relaxed);
@@ -180,6 +181,21 @@ void EngineViewAdapter::restartInterface(const std::string& interface,
                                          std::function<void(Status)> done) {
   if (!actions_) return done(noActions());
   actions_->restartInterface(interface, std::move(done));
+}
+
+Status EngineViewAdapter::setIntakeStopped(const std::string& interface,
+                                           std::optional<api::IntakeStopInfo> stop) {
+  if (!actions_) return noActions();
+  if (state_() == api::EngineState::Stopping)
+    return Error{"the engine is stopping", ErrorKind::Unavailable};
+  return actions_->setIntakeStopped(interface, std::move(stop));
+}
+
+const config::InterfaceConfig* EngineViewAdapter::interfaceConfig(
+    const std::string& interface) const {
+  for (auto& v : interfaces_)
+    if (v.config->name == interface) return v.config;
+  return nullptr;
 }
 
 Status EngineViewAdapter::startDrain(bool stopWhenDrained) {

@@ -78,6 +78,9 @@ class EngineViewAdapter : public api::EngineView {
   Status setPaused(const std::string& interface, const std::string& destination,
                    std::optional<api::PauseInfo> pause) override;
   void restartInterface(const std::string& interface, std::function<void(Status)> done) override;
+  Status setIntakeStopped(const std::string& interface,
+                          std::optional<api::IntakeStopInfo> stop) override;
+  const config::InterfaceConfig* interfaceConfig(const std::string& interface) const override;
   Status startDrain(bool stopWhenDrained) override;
   Status stopDrain() override;
   void drainStatus(std::function<void(Result<api::DrainInfo>)> done) override;

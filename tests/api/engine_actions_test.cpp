@@ -1,9 +1,10 @@
 // The operator's actions on the engine over real HTTP and a real
 // PostgreSQL, on an engine view of the test's own: pause / resume (the
 // pause's row and its audit row in one transaction, the loops held only
-// after the commit), restart of a stopped interface and drain (their audit
-// row first: refused with 503 when it can't be written), and who may call
-// them.
+// after the commit), stop / start of an interface's intake (likewise),
+// restart of a stopped interface and drain (their audit row first: refused
+// with 503 when it can't be written), and who may call them; and the
+// read-only configuration view, which never shows a secret.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,15 +12,19 @@
 #include <utility>
 
 #include "api/engine_actions.h"
+#include "api/interface_configuration.h"
+#include "common/config/loader.h"
 #include "tests/api/auth_fixture.h"
+#include "tests/common/config/project_dir.h"
 
 namespace ductus::api::test {
 namespace {
 
 using json = nlohmann::json;
 
-// Runs interface adt (mllp; destinations ehr and billing) and hears what
-// the actions ask of it.
+// Runs interface adt (mllp; destinations ehr and billing) and routed
+// (internal), and hears what the actions ask of it; its configuration is
+// the project's the test loads, when it loads one.
 class ActionEngine : public EngineView {
  public:
   EngineState state() const override {
@@ -40,8 +45,22 @@ class ActionEngine : public EngineView {
       di.name = d;
       adt.destinations.push_back(di);
     }
-    done(std::vector<InterfaceInfo>{adt});
+    InterfaceInfo routed;
+    routed.name = "routed";
+    routed.source = "internal";
+    done(std::vector<InterfaceInfo>{adt, routed});
   }
+  Status setIntakeStopped(const std::string& interface,
+                          std::optional<IntakeStopInfo> stop) override {
+    std::lock_guard lock(mutex_);
+    calls.push_back((stop ? "stop " : "start ") + interface +
+                    (stop ? " by " + stop->by + " reason " + stop->reason.value_or("none") : ""));
+    return {};
+  }
+  const config::InterfaceConfig* interfaceConfig(const std::string& interface) const override {
+    return project ? project->find(interface) : nullptr;
+  }
+  std::optional<config::Project> project;
   Status setPaused(const std::string& interface, const std::string& destination,
                    std::optional<PauseInfo> pause) override {
     std::lock_guard lock(mutex_);
@@ -107,7 +126,11 @@ class EngineActionsTest : public AuthFixture {
   void SetUp() override {
     AuthFixture::SetUp();
     if (HasFatalFailure()) return;
-    serveWith([&] { return engineActionRoutes(deps_.get(), &engine_); });
+    serveWith([&] {
+      auto routes = engineActionRoutes(deps_.get(), &engine_);
+      for (auto& r : interfaceConfigurationRoutes(&engine_)) routes.push_back(std::move(r));
+      return routes;
+    });
     if (HasFatalFailure()) return;
     db_.value("INSERT INTO interfaces (name) VALUES ('adt')");
     db_.value(
@@ -124,6 +147,11 @@ class EngineActionsTest : public AuthFixture {
   }
   std::string auditCount(const std::string& action) {
     return db_.value("SELECT count(*) FROM audit_log WHERE action = $1", {action});
+  }
+  std::vector<std::string> stops() {
+    return db_.column(
+        "SELECT interface || ' ' || stopped_by || ' ' || coalesce(reason, '-') FROM "
+        "interface_stops ORDER BY 1");
   }
   std::vector<std::string> pauses() {
     return db_.column(
@@ -206,6 +234,154 @@ TEST_F(EngineActionsTest, APauseNeedsAReasonAndADestinationThisEngineDelivers) {
   EXPECT_EQ(auditCount("destination.pause"), "0");
 }
 
+TEST_F(EngineActionsTest, AStopIsStoredWithItsAuditRowThenClosesAndAgainIsAConflict) {
+  auto r = post("/api/v1/interfaces/adt/stop", {{"reason", "sender floods us"}}, ops_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto b = bodyOf(r);
+  EXPECT_EQ(b["interface"], "adt");
+  EXPECT_EQ(b["intakeStopped"]["by"], "ops");
+  EXPECT_EQ(b["intakeStopped"]["reason"], "sender floods us");
+  EXPECT_THAT(b["intakeStopped"]["since"].get<std::string>(), ::testing::EndsWith("Z"));
+  EXPECT_THAT(stops(), ::testing::ElementsAre("adt ops sender floods us"));
+  EXPECT_EQ(db_.value("SELECT target_kind || ' ' || target_name || ' ' || actor || ' ' || "
+                      "(detail->>'reason') FROM audit_log WHERE action = 'interface.stop'"),
+            "interface adt ops sender floods us");
+  EXPECT_THAT(engine_.take(), ::testing::ElementsAre("stop adt by ops reason sender floods us"));
+
+  // Stopped already: 409, the first stop stays, nothing audited or asked.
+  r = post("/api/v1/interfaces/adt/stop", nullptr, ops2_);
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_EQ(bodyOf(r)["error"], "conflict");
+  EXPECT_THAT(stops(), ::testing::ElementsAre("adt ops sender floods us"));
+  EXPECT_EQ(auditCount("interface.stop"), "1");
+  EXPECT_TRUE(engine_.take().empty());
+
+  r = post("/api/v1/interfaces/adt/start", nullptr, ops2_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(bodyOf(r)["intakeStopped"].is_null()) << r.body;
+  EXPECT_TRUE(stops().empty());
+  // The start's row says which stop it ended.
+  EXPECT_EQ(db_.value("SELECT actor || ' ' || (detail->>'by') || ' ' || (detail->>'reason') FROM "
+                      "audit_log WHERE action = 'interface.start'"),
+            "night-ops ops sender floods us");
+  EXPECT_THAT(engine_.take(), ::testing::ElementsAre("start adt"));
+  r = post("/api/v1/interfaces/adt/start", nullptr, ops_);
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_EQ(auditCount("interface.start"), "1");
+
+  // No body (or no reason): a stop without a reason.
+  r = post("/api/v1/interfaces/adt/stop", nullptr, ops_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(bodyOf(r)["intakeStopped"]["reason"].is_null()) << r.body;
+  EXPECT_THAT(stops(), ::testing::ElementsAre("adt ops -"));
+  EXPECT_THAT(engine_.take(), ::testing::ElementsAre("stop adt by ops reason none"));
+}
+
+TEST_F(EngineActionsTest, AStopNeedsAnInterfaceThisEngineRunsWithAnIntakeOfItsOwn) {
+  EXPECT_EQ(post("/api/v1/interfaces/lab/stop", nullptr, ops_).status, 404);
+  EXPECT_EQ(post("/api/v1/interfaces/lab/start", nullptr, ops_).status, 404);
+  auto r = post("/api/v1/interfaces/routed/stop", nullptr, ops_);
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_THAT(bodyOf(r)["message"].get<std::string>(), ::testing::HasSubstr("internal"));
+  EXPECT_EQ(post("/api/v1/interfaces/adt/stop", {{"reason", 5}}, ops_).status, 400);
+  EXPECT_EQ(post("/api/v1/interfaces/adt/stop", {{"reason", std::string(1001, 'x')}}, ops_).status,
+            400);
+  // A NUL is refused in the engine's words, not PostgreSQL's.
+  r = post("/api/v1/interfaces/adt/stop", {{"reason", std::string("down\0now", 8)}}, ops_);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_THAT(r.body, ::testing::Not(::testing::HasSubstr("ERROR:")));
+  EXPECT_TRUE(stops().empty());
+  EXPECT_TRUE(engine_.take().empty());
+  EXPECT_EQ(auditCount("interface.stop"), "0");
+
+  refuseAudit();
+  EXPECT_EQ(post("/api/v1/interfaces/adt/stop", nullptr, ops_).status, 503);
+  EXPECT_TRUE(stops().empty()) << "the stop's row went with its refused audit row";
+  EXPECT_TRUE(engine_.take().empty());
+}
+
+// The secrets interface.yaml holds, one of each kind the model keeps.
+constexpr const char* kSecrets[] = {"sftp-Pa55word", "url-Pa55word",     "query-T0ken",
+                                    "header-T0ken",  "PRIVATE-KEY-BODY", "api-Key-Value"};
+
+TEST_F(EngineActionsTest, TheConfigurationShowsTheInterfaceAsRunAndNoSecret) {
+  config::test::ProjectDir dir;
+  dir.iface("feed",
+            "source:\n"
+            "  mllp:\n"
+            "    listen: 127.0.0.1:2575\n"
+            "    allow: [10.1.2.3, 10.20.0.0/16]\n"
+            "format: hl7v2\n"
+            "ordering: { key: PID.3.1, partitions: 8 }\n"
+            "dedupe: { key: MSH.10, window: 2d }\n"
+            "retention: 3w\n"
+            "monitor: { active_within: 30m, behind: { waiting: 5 } }\n"
+            "destinations:\n"
+            "  ehr:\n"
+            "    http:\n"
+            "      url: \"https://ductus:url-Pa55word@ehr.example:8443/hl7?key=query-T0ken\"\n"
+            "      headers: { Authorization: \"Bearer header-T0ken\", X-Api-Key: api-Key-Value }\n"
+            "    retry: { max_attempts: 5 }\n"
+            "  lab:\n"
+            "    sftp:\n"
+            "      host: lab.example\n"
+            "      user: ductus\n"
+            "      password: sftp-Pa55word\n"
+            "      private_key: \"-----BEGIN OPENSSH PRIVATE KEY-----\\nPRIVATE-KEY-BODY\\n"
+            "-----END OPENSSH PRIVATE KEY-----\\n\"\n"
+            "      host_key: \"ssh-ed25519 "
+            "AAAAC3NzaC1lZDI1NTE5AAAAIAkUt5CgstUNshcz4pink7vlO2LXNGaqbB//9HWYoX6I\"\n"
+            "      path: inbox/\n"
+            "  billing:\n"
+            "    mllp: { host: billing.example, port: 2576 }\n"
+            "    transform: toBilling\n");
+  auto loaded = dir.load();
+  ASSERT_TRUE(loaded.project) << dir.errors();
+  engine_.project = std::move(loaded.project);
+
+  auto r = call("GET", "/api/v1/interfaces/feed/configuration", bearer(viewer_));
+  ASSERT_EQ(r.status, 200) << r.body;
+  for (const char* secret : kSecrets)
+    EXPECT_THAT(r.body, ::testing::Not(::testing::HasSubstr(secret))) << secret;
+  auto b = bodyOf(r);
+  EXPECT_EQ(b["name"], "feed");
+  EXPECT_EQ(b["source"]["kind"], "mllp");
+  EXPECT_EQ(b["source"]["listen"], "127.0.0.1:2575");
+  EXPECT_TRUE(b["source"]["tls"].is_null());
+  EXPECT_EQ(b["source"]["allow"], (json{"10.1.2.3", "10.20.0.0/16"}));
+  EXPECT_EQ(b["format"], "hl7v2");
+  EXPECT_EQ(b["ordering"], (json{{"key", "PID.3.1"}, {"partitions", 8}}));
+  EXPECT_EQ(b["dedupe"], (json{{"key", "MSH.10"}, {"window", "2d"}}));
+  EXPECT_EQ(b["retention"], "3w");
+  EXPECT_EQ(b["monitor"]["activeWithin"]["within"], "30m");
+  EXPECT_EQ(b["monitor"]["behind"]["waiting"], 5);
+  ASSERT_EQ(b["destinations"].size(), 3u) << b.dump();
+  std::map<std::string, json> dests;
+  for (auto& d : b["destinations"]) dests[d["name"]] = d;
+  EXPECT_EQ(dests["ehr"]["kind"], "http");
+  EXPECT_EQ(dests["ehr"]["target"], "https://***@ehr.example:8443/hl7?***");
+  EXPECT_EQ(dests["ehr"]["headers"], (json{{"Authorization", "***"}, {"X-Api-Key", "***"}}));
+  EXPECT_EQ(dests["ehr"]["retry"]["maxAttempts"], 5);
+  EXPECT_EQ(dests["lab"]["kind"], "sftp");
+  EXPECT_EQ(dests["lab"]["target"], "ductus@lab.example:22:inbox/");
+  EXPECT_EQ(dests["lab"]["server"]["password"], "***");
+  EXPECT_EQ(dests["lab"]["server"]["privateKey"], (json{{"inline", "***"}}));
+  EXPECT_EQ(dests["billing"]["target"], "billing.example:2576");
+  EXPECT_EQ(dests["billing"]["transform"], "toBilling");
+  EXPECT_TRUE(dests["billing"]["tls"].is_null());
+
+  EXPECT_EQ(call("GET", "/api/v1/interfaces/lab/configuration", bearer(viewer_)).status, 404);
+  EXPECT_EQ(call("GET", "/api/v1/interfaces/feed/configuration").status, 401);
+}
+
+TEST(RedactedUrl, TakesOffUserInformationAndTheQueryOnly) {
+  EXPECT_EQ(redactedUrl("https://ehr.example/hl7"), "https://ehr.example/hl7");
+  EXPECT_EQ(redactedUrl("https://u:p@ehr.example/hl7"), "https://***@ehr.example/hl7");
+  EXPECT_EQ(redactedUrl("http://u@h:80"), "http://***@h:80");
+  EXPECT_EQ(redactedUrl("https://h/p?token=x&a=b#frag"), "https://h/p?***#frag");
+  EXPECT_EQ(redactedUrl("https://h/p@q"), "https://h/p@q") << "an @ in the path is no user";
+}
+
 TEST_F(EngineActionsTest, RestartLoadsAStoppedInterfaceAndRefusesARunningOne) {
   auto r = post("/api/v1/interfaces/adt/restart", nullptr, ops_);
   EXPECT_EQ(r.status, 409) << r.body;
@@ -278,12 +454,14 @@ TEST_F(EngineActionsTest, WithoutTheirAuditRowNoActionIsTaken) {
 
 TEST_F(EngineActionsTest, OnlyOperatorsActAndViewersReadTheDrain) {
   engine_.set(true, false);
-  for (auto [method, path] : std::vector<std::pair<std::string, std::string>>{
-           {"POST", pausePath},
-           {"POST", resumePath},
-           {"POST", "/api/v1/interfaces/adt/restart"},
-           {"POST", "/api/v1/engine/drain"},
-           {"DELETE", "/api/v1/engine/drain"}}) {
+  for (auto [method, path] :
+       std::vector<std::pair<std::string, std::string>>{{"POST", pausePath},
+                                                        {"POST", resumePath},
+                                                        {"POST", "/api/v1/interfaces/adt/restart"},
+                                                        {"POST", "/api/v1/interfaces/adt/stop"},
+                                                        {"POST", "/api/v1/interfaces/adt/start"},
+                                                        {"POST", "/api/v1/engine/drain"},
+                                                        {"DELETE", "/api/v1/engine/drain"}}) {
     auto r = call(method, path, bearer(viewer_), json{{"reason", "x"}}.dump());
     EXPECT_EQ(r.status, 403) << method << " " << path << ": " << r.body;
     EXPECT_EQ(bodyOf(r)["error"], "forbidden") << r.body;
@@ -294,6 +472,7 @@ TEST_F(EngineActionsTest, OnlyOperatorsActAndViewersReadTheDrain) {
   EXPECT_EQ(call("GET", "/api/v1/engine/drain").status, 401);
   EXPECT_TRUE(engine_.take().empty());
   EXPECT_TRUE(pauses().empty());
+  EXPECT_TRUE(stops().empty());
   EXPECT_EQ(db_.value("SELECT count(*) FROM audit_log WHERE action LIKE 'destination.%' OR "
                       "action LIKE 'engine.%' OR action LIKE 'interface.%'"),
             "0");

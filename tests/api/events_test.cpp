@@ -245,7 +245,8 @@ TEST_F(EventsTest, TheFirstSnapshotComesAtOnce) {
   EXPECT_EQ(s["state"], "serving");
   EXPECT_EQ(s["workers"], json::parse(R"([{"group":"shared","slot":0,"pid":4242,
                                             "state":"running","restarts":2}])"));
-  EXPECT_EQ(s["interfaces"], json::parse(R"([{"name":"adt","state":"running","gate":"open",
+  EXPECT_EQ(s["interfaces"],
+            json::parse(R"([{"name":"adt","state":"running","gate":"open","intakeStopped":false,
       "received":10,"duplicates":0,"destinations":[{"name":"lab","sent":7,"filtered":0,
       "quarantined":1,"routed":0,"retries":0,"pending":3,"quarantinedNow":2,"paused":false}]}])"));
 }

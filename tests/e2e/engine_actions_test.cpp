@@ -5,7 +5,10 @@
 // waited; a drain closes the gates (/health 503) and the MLLP listeners
 // (connections refused, so senders fail over), says drained once the queues
 // are empty, opens them again on the same port when ended, and with stop
-// ends the engine.
+// ends the engine. A stopped intake closes the MLLP listener (connections
+// refused) while what was stored is delivered, stays stopped across a
+// restart and listens again on the same port when started; the
+// configuration view shows none of interface.yaml's secrets.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -51,6 +54,11 @@ int connectError(uint16_t port) {
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   return ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
+}
+
+json bodyOfJson(const HttpReply& r) {
+  auto j = json::parse(r.body, nullptr, false);
+  return j.is_discarded() ? json() : j;
 }
 
 json destinationOf(Api& api, const std::string& interface) {
@@ -214,6 +222,108 @@ TEST(EngineActions, ADrainClosesTheGatesUntilEndedAndWithStopEndsTheEngineOnceDr
                      "LIKE 'engine.%drain'"),
             "engine.drain,engine.undrain,engine.drain");
   EXPECT_NE(engine.log().find("drained"), std::string::npos) << engine.log();
+}
+
+json interfaceOf(Api& api, const std::string& name) {
+  json list = api.get("/api/v1/interfaces");
+  for (auto& f : list["interfaces"])
+    if (f["name"] == name) return f;
+  return nullptr;
+}
+
+TEST(EngineActions, AStoppedIntakeRefusesSendersAcrossARestartWhileWhatItStoredIsDelivered) {
+  TestDatabase db;
+  std::atomic<bool> down{true};
+  MllpReceiver receiver([&](const std::string&, int) { return down ? "AE" : "AA"; });
+  uint16_t port = freePort(), apiPort = freePort();
+  TempProject project(MllpProject{.port = port, .destination = mllpDestination(receiver.port())});
+  EngineProcess engine(project.root(), db.url());
+  engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
+  ASSERT_TRUE(engine.start()) << engine.log();
+  Api api{apiPort, tokenFor(db.url(), "ops", "operator")};
+  Api viewer{apiPort, tokenFor(db.url(), "watcher", "viewer")};
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(ackOf(*c, hl7("STORED")), "AA");  // the receiver refuses it: it stays pending
+  EXPECT_TRUE(interfaceOf(api, "adt")["intakeStopped"].is_null());
+
+  EXPECT_EQ(viewer.call("POST", "/api/v1/interfaces/adt/stop").status, 403);
+  EXPECT_EQ(api.call("POST", "/api/v1/interfaces/nosuch/stop").status, 404);
+  auto r = api.call("POST", "/api/v1/interfaces/adt/stop", {{"reason", "sender misconfigured"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  // The listener is closed: the idle connection goes, a new one is refused.
+  EXPECT_TRUE(c->closedByPeer(5000ms));
+  EXPECT_EQ(connectError(port), ECONNREFUSED);
+  EXPECT_EQ(api.call("POST", "/api/v1/interfaces/adt/stop").status, 409);
+  json f = interfaceOf(api, "adt");
+  ASSERT_TRUE(f["intakeStopped"].is_object()) << f.dump();
+  EXPECT_EQ(f["intakeStopped"]["by"], "ops");
+  EXPECT_EQ(f["intakeStopped"]["reason"], "sender misconfigured");
+  std::string since = f["intakeStopped"]["since"];
+  // Only intake stops: what was stored is delivered meanwhile.
+  down = false;
+  EXPECT_TRUE(waitFor([&] { return receiver.accepted().size() == 1; }, 30s)) << engine.log();
+
+  // Another engine start: the listener never opens, and the log says why.
+  EXPECT_TRUE(exitedWith(engine.terminate(), 0)) << engine.log();
+  ASSERT_TRUE(engine.start()) << engine.log();
+  EXPECT_EQ(connectError(port), ECONNREFUSED);
+  EXPECT_NE(engine.log().find("interface adt: intake stopped by ops since " + since),
+            std::string::npos)
+      << engine.log();
+  f = interfaceOf(api, "adt");
+  ASSERT_TRUE(f["intakeStopped"].is_object()) << f.dump();
+  EXPECT_EQ(f["intakeStopped"]["since"], since);
+
+  // Started: the same port takes messages again.
+  r = api.call("POST", "/api/v1/interfaces/adt/start");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(bodyOfJson(r)["intakeStopped"].is_null()) << r.body;
+  EXPECT_EQ(api.call("POST", "/api/v1/interfaces/adt/start").status, 409);
+  c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok()) << c.error().message << engine.log();
+  EXPECT_EQ(ackOf(*c, hl7("AFTER")), "AA");
+  EXPECT_TRUE(waitFor([&] { return receiver.accepted().size() == 2; }, 30s)) << engine.log();
+  EXPECT_EQ(receiver.accepted(), (std::vector<std::string>{"STORED", "AFTER"}));
+  EXPECT_TRUE(interfaceOf(api, "adt")["intakeStopped"].is_null());
+  EXPECT_EQ(
+      db.value("SELECT string_agg(action || ' ' || actor || ' ' || coalesce(detail->>'reason', "
+               "'-'), ',' ORDER BY id) FROM audit_log WHERE action LIKE 'interface.%'"),
+      "interface.stop ops sender misconfigured,interface.start ops sender misconfigured");
+  EXPECT_EQ(db.value("SELECT count(*) FROM interface_stops"), "0");
+}
+
+TEST(EngineActions, TheConfigurationIsTheRunningInterfacesWithoutItsSecrets) {
+  TestDatabase db;
+  uint16_t port = freePort(), apiPort = freePort();
+  // Nothing is sent: the receiver at port 9 is never called.
+  TempProject project(MllpProject{
+      .port = port,
+      .settings = "ordering: { key: PID.3.1 }\n",
+      .destination = "destination:\n"
+                     "  http:\n"
+                     "    url: \"http://ductus:Secret-Pa55@127.0.0.1:9/in?token=Secret-T0ken\"\n"
+                     "    headers: { Authorization: \"Bearer Secret-Header\" }\n"});
+  EngineProcess engine(project.root(), db.url());
+  engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
+  ASSERT_TRUE(engine.start()) << engine.log();
+  Api viewer{apiPort, tokenFor(db.url(), "watcher", "viewer")};
+  auto r = viewer.call("GET", "/api/v1/interfaces/adt/configuration");
+  ASSERT_EQ(r.status, 200) << r.body;
+  for (const char* secret : {"Secret-Pa55", "Secret-T0ken", "Secret-Header"})
+    EXPECT_EQ(r.body.find(secret), std::string::npos) << secret << " in " << r.body;
+  json b = bodyOfJson(r);
+  EXPECT_EQ(b["source"]["kind"], "mllp");
+  EXPECT_EQ(b["source"]["listen"], "127.0.0.1:" + std::to_string(port));
+  EXPECT_EQ(b["ordering"]["key"], "PID.3.1");
+  EXPECT_EQ(b["destinations"][0]["target"], "http://***@127.0.0.1:9/in?***");
+  EXPECT_EQ(b["destinations"][0]["headers"]["Authorization"], "***");
+  EXPECT_EQ(viewer.call("GET", "/api/v1/interfaces/nosuch/configuration").status, 404);
+  // In the document the console's types are made from.
+  json spec = viewer.get("/api/v1/openapi.json");
+  EXPECT_TRUE(spec["paths"].contains("/api/v1/interfaces/{name}/configuration"));
+  EXPECT_TRUE(spec["paths"].contains("/api/v1/interfaces/{name}/stop"));
+  EXPECT_TRUE(spec["paths"].contains("/api/v1/interfaces/{name}/start"));
 }
 
 }  // namespace
