@@ -129,9 +129,34 @@ Result<std::optional<int64_t>> positiveQuery(const ApiRequest& request, const st
   return std::optional<int64_t>(v);
 }
 
-bool isRfc3339(std::string_view text) {
+namespace {
+const std::regex& rfc3339Pattern() {
   static const std::regex re(
-      R"(^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?([Zz]|[+-](\d{2}):(\d{2}))$)");
+      R"(^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?([Zz]|([+-])(\d{2}):(\d{2}))$)");
+  return re;
+}
+}  // namespace
+
+std::optional<int64_t> rfc3339Seconds(std::string_view text) {
+  if (!isRfc3339(text)) return std::nullopt;
+  std::string s(text);
+  std::smatch m;
+  std::regex_match(s, m, rfc3339Pattern());
+  auto n = [&](int i) { return m[i].matched ? std::stoi(m[i].str()) : 0; };
+  using namespace std::chrono;
+  sys_days date{year_month_day{year(n(1)), month(static_cast<unsigned>(n(2))),
+                               day(static_cast<unsigned>(n(3)))}};
+  int64_t t =
+      duration_cast<seconds>(date.time_since_epoch()).count() + n(4) * 3600 + n(5) * 60 + n(6);
+  if (m[9].matched) {
+    int64_t offset = n(10) * 3600 + n(11) * 60;
+    t += m[9].str() == "+" ? -offset : offset;
+  }
+  return t;
+}
+
+bool isRfc3339(std::string_view text) {
+  const std::regex& re = rfc3339Pattern();
   std::string s(text);
   std::smatch m;
   if (!std::regex_match(s, m, re)) return false;
@@ -139,8 +164,8 @@ bool isRfc3339(std::string_view text) {
   using namespace std::chrono;
   year_month_day d{year(n(1)), month(static_cast<unsigned>(n(2))),
                    day(static_cast<unsigned>(n(3)))};
-  return n(1) >= 1970 && d.ok() && n(4) < 24 && n(5) < 60 && n(6) < 60 && n(9) < 24 &&
-         n(10) < 60;
+  // 9 is the offset's sign; 10 and 11 its hours and minutes.
+  return n(1) >= 1970 && d.ok() && n(4) < 24 && n(5) < 60 && n(6) < 60 && n(10) < 24 && n(11) < 60;
 }
 
 Result<std::optional<std::string>> timeQuery(const ApiRequest& request, const std::string& name) {

@@ -63,5 +63,8 @@ Result<std::optional<int64_t>> positiveQuery(const ApiRequest& request, const st
 // database never sees one it would refuse.
 Result<std::optional<std::string>> timeQuery(const ApiRequest& request, const std::string& name);
 bool isRfc3339(std::string_view s);
+// An RFC 3339 time as whole seconds since the epoch (its fraction dropped,
+// its offset applied); nullopt when isRfc3339 says no.
+std::optional<int64_t> rfc3339Seconds(std::string_view s);
 
 }  // namespace ductus::api

@@ -6,8 +6,8 @@
 #include "common/countdown.h"
 #include "common/monitor/hotspots.h"
 #include "common/net/curl_easy.h"
-#include "common/tls/certificates.h"
 #include "common/time_text.h"
+#include "common/tls/certificates.h"
 #include "schema/alert_store.h"
 #include "schema/queue_probes.h"
 #include "supervisor/alerts/heartbeat.h"
@@ -16,6 +16,7 @@
 #include "supervisor/monitor/activity_keeper.h"
 #include "supervisor/monitor/alert_round.h"
 #include "supervisor/monitor/outbox.h"
+#include "supervisor/monitor/traffic_rollup.h"
 
 namespace ductus::supervisor {
 
@@ -30,7 +31,10 @@ Monitor::Monitor(Deps deps, std::vector<HealthJudge::Interface> watched)
   std::vector<ActivityKeeper::Watched> kept;
   for (const auto& w : watched_)
     kept.push_back({w.interfaceId, w.activity, w.destinationIds});
+  std::vector<TrafficRollup::Watched> counted;
+  for (const auto& w : watched_) counted.push_back({w.interfaceId, w.activity, w.destinationIds});
   keeper_ = std::make_unique<ActivityKeeper>(deps_.loop, *deps_.pool, std::move(kept));
+  traffic_ = std::make_unique<TrafficRollup>(deps_.loop, *deps_.pool, std::move(counted));
   judge_ = std::make_unique<HealthJudge>(*deps_.pool, *keeper_, watched_, deps_.startedAt);
 }
 
@@ -43,6 +47,7 @@ void Monitor::start(std::function<void(Status)> done) {
     // Without its history the monitor still judges, from now on.
     if (!s) spdlog::warn("monitor: loading last activity failed: {}", s.error().message);
     started_ = true;
+    traffic_->start();
     const auto& settings = deps_.project->engine.alerts;
     if (!settings.enabled) return done({});
     std::shared_ptr<const net::CurlTls> smtpTls;
@@ -120,10 +125,11 @@ void Monitor::stop(std::function<void()> done) {
   if (!started_) return done();
   started_ = false;
   auto alive = alive_;
-  keeper_->saveNow([alive, done = std::move(done)](Status s) {
-    if (*alive && !s) spdlog::warn("monitor: saving last activity at the stop failed: {}",
-                                   s.error().message);
-    done();
+  keeper_->saveNow([this, alive, done = std::move(done)](Status s) {
+    if (!*alive) return done();
+    if (!s) spdlog::warn("monitor: saving last activity at the stop failed: {}", s.error().message);
+    // The minute in progress, for the charts.
+    traffic_->flushNow(std::move(done));
   });
 }
 

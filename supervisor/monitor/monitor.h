@@ -47,6 +47,7 @@ class Heartbeat;
 namespace ductus::supervisor {
 
 class ActivityKeeper;
+class TrafficRollup;
 class AlertRound;
 class Outbox;
 
@@ -94,6 +95,7 @@ class Monitor {
   Deps deps_;
   std::vector<HealthJudge::Interface> watched_;
   std::unique_ptr<ActivityKeeper> keeper_;
+  std::unique_ptr<TrafficRollup> traffic_;  // the charts' minutes
   std::unique_ptr<HealthJudge> judge_;
   std::unique_ptr<alerts::Notifier> notifier_;
   std::unique_ptr<Outbox> outbox_;
