@@ -2,8 +2,10 @@
 
 #include <openssl/evp.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
+#include <regex>
 
 #include "api/audit/audit_log.h"
 #include "api/auth/handler_support.h"
@@ -25,23 +27,45 @@ using Deps = MessageDeps;
 constexpr const char* kLatin1 = "iso-8859-1";
 constexpr const char* kUtf8 = "utf-8";
 
-// A message's deliveries as the API shows them: destination, status and
-// attempts, and with `full` the last error, when, and whether an output
-// was saved.
+// A message's deliveries as the API shows them: destination, status,
+// attempts, the last error (a page's cut to store::kListErrorChars) and
+// whether it waits on a paused destination; with `full` also when it last
+// changed and whether an output was saved.
 json deliveriesOf(const std::vector<store::DeliveryRow>& rows, bool full) {
   json out = json::array();
   for (auto& d : rows) {
     json o = {{"destination", d.destination},
               {"status", store::statusName(d.status)},
-              {"attempts", d.attempts}};
+              {"attempts", d.attempts},
+              {"lastError", orNull(d.lastError)},
+              {"paused", d.paused}};
     if (full) {
-      o["lastError"] = orNull(d.lastError);
       o["updatedAt"] = orNull(d.updatedAt);
       o["outputSaved"] = d.outputSaved;
     }
     out.push_back(std::move(o));
   }
   return out;
+}
+
+json optId(const std::optional<int64_t>& id) { return id ? json(*id) : json(); }
+
+// What a list row and the single message share: what the message is, what
+// became of it, and the marks that say why it looks as it does.
+json messageJson(const store::MessageRow& m, bool full) {
+  return {{"id", m.id},
+          {"interface", m.interface},
+          {"receivedAt", m.receivedAt},
+          {"status", store::statusName(m.status)},
+          {"type", orNull(m.type)},
+          {"controlId", orNull(m.controlId)},
+          {"key", orNull(m.key)},
+          {"lastError", orNull(m.lastError)},
+          {"originId", optId(m.originId)},
+          {"duplicateOf", optId(m.duplicateOf)},
+          {"editedFrom", optId(m.editedFrom)},
+          {"editedTo", m.editedTo},
+          {"deliveries", deliveriesOf(m.deliveries, full)}};
 }
 
 std::string base64(std::string_view bytes) {
@@ -88,14 +112,51 @@ std::optional<std::string> utf8AsLatin1(std::string_view s) {
   return out;
 }
 
-// ---- GET /api/v1/interfaces/{name}/messages ------------------------------
+// ---- GET /api/v1/interfaces/{name}/messages, GET /api/v1/messages ---------
 
-// The query's filters, or the 400 naming the one that is wrong.
-Result<BrowseQuery> browseQuery(const ApiRequest& req) {
+// An RFC 3339 time (timeQuery checked its form) as microseconds since 1970.
+int64_t rfc3339Micros(const std::string& text) {
+  static const std::regex re(
+      R"(^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.(\d{1,6}))?([Zz]|([+-])(\d{2}):(\d{2}))$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, re)) return 0;
+  auto n = [&](int i) { return m[i].matched ? std::stoll(m[i].str()) : 0LL; };
+  using namespace std::chrono;
+  sys_days date = year_month_day{year(static_cast<int>(n(1))), month(static_cast<unsigned>(n(2))),
+                                 day(static_cast<unsigned>(n(3)))};
+  int64_t us = duration_cast<microseconds>(date.time_since_epoch()).count() +
+               ((n(4) * 60 + n(5)) * 60 + n(6)) * 1'000'000;
+  if (m[8].matched) {
+    std::string f = m[8].str();
+    f.resize(6, '0');
+    us += std::stoll(f);
+  }
+  if (m[10].matched) {
+    int64_t offset = (n(11) * 60 + n(12)) * 60 * 1'000'000;
+    us += m[10].str() == "+" ? -offset : offset;
+  }
+  return us;
+}
+
+// A list as asked: the store's query, and the content search's text as
+// given (for its audit row, which records its length only).
+struct Browse {
   BrowseQuery q;
-  auto before = positiveQuery(req, "before");
-  if (!before) return before.error();
-  q.before = *before;
+  std::optional<std::string> text;
+};
+
+// The query's filters, or the 400 naming the one that is wrong and what it
+// takes.
+Result<Browse> browseQuery(const ApiRequest& req, bool search) {
+  Browse b;
+  BrowseQuery& q = b.q;
+  for (auto [name, field] : {std::pair{"before", &q.before}, std::pair{"after", &q.after}}) {
+    auto v = positiveQuery(req, name);
+    if (!v)
+      return Error{"`" + std::string(name) + "` must be a message id (a whole number)",
+                   ErrorKind::Invalid};
+    *field = *v;
+  }
   auto limit = positiveQuery(req, "limit");
   if (!limit) return limit.error();
   q.limit = limit->value_or(kBrowseLimitDefault);
@@ -106,11 +167,21 @@ Result<BrowseQuery> browseQuery(const ApiRequest& req) {
     if (it == req.query.end()) return std::nullopt;
     return it->second;
   };
+  if (auto o = text("order")) {
+    if (*o == "oldest")
+      q.order = store::BrowseOrder::OldestFirst;
+    else if (*o != "newest")
+      return Error{"`order` must be newest or oldest", ErrorKind::Invalid};
+  }
   if (auto s = text("status")) {
-    q.status = store::parseStatus(*s);
-    if (!q.status)
-      return Error{"`status` must be pending, sent, filtered, quarantined or duplicate",
-                   ErrorKind::Invalid};
+    if (*s == "errors") {
+      q.errors = true;
+    } else {
+      q.status = store::parseStatus(*s);
+      if (!q.status)
+        return Error{"`status` must be pending, sent, filtered, quarantined, duplicate or errors",
+                     ErrorKind::Invalid};
+    }
   }
   for (auto [name, field] : {std::pair{"from", &q.from}, std::pair{"to", &q.to}}) {
     auto t = timeQuery(req, name);
@@ -125,28 +196,107 @@ Result<BrowseQuery> browseQuery(const ApiRequest& req) {
       // Spelled as intake stores it, so a long key finds its hash.
       *field = store::searchableText(*t);
     }
-  return q;
+  if (auto t = text("q")) {
+    if (t->empty() || t->size() > kContentTextMaxBytes)
+      return Error{"`q` must be 1 to " + std::to_string(kContentTextMaxBytes) + " bytes of text",
+                   ErrorKind::Invalid};
+    // Every payload of the window is read: the window is bounded, and so
+    // is each page's read (store::kContentScanRows).
+    std::string window = "`q` needs `from` and `to`, at most " +
+                         std::to_string(kContentWindowHours) + " hours apart";
+    if (!q.from || !q.to) return Error{window, ErrorKind::Invalid};
+    int64_t span = rfc3339Micros(*q.to) - rfc3339Micros(*q.from);
+    if (span <= 0 || span > kContentWindowHours * 3600 * int64_t{1'000'000})
+      return Error{window + " (and `to` after `from`)", ErrorKind::Invalid};
+    // Payloads are bytes: the text as UTF-8, and as ISO-8859-1 where that
+    // differs (the bytes of an interface that reads that charset).
+    q.contains.push_back(*t);
+    if (auto latin1 = utf8AsLatin1(*t); latin1 && *latin1 != *t) q.contains.push_back(*latin1);
+    b.text = *t;
+  }
+  if (search && !q.controlId && !q.key && !b.text)
+    return Error{"a search across interfaces needs `control_id`, `key` or `q`", ErrorKind::Invalid};
+  return b;
+}
+
+json pageJson(const store::MessagePage& p, bool content) {
+  json items = json::array();
+  for (auto& m : p.rows) items.push_back(messageJson(m, false));
+  json body = {
+      {"items", std::move(items)},
+      {"next", optId(p.next)},
+      {"total", p.total ? json{{"count", p.total->count}, {"exact", p.total->exact}} : json()}};
+  if (content) {
+    body["scanned"] = p.scanned;
+    body["complete"] = p.complete;
+  }
+  return body;
+}
+
+// Runs the page: an interface's when named, else every interface's.
+void runBrowse(Deps& d, std::optional<std::string> interface, Browse b, ApiRespond respond) {
+  bool content = b.text.has_value();
+  auto done = [respond, content](Result<store::MessagePage> r) {
+    if (!r) return respond(errorResponse(r.error()));
+    respond(jsonOk(200, pageJson(*r, content)));
+  };
+  if (interface)
+    store::messagePage(d.pool, *interface, std::move(b.q), done);
+  else
+    store::messageSearch(d.pool, std::move(b.q), done);
+}
+
+// A content search reads payloads, so it needs `payloads` as a payload
+// read does, and its audit row is written first (no row, no search: 503).
+// The row says who searched which interface (or all) over which window,
+// with which other filters, and how long the text was; not the text
+// itself, nor the control id or key searched for: those are the patient's
+// data (a name, an MRN), and the audit log is read by holders of `audit`,
+// who need not hold `payloads`. That a search was made, by whom, where and
+// when is what an access review asks.
+void browse(Deps& d, const ApiRequest& req, std::optional<std::string> interface,
+            ApiRespond respond) {
+  auto b = browseQuery(req, !interface);
+  if (!b) return respond(errorResponse(b.error()));
+  if (!b->text) return runBrowse(d, std::move(interface), std::move(*b), respond);
+  if (!(req.caller->permissions & kPayloads))
+    return respond(
+        jsonError(403, "forbidden", "a content search (`q`) needs the payloads permission"));
+  auto entry = auditEntryFor(*req.caller, "message.search");
+  entry.targetKind = "interface";
+  entry.targetName = interface.value_or("");
+  const auto& q = b->q;
+  json filters = json::array();
+  for (auto [name, given] :
+       {std::pair{"control_id", q.controlId.has_value()}, std::pair{"key", q.key.has_value()}})
+    if (given) filters.push_back(name);
+  entry.detail = {{"interface", interface ? json(*interface) : json()},
+                  {"from", *q.from},
+                  {"to", *q.to},
+                  {"order", q.order == store::BrowseOrder::OldestFirst ? "oldest" : "newest"},
+                  {"status", q.errors   ? json("errors")
+                             : q.status ? json(store::statusName(*q.status))
+                                        : json()},
+                  {"type", orNull(q.type)},
+                  {"filters", std::move(filters)},
+                  {"textBytes", b->text->size()}};
+  d.audit.write(entry, [&d, interface, asked = std::move(*b), respond](Status s) mutable {
+    if (!s.ok()) {
+      auto r = jsonError(503, "unavailable",
+                         s.error().message + " (no content search without its audit row)");
+      r.headers.emplace_back("Retry-After", "1");
+      return respond(r);
+    }
+    runBrowse(d, std::move(interface), std::move(asked), respond);
+  });
 }
 
 void listMessages(Deps& d, const ApiRequest& req, ApiRespond respond) {
-  auto q = browseQuery(req);
-  if (!q) return respond(errorResponse(q.error()));
-  store::messagePage(d.pool, req.params.at("name"), *q, [respond](Result<store::MessagePage> r) {
-    if (!r) return respond(errorResponse(r.error()));
-    json items = json::array();
-    for (auto& m : r->rows)
-      items.push_back({{"id", m.id},
-                       {"receivedAt", m.receivedAt},
-                       {"status", store::statusName(m.status)},
-                       {"type", orNull(m.type)},
-                       {"controlId", orNull(m.controlId)},
-                       {"key", orNull(m.key)},
-                       {"lastError", orNull(m.lastError)},
-                       {"originId", m.originId ? json(*m.originId) : json()},
-                       {"deliveries", deliveriesOf(m.deliveries, false)}});
-    json next = r->next ? json(*r->next) : json();
-    respond(jsonOk(200, {{"items", items}, {"next", next}}));
-  });
+  browse(d, req, req.params.at("name"), std::move(respond));
+}
+
+void searchMessages(Deps& d, const ApiRequest& req, ApiRespond respond) {
+  browse(d, req, std::nullopt, std::move(respond));
 }
 
 // ---- GET /api/v1/messages/{id} ---------------------------------------------
@@ -156,22 +306,13 @@ void getMessage(Deps& d, const ApiRequest& req, ApiRespond respond) {
   if (!id) return respond(jsonError(400, "invalid", "the message id must be a positive integer"));
   store::messageDetail(d.pool, *id, [respond](Result<store::MessageDetail> r) {
     if (!r) return respond(errorResponse(r.error()));
-    auto& m = r->row;
-    respond(jsonOk(200, {{"id", m.id},
-                         {"interface", r->interface},
-                         {"receivedAt", m.receivedAt},
-                         {"status", store::statusName(m.status)},
-                         {"type", orNull(m.type)},
-                         {"controlId", orNull(m.controlId)},
-                         {"key", orNull(m.key)},
-                         {"dedupeKey", orNull(r->dedupeKey)},
-                         {"lastError", orNull(m.lastError)},
-                         {"originId", m.originId ? json(*m.originId) : json()},
-                         {"lane", r->lane},
-                         {"tier", r->tier},
-                         {"bytes", r->bytes},
-                         {"charset", orNull(r->charset)},
-                         {"deliveries", deliveriesOf(m.deliveries, true)}}));
+    json body = messageJson(r->row, true);
+    body["dedupeKey"] = orNull(r->dedupeKey);
+    body["lane"] = r->lane;
+    body["tier"] = r->tier;
+    body["bytes"] = r->bytes;
+    body["charset"] = orNull(r->charset);
+    respond(jsonOk(200, body));
   });
 }
 
@@ -320,38 +461,92 @@ constexpr const char* kStatusEnum =
 
 std::string deliverySchema(bool full) {
   std::string s =
-      R"({"type":"object","properties":{"destination":{"type":"string"},)"
-      R"("status":{"enum":["pending","sent","filtered","quarantined"]},"attempts":{"type":"integer"})";
-  if (full)
-    s += R"(,"lastError":{"type":["string","null"]},"updatedAt":{"type":["string","null"]},)"
-         R"("outputSaved":{"type":"boolean"})";
+      R"({"type":"object","required":["destination","status","attempts","lastError","paused")" +
+      std::string(full ? R"(,"updatedAt","outputSaved")" : "") +
+      R"(],"properties":{"destination":{"type":"string"},)"
+      R"("status":{"enum":["pending","sent","filtered","quarantined"]},"attempts":{"type":"integer"},)"
+      R"("lastError":{"type":["string","null"],"description":)" +
+      (full
+           ? std::string(
+                 R"("the last try's error: why it was quarantined, or why it waits for a retry")")
+           : std::string(
+                 R"("the last try's error (why it was quarantined, or why it waits for a retry), its first )") +
+                 std::to_string(store::kListErrorChars) +
+                 R"( characters; the message shows it whole")") +
+      R"(},"paused":{"type":"boolean","description":"pending, and its destination is paused: it waits for a resume, not a retry"})";
+  if (full) s += R"(,"updatedAt":{"type":["string","null"]},"outputSaved":{"type":"boolean"})";
   return s + "}}";
 }
 
-std::string pageSchema() {
-  return std::string(R"({"type":"object","properties":{"items":{"type":"array","items":)"
-                     R"({"type":"object","properties":{"id":{"type":"integer"},)"
+// The properties a list row and the single message share (messageJson).
+std::string messageProperties(bool full) {
+  return std::string(R"("id":{"type":"integer"},"interface":{"type":"string"},)"
                      R"("receivedAt":{"type":"string"},"status":)") +
          kStatusEnum +
          R"(,"type":{"type":["string","null"]},"controlId":{"type":["string","null"]},)"
-         R"("key":{"type":["string","null"]},"lastError":{"type":["string","null"]},)"
-         R"("originId":{"type":["integer","null"]},"deliveries":{"type":"array","items":)" +
-         deliverySchema(false) +
-         R"(}}}},"next":{"type":["integer","null"],"description":"pass as `before` for the next page"}}})";
+         R"("key":{"type":["string","null"]},)"
+         R"("lastError":{"type":["string","null"],"description":"the message's own: why intake did not queue it (a duplicate, no destination, refused); a delivery's is under deliveries"},)"
+         R"("originId":{"type":["integer","null"],"description":"the message this one is an edited or routed copy of"},)"
+         R"("duplicateOf":{"type":["integer","null"],"description":"a duplicate (answered as accepted, never queued): the message that holds its dedupe key, while the key is kept"},)"
+         R"("editedFrom":{"type":["integer","null"],"description":"an edited copy: its original, as POST /messages/{id}/edit stored it"},)"
+         R"("editedTo":{"type":"array","items":{"type":"integer"},"description":"this message's edited copies, oldest first"},)"
+         R"("deliveries":{"type":"array","items":)" +
+         deliverySchema(full) + "}";
+}
+
+constexpr const char* kMessageRequired =
+    R"("id","interface","receivedAt","status","type","controlId","key","lastError","originId","duplicateOf","editedFrom","editedTo","deliveries")";
+
+std::string pageSchema() {
+  return std::string(R"({"type":"object","required":["items","next","total"],"properties":{)") +
+         R"("items":{"type":"array","items":{"type":"object","required":[)" + kMessageRequired +
+         R"(],"properties":{)" + messageProperties(false) + R"(}}},)" +
+         R"("next":{"type":["integer","null"],"description":"pass as `before` (newest first) or `after` (order=oldest) for the next page; null: the last page"},)"
+         R"("total":{"type":["object","null"],"required":["count","exact"],"description":"the messages the filters match (the cursor aside); null for a content search, q",)"
+         R"("properties":{"count":{"type":"integer"},"exact":{"type":"boolean","description":"false: at least `count` ()" +
+         std::to_string(store::kTotalCountCap) +
+         R"(), not counted further"}}},)"
+         R"("scanned":{"type":"integer","description":"a content search (q): the messages this page read"},)"
+         R"("complete":{"type":"boolean","description":"a content search (q): false when the page stopped after reading )" +
+         std::to_string(store::kContentScanRows) +
+         R"( messages; fewer items than `limit` then says nothing of the rest of the window, and `next` goes on"}}})";
 }
 
 std::string messageSchema() {
-  return std::string(
-             R"({"type":"object","properties":{"id":{"type":"integer"},"interface":{"type":"string"},)"
-             R"("receivedAt":{"type":"string"},"status":)") +
-         kStatusEnum +
-         R"(,"type":{"type":["string","null"]},"controlId":{"type":["string","null"]},)"
-         R"("key":{"type":["string","null"]},"dedupeKey":{"type":["string","null"]},)"
-         R"("lastError":{"type":["string","null"]},)"
-         R"("originId":{"type":["integer","null"],"description":"the message this one is an edited or routed copy of"},)"
+  return std::string(R"({"type":"object","required":[)") + kMessageRequired +
+         R"(,"dedupeKey","lane","tier","bytes","charset"],"properties":{)" +
+         messageProperties(true) +
+         R"(,"dedupeKey":{"type":["string","null"]},)"
          R"("lane":{"type":"integer"},"tier":{"type":"integer"},"bytes":{"type":"integer"},)"
-         R"("charset":{"type":["string","null"]},"deliveries":{"type":"array","items":)" +
-         deliverySchema(true) + "}}}";
+         R"("charset":{"type":["string","null"]}}})";
+}
+
+// The query parameters both lists take; a search across interfaces
+// needs one of control_id, key, q.
+std::map<std::string, std::string> browseParams() {
+  std::string window = std::to_string(kContentWindowHours);
+  return {
+      {"before", "messages with a smaller id (newest first: the previous page's `next`)"},
+      {"after", "messages with a larger id (order=oldest: the previous page's `next`)"},
+      {"order", "newest (default) or oldest: by id, oldest first reaches the head of a queue"},
+      {"limit", "messages per page: 1-" + std::to_string(kBrowseLimitMax) + " (default " +
+                    std::to_string(kBrowseLimitDefault) + ")"},
+      {"status",
+       "pending, sent, filtered, quarantined, duplicate, or errors (a delivery quarantined, or "
+       "pending after a failed try)"},
+      {"from", "received at or after this RFC 3339 time"},
+      {"to", "received before this RFC 3339 time"},
+      {"type",
+       "the message type (HL7 MSH-9, components joined by ^): equal, or its first "
+       "components (ADT^A01 finds ADT^A01^ADT_A01; ADT finds every ADT)"},
+      {"control_id", "the control id (HL7 MSH-10), exactly"},
+      {"key", "the ordering key's value (e.g. the patient's MRN), exactly"},
+      {"q",
+       "text the payload holds (1-" + std::to_string(kContentTextMaxBytes) +
+           " bytes, case-sensitive), only with `from` and `to` at most " + window +
+           " hours apart; needs the payloads permission and is audited (message.search); a page "
+           "reads at most " +
+           std::to_string(store::kContentScanRows) + " messages (`scanned`, `complete`)"}};
 }
 
 constexpr const char* kPayloadSchema = R"({"type":"object","properties":{
@@ -388,21 +583,16 @@ std::vector<Route> messageBrowserRoutes(AuthDeps* auth, EngineView* engine) {
                  std::move(out),    std::move(query)};
   };
   std::vector<Route> routes;
-  routes.push_back(route(
-      "GET", "/api/v1/interfaces/{name}/messages", "listMessages",
-      "An interface's messages newest first, paged by id, filtered by status, time, type, "
-      "control id or key",
-      Requirement::toRead(Role::Viewer), bind(listMessages), {}, pageSchema(),
-      {{"before", "messages with a smaller id (the previous page's `next`)"},
-       {"limit", "messages per page: 1-500 (default 50)"},
-       {"status", "pending, sent, filtered, quarantined or duplicate"},
-       {"from", "received at or after this RFC 3339 time"},
-       {"to", "received before this RFC 3339 time"},
-       {"type",
-        "the message type (HL7 MSH-9, components joined by ^): equal, or its first "
-        "components (ADT^A01 finds ADT^A01^ADT_A01; ADT finds every ADT)"},
-       {"control_id", "the control id (HL7 MSH-10), exactly"},
-       {"key", "the ordering key's value (e.g. the patient's MRN), exactly"}}));
+  routes.push_back(route("GET", "/api/v1/interfaces/{name}/messages", "listMessages",
+                         "An interface's messages newest (or oldest) first, paged by id, filtered "
+                         "by status, time, type, control id, key or content, with a total",
+                         Requirement::toRead(Role::Viewer), bind(listMessages), {}, pageSchema(),
+                         browseParams()));
+  routes.push_back(route("GET", "/api/v1/messages", "searchMessages",
+                         "Messages of every interface by control id, key or content, newest (or "
+                         "oldest) first, paged by id, each naming its interface",
+                         Requirement::toRead(Role::Viewer), bind(searchMessages), {}, pageSchema(),
+                         browseParams()));
   routes.push_back(route("GET", "/api/v1/messages/{id}", "getMessage",
                          "One message: what it is, and what became of it at each destination",
                          Requirement::toRead(Role::Viewer), bind(getMessage), {},

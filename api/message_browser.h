@@ -1,9 +1,17 @@
 // The message browser: find a message without SQL, see what became of it,
 // read it, and send a corrected copy.
 // - GET /api/v1/interfaces/{name}/messages (viewer): an interface's
-//   messages newest first, paged by id, filtered by status, time, message
-//   type, control id and key value (the columns intake fills, migration
-//   0006);
+//   messages newest (or oldest) first, paged by id, filtered by status
+//   (or `errors`), time, message type, control id and key value (the
+//   columns intake fills, migration 0006), each with its deliveries in
+//   brief (the last error, whether a paused destination holds it) and its
+//   marks (duplicateOf, editedFrom, editedTo), and the total (exact up to
+//   1,000);
+// - GET /api/v1/messages (viewer): the same across interfaces, for a
+//   search by control id or key value (migration 0015's indexes);
+// - on both, `q` searches the payloads of a window of at most 24 hours
+//   (`payloads` permission, its audit row written first), reading at most
+//   store::kContentScanRows messages a page;
 // - GET /api/v1/messages/{id} (viewer): one message and its deliveries;
 // - GET /api/v1/messages/{id}/payload (viewer with `payloads`): the payload
 //   and saved outputs as text, its audit row written before anything is
@@ -30,6 +38,10 @@ namespace ductus::api {
 
 inline constexpr int64_t kBrowseLimitDefault = 50;
 inline constexpr int64_t kBrowseLimitMax = 500;
+// A content search (`q`): the text's length, and the widest window
+// (`from` to `to`, both required) whose payloads it reads.
+inline constexpr size_t kContentTextMaxBytes = 256;
+inline constexpr int64_t kContentWindowHours = 24;
 
 // deps (its pool and audit log) must outlive the routes; null: the routes
 // for the OpenAPI document only, whose handlers answer 503. `engine` reads

@@ -45,12 +45,30 @@ void quarantinePage(PgPool& pool, std::optional<int64_t> before, int64_t limit,
 
 // ---- the message browser --------------------------------------------------
 
-// One page of an interface's messages, as the caller asked for it.
+enum class BrowseOrder { NewestFirst, OldestFirst };
+
+// A content search reads at most this many messages of its window a page
+// (each payload read whole): a page that stops there says so (complete =
+// false) and its `next` goes on from where it stopped.
+inline constexpr int64_t kContentScanRows = 20000;
+
+// A total is counted exactly up to this many messages; beyond, "at least".
+inline constexpr int64_t kTotalCountCap = 1000;
+
+// One page of messages, as the caller asked for it: an interface's (the
+// browser) or every interface's (a search).
 struct BrowseQuery {
-  int64_t interfaceId = 0;
+  // nullopt: every interface (a search by control id, key value or
+  // content; messagePage sets it from the name).
+  std::optional<int64_t> interfaceId;
   std::optional<int64_t> before;  // ids below this one
+  std::optional<int64_t> after;   // ids above this one
+  BrowseOrder order = BrowseOrder::NewestFirst;
   int64_t limit = 50;
   std::optional<MessageStatus> status;
+  // Messages with a delivery that failed: quarantined, or pending after
+  // at least one try (it waits for its retry). Instead of `status`.
+  bool errors = false;
   std::optional<std::string> from;  // received_at >= (timestamptz text)
   std::optional<std::string> to;    // received_at <
   // MSH-9 as stored ("ADT^A01^ADT_A01"): equal, or its first components
@@ -58,15 +76,26 @@ struct BrowseQuery {
   std::optional<std::string> type;
   std::optional<std::string> controlId;  // equal (searchableText)
   std::optional<std::string> key;        // equal (searchableText)
+  // A content search: messages whose payload holds any of these byte
+  // strings (the text as UTF-8, and as ISO-8859-1 where that differs).
+  // Empty: none. The caller bounds the window (from, to); a page reads at
+  // most scanRows messages of it.
+  std::vector<std::string> contains;
+  int64_t scanRows = kContentScanRows;
 };
 
-// A message's delivery to one destination. A page's rows carry the first
-// three fields; one message's (messageDetail) all of them.
+// A message's delivery to one destination. A page's rows carry all but
+// updatedAt and outputSaved, lastError cut to kListErrorChars characters;
+// one message's (messageDetail) all of them, whole.
+inline constexpr int kListErrorChars = 500;
 struct DeliveryRow {
   std::string destination;
   MessageStatus status = MessageStatus::Pending;  // never Duplicate
   int64_t attempts = 0;
   std::optional<std::string> lastError;
+  // Pending, and its destination is paused (destination_pauses): it waits
+  // for an operator's resume, not for a retry.
+  bool paused = false;
   std::optional<std::string> updatedAt;  // RFC 3339
   bool outputSaved = false;
 };
@@ -78,23 +107,54 @@ struct MessageRow {
   std::optional<std::string> type, controlId, key, lastError;
   std::optional<int64_t> originId;
   std::vector<DeliveryRow> deliveries;  // by destination name
+  std::string interface;
+  // A duplicate's original: the message that holds the dedupe key's claim
+  // (dedupe_keys), while the claim is kept; nullopt otherwise.
+  std::optional<int64_t> duplicateOf;
+  // An edited copy's original (origin_id in the same interface: a routed
+  // copy's origin is another interface's message, since route loops are
+  // refused), and a message's edited copies, oldest first.
+  std::optional<int64_t> editedFrom;
+  std::vector<int64_t> editedTo;
 };
 
-// limit + 1 rows, newest first, columns id, received_at (RFC 3339), status,
-// type, control id, key value, last_error, origin_id, the deliveries as
-// JSON text [{destination, status (a number), attempts}]. Public for the
-// test that EXPLAINs it.
+// Columns: see pageRow() in message_pages.cpp; at most limit + 1 messages
+// in the order asked (a content search: the matches, and the last message
+// it read). Public for the test that EXPLAINs it.
 SqlStatement browseSelect(const BrowseQuery& q);
+
+// The count of the messages the query's filters match (its cursor, before
+// and after, left out), stopping at kTotalCountCap + 1. Public for the
+// test that EXPLAINs it.
+SqlStatement browseCount(const BrowseQuery& q);
+
+struct MessageTotal {
+  int64_t count = 0;
+  bool exact = true;  // false: at least `count`
+};
 
 struct MessagePage {
   std::vector<MessageRow> rows;  // at most q.limit
-  std::optional<int64_t> next;   // `before` for the next page; nullopt: the last
+  // `before` (newest first) or `after` (oldest first) for the next page;
+  // nullopt: the last.
+  std::optional<int64_t> next;
+  // Of the whole list (cursor aside); nullopt for a content search, whose
+  // count would read every payload of its window.
+  std::optional<MessageTotal> total;
+  // A content search: the messages this page read, and false when it
+  // stopped at scanRows (fewer than `limit` rows then says nothing of the
+  // rest of the window; `next` goes on).
+  int64_t scanned = 0;
+  bool complete = true;
 };
 
 // The page of the interface named (q.interfaceId is looked up); NotFound
 // "no interface NAME" when there is none.
 void messagePage(PgPool& pool, std::string interface, BrowseQuery q,
                  std::function<void(Result<MessagePage>)> cb);
+
+// The page of every interface's messages (q.interfaceId ignored).
+void messageSearch(PgPool& pool, BrowseQuery q, std::function<void(Result<MessagePage>)> cb);
 
 // ---- one message ------------------------------------------------------------
 

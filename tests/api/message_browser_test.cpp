@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <mutex>
 #include <utility>
 
@@ -253,9 +254,15 @@ TEST_F(MessageBrowserTest, PagesNewestFirstByIdAndFiltersEachWay) {
   EXPECT_EQ(item["controlId"], "C-2");
   EXPECT_EQ(item["key"], "MRN-2");
   EXPECT_THAT(item["receivedAt"].get<std::string>(), ::testing::EndsWith("Z"));
+  EXPECT_EQ(item["interface"], "adt");
   EXPECT_EQ(item["deliveries"],
-            json::parse(R"([{"destination":"billing","status":"sent","attempts":1},
-                            {"destination":"ehr","status":"quarantined","attempts":5}])"));
+            json::parse(R"([{"destination":"billing","status":"sent","attempts":1,
+                             "lastError":null,"paused":false},
+                            {"destination":"ehr","status":"quarantined","attempts":5,
+                             "lastError":"refused","paused":false}])"));
+  EXPECT_TRUE(item["duplicateOf"].is_null());
+  EXPECT_TRUE(item["editedFrom"].is_null());
+  EXPECT_EQ(item["editedTo"], json::array());
 
   EXPECT_THAT(ids("?status=quarantined"), ElementsAre(a2));
   EXPECT_THAT(ids("?status=duplicate"), ElementsAre(a5));
@@ -289,7 +296,12 @@ TEST_F(MessageBrowserTest, PagesNewestFirstByIdAndFiltersEachWay) {
            {"limit=0", "limit"},
            {"limit=501", "limit"},
            {"before=x", "before"},
+           {"after=-1", "after"},
+           {"after=12a", "after"},
+           {"order=sideways", "order"},
+           {"order=", "order"},
            {"status=lost", "status"},
+           {"status=error", "status"},
            {"from=yesterday", "from"},
            {"to=2026-13-01T00:00:00Z", "to"},
            {"from=2026-02-30T00:00:00Z", "from"},
@@ -316,7 +328,8 @@ TEST_F(MessageBrowserTest, AKeyTooLongForTheIndexIsFoundByItsHash) {
 }
 
 TEST_F(MessageBrowserTest, TheBrowsersLookupsAreIndexScans) {
-  // A day of traffic: 30,000 messages, a few hundred patients.
+  // A day of traffic: 30,000 messages, a few hundred patients, each sent to
+  // ehr; a backlog of 2,000 waiting for billing, five of them retried.
   db_.value(
       "INSERT INTO messages (tier, interface_id, status, payload, message_type, control_id, "
       "key_value) SELECT 7, (SELECT id FROM interfaces WHERE name = 'adt'), 1, 'MSH|', "
@@ -324,16 +337,37 @@ TEST_F(MessageBrowserTest, TheBrowsersLookupsAreIndexScans) {
   db_.value(
       "INSERT INTO messages (tier, interface_id, status, payload) SELECT 7, (SELECT id FROM "
       "interfaces WHERE name = 'lab'), 1, '{}' FROM generate_series(1, 30000) g");
+  db_.value(
+      "INSERT INTO deliveries (message_id, destination_id, tier, received_at, status, attempts) "
+      "SELECT m.id, dst.id, m.tier, m.received_at, 1, 1 FROM messages m JOIN destinations dst "
+      "ON dst.interface_id = m.interface_id AND dst.name IN ('ehr', 'lis')");
+  db_.value(
+      "INSERT INTO deliveries (message_id, destination_id, tier, received_at, status, attempts) "
+      "SELECT m.id, dst.id, m.tier, m.received_at, 0, CASE WHEN m.id % 400 = 0 THEN 3 ELSE 0 "
+      "END FROM (SELECT * FROM messages WHERE message_type IS NOT NULL ORDER BY id DESC "
+      "LIMIT 2000) m JOIN destinations dst ON dst.interface_id = m.interface_id "
+      "AND dst.name = 'billing'");
   db_.value("ANALYZE messages");
+  db_.value("ANALYZE deliveries");
   int64_t adt = engine_.adtId;
   std::string part = db_.value(
       "SELECT tableoid::regclass FROM messages WHERE interface_id = $1 LIMIT 1",
       {std::to_string(adt)});
   ASSERT_FALSE(part.empty());
   std::string dpart = "deliveries" + part.substr(std::string("messages").size());
+  std::string from = db_.value(
+      "SELECT to_char(now() AT TIME ZONE 'UTC' - interval '1 hour', "
+      "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')");
+  std::string to = db_.value(
+      "SELECT to_char(now() AT TIME ZONE 'UTC' + interval '1 hour', "
+      "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')");
   struct Case {
     store::BrowseQuery q;
     std::string index;
+    bool count = false;  // browseCount instead of browseSelect
+    // A bitmap of the index is as good: the planner expects fewer matches
+    // than the count's cap (a patient's hundred), so it reads them all.
+    bool bitmap = false;
   };
   auto query = [adt](std::function<void(store::BrowseQuery&)> set) {
     store::BrowseQuery q;
@@ -341,40 +375,102 @@ TEST_F(MessageBrowserTest, TheBrowsersLookupsAreIndexScans) {
     set(q);
     return q;
   };
+  auto everywhere = [](std::function<void(store::BrowseQuery&)> set) {
+    store::BrowseQuery q;
+    set(q);
+    return q;
+  };
+  auto oldest = store::BrowseOrder::OldestFirst;
   std::vector<Case> cases{
       {query([](auto&) {}), "interface_id_id_idx"},
       {query([](auto& q) { q.before = 20000; }), "interface_id_id_idx"},
-      // Through the deliveries' partial index, then each message by id.
-      {query([](auto& q) { q.status = store::MessageStatus::Quarantined; }), "message_id_destination_id_idx"},
-      {query([](auto& q) { q.controlId = "CTL-777"; }), "interface_id_control_id_idx"},
+      // Oldest first: the same index, forward, from the head.
+      {query([&](auto& q) { q.order = oldest; }), "interface_id_id_idx"},
+      {query([&](auto& q) {
+         q.order = oldest;
+         q.after = 20000;
+       }),
+       "interface_id_id_idx"},
+      // Through the deliveries' partial indexes, then each message by id.
+      {query([](auto& q) { q.status = store::MessageStatus::Quarantined; }),
+       "message_id_destination_id_idx"},
+      {query([](auto& q) { q.errors = true; }), "message_id_destination_id_idx"},
+      {query([&](auto& q) {
+         q.errors = true;
+         q.order = oldest;
+         q.after = 100;
+       }),
+       "message_id_destination_id_idx"},
+      // Either control id index would do (the value is nearly unique); the
+      // planner takes the one of migration 0015.
+      {query([](auto& q) { q.controlId = "CTL-777"; }), "control_id_id_idx"},
       {query([](auto& q) { q.key = "MRN-42"; }), "interface_id_key_value_id_idx"},
       {query([](auto& q) {
          q.before = 20000;
          q.key = "MRN-42";
        }),
        "interface_id_key_value_id_idx"},
+      {query([&](auto& q) {
+         q.key = "MRN-42";
+         q.order = oldest;
+       }),
+       "interface_id_key_value_id_idx"},
+      // Across interfaces: migration 0015's indexes.
+      {everywhere([](auto& q) { q.controlId = "CTL-777"; }), "control_id_id_idx"},
+      {everywhere([](auto& q) { q.key = "MRN-42"; }), "key_value_id_idx"},
+      {everywhere([&](auto& q) {
+         q.key = "MRN-42";
+         q.order = oldest;
+         q.after = 100;
+       }),
+       "key_value_id_idx"},
+      // A content search walks the window in id order.
+      {query([&](auto& q) {
+         q.contains = {"M1"};
+         q.from = from;
+         q.to = to;
+       }),
+       "interface_id_id_idx"},
+      // Totals: the same indexes, stopped at 1,001.
+      {query([](auto&) {}), "interface_id_id_idx", true},
+      {query([](auto& q) { q.errors = true; }), "message_id_destination_id_idx", true},
+      {everywhere([](auto& q) { q.key = "MRN-42"; }), "key_value_id_idx", true, true},
   };
   // The store's connections plan generically (see Store); the test checks
   // both plans.
   for (const char* mode : {"auto", "force_generic_plan"}) {
     db_.value(std::string("SELECT set_config('plan_cache_mode', '") + mode + "', false)");
-    for (auto& c : cases) {
-      auto s = store::browseSelect(c.q);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      auto& c = cases[i];
+      auto s = c.count ? store::browseCount(c.q) : store::browseSelect(c.q);
       std::vector<std::string> params;
       for (auto& p : s.params) params.push_back(*p);
       std::string plan;
       for (auto& line : db_.column("EXPLAIN " + s.sql, params)) plan += line + "\n";
-      SCOPED_TRACE(std::string(mode) + "\n" + plan);
-      EXPECT_THAT(plan, HasSubstr("Index Scan"));
+      SCOPED_TRACE(std::string(mode) + " case " + std::to_string(i) + "\n" + plan);
+      EXPECT_THAT(plan, HasSubstr("Index"));
       bool viaDeliveries = c.index.starts_with("message_id");
       EXPECT_THAT(plan, HasSubstr((viaDeliveries ? dpart : part) + "_" + c.index));
-      EXPECT_THAT(plan, ::testing::Not(HasSubstr("Seq Scan on " + part)));
-      EXPECT_THAT(plan, ::testing::Not(HasSubstr("Bitmap Heap Scan on " + part)));
+      for (auto& big : {part, dpart})
+        EXPECT_THAT(plan, ::testing::Not(HasSubstr("Seq Scan on " + big)));
+      if (!c.bitmap) {
+        EXPECT_THAT(plan, ::testing::Not(HasSubstr("Bitmap Heap Scan on " + part)));
+      }
+      // Retried deliveries come from their own partial index (a bitmap of
+      // it reads only them), never from the backlog's queue index.
+      if (c.q.errors) {
+        EXPECT_THAT(plan, ::testing::Not(HasSubstr(dpart + "_destination_id_message_id")));
+      } else {
+        EXPECT_THAT(plan, ::testing::Not(HasSubstr("Bitmap Heap Scan on " + dpart)));
+      }
     }
   }
   db_.value("SELECT set_config('plan_cache_mode', 'auto', false)");
   EXPECT_EQ(ids("?control_id=CTL-777").size(), 1u);
   EXPECT_EQ(ids("?key=MRN-42&limit=500").size(), 100u);
+  EXPECT_EQ(ids("?status=errors&limit=500").size(), 5u);
+  auto total = bodyOf(get("/api/v1/interfaces/adt/messages", viewer_))["total"];
+  EXPECT_EQ(total, json::parse(R"({"count":1000,"exact":false})"));
 }
 
 TEST_F(MessageBrowserTest, OneMessageWithItsDeliveries) {
@@ -579,6 +675,398 @@ TEST_F(MessageBrowserTest, EditIsRefusedWhilePendingAndChangesNothingWithoutItsA
   EXPECT_EQ(bodyOf(r)["replaced"], json::array({"billing", "ehr"}));
   EXPECT_EQ(bodyOf(r)["originalStatus"], "filtered");
   EXPECT_EQ(auditCount("message.edit"), "1");
+}
+
+// The list's rows say why each message waits without opening it: each
+// delivery's last error (where a retried or quarantined delivery keeps
+// it), a paused destination, a duplicate's original, an edit's two ends.
+TEST_F(MessageBrowserTest, ARowSaysWhyItsMessageWaitsAndWhereItCameFrom) {
+  auto sent = message({.deliveries = {{"ehr", 1, 1}, {"billing", 1, 1}}});
+  auto retried = message({.deliveries = {{"ehr", 0, 3, "connection refused"}, {"billing", 1, 1}}});
+  std::string longError(800, 'e');
+  auto quarantined =
+      message({.control = "Q-1", .deliveries = {{"ehr", 3, 5, longError}, {"billing", 1, 1}}});
+  auto held = message({.deliveries = {{"ehr", 1, 1}, {"billing", 0}}});
+  db_.value(
+      "INSERT INTO destination_pauses (destination_id, paused_by) SELECT d.id, 'ops' FROM "
+      "destinations d JOIN interfaces i ON i.id = d.interface_id WHERE i.name = 'adt' AND "
+      "d.name = 'billing'");
+  // A duplicate: stored as intake stores one (status 4, its dedupe key,
+  // no deliveries), the key claimed by the original.
+  auto original = message({.control = "D-1", .deliveries = {{"ehr", 1, 1}, {"billing", 1, 1}}});
+  db_.value("UPDATE messages SET dedupe_key = 'D-1' WHERE id = $1", {std::to_string(original)});
+  db_.value("INSERT INTO dedupe_keys (interface_id, key, message_id) VALUES ($1, 'D-1', $2)",
+            {std::to_string(engine_.adtId), std::to_string(original)});
+  auto duplicate = message({.control = "D-1", .status = 4});
+  db_.value(
+      "UPDATE messages SET dedupe_key = 'D-1', last_error = 'duplicate: dedupe key seen before' "
+      "WHERE id = $1",
+      {std::to_string(duplicate)});
+  // A routed copy: its origin is another interface's message.
+  auto labOrigin = message({.iface = "lab", .deliveries = {{"lis", 1, 1}}});
+  auto routed = message({.deliveries = {{"ehr", 1, 1}, {"billing", 1, 1}}});
+  db_.value("UPDATE messages SET origin_id = $2 WHERE id = $1",
+            {std::to_string(routed), std::to_string(labOrigin)});
+  // An edited copy, through the API.
+  auto r = post("/api/v1/messages/" + std::to_string(quarantined) + "/edit",
+                {{"payload", "MSH|^~\\&|A|B|C|D|1||ADT^A01|Q-2|P|2.5\rPID|1||M2\r"}}, ops_);
+  ASSERT_EQ(r.status, 201) << r.body;
+  int64_t copy = bodyOf(r)["messageId"].get<int64_t>();
+
+  auto page = bodyOf(get("/api/v1/interfaces/adt/messages", viewer_));
+  std::map<int64_t, json> rows;
+  for (auto& item : page["items"]) rows[item["id"].get<int64_t>()] = item;
+  ASSERT_EQ(rows.size(), 8u) << page.dump();
+  auto delivery = [&](int64_t id, const char* dst) {
+    for (auto& d : rows[id]["deliveries"])
+      if (d["destination"] == dst) return d;
+    return json();
+  };
+  EXPECT_EQ(delivery(sent, "ehr")["lastError"], nullptr);
+  EXPECT_EQ(delivery(retried, "ehr"),
+            json::parse(R"({"destination":"ehr","status":"pending","attempts":3,
+                            "lastError":"connection refused","paused":false})"));
+  // Quarantined, then replaced by the copy: the error kept was the edit's.
+  EXPECT_EQ(delivery(quarantined, "ehr")["lastError"],
+            "replaced by edited copy " + std::to_string(copy));
+  EXPECT_EQ(delivery(held, "billing")["paused"], true);
+  EXPECT_EQ(delivery(held, "billing")["status"], "pending");
+  EXPECT_EQ(delivery(held, "ehr")["paused"], false) << "sent: not held by the pause";
+  EXPECT_EQ(delivery(copy, "billing")["paused"], true);
+  EXPECT_EQ(delivery(copy, "ehr")["paused"], false);
+  EXPECT_EQ(rows[duplicate]["duplicateOf"], original);
+  EXPECT_EQ(rows[duplicate]["status"], "duplicate");
+  EXPECT_TRUE(rows[original]["duplicateOf"].is_null());
+  EXPECT_EQ(rows[copy]["editedFrom"], quarantined);
+  EXPECT_EQ(rows[copy]["originId"], quarantined);
+  EXPECT_EQ(rows[quarantined]["editedTo"], json::array({copy}));
+  EXPECT_TRUE(rows[routed]["editedFrom"].is_null()) << "a routed copy is not an edit";
+  EXPECT_EQ(rows[routed]["originId"], labOrigin);
+  EXPECT_EQ(rows[routed]["editedTo"], json::array());
+
+  // A second edit of the same original: both copies, oldest first.
+  r = post("/api/v1/messages/" + std::to_string(quarantined) + "/edit",
+           {{"payload", "MSH|^~\\&|A|B|C|D|1||ADT^A01|Q-3|P|2.5\rPID|1||M3\r"}}, ops_);
+  ASSERT_EQ(r.status, 201) << r.body;
+  int64_t copy2 = bodyOf(r)["messageId"].get<int64_t>();
+
+  // The single message: the same marks, each delivery's error whole.
+  auto one = [&](int64_t id) {
+    return bodyOf(get("/api/v1/messages/" + std::to_string(id), viewer_));
+  };
+  EXPECT_EQ(one(quarantined)["editedTo"], json::array({copy, copy2}));
+  EXPECT_EQ(one(copy2)["editedFrom"], quarantined);
+  EXPECT_EQ(one(duplicate)["duplicateOf"], original);
+  EXPECT_EQ(one(duplicate)["lastError"], "duplicate: dedupe key seen before");
+  EXPECT_EQ(one(held)["deliveries"][0]["destination"], "billing");
+  EXPECT_EQ(one(held)["deliveries"][0]["paused"], true);
+  EXPECT_EQ(one(retried)["deliveries"][1]["lastError"], "connection refused");
+  EXPECT_TRUE(one(routed)["editedFrom"].is_null());
+
+  // A long error: cut in the list, whole in the message.
+  auto bystander = message({.deliveries = {{"ehr", 3, 2, longError}, {"billing", 1, 1}}});
+  auto listed = bodyOf(get("/api/v1/interfaces/adt/messages?limit=1", viewer_))["items"][0];
+  ASSERT_EQ(listed["id"], bystander);
+  EXPECT_EQ(listed["deliveries"][1]["lastError"], std::string(store::kListErrorChars, 'e'));
+  EXPECT_EQ(one(bystander)["deliveries"][1]["lastError"], longError);
+
+  // errors: a quarantined delivery, or a pending one tried before; not a
+  // pending one never tried (held by the pause), nor a sent one.
+  EXPECT_THAT(ids("?status=errors"), ElementsAre(bystander, retried));
+  EXPECT_THAT(ids("?status=errors&order=oldest"), ElementsAre(retried, bystander));
+  EXPECT_THAT(ids("?status=errors&limit=1&before=" + std::to_string(bystander)),
+              ElementsAre(retried));
+  EXPECT_THAT(ids("?status=errors&order=oldest&after=" + std::to_string(retried)),
+              ElementsAre(bystander));
+  // The other statuses are what they were.
+  EXPECT_THAT(ids("?status=quarantined"), ElementsAre(bystander));
+  EXPECT_THAT(ids("?status=duplicate"), ElementsAre(duplicate));
+  EXPECT_THAT(ids("?status=pending"), ElementsAre(copy2, copy, held, retried));
+}
+
+// Oldest first reaches the head of a queue; paging either way meets every
+// message once, in order, with no gap and no repeat.
+TEST_F(MessageBrowserTest, PagesOldestFirstWithAfterAsNewestFirstWithBefore) {
+  std::vector<int64_t> all;
+  for (int i = 0; i < 11; ++i)
+    all.push_back(
+        message({.key = i % 2 ? "ODD" : "EVEN", .deliveries = {{"ehr", i % 3 == 0 ? 3 : 1, 1}}}));
+  (void)message({.iface = "lab", .deliveries = {{"lis", 3, 1}}});
+  auto walk = [&](const std::string& query, const char* cursor) {
+    std::vector<int64_t> seen;
+    std::string next;
+    for (int pages = 0; pages < 20; ++pages) {
+      auto body = bodyOf(get("/api/v1/interfaces/adt/messages?" + query +
+                                 (next.empty() ? "" : std::string("&") + cursor + "=" + next),
+                             viewer_));
+      for (auto& i : body["items"]) seen.push_back(i["id"].get<int64_t>());
+      if (body["next"].is_null()) break;
+      EXPECT_EQ(body["next"], seen.back());
+      next = std::to_string(body["next"].get<int64_t>());
+    }
+    return seen;
+  };
+  std::vector<int64_t> reversed(all.rbegin(), all.rend());
+  EXPECT_EQ(walk("order=oldest&limit=3", "after"), all);
+  EXPECT_EQ(walk("limit=3", "before"), reversed);
+  EXPECT_EQ(walk("order=newest&limit=4", "before"), reversed);
+  EXPECT_EQ(walk("order=oldest&limit=11", "after"), all);
+  // Filters page the same way.
+  std::vector<int64_t> odd, quarantinedOnes;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i % 2) odd.push_back(all[i]);
+    if (i % 3 == 0) quarantinedOnes.push_back(all[i]);
+  }
+  EXPECT_EQ(walk("order=oldest&limit=2&key=ODD", "after"), odd);
+  EXPECT_EQ(walk("order=oldest&limit=2&status=quarantined", "after"), quarantinedOnes);
+  EXPECT_EQ(walk("order=oldest&limit=1&status=errors", "after"), quarantinedOnes);
+  // before and after together: the ids between.
+  EXPECT_THAT(
+      ids("?order=oldest&after=" + std::to_string(all[2]) + "&before=" + std::to_string(all[5])),
+      ElementsAre(all[3], all[4]));
+  // A page from the middle of the other way's cursor: no overlap.
+  EXPECT_THAT(ids("?order=oldest&limit=2&after=" + std::to_string(all[8])),
+              ElementsAre(all[9], all[10]));
+}
+
+TEST_F(MessageBrowserTest, EveryListGivesItsTotalExactUpToAThousand) {
+  auto total = [&](const std::string& path) {
+    auto r = get(path, viewer_);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return bodyOf(r)["total"];
+  };
+  auto exact = [](int n) { return json{{"count", n}, {"exact", true}}; };
+  EXPECT_EQ(total("/api/v1/interfaces/adt/messages"), exact(0));
+  auto q = message({.key = "K", .deliveries = {{"ehr", 3, 1}}});
+  for (int i = 0; i < 4; ++i) message({.key = "K", .deliveries = {{"ehr", 1, 1}}});
+  EXPECT_EQ(total("/api/v1/interfaces/adt/messages"), exact(5));
+  // The whole list's, whatever the page and its cursor.
+  EXPECT_EQ(total("/api/v1/interfaces/adt/messages?limit=1&before=" + std::to_string(q + 2)),
+            exact(5));
+  EXPECT_EQ(total("/api/v1/interfaces/adt/messages?status=quarantined"), exact(1));
+  EXPECT_EQ(total("/api/v1/interfaces/adt/messages?status=errors"), exact(1));
+  EXPECT_EQ(total("/api/v1/messages?key=K"), exact(5));
+  db_.value(
+      "INSERT INTO messages (tier, interface_id, status, payload, key_value) SELECT 7, id, 1, "
+      "'MSH|', 'K' FROM interfaces, generate_series(1, 995) WHERE name = 'adt'");
+  EXPECT_EQ(total("/api/v1/interfaces/adt/messages"), exact(1000));
+  EXPECT_EQ(total("/api/v1/interfaces/adt/messages?order=oldest"), exact(1000));
+  EXPECT_EQ(total("/api/v1/messages?key=K"), exact(1000));
+  message({});
+  json atLeast{{"count", 1000}, {"exact", false}};
+  EXPECT_EQ(total("/api/v1/interfaces/adt/messages"), atLeast);
+  EXPECT_EQ(total("/api/v1/messages?key=K"), exact(1000));
+  message({.key = "K"});
+  EXPECT_EQ(total("/api/v1/messages?key=K"), atLeast);
+  EXPECT_EQ(total("/api/v1/interfaces/adt/messages?status=quarantined"), exact(1));
+}
+
+// GET /api/v1/messages finds a message by control id or key whatever its
+// interface, each row naming it.
+TEST_F(MessageBrowserTest, ASearchByControlIdOrKeyFindsMessagesOfEveryInterface) {
+  auto a1 = message({.control = "C-7", .key = "MRN-7", .deliveries = {{"ehr", 1, 1}}});
+  auto l1 = message({.iface = "lab",
+                     .control = "C-7",
+                     .key = "MRN-7",
+                     .deliveries = {{"lis", 3, 2, "AR: unknown test"}}});
+  auto a2 = message({.control = "C-8", .key = "MRN-7", .deliveries = {{"ehr", 1, 1}}});
+  (void)message({.iface = "lab", .control = "C-9", .key = "MRN-8"});
+  auto search = [&](const std::string& query) {
+    auto r = get("/api/v1/messages?" + query, viewer_);
+    EXPECT_EQ(r.status, 200) << query << ": " << r.body;
+    std::vector<std::string> out;
+    auto body = bodyOf(r);
+    for (auto& i : body["items"])
+      out.push_back(i["interface"].get<std::string>() + ":" +
+                    std::to_string(i["id"].get<int64_t>()));
+    return out;
+  };
+  auto at = [](const char* iface, int64_t id) {
+    return std::string(iface) + ":" + std::to_string(id);
+  };
+  EXPECT_THAT(search("control_id=C-7"), ElementsAre(at("lab", l1), at("adt", a1)));
+  EXPECT_THAT(search("key=MRN-7"), ElementsAre(at("adt", a2), at("lab", l1), at("adt", a1)));
+  EXPECT_THAT(search("key=MRN-7&order=oldest"),
+              ElementsAre(at("adt", a1), at("lab", l1), at("adt", a2)));
+  EXPECT_THAT(search("key=MRN-7&limit=1&before=" + std::to_string(a2)), ElementsAre(at("lab", l1)));
+  EXPECT_THAT(search("key=MRN-7&order=oldest&limit=1&after=" + std::to_string(a1)),
+              ElementsAre(at("lab", l1)));
+  EXPECT_THAT(search("key=MRN-7&status=errors"), ElementsAre(at("lab", l1)));
+  EXPECT_THAT(search("key=MRN-7&control_id=C-8"), ElementsAre(at("adt", a2)));
+  EXPECT_THAT(search("key=NOBODY"), ElementsAre());
+  auto r = get("/api/v1/messages?control_id=C-7", viewer_);
+  auto b = bodyOf(r);
+  EXPECT_TRUE(b["next"].is_null());
+  EXPECT_EQ(b["total"], (json{{"count", 2}, {"exact", true}}));
+  EXPECT_FALSE(b.contains("scanned")) << "not a content search";
+  EXPECT_EQ(b["items"][0]["deliveries"][0]["lastError"], "AR: unknown test");
+  r = get("/api/v1/messages?key=MRN-7&limit=2", viewer_);
+  EXPECT_EQ(bodyOf(r)["next"], l1);
+
+  // Who may search, and what a search must say.
+  EXPECT_EQ(call("GET", "/api/v1/messages?key=MRN-7").status, 401);
+  for (auto [query, name] :
+       std::vector<std::pair<std::string, std::string>>{{"", "control_id"},
+                                                        {"status=errors", "control_id"},
+                                                        {"key=", "key"},
+                                                        {"key=K&limit=0", "limit"},
+                                                        {"key=K&limit=501", "limit"},
+                                                        {"key=K&before=ten", "before"},
+                                                        {"key=K&order=up", "order"},
+                                                        {"key=K&status=bad", "status"}}) {
+    r = get("/api/v1/messages?" + query, viewer_);
+    EXPECT_EQ(r.status, 400) << query;
+    EXPECT_THAT(errorOf(r)["message"].get<std::string>(), HasSubstr("`" + name + "`")) << query;
+  }
+  EXPECT_EQ(bodyOf(get("/api/v1/messages?key=MRN-7&limit=500", viewer_))["items"].size(), 3u);
+  EXPECT_EQ(get("/api/v1/messages?key=MRN-7&interface=adt", viewer_).status, 400);
+}
+
+// q searches payloads: PHI, so it needs `payloads`, is audited first (not
+// the text), reads a bounded window and at most 20,000 messages a page.
+TEST_F(MessageBrowserTest, AContentSearchIsBoundedAuditedAndNeedsPayloads) {
+  auto time = [&](const char* shift) {
+    return db_.value("SELECT to_char(now() AT TIME ZONE 'UTC' + interval '" + std::string(shift) +
+                     "', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')");
+  };
+  std::string window = "&from=" + time("-1 hour") + "&to=" + time("1 hour");
+  auto smith = message({.payload = "MSH|^~\\&|A|B|C|D|1||ADT^A01|C1|P|2.5\rPID|1||M1||SMITH^JO\r",
+                        .deliveries = {{"ehr", 1, 1}}});
+  auto jones = message({.payload = "MSH|^~\\&|A|B|C|D|1||ADT^A01|C2|P|2.5\rPID|1||M2||JONES^AL\r"});
+  auto latin1 = message({.payload = "MSH|^~\\&|A|B|C|D|1||ADT^A01|C3|P|2.5\rPID|1||M3||M\xfcLLER\r",
+                         .charset = "iso-8859-1"});
+  auto labSmith = message({.iface = "lab", .payload = "OBR|1||SMITH"});
+  auto list = [&](const std::string& path) {
+    auto r = get(path, reader_);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return bodyOf(r);
+  };
+  auto idsOf = [](const json& body) {
+    std::vector<int64_t> out;
+    for (auto& i : body["items"]) out.push_back(i["id"].get<int64_t>());
+    return out;
+  };
+
+  auto b = list("/api/v1/interfaces/adt/messages?q=SMITH" + window);
+  EXPECT_THAT(idsOf(b), ElementsAre(smith));
+  EXPECT_EQ(b["complete"], true);
+  EXPECT_EQ(b["scanned"], 3);
+  EXPECT_TRUE(b["total"].is_null()) << "no count: it would read every payload";
+  EXPECT_THAT(idsOf(list("/api/v1/messages?q=SMITH" + window)), ElementsAre(labSmith, smith));
+  EXPECT_THAT(idsOf(list("/api/v1/messages?q=SMITH&order=oldest" + window)),
+              ElementsAre(smith, labSmith));
+  // UTF-8 text finds the ISO-8859-1 bytes of the same letters.
+  EXPECT_THAT(idsOf(list("/api/v1/interfaces/adt/messages?q=M%C3%BCLLER" + window)),
+              ElementsAre(latin1));
+  EXPECT_THAT(idsOf(list("/api/v1/interfaces/adt/messages?q=smith" + window)), ElementsAre())
+      << "case-sensitive";
+  EXPECT_THAT(idsOf(list("/api/v1/interfaces/adt/messages?q=PID&status=sent" + window)),
+              ElementsAre(smith));
+  // Paged as any list.
+  b = list("/api/v1/interfaces/adt/messages?q=PID&limit=2" + window);
+  EXPECT_THAT(idsOf(b), ElementsAre(latin1, jones));
+  ASSERT_FALSE(b["next"].is_null());
+  EXPECT_THAT(idsOf(list("/api/v1/interfaces/adt/messages?q=PID&limit=2&before=" +
+                         std::to_string(b["next"].get<int64_t>()) + window)),
+              ElementsAre(smith));
+
+  // Audited, each page: who, where, the window; the text's length only.
+  std::string searches = auditCount("message.search");
+  EXPECT_EQ(searches, "8");
+  auto row = json::parse(db_.value(
+      "SELECT json_build_object('actor', actor, 'name', target_name, 'detail', detail)::text "
+      "FROM audit_log WHERE action = 'message.search' ORDER BY id LIMIT 1"));
+  EXPECT_EQ(row["actor"], "reader");
+  EXPECT_EQ(row["name"], "adt");
+  EXPECT_EQ(row["detail"]["textBytes"], 5);
+  EXPECT_EQ(row["detail"]["interface"], "adt");
+  EXPECT_FALSE(row["detail"]["from"].is_null());
+  EXPECT_EQ(db_.value("SELECT count(*) FROM audit_log WHERE detail::text LIKE '%SMITH%'"), "0");
+
+  // Without `payloads`: 403, nothing read, nothing audited.
+  for (auto& token : {viewer_, ops_}) {
+    auto r = get("/api/v1/interfaces/adt/messages?q=SMITH" + window, token);
+    EXPECT_EQ(r.status, 403) << r.body;
+    EXPECT_THAT(errorOf(r)["message"].get<std::string>(), HasSubstr("payloads"));
+    EXPECT_EQ(r.body.find("PID"), std::string::npos);
+    EXPECT_EQ(get("/api/v1/messages?q=SMITH" + window, token).status, 403);
+  }
+  // The bounds, each named: a window of both ends and at most 24 hours,
+  // 1 to 256 bytes of text.
+  for (auto [query, name] : std::vector<std::pair<std::string, std::string>>{
+           {"q=SMITH", "from"},
+           {"q=SMITH&from=" + time("-1 hour"), "to"},
+           {"q=SMITH&to=" + time("1 hour"), "from"},
+           {"q=SMITH&from=" + time("-24 hours -1 second") + "&to=" + time("0 hours"), "24 hours"},
+           {"q=SMITH&from=" + time("1 hour") + "&to=" + time("-1 hour"), "after `from`"},
+           {"q=" + window, "q"},
+           {"q=" + std::string(257, 'x') + window, "256 bytes"}}) {
+    auto r = get("/api/v1/interfaces/adt/messages?" + query, reader_);
+    EXPECT_EQ(r.status, 400) << query;
+    EXPECT_THAT(errorOf(r)["message"].get<std::string>(), HasSubstr(name)) << query;
+  }
+  // 24 hours exactly is allowed; 256 bytes too.
+  EXPECT_EQ(get("/api/v1/interfaces/adt/messages?q=SMITH&from=" + time("-12 hours") +
+                    "&to=" + time("12 hours"),
+                reader_)
+                .status,
+            200);
+  EXPECT_EQ(
+      get("/api/v1/interfaces/adt/messages?q=" + std::string(256, 'x') + window, reader_).status,
+      200);
+  EXPECT_EQ(get("/api/v1/interfaces/adt/messages?q=SMITH&from=2026-01-01T00:00:00%2B02:00"
+                "&to=2026-01-01T21:00:00-01:00",
+                reader_)
+                .status,
+            200)
+      << "24 hours, with the offsets";
+  EXPECT_EQ(get("/api/v1/interfaces/adt/messages?q=SMITH&from=2026-01-01T00:00:00%2B01:00"
+                "&to=2026-01-02T00:00:00.000001%2B01:00",
+                reader_)
+                .status,
+            400);
+
+  // No audit row, no search.
+  auto before = auditCount("message.search");
+  refuseAudit();
+  auto r = get("/api/v1/interfaces/adt/messages?q=SMITH" + window, reader_);
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(r.body.find("SMITH^JO"), std::string::npos);
+  db_.value("DROP TRIGGER refuse_audit ON audit_log");
+  EXPECT_EQ(auditCount("message.search"), before);
+}
+
+TEST_F(MessageBrowserTest, AContentSearchStopsAfterTwentyThousandMessagesAndSaysSo) {
+  auto time = [&](const char* shift) {
+    return db_.value("SELECT to_char(now() AT TIME ZONE 'UTC' + interval '" + std::string(shift) +
+                     "', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')");
+  };
+  std::string window = "&from=" + time("-1 hour") + "&to=" + time("1 hour");
+  auto needle = message({.payload = "PID|1||NEEDLE"});
+  db_.value(
+      "INSERT INTO messages (tier, interface_id, status, payload) SELECT 7, id, 1, 'PID|1||HAY' "
+      "FROM interfaces, generate_series(1, $1::int) WHERE name = 'adt'",
+      {std::to_string(store::kContentScanRows + 10)});
+  auto first = bodyOf(get("/api/v1/interfaces/adt/messages?q=NEEDLE" + window, reader_));
+  EXPECT_EQ(first["items"], json::array());
+  EXPECT_EQ(first["scanned"], store::kContentScanRows);
+  EXPECT_EQ(first["complete"], false);
+  ASSERT_FALSE(first["next"].is_null()) << first.dump();
+  // The next page goes on from the last message read, and finds it.
+  auto second = bodyOf(get("/api/v1/interfaces/adt/messages?q=NEEDLE&before=" +
+                               std::to_string(first["next"].get<int64_t>()) + window,
+                           reader_));
+  ASSERT_EQ(second["items"].size(), 1u) << second.dump();
+  EXPECT_EQ(second["items"][0]["id"], needle);
+  EXPECT_EQ(second["scanned"], 11);
+  EXPECT_EQ(second["complete"], true);
+  EXPECT_TRUE(second["next"].is_null());
+  // A page that fills stops there, whatever is left to read.
+  auto full = bodyOf(get("/api/v1/interfaces/adt/messages?q=HAY&limit=3" + window, reader_));
+  EXPECT_EQ(full["items"].size(), 3u);
+  EXPECT_EQ(full["scanned"], 4);
+  EXPECT_EQ(full["complete"], true);
+  EXPECT_EQ(full["next"], full["items"][2]["id"]);
 }
 
 }  // namespace
