@@ -20,6 +20,7 @@
 
 #include "common/result.h"
 #include "schema/store_types.h"
+#include "schema/traffic_store.h"
 
 namespace ductus::config {
 struct InterfaceConfig;
@@ -292,6 +293,13 @@ class EngineView {
   // Every destination with a backlog, its busiest lanes and what they
   // show (GET /hotspots): queries, so it answers later, on the loop. The
   // default: none.
+  // The traffic this engine counted for an interface and has not written
+  // yet (the minute in progress, and any a failed write kept): the charts'
+  // last point is live. On the loop; the default: none.
+  virtual std::vector<store::TrafficRow> unsavedTraffic(int64_t interfaceId) const {
+    (void)interfaceId;
+    return {};
+  }
   virtual void hotspots(std::function<void(Result<std::vector<HotspotInfo>>)> done) {
     done(std::vector<HotspotInfo>{});
   }

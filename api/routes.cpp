@@ -31,7 +31,7 @@ std::vector<Route> allRoutes(const RouteDeps& deps) {
   for (auto& r : hotspotRoutes(deps.engine)) routes.push_back(std::move(r));
   for (auto& r : alertRoutes(deps.auth)) routes.push_back(std::move(r));
   for (auto& r : retentionRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
-  for (auto& r : trafficRoutes(deps.auth)) routes.push_back(std::move(r));
+  for (auto& r : trafficRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
   auto document = std::make_shared<std::string>();
   routes.push_back(openApiRoute(document));
   // Written after the list is complete, so it includes its own route.

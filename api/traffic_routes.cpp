@@ -1,5 +1,6 @@
 #include "api/traffic_routes.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@ using json = nlohmann::ordered_json;
 
 struct Deps {
   store::PgPool& pool;
+  EngineView* engine;  // null: no engine, only what is written
 };
 
 constexpr const char* kStatsSchema = R"({
@@ -55,6 +57,31 @@ std::string at(int64_t seconds) {
   return rfc3339(std::chrono::system_clock::time_point(std::chrono::seconds(seconds)));
 }
 
+// Adds unwritten rows into their steps; a step not in the answer yet is
+// inserted in time order.
+void mergeUnsaved(store::TrafficSeries& s, const std::vector<store::TrafficRow>& rows, int64_t from,
+                  int64_t to, int64_t step) {
+  for (const auto& row : rows) {
+    if (row.minute < from || row.minute >= to) continue;
+    std::string dest;
+    if (row.destinationId) {
+      auto it = s.destinationNames.find(row.destinationId);
+      if (it == s.destinationNames.end()) continue;
+      dest = it->second;
+    }
+    int64_t at = row.minute / step * step;
+    auto pos = std::find_if(s.points.begin(), s.points.end(), [&](const store::TrafficPoint& p) {
+      return p.at > at || (p.at == at && p.destination >= dest);
+    });
+    if (pos == s.points.end() || pos->at != at || pos->destination != dest)
+      pos = s.points.insert(pos, store::TrafficPoint{at, dest, 0, 0, 0, 0});
+    pos->received += row.received;
+    pos->sent += row.sent;
+    pos->filtered += row.filtered;
+    pos->quarantined += row.quarantined;
+  }
+}
+
 void stats(Deps& d, const ApiRequest& req, ApiRespond respond) {
   std::string name = req.params.at("name");
   auto stepIt = req.query.find("step");
@@ -83,10 +110,13 @@ void stats(Deps& d, const ApiRequest& req, ApiRespond respond) {
                                  (step == 60 ? "a day" : "60 days")));
   store::readTraffic(
       d.pool, name, from, to, step,
-      [name, stepText, from, to, respond](Result<store::TrafficSeries> r) {
+      [&d, name, stepText, from, to, step, respond](Result<store::TrafficSeries> r) {
         if (!r) return respond(errorResponse(r.error()));
         if (!r->interfaceFound)
           return respond(jsonError(404, "not_found", "no interface " + name + " has traffic kept"));
+        // What the engine counted and has not written yet (the minute in
+        // progress): the last point is live, not a minute behind.
+        if (d.engine) mergeUnsaved(*r, d.engine->unsavedTraffic(r->interfaceId), from, to, step);
         json intake = json::array();
         std::map<std::string, json> byDestination;
         for (auto& dest : r->destinations) byDestination[dest] = json::array();
@@ -114,9 +144,9 @@ void stats(Deps& d, const ApiRequest& req, ApiRespond respond) {
 
 }  // namespace
 
-std::vector<Route> trafficRoutes(AuthDeps* auth) {
+std::vector<Route> trafficRoutes(AuthDeps* auth, EngineView* engine) {
   std::shared_ptr<Deps> d;
-  if (auth) d = std::make_shared<Deps>(Deps{auth->pool});
+  if (auth) d = std::make_shared<Deps>(Deps{auth->pool, engine});
   auto bind = [d](void (*fn)(Deps&, const ApiRequest&, ApiRespond)) {
     return bindHandler(d, fn, "no database behind this API");
   };

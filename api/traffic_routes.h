@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/auth/auth_routes.h"
+#include "api/engine_view.h"
 #include "api/route.h"
 
 namespace ductus::api {
@@ -18,6 +19,7 @@ inline constexpr int64_t kTrafficMaxSteps = 1440;
 
 // deps (its pool) must outlive the routes; null: the route for the OpenAPI
 // document only, whose handler answers 503.
-std::vector<Route> trafficRoutes(AuthDeps* deps);
+// `engine` adds what it counted and has not written yet; null: none.
+std::vector<Route> trafficRoutes(AuthDeps* deps, EngineView* engine);
 
 }  // namespace ductus::api

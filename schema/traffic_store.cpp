@@ -29,7 +29,7 @@ constexpr const char* kPurge =
     "ORDER BY minute LIMIT $2::int8))";
 
 constexpr const char* kDestinations =
-    "SELECT i.id, d.name FROM interfaces i LEFT JOIN destinations d ON d.interface_id = i.id "
+    "SELECT i.id, d.name, d.id FROM interfaces i LEFT JOIN destinations d ON d.interface_id = i.id "
     "WHERE i.name = $1 ORDER BY d.name";
 
 // Steps aligned to the epoch (a minute, an hour: also to UTC's clock).
@@ -96,7 +96,11 @@ void readTraffic(PgPool& pool, const std::string& interfaceName, int64_t from, i
           if (names->rows() == 0) return done(std::move(out));
           out.interfaceFound = true;
           for (int k = 0; k < names->rows(); ++k)
-            if (!names->isNull(k, 1)) out.destinations.emplace_back(names->text(k, 1));
+            if (!names->isNull(k, 1)) {
+              out.destinations.emplace_back(names->text(k, 1));
+              out.destinationNames[names->integer(k, 2)] = std::string(names->text(k, 1));
+            }
+          out.interfaceId = names->integer(0, 0);
           std::string id(names->text(0, 0));
           l->conn().query(
               kRead,

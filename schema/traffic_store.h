@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,9 @@ struct TrafficPoint {
 };
 struct TrafficSeries {
   bool interfaceFound = false;
+  int64_t interfaceId = 0;
   std::vector<std::string> destinations;  // every one of the interface's, by name
+  std::map<int64_t, std::string> destinationNames;  // by id
   std::vector<TrafficPoint> points;       // steps with something in them, by time
 };
 

@@ -1114,6 +1114,9 @@ Status Engine::openApi() {
       [this](std::vector<api::InterfaceInfo> list, auto done) {
         monitor_->hotspots(std::move(list), std::move(done));
       });
+  view_->setUnsavedTraffic([this](int64_t interfaceId) {
+    return monitor_ ? monitor_->unsavedTraffic(interfaceId) : std::vector<store::TrafficRow>{};
+  });
   view_->setQuarantinedCounts([this](auto answer) {
     store_->quarantinedCounts([answer](Result<std::map<int64_t, int64_t>> r) {
       if (!r) spdlog::warn("counting the quarantined deliveries failed: {}", r.error().message);

@@ -62,6 +62,11 @@ class EngineViewAdapter : public api::EngineView {
   using Hotspots =
       std::function<void(std::vector<api::InterfaceInfo>,
                          std::function<void(Result<std::vector<api::HotspotInfo>>)>)>;
+  using UnsavedTraffic = std::function<std::vector<store::TrafficRow>(int64_t)>;
+  void setUnsavedTraffic(UnsavedTraffic f) { unsavedTraffic_ = std::move(f); }
+  std::vector<store::TrafficRow> unsavedTraffic(int64_t interfaceId) const override {
+    return unsavedTraffic_ ? unsavedTraffic_(interfaceId) : std::vector<store::TrafficRow>{};
+  }
   void setHealth(Health health, Hotspots hotspots) {
     health_ = std::move(health);
     hotspots_ = std::move(hotspots);
@@ -121,6 +126,7 @@ class EngineViewAdapter : public api::EngineView {
   RetentionConfirmed retentionConfirmed_;
   Health health_;
   Hotspots hotspots_;
+  UnsavedTraffic unsavedTraffic_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

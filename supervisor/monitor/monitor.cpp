@@ -141,6 +141,11 @@ void Monitor::annotate(std::vector<api::InterfaceInfo> list,
   });
 }
 
+std::vector<store::TrafficRow> Monitor::unsavedTraffic(int64_t interfaceId) const {
+  if (!started_) return {};
+  return traffic_->unsaved(interfaceId);
+}
+
 void Monitor::hotspots(std::vector<api::InterfaceInfo> list,
                        std::function<void(Result<std::vector<api::HotspotInfo>>)> done) {
   struct Asked {

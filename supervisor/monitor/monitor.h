@@ -83,6 +83,9 @@ class Monitor {
   void annotate(std::vector<api::InterfaceInfo> list,
                 std::function<void(std::vector<api::InterfaceInfo>)> done);
   // GET /hotspots.
+  // What the traffic rollup counted for the interface and has not
+  // written yet (TrafficRollup::unsaved).
+  std::vector<store::TrafficRow> unsavedTraffic(int64_t interfaceId) const;
   void hotspots(std::vector<api::InterfaceInfo> list,
                 std::function<void(Result<std::vector<api::HotspotInfo>>)> done);
 

@@ -163,6 +163,26 @@ void TrafficRollup::write(std::function<void()> then) {
   });
 }
 
+std::vector<store::TrafficRow> TrafficRollup::unsaved(int64_t interfaceId) const {
+  std::vector<store::TrafficRow> out;
+  for (const auto& [key, row] : pending_)
+    if (row.interfaceId == interfaceId) out.push_back(row);
+  int64_t step = every_.count();
+  int64_t minute = secondsNow() / step * step;
+  for (const auto& c : counted_) {
+    if (c.interfaceId != interfaceId) continue;
+    store::TrafficRow row{c.interfaceId,
+                          c.destinationId,
+                          minute,
+                          load(c.received) - c.lastReceived,
+                          load(c.sent) - c.lastSent,
+                          load(c.filtered) - c.lastFiltered,
+                          load(c.quarantined) - c.lastQuarantined};
+    if (row.received || row.sent || row.filtered || row.quarantined) out.push_back(row);
+  }
+  return out;
+}
+
 void TrafficRollup::flushNow(std::function<void()> done) {
   if (timer_) uv_timer_stop(timer_.get());
   int64_t step = every_.count();

@@ -56,6 +56,11 @@ class TrafficRollup {
   // then calls done (written or not).
   void flushNow(std::function<void()> done);
 
+  // The interface's rows not in the database yet: those a failed write
+  // kept, and what was counted since the last turn (as the minute in
+  // progress).
+  std::vector<store::TrafficRow> unsaved(int64_t interfaceId) const;
+
   uint64_t writes() const { return writes_; }
 
  private:

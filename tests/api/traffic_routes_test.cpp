@@ -10,12 +10,29 @@
 namespace ductus::api::test {
 namespace {
 
+// Counted by the engine, not written yet: 3 received in 01:00's minute and
+// 2 sent by ehr at 01:01 (a step the database has nothing in).
+class Unsaved : public EngineView {
+ public:
+  EngineState state() const override { return EngineState::Serving; }
+  EngineInfo engine() const override { return {}; }
+  void interfaces(std::function<void(Result<std::vector<InterfaceInfo>>)> done) override {
+    done(std::vector<InterfaceInfo>{});
+  }
+  std::vector<store::TrafficRow> unsavedTraffic(int64_t interfaceId) const override {
+    asked = interfaceId;
+    return {{interfaceId, 0, 1767229200, 3, 0, 0, 0}, {interfaceId, ehr, 1767229260, 0, 2, 0, 0}};
+  }
+  int64_t ehr = 0;
+  mutable int64_t asked = 0;
+};
+
 class TrafficRoutesTest : public AuthFixture {
  protected:
   void SetUp() override {
     AuthFixture::SetUp();
     if (HasFatalFailure()) return;
-    serveWith([&] { return trafficRoutes(deps_.get()); });
+    serveWith([&] { return trafficRoutes(deps_.get(), nullptr); });
     if (HasFatalFailure()) return;
     db_.value("INSERT INTO interfaces (name) VALUES ('adt')");
     db_.value("INSERT INTO destinations (interface_id, name) SELECT id, d FROM interfaces, "
@@ -59,6 +76,23 @@ TEST_F(TrafficRoutesTest, HoursSumTheirMinutesAndEveryDestinationIsListed) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(bodyOf(r)["intake"].size(), 1u) << "[00:00, 00:59): the 00:59 minute is not in it";
   EXPECT_EQ(call("GET", "/api/v1/interfaces/adt/stats").status, 401);
+}
+
+TEST_F(TrafficRoutesTest, WhatTheEngineHasNotWrittenYetIsInItsStep) {
+  Unsaved engine;
+  engine.ehr = std::stoll(db_.value("SELECT id FROM destinations WHERE name = 'ehr'"));
+  serveWith([&] { return trafficRoutes(deps_.get(), &engine); });
+  auto r = stats("?from=2026-01-01T00:58:00Z&to=2026-01-01T01:02:00Z");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto b = bodyOf(r);
+  EXPECT_EQ(std::to_string(engine.asked),
+            db_.value("SELECT id FROM interfaces WHERE name = 'adt'"));
+  ASSERT_EQ(b["intake"].size(), 2u) << b.dump();
+  EXPECT_EQ(b["intake"][1]["at"], "2026-01-01T01:00:00.000Z");
+  EXPECT_EQ(b["intake"][1]["received"], 10) << "7 written and 3 counted";
+  ASSERT_EQ(b["destinations"][0]["points"].size(), 1u) << b.dump();
+  EXPECT_EQ(b["destinations"][0]["points"][0]["at"], "2026-01-01T01:01:00.000Z");
+  EXPECT_EQ(b["destinations"][0]["points"][0]["sent"], 2);
 }
 
 TEST_F(TrafficRoutesTest, EachBoundIsRefusedByName) {

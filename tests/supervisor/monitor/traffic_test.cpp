@@ -124,6 +124,13 @@ TEST_F(Traffic, TheRollupWritesEachTurnsCountsAndTheStopWritesTheRest) {
   activity.received += 4;
   a.sent += 3;
   a.quarantined += 1;
+  // Before the turn: the API shows them as the minute in progress.
+  auto unsaved = rollup.unsaved(iface_);
+  ASSERT_EQ(unsaved.size(), 2u);
+  EXPECT_EQ(unsaved[0].received, 4);
+  EXPECT_EQ(unsaved[1].destinationId, destA_);
+  EXPECT_EQ(unsaved[1].sent, 3);
+  EXPECT_TRUE(rollup.unsaved(iface_ + 1000).empty());
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (rollup.writes() == 0 && std::chrono::steady_clock::now() < until)
     uv_run(&loop_, UV_RUN_ONCE);
