@@ -112,10 +112,10 @@ constexpr const char* kInterfacesSchema = R"({
           },
           "health": {
             "type": "object",
-            "description": "the worst of its destinations', or stopped, late, quiet; absent before the engine runs",
+            "description": "the worst of its destinations', or stopped, intake_stopped (an operator stopped its intake: not late nor quiet), late, quiet; absent before the engine runs",
             "required": ["state", "reason", "lastReceived", "watchedSince"],
             "properties": {
-              "state": {"type": "string", "enum": ["stopped", "paused", "stalled", "error", "behind", "late", "quiet", "ok"]},
+              "state": {"type": "string", "enum": ["stopped", "paused", "stalled", "error", "behind", "intake_stopped", "late", "quiet", "ok"]},
               "reason": {"type": "string"},
               "lastReceived": {"type": "string", "description": "RFC 3339; empty when never"},
               "watchedSince": {"type": "string", "description": "RFC 3339: deadlines before it don't count"}

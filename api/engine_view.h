@@ -152,7 +152,8 @@ struct DestinationHealthInfo {
   std::vector<std::string> causes;
 };
 
-// An interface's: the worst of its destinations', or stopped, late, quiet.
+// An interface's: the worst of its destinations', or stopped, intake_stopped,
+// late, quiet.
 struct InterfaceHealthInfo {
   std::string state = "ok";
   std::string reason;

@@ -233,8 +233,8 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
   constexpr State kDestinationStates[] = {State::Paused, State::Stalled, State::Error,
                                           State::Behind, State::Ok};
   constexpr State kInterfaceStates[] = {State::Stopped, State::Paused, State::Stalled,
-                                        State::Error,   State::Behind, State::Late,
-                                        State::Quiet,   State::Ok};
+                                        State::Error,   State::Behind, State::IntakeStopped,
+                                        State::Late,    State::Quiet,  State::Ok};
   m.family("ductus_destination_state", "gauge",
            "1 for the state the monitor judged a destination in (paused, stalled, error, behind, "
            "ok), 0 for the others.");
@@ -248,7 +248,7 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
                    dest.health->state == monitor::stateName(s) ? 1 : 0);
   m.family("ductus_interface_state", "gauge",
            "1 for the state the monitor judged an interface in (stopped, paused, stalled, error, "
-           "behind, late, quiet, ok), 0 for the others.");
+           "behind, intake_stopped, late, quiet, ok), 0 for the others.");
   for (auto& f : interfaces)
     if (f.health)
       for (State s : kInterfaceStates)

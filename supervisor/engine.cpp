@@ -1044,6 +1044,9 @@ void Engine::closeIntake(Iface& f) {
 
 void Engine::openIntake(Iface& f) {
   f.intakeStopped = false;
+  // The monitor counts active_within and active_by from here, not from the
+  // last message before the stop.
+  if (f.activity) f.activity->intakeStarted.markNow();
   // A drain keeps every MLLP listener closed until it ends (reopenMllp then).
   if (!(actions_ && actions_->draining())) reopenMllp();
   if (sourcesHeld_) return;  // ownership lost: resumed when it is had again

@@ -301,19 +301,19 @@ void parseAlerts(YamlReader& r, const YAML::Node& n, EngineConfig& e) {
         YAML::Node w = rule["when"];
         if (!YamlReader::has(rule, "when") || !w.IsSequence() || w.size() == 0) {
           r.error(YamlReader::has(rule, "when") ? w : rule, rp + ".when",
-                  "expected a list of states: stopped, paused, stalled, error, behind, late, "
-                  "quiet, expiring");
+                  "expected a list of states: stopped, paused, stalled, error, behind, "
+                  "intake_stopped, late, quiet, expiring");
         } else {
           for (size_t k = 0; k < w.size(); ++k) {
             std::string t = w[k].IsScalar() ? w[k].as<std::string>() : "";
             auto st = monitor::parseState(t);
             if (!st || *st == monitor::State::Ok) {
               std::string near = nearestKey(t, {"stopped", "paused", "stalled", "error", "behind",
-                                                "late", "quiet", "expiring"});
+                                                "intake_stopped", "late", "quiet", "expiring"});
               r.error(w[k], rp + ".when",
                       "unknown state `" + t +
-                          "`: expected stopped, paused, stalled, error, behind, late, quiet or "
-                          "expiring" +
+                          "`: expected stopped, paused, stalled, error, behind, intake_stopped, "
+                          "late, quiet or expiring" +
                           (near.empty() ? "" : " \u2014 did you mean `" + near + "`?"));
             } else {
               out.when.push_back(*st);

@@ -172,6 +172,15 @@ Step step(const AlertState& now_, State observed, TimePoint now, TimePoint engin
     return s;
   }
   const Rule* rule = ruleFor(observed, settings);
+  // An operator stopped the interface's intake on purpose: news only to a
+  // rule that names intake_stopped. Otherwise the alert stays as it was,
+  // as a paused destination's does: no fire, and a late or quiet it was
+  // firing for neither reminds nor turns "recovered" for a stop (after the
+  // start it is judged again, deadlines counted from the start).
+  if (observed == State::IntakeStopped && !rule) {
+    s.change = Change::Hold;
+    return s;
+  }
   if (needsWatching(observed) && now < engineStartedAt + kWatchFirst) rule = nullptr;
   const bool bad = rule != nullptr;
 

@@ -25,7 +25,7 @@ enum class Change : uint8_t {
   Recovering,     // firing -> good, waiting settle
   Recover,        // good for settle -> ok
   Remind,         // firing, unacknowledged, remindAt passed
-  Hold,           // paused: nothing moves, nothing reminds
+  Hold,           // paused, or an intake stopped no rule names: nothing moves, nothing reminds
 };
 std::string_view changeName(Change c);
 
@@ -40,8 +40,8 @@ const Rule* ruleFor(State s, const AlertSettings& settings);
 
 // States judged from the passing of time (stalled, behind, late, quiet):
 // right after a start the engine hasn't watched long enough to say them,
-// so they count as good for the first minute. Error, stopped and paused
-// are facts and count at once.
+// so they count as good for the first minute. Error, stopped, paused and
+// intake_stopped are facts and count at once.
 bool needsWatching(State s);
 
 // The first minute after a start in which needsWatching states count as good.

@@ -27,6 +27,18 @@ bool pastBehind(const DestinationFacts& f) {
   return false;
 }
 
+// "intake stopped by ops 2h ago: sender misconfigured (POST
+// /api/v1/interfaces/adt/start opens it)": who, how long, why, and the way
+// out, so a stop nobody remembers is seen for what it is.
+std::string intakeStoppedReason(const IntakeStop& s, const std::string& name, TimePoint now) {
+  std::string r = "intake stopped";
+  if (!s.by.empty()) r += " by " + s.by;
+  if (s.since) r += " " + spanText(now - *s.since) + " ago";
+  if (!s.reason.empty()) r += ": " + oneLine(s.reason, 300);
+  r += " (POST /api/v1/interfaces/" + name + "/start opens it)";
+  return r;
+}
+
 }  // namespace
 
 DestinationDiagnosis diagnose(const DestinationFacts& f, TimePoint now) {
@@ -88,12 +100,19 @@ InterfaceDiagnosis judgeInterface(const InterfaceFacts& f, TimePoint now) {
   InterfaceDiagnosis out;
   State own = State::Ok;
   std::string ownReason;
+  // Expected from: the later of when an engine first ran it and the last
+  // start of its intake (a stop's hours are not quiet ones).
+  const TimePoint expectedFrom =
+      f.intakeStarted ? std::max(f.watchedSince, *f.intakeStarted) : f.watchedSince;
   if (f.stopped) {
     own = State::Stopped;
     ownReason = "its code was stopped as a runaway: fix it, then restart the interface";
+  } else if (f.intakeStopped) {
+    own = State::IntakeStopped;
+    ownReason = intakeStoppedReason(*f.intakeStopped, f.name, now);
   } else if (const Expectations* e = f.expectations) {
     if (e->activeBy) {
-      auto c = activeByCheck(*e->activeBy, f.activeByCron, f.lastReceived, f.watchedSince, now);
+      auto c = activeByCheck(*e->activeBy, f.activeByCron, f.lastReceived, expectedFrom, now);
       out.deadline = c.deadline;
       if (c.missed) {
         own = State::Late;
@@ -101,11 +120,18 @@ InterfaceDiagnosis judgeInterface(const InterfaceFacts& f, TimePoint now) {
       }
     }
     if (own == State::Ok && e->activeWithin &&
-        activeWithinMissed(*e->activeWithin, f.lastReceived, f.watchedSince, now)) {
+        activeWithinMissed(*e->activeWithin, f.lastReceived, expectedFrom, now)) {
       own = State::Quiet;
-      ownReason = f.lastReceived ? "nothing received for " + spanText(now - *f.lastReceived)
-                                 : "nothing received since it was first watched, " +
-                                       spanText(now - f.watchedSince) + " ago";
+      const bool sinceStart = f.intakeStarted && *f.intakeStarted >= f.watchedSince &&
+                              (!f.lastReceived || *f.lastReceived < *f.intakeStarted);
+      if (sinceStart)
+        ownReason = "nothing received since its intake was started, " +
+                    spanText(now - *f.intakeStarted) + " ago";
+      else if (f.lastReceived)
+        ownReason = "nothing received for " + spanText(now - *f.lastReceived);
+      else
+        ownReason = "nothing received since it was first watched, " +
+                    spanText(now - f.watchedSince) + " ago";
     }
   }
   State worstDestination = State::Ok;
@@ -115,6 +141,9 @@ InterfaceDiagnosis judgeInterface(const InterfaceFacts& f, TimePoint now) {
     out.reason = ownReason;
   else if (out.state != State::Ok)
     out.reason = "a destination is " + std::string(stateName(out.state));
+  // A worse destination outranks the stop, which is still said: it is why
+  // nothing new arrives.
+  if (own == State::IntakeStopped && out.state != own) out.reason += "; " + ownReason;
   return out;
 }
 

@@ -12,8 +12,12 @@
 // and at least 5 ms more).
 //
 // An interface: stopped (the runaway guard stopped its code), the worst
-// of its destinations, late (active_by's deadline passed with nothing
-// received) or quiet (active_within passed with nothing received).
+// of its destinations, intake_stopped (an operator stopped its intake),
+// late (active_by's deadline passed with nothing received) or quiet
+// (active_within passed with nothing received). A stopped intake receives
+// nothing on purpose: its deadlines don't count while it is stopped, nor
+// for the time it was (after a start they are counted from the start, as
+// from watchedSince), and its destinations are judged as ever.
 #pragma once
 
 #include <optional>
@@ -55,10 +59,22 @@ struct DestinationDiagnosis {
 
 DestinationDiagnosis diagnose(const DestinationFacts& f, TimePoint now);
 
+// An operator's stop of an interface's intake (POST .../stop).
+struct IntakeStop {
+  std::optional<TimePoint> since;  // unknown: the reason says no age
+  std::string by;
+  std::string reason;  // "" when none was given
+};
+
 struct InterfaceFacts {
+  std::string name;  // for the reason's way out (POST .../{name}/start)
   bool stopped = false;
+  std::optional<IntakeStop> intakeStopped;
   std::optional<TimePoint> lastReceived;
   TimePoint watchedSince{};
+  // The last start of a stopped intake (POST .../start): nothing was
+  // expected before it.
+  std::optional<TimePoint> intakeStarted;
   const Expectations* expectations = nullptr;
   const Cron* activeByCron = nullptr;
   std::vector<State> destinations;

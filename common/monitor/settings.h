@@ -24,11 +24,26 @@ using Seconds = std::chrono::seconds;
 // What a destination or an interface is judged to be. Worst first: where
 // two apply, the smaller value wins (worst()). A destination is one of
 // paused, stalled, error, behind, ok; an interface is the worst of its
-// destinations, or stopped (its code was stopped as a runaway), late
-// (active_by's deadline passed with nothing received) or quiet
-// (active_within passed with nothing received). Expiring is a
-// certificate's alone (alerts at certificateDays before its end).
-enum class State : uint8_t { Stopped, Paused, Stalled, Error, Behind, Late, Quiet, Expiring, Ok };
+// destinations, or stopped (its code was stopped as a runaway),
+// intake_stopped (an operator stopped its intake, POST .../stop: neither
+// late nor quiet while so, and ranked below its destinations' troubles,
+// which go on: delivery doesn't stop with intake), late (active_by's
+// deadline passed with nothing received) or quiet (active_within passed
+// with nothing received). Expiring is a certificate's alone (alerts at
+// certificateDays before its end). Stored and written by name, never by
+// value, so a state may be added anywhere in the order.
+enum class State : uint8_t {
+  Stopped,
+  Paused,
+  Stalled,
+  Error,
+  Behind,
+  IntakeStopped,
+  Late,
+  Quiet,
+  Expiring,
+  Ok
+};
 
 constexpr std::string_view stateName(State s) {
   switch (s) {
@@ -37,6 +52,8 @@ constexpr std::string_view stateName(State s) {
     case State::Stalled: return "stalled";
     case State::Error: return "error";
     case State::Behind: return "behind";
+    case State::IntakeStopped:
+      return "intake_stopped";
     case State::Late: return "late";
     case State::Quiet: return "quiet";
     case State::Expiring: return "expiring";

@@ -5,7 +5,7 @@ namespace ductus::monitor {
 
 std::optional<State> parseState(std::string_view text) {
   for (auto s : {State::Stopped, State::Paused, State::Stalled, State::Error, State::Behind,
-                 State::Late, State::Quiet, State::Expiring, State::Ok})
+                 State::IntakeStopped, State::Late, State::Quiet, State::Expiring, State::Ok})
     if (stateName(s) == text) return s;
   return std::nullopt;
 }

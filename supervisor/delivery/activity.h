@@ -94,6 +94,9 @@ struct InterfaceActivity {
   std::atomic<int64_t> received{0};  // stored, duplicates included
   std::atomic<int64_t> duplicates{0};
   Moment lastReceived;  // as DestinationActivity's moments
+  // The last time an operator started its stopped intake (POST .../start)
+  // in this engine: the monitor expects nothing before it (0: never).
+  Moment intakeStarted;
   // A deque: a destination stays where it is as more are added (delivery
   // loops hold its address).
   std::deque<DestinationActivity> destinations;

@@ -7,7 +7,8 @@
 // (schema/alert_store.h), so two engines on one database record it once;
 // the notifications then wait in the outbox (Outbox) to be sent.
 //
-// Subjects: each interface (its own state: stopped, late, quiet), each
+// Subjects: each interface (its own state: stopped, intake_stopped, late,
+// quiet), each
 // destination (paused, stalled, error, behind) and each certificates:
 // entry the engine serves (expiring). Alerts are read afresh each round:
 // another engine's write is seen at the next one.

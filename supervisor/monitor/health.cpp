@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
+#include <ctime>
+
 #include "common/config/model.h"
 #include "common/monitor/diagnosis.h"
 #include "common/time_text.h"
@@ -21,6 +24,24 @@ std::optional<TimePoint> momentOf(int64_t ms) {
 }
 
 std::string textOf(std::optional<TimePoint> t) { return t ? rfc3339(*t) : std::string(); }
+
+// A stop's `since` as the store writes it ("2026-05-01T12:00:00.123Z",
+// schema/interface_stops.cpp); anything else: unknown (the reason then
+// says no age).
+std::optional<TimePoint> utcMoment(const std::string& text) {
+  std::tm tm{};
+  int ms = 0;
+  char z = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &tm.tm_year, &tm.tm_mon,
+                  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &z) != 8 ||
+      z != 'Z')
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  std::time_t s = timegm(&tm);
+  if (s == static_cast<std::time_t>(-1)) return std::nullopt;
+  return std::chrono::system_clock::from_time_t(s) + std::chrono::milliseconds(ms);
+}
 
 }  // namespace
 
@@ -73,11 +94,19 @@ HealthJudge::Judged HealthJudge::judge(std::vector<api::InterfaceInfo> list,
     const Watched& w = watched_[it->second];
     const config::InterfaceConfig& cfg = *w.in.config;
     monitor::InterfaceFacts facts;
+    facts.name = i.name;
     facts.stopped = i.state == "stopped";
+    if (i.intakeStopped)
+      facts.intakeStopped =
+          monitor::IntakeStop{utcMoment(i.intakeStopped->since), i.intakeStopped->by,
+                              i.intakeStopped->reason.value_or("")};
     facts.watchedSince = keeper_.watchedSince(w.in.interfaceId);
     facts.expectations = &cfg.monitor;
     facts.activeByCron = w.activeBy ? &*w.activeBy : nullptr;
-    if (w.in.activity) facts.lastReceived = momentOf(w.in.activity->lastReceived.ms());
+    if (w.in.activity) {
+      facts.lastReceived = momentOf(w.in.activity->lastReceived.ms());
+      facts.intakeStarted = momentOf(w.in.activity->intakeStarted.ms());
+    }
 
     for (size_t j = 0; j < i.destinations.size(); ++j) {
       api::DestinationInfo& d = i.destinations[j];

@@ -3,7 +3,9 @@
 // (EngineView::interfacesWithPending: waiting and quarantined from the
 // store's partial indexes), the oldest waiting message of each destination
 // with a backlog (one probe of the queue index each), last activity and
-// rates (ActivityKeeper), pauses and the runaway guard's stops. The
+// rates (ActivityKeeper), pauses, the runaway guard's stops and an
+// operator's intake stops (and the last start, which deadlines count
+// from). The
 // judgement itself is common/monitor/diagnosis.h (pure); this file only
 // gathers its facts and writes its answer into the API's structs, so
 // GET /interfaces, /events, /metrics, ductusctl status and the alerts all
@@ -49,7 +51,7 @@ class HealthJudge {
     uint32_t partitions = 1;  // ordering.partitions: lanes at or past it have no loop
   };
   // What a judgement found, beside what it wrote into the list: each
-  // interface's own state (stopped, late, quiet or ok, without its
+  // interface's own state (stopped, intake_stopped, late, quiet or ok, without its
   // destinations': those alert on their own) and its reason, by name.
   struct Own {
     monitor::State state = monitor::State::Ok;

@@ -225,7 +225,8 @@ TEST(Metrics, MonitorStatesAreOneHotGaugesAndTheOldestWaitIsAGauge) {
                               "destination=\"copy\",state=\"ok\"} 1\n"));
   const std::string adt = "interface=\"adt \\\"main\\\"\"";
   EXPECT_THAT(text, HasSubstr("ductus_interface_state{" + adt + ",state=\"stalled\"} 1\n"));
-  for (auto* other : {"stopped", "paused", "error", "behind", "late", "quiet", "ok"})
+  for (auto* other :
+       {"stopped", "paused", "error", "behind", "intake_stopped", "late", "quiet", "ok"})
     EXPECT_THAT(text, HasSubstr("ductus_interface_state{" + adt + ",state=\"" + other + "\"} 0\n"))
         << other;
   EXPECT_THAT(text, HasSubstr("ductus_queue_oldest_seconds{" + lab + "} 1800\n"));

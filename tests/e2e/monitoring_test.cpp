@@ -6,6 +6,8 @@
 // notification twice; an acknowledged alert stops reminding while one not
 // acknowledged reminds; when the receiver comes back every message is
 // delivered and a recovery goes out; last activity survives a restart.
+// An interface whose intake an operator stopped is judged intake_stopped,
+// not quiet, and raises no alert.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -243,6 +245,125 @@ TEST_F(Monitoring, AFeedWhoseReceiverIsDownIsAlertedOnceAndRecovers) {
   for (auto& i : after["interfaces"])
     if (i["name"] == "adt") EXPECT_EQ(i["health"].value("lastReceived", ""), lastReceived);
   fs::remove_all(dir);
+}
+
+// An operator's stop of an interface's intake is on purpose: with
+// monitor: { active_within: 1m } and a rule for late and quiet, the
+// stopped interface is judged intake_stopped (GET /interfaces, /metrics),
+// never quiet, and no alert row is written for it, while an interface
+// left running with the same expectation goes quiet and fires. Its
+// destinations keep their own health: one whose receiver is down is
+// behind, as ever. After the start, quiet counts from the start.
+TEST_F(Monitoring, AStoppedIntakeIsNotQuietAndRaisesNoAlert) {
+  HttpReceiver hook;
+  uint16_t downPort = 0;
+  Fd downBound = closedPort(&downPort);  // bound, not listening: refuses
+  uint16_t adtPort = freePort(), ordersPort = freePort(), idlePort = freePort(),
+           apiPort = freePort();
+  auto mllpInterface = [](uint16_t port, const std::string& monitor,
+                          const std::string& destination) {
+    return "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(port) +
+           " }\nformat: hl7v2\nmonitor: " + monitor + "\ndestination:\n  " + destination + "\n";
+  };
+  TempProject project(std::map<std::string, std::string>{
+      {"ductus.yaml", "api: { listen: 127.0.0.1:" + std::to_string(apiPort) +
+                          " }\nisolates: { workers: 1, heap_mb: 256 }\n"
+                          "alerts:\n"
+                          "  channels:\n"
+                          "    hook: { webhook: \"" +
+                          hook.url("/hooks/x") +
+                          "\", format: json }\n"
+                          "  rules:\n"
+                          "    - { when: [late, quiet], severity: critical, notify: [hook] }\n"},
+      {"interfaces/adt/interface.yaml",
+       mllpInterface(adtPort, "{ active_within: 1m }", "file: { path: out/ }")},
+      {"interfaces/adt/transform.js", kPassThrough},
+      {"interfaces/orders/interface.yaml",
+       mllpInterface(ordersPort, "{ active_within: 1m, behind: { waiting: 1 } }",
+                     "mllp: { host: 127.0.0.1, port: " + std::to_string(downPort) + " }")},
+      {"interfaces/orders/transform.js", kPassThrough},
+      {"interfaces/idle/interface.yaml",
+       mllpInterface(idlePort, "{ active_within: 1m }", "file: { path: out/ }")},
+      {"interfaces/idle/transform.js", kPassThrough}});
+  EngineProcess engine(project.root(), db_.url());
+  ASSERT_TRUE(engine.start()) << engine.log();
+  Api api{apiPort, tokenFor(db_.url(), "ops", "operator")};
+  {
+    auto c = MllpClient::connect("127.0.0.1", ordersPort, 5000ms);
+    ASSERT_TRUE(c);
+    for (const char* id : {"O1", "O2"}) {
+      auto ack = c->exchange(hl7(id), 10000ms);
+      ASSERT_TRUE(ack);
+      ASSERT_EQ(readAck(*ack).code, "AA");
+    }
+  }
+  for (const char* name : {"adt", "orders"}) {
+    auto r = api.call("POST", std::string("/api/v1/interfaces/") + name + "/stop",
+                      {{"reason", "sender misconfigured"}});
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  auto interfaceOf = [&](const std::string& name) {
+    for (auto& i : api.get("/api/v1/interfaces").value("interfaces", json::array()))
+      if (i.value("name", "") == name) return i;
+    return json::object();
+  };
+  auto alertRows = [&](const std::string& name) {
+    return db_.value(
+        "SELECT count(*) FROM alert_state WHERE interface_name = $1 AND destination_name = ''",
+        {name});
+  };
+
+  // The interface left running goes quiet past its minute (and the
+  // engine's first minute) and fires: the rounds ran long enough to have
+  // fired for the stopped ones too, had they been quiet.
+  ASSERT_TRUE(waitFor([&] { return alertRows("idle") == "1"; }, 120s)) << engine.log();
+  EXPECT_EQ(db_.value("SELECT state FROM alert_state WHERE interface_name = 'idle'"), "quiet");
+  ASSERT_TRUE(waitFor(
+      [&] {
+        for (auto& r : hook.requests())
+          if (r.path == "/hooks/x" && r.body.find("idle") != std::string::npos) return true;
+        return false;
+      },
+      30s));
+
+  json adt = interfaceOf("adt");
+  ASSERT_TRUE(adt.contains("health")) << adt.dump();
+  EXPECT_EQ(adt["health"].value("state", ""), "intake_stopped") << adt.dump();
+  std::string reason = adt["health"].value("reason", "");
+  EXPECT_EQ(reason.rfind("intake stopped by ops ", 0), 0u) << reason;
+  EXPECT_THAT(reason, HasSubstr(" ago: sender misconfigured (POST /api/v1/interfaces/adt/start "
+                                "opens it)"));
+  EXPECT_EQ(adt["destinations"][0]["health"].value("state", ""), "ok") << adt.dump();
+  // Its destination, whose receiver is down, is behind as ever; the
+  // interface shows that, and says the stop.
+  json orders = interfaceOf("orders");
+  std::string ordersDest = orders["destinations"][0]["health"].value("state", "");
+  EXPECT_TRUE(ordersDest == "behind" || ordersDest == "stalled") << orders.dump();
+  EXPECT_EQ(orders["health"].value("state", ""), ordersDest) << orders.dump();
+  EXPECT_THAT(orders["health"].value("reason", ""), HasSubstr("intake stopped by ops"));
+
+  auto metrics = api.call("GET", "/api/v1/metrics").body;
+  EXPECT_THAT(metrics,
+              HasSubstr("ductus_interface_state{interface=\"adt\",state=\"intake_stopped\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("ductus_interface_state{interface=\"adt\",state=\"quiet\"} 0"));
+  EXPECT_THAT(metrics, HasSubstr("ductus_interface_state{interface=\"idle\",state=\"quiet\"} 1"));
+
+  EXPECT_EQ(alertRows("adt"), "0") << "a deliberate stop raised an alert";
+  EXPECT_EQ(alertRows("orders"), "0") << "a deliberate stop raised an alert";
+  for (auto& r : hook.requests()) {
+    EXPECT_EQ(r.body.find("\"adt"), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find("orders"), std::string::npos) << r.body;
+  }
+
+  // Started: quiet counts from the start, not from the engine's start over
+  // a minute ago (nothing was ever received).
+  ASSERT_EQ(api.call("POST", "/api/v1/interfaces/adt/start").status, 200);
+  adt = interfaceOf("adt");
+  EXPECT_EQ(adt["health"].value("state", ""), "ok") << adt.dump();
+  // A round (every 15 s) after the start writes nothing for it either.
+  std::this_thread::sleep_for(20s);
+  EXPECT_EQ(alertRows("adt"), "0");
+  EXPECT_EQ(interfaceOf("adt")["health"].value("state", ""), "ok");
 }
 
 }  // namespace

@@ -872,8 +872,9 @@ TEST(LoadProject, EachAlertsMistakeIsPlacedAtItsLine) {
   EXPECT_THAT(e, HasSubstr("alerts.channels.one.email: `a@b.org, c@d.org` is not an address"));
   EXPECT_THAT(e, HasSubstr("alerts.channels.none: a channel needs email: (addresses) or webhook:"));
   EXPECT_THAT(e, HasSubstr("ductus.yaml:7:"));
-  EXPECT_THAT(e, HasSubstr("unknown state `stalld`: expected stopped, paused, stalled, error, behind, "
-                           "late, quiet or expiring \u2014 did you mean `stalled`?"));
+  EXPECT_THAT(e,
+              HasSubstr("unknown state `stalld`: expected stopped, paused, stalled, error, behind, "
+                        "intake_stopped, late, quiet or expiring \u2014 did you mean `stalled`?"));
   EXPECT_THAT(e, HasSubstr("ductus.yaml:8:"));
   EXPECT_THAT(e, HasSubstr("alerts.heartbeat.url: expected an http:// or https:// URL"));
   EXPECT_THAT(e, HasSubstr("alerts.heartbeat.every:"));

@@ -77,7 +77,8 @@ TEST(AlertRules, TheFirstRuleNamingTheStateWins) {
 TEST(AlertRules, OnlyTimeJudgedStatesNeedWatching) {
   for (auto st : {State::Stalled, State::Behind, State::Late, State::Quiet})
     EXPECT_TRUE(needsWatching(st)) << stateName(st);
-  for (auto st : {State::Error, State::Stopped, State::Paused, State::Ok, State::Expiring})
+  for (auto st : {State::Error, State::Stopped, State::Paused, State::IntakeStopped, State::Ok,
+                  State::Expiring})
     EXPECT_FALSE(needsWatching(st)) << stateName(st);
 }
 
@@ -121,6 +122,58 @@ TEST(AlertStep, PausedHoldsWhateverThePhase) {
     EXPECT_EQ(s.next.phase, a.phase);
     EXPECT_EQ(s.next.remindAt, a.remindAt);
   }
+}
+
+// An operator's intake stop pages no one unless a rule names it: the
+// alert stays as it was (no fire; a quiet it was firing for neither
+// reminds nor turns "recovered").
+TEST(AlertStep, AnIntakeStoppedNoRuleNamesHoldsWhateverThePhase) {
+  AlertSettings s = settings();
+  s.rules.push_back({{State::Late, State::Quiet}, Severity::Critical, {"oncall"}});
+  for (auto a : {fresh(), firing(State::Quiet, Severity::Critical)}) {
+    a.remindAt = kT0 - 1min;  // a reminder would be due
+    Step st = step(a, State::IntakeStopped, kT0, kStarted, s, "intake stopped by ops 2h ago");
+    EXPECT_EQ(st.change, Change::Hold) << changeName(st.change);
+    EXPECT_TRUE(st.notify.empty());
+    EXPECT_EQ(st.next.phase, a.phase);
+    EXPECT_EQ(st.next.state, a.state);
+    EXPECT_EQ(st.next.remindAt, a.remindAt);
+  }
+}
+
+// Named by a rule it is a state like the others: it fires (at once, a
+// fact), reminds until acknowledged (a stop forgotten for hours is said
+// again), and after the start recovers.
+TEST(AlertStep, AnIntakeStoppedARuleNamesFiresRemindsAndRecovers) {
+  AlertSettings s = settings();
+  s.rules.push_back({{State::IntakeStopped}, Severity::Info, {"team"}});
+  s.rules.push_back({{State::Quiet}, Severity::Critical, {"oncall"}});
+  const TimePoint justStarted = kT0 - 5s;
+  Step st = step(fresh(), State::IntakeStopped, kT0, justStarted, s,
+                 "intake stopped by ops 1m ago: sender misconfigured", "eng1");
+  EXPECT_EQ(st.change, Change::Fire);
+  EXPECT_EQ(st.next.state, State::IntakeStopped);
+  EXPECT_EQ(st.next.severity, Severity::Info);
+  ASSERT_EQ(st.notify.size(), 1u);
+  EXPECT_EQ(st.notify[0].channel, "team");
+  EXPECT_EQ(st.notify[0].subject, "[INFO] adt-in/lab is intake_stopped");
+
+  Step later = step(st.next, State::IntakeStopped, kT0 + 1h, justStarted, s);
+  EXPECT_EQ(later.change, Change::Remind);
+  ASSERT_EQ(later.notify.size(), 1u);
+  EXPECT_EQ(later.notify[0].kind, NotificationKind::Reminder);
+
+  // A quiet alert that was firing when the intake stopped changes quietly
+  // to the milder state: no page.
+  Step calmer =
+      step(firing(State::Quiet, Severity::Critical), State::IntakeStopped, kT0, kStarted, s);
+  EXPECT_EQ(calmer.change, Change::ChangeQuietly);
+  EXPECT_TRUE(calmer.notify.empty());
+
+  Step started = step(later.next, State::Ok, kT0 + 2h, justStarted, s);
+  EXPECT_EQ(started.change, Change::Recovering);
+  Step done = step(started.next, State::Ok, kT0 + 2h + 2min, justStarted, s);
+  EXPECT_EQ(done.change, Change::Recover);
 }
 
 TEST(AlertStep, StatesThatNeedWatchingWaitForTheEnginesFirstMinute) {

@@ -223,6 +223,100 @@ TEST(JudgeInterface, StoppedThenTheWorstOfItsDestinationsThenLateAndQuiet) {
   EXPECT_EQ(judgeInterface(q, kNow).state, State::Ok);
 }
 
+// An operator's stop of the intake: its own state with who, how long, why
+// and the way out; never late nor quiet while stopped, whatever the
+// expectations; its destinations judged as ever.
+TEST(JudgeInterface, AnIntakeStoppedIsNeitherLateNorQuiet) {
+  Zone z("UTC");
+  Expectations e;
+  e.activeWithin = ActiveWithin{Seconds(60), std::nullopt};
+  ActiveBy by;
+  by.kind = ActiveBy::Kind::Daily;
+  by.minuteOfDay = 6 * 60;
+  e.activeBy = by;
+  const TimePoint now = utc(2026, 6, 2, 7, 0);
+  InterfaceFacts f;
+  f.name = "adt";
+  f.watchedSince = utc(2026, 6, 1, 0, 0);
+  f.lastReceived = utc(2026, 6, 1, 23, 0);
+  f.expectations = &e;
+  ASSERT_EQ(stateName(judgeInterface(f, now).state), "late") << "the case the stop must change";
+
+  f.intakeStopped = IntakeStop{utc(2026, 6, 2, 5, 0), "ops", "sender misconfigured"};
+  auto d = judgeInterface(f, now);
+  EXPECT_EQ(d.state, State::IntakeStopped);
+  EXPECT_EQ(stateName(d.state), "intake_stopped");
+  EXPECT_EQ(d.reason,
+            "intake stopped by ops 2h ago: sender misconfigured "
+            "(POST /api/v1/interfaces/adt/start opens it)");
+  // No reason given, no time known: said without them.
+  f.intakeStopped = IntakeStop{std::nullopt, "ops", ""};
+  EXPECT_EQ(judgeInterface(f, now).reason,
+            "intake stopped by ops (POST /api/v1/interfaces/adt/start opens it)");
+  // Never received anything, stopped since: not quiet either.
+  f.lastReceived.reset();
+  EXPECT_EQ(judgeInterface(f, now).state, State::IntakeStopped);
+
+  // A destination's trouble outranks the stop (delivery goes on), and the
+  // reason still says the stop.
+  f.intakeStopped = IntakeStop{utc(2026, 6, 2, 6, 0), "ops", "sender misconfigured"};
+  f.destinations = {State::Ok, State::Stalled};
+  d = judgeInterface(f, now);
+  EXPECT_EQ(d.state, State::Stalled);
+  EXPECT_EQ(d.reason,
+            "a destination is stalled; intake stopped by ops 60m ago: sender misconfigured "
+            "(POST /api/v1/interfaces/adt/start opens it)");
+  f.destinations = {State::Ok};
+  // The runaway guard's stop is the worse news.
+  f.stopped = true;
+  EXPECT_EQ(judgeInterface(f, now).state, State::Stopped);
+}
+
+// After a start, quiet and late are measured from the start, not from the
+// last message before the stop: the stop's hours were not quiet ones.
+TEST(JudgeInterface, AfterAStartDeadlinesCountFromTheStart) {
+  Zone z("UTC");
+  Expectations quiet;
+  quiet.activeWithin = ActiveWithin{Seconds(30 * 60), std::nullopt};
+  InterfaceFacts f;
+  f.name = "adt";
+  f.watchedSince = utc(2026, 6, 1, 0, 0);
+  f.lastReceived = utc(2026, 6, 2, 2, 0);  // the last before a stop at 02:00
+  f.expectations = &quiet;
+  f.intakeStarted = utc(2026, 6, 2, 6, 50);
+  EXPECT_EQ(judgeInterface(f, utc(2026, 6, 2, 7, 0)).state, State::Ok)
+      << "10 minutes since the start";
+  auto d = judgeInterface(f, utc(2026, 6, 2, 7, 21));
+  EXPECT_EQ(d.state, State::Quiet);
+  EXPECT_EQ(d.reason, "nothing received since its intake was started, 31m ago");
+  // Something received after the start: counted from it, as ever.
+  f.lastReceived = utc(2026, 6, 2, 6, 55);
+  d = judgeInterface(f, utc(2026, 6, 2, 7, 26));
+  EXPECT_EQ(d.state, State::Quiet);
+  EXPECT_EQ(d.reason, "nothing received for 31m");
+
+  // active_by: a deadline that passed while stopped is not missed; the
+  // next one is.
+  Expectations daily;
+  ActiveBy by;
+  by.kind = ActiveBy::Kind::Daily;
+  by.minuteOfDay = 6 * 60;
+  daily.activeBy = by;
+  InterfaceFacts g;
+  g.name = "adt";
+  g.watchedSince = utc(2026, 6, 1, 0, 0);
+  g.lastReceived = utc(2026, 6, 1, 12, 0);
+  g.expectations = &daily;
+  ASSERT_EQ(judgeInterface(g, utc(2026, 6, 2, 7, 0)).state, State::Late);
+  g.intakeStarted = utc(2026, 6, 2, 6, 30);
+  EXPECT_EQ(judgeInterface(g, utc(2026, 6, 2, 7, 0)).state, State::Ok);
+  EXPECT_EQ(judgeInterface(g, utc(2026, 6, 3, 6, 1)).state, State::Late)
+      << "the next day's deadline counts";
+  // A start older than the watch changes nothing.
+  g.intakeStarted = utc(2026, 5, 1, 0, 0);
+  EXPECT_EQ(judgeInterface(g, utc(2026, 6, 2, 7, 0)).state, State::Late);
+}
+
 TEST(JudgeInterface, LateBeatsQuietAndADestinationWorseBeatsLate) {
   Zone z("UTC");
   Expectations e;
