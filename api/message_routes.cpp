@@ -101,8 +101,23 @@ void listQuarantine(Deps& d, const ApiRequest& req, ApiRespond respond) {
 // delivery that gave up after max_attempts gets one more try, not another
 // hour of retries against a destination that may still be down; the
 // operator resends again if it fails again. Store::resend keeps them too.
+// An optional `reason` (why these go again, e.g. "lab asked for a replay"):
+// a string of at most kMaxReasonBytes, kept in the audit row.
+Result<std::optional<std::string>> resendReason(const json& body) {
+  auto it = body.find("reason");
+  if (it == body.end() || it->is_null()) return std::optional<std::string>{};
+  if (!it->is_string()) return Error{"`reason` must be a string", ErrorKind::Invalid};
+  auto text = it->get<std::string>();
+  if (text.size() > kMaxReasonBytes)
+    return Error{"the reason is longer than " + std::to_string(kMaxReasonBytes) + " bytes",
+                 ErrorKind::Invalid};
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return std::optional<std::string>{};
+  return std::optional<std::string>(std::move(text));
+}
+
 void resend(Deps& d, const Caller& caller, std::vector<int64_t> ids,
-            std::optional<std::vector<std::string>> destinations, bool batch, ApiRespond respond) {
+            std::optional<std::vector<std::string>> destinations, std::optional<std::string> reason,
+            bool batch, ApiRespond respond) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   auto entry = auditEntryFor(caller, "message.resend");
@@ -110,6 +125,7 @@ void resend(Deps& d, const Caller& caller, std::vector<int64_t> ids,
   std::string target;
   for (int64_t id : ids) target += (target.empty() ? "" : ",") + std::to_string(id);
   entry.targetId = target;
+  if (reason) entry.detail["reason"] = *reason;
   auto audit = [&d, entry, destinations, batch](const store::Resent& x) -> Result<SqlStatement> {
     auto e = entry;
     json resent = json::array();
@@ -151,7 +167,9 @@ void resendOne(Deps& d, const ApiRequest& req, ApiRespond respond) {
   if (!body) return respond(errorResponse(body.error()));
   auto dests = destinationsField(*body);
   if (!dests) return respond(errorResponse(dests.error()));
-  resend(d, *req.caller, {*id}, std::move(*dests), false, std::move(respond));
+  auto reason = resendReason(*body);
+  if (!reason) return respond(errorResponse(reason.error()));
+  resend(d, *req.caller, {*id}, std::move(*dests), std::move(*reason), false, std::move(respond));
 }
 
 void resendMany(Deps& d, const ApiRequest& req, ApiRespond respond) {
@@ -170,7 +188,10 @@ void resendMany(Deps& d, const ApiRequest& req, ApiRespond respond) {
   }
   auto dests = destinationsField(*body);
   if (!dests) return respond(errorResponse(dests.error()));
-  resend(d, *req.caller, std::move(ids), std::move(*dests), true, std::move(respond));
+  auto reason = resendReason(*body);
+  if (!reason) return respond(errorResponse(reason.error()));
+  resend(d, *req.caller, std::move(ids), std::move(*dests), std::move(*reason), true,
+         std::move(respond));
 }
 
 // ---- POST /api/v1/messages/{id}/dismiss -------------------------------------
@@ -233,7 +254,8 @@ constexpr const char* kResendAnswer = R"({"type":"object","properties":{
 
 constexpr const char* kDestinations =
     R"("destinations":{"type":"array","minItems":1,"items":{"type":"string"},)"
-    R"("description":"these destinations whatever they ended as; default: the quarantined ones"})";
+    R"("description":"these destinations whatever they ended as; default: the quarantined ones"},)"
+    R"("reason":{"type":"string","maxLength":1000,"description":"why they go again, kept in the audit row"})";
 
 }  // namespace
 

@@ -269,6 +269,20 @@ TEST_F(MessageRoutesTest, ResendOfNamedDestinationsTakesThemWhateverTheyEndedAs)
             "billing");
 }
 
+TEST_F(MessageRoutesTest, AResendsReasonIsKeptInItsAuditRowAndABadOneRefused) {
+  auto sent = message("adt", {{"ehr", 1, 1}, {"billing", 1, 2}});
+  auto path = "/api/v1/messages/" + std::to_string(sent) + "/resend";
+  EXPECT_EQ(post(path, {{"destinations", {"ehr"}}, {"reason", 7}}, ops_).status, 400);
+  EXPECT_EQ(
+      post(path, {{"destinations", {"ehr"}}, {"reason", std::string(1001, 'x')}}, ops_).status,
+      400);
+  auto r = post(path, {{"destinations", {"ehr"}}, {"reason", "the lab asked for a replay"}}, ops_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(db_.value("SELECT detail->>'reason' FROM audit_log WHERE action = 'message.resend'"),
+            "the lab asked for a replay");
+  EXPECT_THAT(deliveries(sent), ::testing::ElementsAre("billing:1:2:", "ehr:0:1:"));
+}
+
 TEST_F(MessageRoutesTest, BatchResendChangesEveryMessageInOneTransaction) {
   auto m1 = message("adt", {{"ehr", 3, 5}, {"billing", 1, 1}});
   auto m2 = message("lab", {{"lis", 3, 2}});
