@@ -227,7 +227,10 @@ TEST(Console, SignsInThroughAnOpenIdConnectProvider) {
 // a lab interface whose MLLP receiver is down with 60 messages waiting
 // ranked first on the Overview with the receiver's error, above an
 // interface with a quarantined message; the engine killed and the
-// disconnected banner shown, then cleared when it is started again.
+// disconnected banner shown, then cleared when it is started again; a
+// search by MRN across interfaces, "resend to" one chosen destination, the
+// traffic chart's minute, an interface's intake stopped (its port refuses)
+// and started.
 // ui/tests/operations.test.mjs drives the browser; it asks this harness to
 // kill and start the engine by writing a file into `control/` (kill,
 // start) and waits for the answer file (killed, started).
@@ -238,7 +241,7 @@ TEST(Console, TheNightShiftSeesAFailingReceiverAndADeadEngine) {
   }
   TestDatabase db;
   ASSERT_FALSE(db.url().empty());
-  uint16_t adtPort = freePort(), labPort = freePort(), apiPort = freePort();
+  uint16_t adtPort = freePort(), labPort = freePort(), multiPort = freePort(), apiPort = freePort();
   // The lab system: nothing listens there (a port taken and let go).
   uint16_t labReceiver = freePort();
   char outTmpl[] = "/tmp/ductus-console-out.XXXXXX";
@@ -254,7 +257,13 @@ TEST(Console, TheNightShiftSeesAFailingReceiverAndADeadEngine) {
             " }\nformat: hl7v2\nordering: { key: PID.3.1, partitions: 4 }\n"
             "destination:\n  mllp: { host: 127.0.0.1, port: " +
             std::to_string(labReceiver) + " }\n  retry: { max_attempts: 0 }\n"},
-       {"interfaces/lab/transform.js", "export function transform(msg) { return msg; }\n"}});
+       {"interfaces/lab/transform.js", "export function transform(msg) { return msg; }\n"},
+       // Two file destinations: "resend to" one of them.
+       {"interfaces/multi/interface.yaml",
+        "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(multiPort) +
+            " }\nformat: hl7v2\ndestinations:\n  one:\n    file: { path: " + out.string() +
+            "/one/ }\n  two:\n    file: { path: " + out.string() + "/two/ }\n"},
+       {"interfaces/multi/transform.js", "export function transform(msg) { return msg; }\n"}});
   EngineProcess engine(project.root(), db.url());
   engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
   ASSERT_TRUE(engine.start()) << engine.log();
@@ -267,6 +276,8 @@ TEST(Console, TheNightShiftSeesAFailingReceiverAndADeadEngine) {
   ::setenv("DUCTUS_UI_ADMIN", admin.c_str(), 1);
   ::setenv("DUCTUS_UI_ADT_MLLP", ("127.0.0.1:" + std::to_string(adtPort)).c_str(), 1);
   ::setenv("DUCTUS_UI_LAB_MLLP", ("127.0.0.1:" + std::to_string(labPort)).c_str(), 1);
+  ::setenv("DUCTUS_UI_MULTI_MLLP", ("127.0.0.1:" + std::to_string(multiPort)).c_str(), 1);
+  ::setenv("DUCTUS_UI_OUT", out.c_str(), 1);
   ::setenv("DUCTUS_UI_CONTROL", control.c_str(), 1);
   ::setenv("DUCTUS_UI_SCREENSHOTS", shots.c_str(), 1);
   ::setenv("CHROMIUM", chromium().c_str(), 1);

@@ -16,6 +16,8 @@ import { useStore } from './store';
 
 const Alerts = lazy(() => import('./pages/alerts'));
 const Retention = lazy(() => import('./pages/retention'));
+const Interface = lazy(() => import('./pages/interface'));
+const Search = lazy(() => import('./pages/search'));
 const Audit = lazy(() => import('./pages/audit'));
 const Tokens = lazy(() => import('./pages/tokens'));
 const Users = lazy(() => import('./pages/users'));
@@ -86,8 +88,10 @@ export function App() {
   if (path === '/' || path === '/signin') page = <Overview />;
   else if (path === '/interfaces') page = <Interfaces />;
   else if ((p = match('/interfaces/:name/messages', path))) page = <Messages key={p['name']} name={p['name']!} />;
+  else if ((p = match('/interfaces/:name', path))) page = <Interface key={p['name']} name={p['name']!} />;
   else if ((p = match('/messages/:id', path)) && /^\d+$/.test(p['id']!)) page = <Message key={p['id']} id={p['id']!} />;
   else if (path === '/quarantine') page = <Quarantine />;
+  else if (path === '/search') page = <Search />;
   else if (path === '/alerts') page = <Alerts />;
   else if (path === '/retention') page = <Retention />;
   else if (path === '/audit') page = may(who, 'audit') ? <Audit /> : <Denied />;
@@ -106,10 +110,37 @@ export function App() {
         <Nav path={path} />
         <main id="main" tabIndex={-1}>
           <Disconnected lostAt={conn.lostAt} cause={conn.cause} />
+          <SearchBox />
           {page}
         </main>
       </div>
     </>
+  );
+}
+
+// Above every page: a number opens that message; anything else looks for
+// it as a control id or key in every interface. "/" focuses it.
+function SearchBox() {
+  return (
+    <form
+      role="search"
+      class="searchbox"
+      onSubmit={(e) => {
+        e.preventDefault();
+        const input = e.currentTarget.elements.namedItem('q') as HTMLInputElement;
+        const text = input.value.trim();
+        if (!text) return;
+        navigate(/^\d+$/.test(text) ? `/messages/${text}` : `/search?q=${encodeURIComponent(text)}`);
+      }}
+    >
+      <label class="visually-hidden" for="searchbox">
+        Find a message
+      </label>
+      <input id="searchbox" name="q" type="search" data-search placeholder="Message id, control id or MRN   ( / )" autoComplete="off" />
+      <button type="submit" class="button">
+        Find
+      </button>
+    </form>
   );
 }
 

@@ -52,11 +52,15 @@ export interface DestinationView {
   latency: Timing | null;
 }
 
+export type IntakeStop = Listed['intakeStopped'];
+
 export interface InterfaceView {
   name: string;
   source: string;
   state: 'running' | 'stopped';
   gate: 'open' | 'closed' | null;
+  /** An operator's stop of its intake (POST .../stop); null while it takes messages. */
+  intakeStopped: IntakeStop;
   received: number;
   duplicates: number;
   destinations: DestinationView[];
@@ -79,6 +83,7 @@ interface Snapshot {
     name: string;
     state: 'running' | 'stopped';
     gate: 'open' | 'closed' | null;
+    intakeStopped?: boolean;
     received: number;
     duplicates: number;
     destinations: {
@@ -129,6 +134,7 @@ function fromList(list: Listed[]): InterfaceView[] {
     source: f.source,
     state: f.state,
     gate: f.gate ?? null,
+    intakeStopped: f.intakeStopped ?? null,
     received: f.sinceStart.received,
     duplicates: f.sinceStart.duplicates,
     destinations: f.destinations.map((d) => ({
@@ -157,11 +163,14 @@ function fromSnapshot(s: Snapshot, before: InterfaceView[] | null): { views: Int
   const views = s.interfaces.map((f) => {
     const old = before?.find((b) => b.name === f.name);
     if (!old) stale = true;
+    // A stop came or went: its details (who, why) come with the full list.
+    if (old && (old.intakeStopped !== null) !== !!f.intakeStopped) stale = true;
     return {
       name: f.name,
       source: old?.source ?? '',
       state: f.state,
       gate: f.gate,
+      intakeStopped: f.intakeStopped ? (old?.intakeStopped ?? null) : null,
       received: f.received,
       duplicates: f.duplicates,
       destinations: f.destinations.map((d) => {

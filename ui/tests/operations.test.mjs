@@ -9,12 +9,22 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { assert, check, finish } from './checks.mjs';
-import { credentials, env, heading, launch, newPage, sendHl7, signIn, until } from './harness.mjs';
+import { readdirSync, statSync } from 'node:fs';
+import { credentials, env, heading, launch, newPage, refused, sendHl7, signIn, until } from './harness.mjs';
 
 const base = env('DUCTUS_UI_URL').replace(/\/$/, '');
 const admin = credentials(env('DUCTUS_UI_ADMIN'));
 const adtMllp = env('DUCTUS_UI_ADT_MLLP');
 const labMllp = env('DUCTUS_UI_LAB_MLLP');
+const multiMllp = env('DUCTUS_UI_MULTI_MLLP');
+const outDir = env('DUCTUS_UI_OUT');
+const files = (dir) => {
+  try {
+    return readdirSync(join(outDir, dir)).filter((f) => !f.startsWith('.')).length;
+  } catch {
+    return 0;
+  }
+};
 const control = env('DUCTUS_UI_CONTROL');
 const shots = env('DUCTUS_UI_SCREENSHOTS');
 mkdirSync(shots, { recursive: true });
@@ -32,8 +42,10 @@ async function engine(what) {
 }
 
 let seq = 0;
+let lastControlId = '';
 function hl7({ mrn, type = 'ADT^A01' }) {
   const controlId = `NS-${run}-${++seq}`;
+  lastControlId = controlId;
   return [
     `MSH|^~\\&|NIGHT|WARD|LAB|HOSP|20260101120000||${type}|${controlId}|P|2.5`,
     'EVN|A01|20260101120000',
@@ -118,6 +130,91 @@ await check('the engine started again: the banner clears by itself and the count
   assert((await page.locator('.shell.stale').count()) === 0, 'the page is still marked stale');
   await page.locator('[data-iface="lab"]').waitFor();
   await page.getByText('Live', { exact: true }).waitFor();
+});
+
+await check('the search box finds an MRN in every interface, and a number opens that message', async () => {
+  await page.goto('/interfaces/lab/messages');
+  await heading(page, 'Messages of lab');
+  // adt's patient, looked for from lab's page.
+  await page.locator('body').press('/');
+  await page.keyboard.type(`A${run}`);
+  await page.keyboard.press('Enter');
+  await heading(page, `Messages matching A${run}`);
+  const row = page.locator('tr[data-message]').first();
+  await row.waitFor();
+  assert((await row.locator('td').first().textContent()) === 'adt', 'the row names its interface adt');
+  const id = await row.getAttribute('data-message');
+  await page.getByRole('searchbox', { name: 'Find a message' }).fill(id);
+  await page.keyboard.press('Enter');
+  await heading(page, `Message ${id}`);
+  await page.screenshot({ path: join(shots, 'search.png'), fullPage: true });
+});
+
+await check('"resend to" one chosen destination delivers there only', async () => {
+  const m = hl7({ mrn: `M${run}` });
+  await sendHl7(multiMllp, m);
+  await until('both files', async () => files('one') === 1 && files('two') === 1);
+  // multi has no ordering key: found by its control id.
+  await page.goto(`/search?q=${lastControlId}`);
+  const row = page.locator('tr[data-message]').first();
+  await row.waitFor();
+  const id = await row.getAttribute('data-message');
+  await page.goto(`/messages/${id}`);
+  await heading(page, `Message ${id}`);
+  await page.locator('dd[data-status="sent"]').waitFor();
+  await page.getByRole('button', { name: 'Resend to…' }).click();
+  const dialog = page.getByRole('dialog');
+  await page.screenshot({ path: join(shots, 'resend-to.png'), fullPage: true });
+  // A resent file has the same name: two's is removed first, to see it come
+  // back, and one's must not be written again.
+  const oneFile = join(outDir, 'one', readdirSync(join(outDir, 'one'))[0]);
+  const oneWritten = statSync(oneFile).mtimeMs;
+  for (const f of readdirSync(join(outDir, 'two'))) rmSync(join(outDir, 'two', f));
+  await dialog.getByRole('checkbox', { name: /two/ }).check();
+  await dialog.getByLabel('Reason (kept in the audit log)').fill('two lost its copy');
+  await dialog.getByRole('button', { name: 'Resend' }).click();
+  await page.getByText(/delivery to two moved back to pending/).waitFor();
+  await until("two's file written again", async () => files('two') === 1);
+  await new Promise((r) => setTimeout(r, 1000));
+  assert(statSync(oneFile).mtimeMs === oneWritten, "one's file was written again");
+});
+
+await check("an interface's page: the chart counts this minute's messages, the configuration is shown", async () => {
+  for (let i = 0; i < 3; i++) await sendHl7(adtMllp, hl7({ mrn: `C${run}${i}` }));
+  await page.goto('/interfaces/adt');
+  await heading(page, 'Interface adt');
+  const chart = page.locator('figure[data-chart="hour"]');
+  await until('3 received in the chart', async () => {
+    await page.getByRole('button', { name: 'Last day' }).click();
+    await page.getByRole('button', { name: 'Last hour' }).click();
+    return Number(await chart.getAttribute('data-received')) >= 3;
+  });
+  assert(Number(await chart.getAttribute('data-sent')) >= 3, `sent ${await chart.getAttribute('data-sent')}`);
+  await page.locator('[data-config="interface"]').getByText('PID.3.1').waitFor();
+  await page.locator('[data-config-destination="default"]').waitFor();
+  await page.screenshot({ path: join(shots, 'interface.png'), fullPage: true });
+});
+
+await check("stopping adt's intake closes its port, starting reopens it", async () => {
+  await page.getByRole('button', { name: 'Stop intake…' }).click();
+  let dialog = page.getByRole('dialog');
+  await dialog.getByLabel('Reason').fill('sender sends garbage');
+  await dialog.getByRole('button', { name: 'Stop intake' }).click();
+  await page.locator('[data-intake="stopped"]').waitFor();
+  await until('a connect to be refused', () => refused(adtMllp));
+  await page.screenshot({ path: join(shots, 'interface-stopped.png'), fullPage: true });
+  await page.getByRole('button', { name: 'Start intake…' }).click();
+  dialog = page.getByRole('dialog');
+  await dialog.getByRole('button', { name: 'Start intake' }).click();
+  await page.locator('[data-intake="stopped"]').waitFor({ state: 'detached' });
+  await until('an ACK on the reopened port', async () => {
+    try {
+      await sendHl7(adtMllp, hl7({ mrn: `R${run}` }));
+      return true;
+    } catch {
+      return false;
+    }
+  });
 });
 
 await check('no page error or CSP refusal', async () => {

@@ -661,6 +661,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/interfaces/{name}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop an interface's intake (kept across restarts): an MLLP listener closes, an HTTP source answers 503, a file or schedule source stops polling; what it stored is still delivered. 409 when stopped already, or for an internal source
+         * @description Needs the operator role. With a session cookie, send the header X-Ductus: 1.
+         */
+        post: operations["stopInterfaceIntake"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/interfaces/{name}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open a stopped interface's intake again (409 when it is not stopped)
+         * @description Needs the operator role. With a session cookie, send the header X-Ductus: 1.
+         */
+        post: operations["startInterfaceIntake"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/engine/drain": {
         parameters: {
             query?: never;
@@ -689,6 +729,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/interfaces/{name}/configuration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An interface as the engine runs it (loaded at its start): source, format, ordering, dedupe, retention, monitor and destinations; secrets read "***"
+         * @description Needs the viewer role.
+         */
+        get: operations["getInterfaceConfiguration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/interfaces/{name}/messages": {
         parameters: {
             query?: never;
@@ -697,10 +757,30 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * An interface's messages newest first, paged by id, filtered by status, time, type, control id or key
+         * An interface's messages newest (or oldest) first, paged by id, filtered by status, time, type, control id, key or content, with a total
          * @description Needs the viewer role.
          */
         get: operations["listMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Messages of every interface by control id, key or content, newest (or oldest) first, paged by id, each naming its interface
+         * @description Needs the viewer role.
+         */
+        get: operations["searchMessages"];
         put?: never;
         post?: never;
         delete?: never;
@@ -759,10 +839,30 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Store a corrected copy (keys read from the new payload) and filter the original's quarantined deliveries as replaced by it
+         * Store a corrected copy (keys read from the new payload) and filter the original's quarantined deliveries as replaced by it; a payload the interface's intake would refuse is 400 invalid_payload, nothing written
          * @description Needs the operator role. With a session cookie, send the header X-Ductus: 1.
          */
         post: operations["editMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/interfaces/{name}/try": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A dry run: the payload checked as intake checks it, then each destination's function run on it in the engine's workers (services mocked); nothing stored or sent (audited)
+         * @description Needs the operator role and the payloads permission. With a session cookie, send the header X-Ductus: 1.
+         */
+        post: operations["tryInterface"];
         delete?: never;
         options?: never;
         head?: never;
@@ -903,6 +1003,26 @@ export interface paths {
          * @description Needs the operator role. With a session cookie, send the header X-Ductus: 1.
          */
         post: operations["confirmRetention"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/interfaces/{name}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What an interface received and its destinations sent, filtered and quarantined, per minute or hour (kept 30 days)
+         * @description Needs the viewer role.
+         */
+        get: operations["interfaceStats"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1087,21 +1207,31 @@ export interface operations {
                         interfaces: {
                             name: string;
                             source: string;
-                            /** @enum {string} */
+                            /**
+                             * @description stopped: runaways stopped its code; POST .../restart runs it again
+                             * @enum {string}
+                             */
                             state: "running" | "stopped";
                             /**
                              * @description null for a respond-mode HTTP interface, which has no queue
                              * @enum {string|null}
                              */
                             gate: "open" | "closed" | null;
+                            /** @description null while its intake takes messages; set while an operator's stop (POST .../stop) keeps its listener closed, its HTTP path answering 503, its files or schedule unpolled; what it stored is still delivered */
+                            intakeStopped: {
+                                /** Format: date-time */
+                                since: string;
+                                by: string;
+                                reason: string | null;
+                            } | null;
                             sinceStart: {
                                 received: number;
                                 duplicates: number;
                             };
-                            /** @description the worst of its destinations', or stopped, late, quiet; absent before the engine runs */
+                            /** @description the worst of its destinations', or stopped, intake_stopped (an operator stopped its intake: not late nor quiet), late, quiet; absent before the engine runs */
                             health?: {
                                 /** @enum {string} */
-                                state: "stopped" | "paused" | "stalled" | "error" | "behind" | "late" | "quiet" | "ok";
+                                state: "stopped" | "paused" | "stalled" | "error" | "behind" | "intake_stopped" | "late" | "quiet" | "ok";
                                 reason: string;
                                 /** @description RFC 3339; empty when never */
                                 lastReceived: string;
@@ -2270,6 +2400,8 @@ export interface operations {
                 "application/json": {
                     /** @description these destinations whatever they ended as; default: the quarantined ones */
                     destinations?: string[];
+                    /** @description why they go again, kept in the audit row */
+                    reason?: string;
                 };
             };
         };
@@ -2315,6 +2447,8 @@ export interface operations {
                     ids: number[];
                     /** @description these destinations whatever they ended as; default: the quarantined ones */
                     destinations?: string[];
+                    /** @description why they go again, kept in the audit row */
+                    reason?: string;
                 };
             };
         };
@@ -2515,6 +2649,88 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    stopInterfaceIntake: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        interface: string;
+                        /** @description null: its intake takes messages again */
+                        intakeStopped: {
+                            /** Format: date-time */
+                            since: string;
+                            by: string;
+                            reason: string | null;
+                        } | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    startInterfaceIntake: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        interface: string;
+                        /** @description null: its intake takes messages again */
+                        intakeStopped: {
+                            /** Format: date-time */
+                            since: string;
+                            by: string;
+                            reason: string | null;
+                        } | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
     getDrain: {
         parameters: {
             query?: never;
@@ -2628,10 +2844,143 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    getInterfaceConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        /** @description kind and that kind's settings: mllp and http listen, tls (certificate names), allow; http path, mode; file and sftp files (and sftp's server); schedule every or cron */
+                        source: {
+                            /** @enum {string} */
+                            kind: "mllp" | "http" | "file" | "sftp" | "schedule" | "internal";
+                            listen?: string;
+                            path?: string;
+                            /** @enum {string} */
+                            mode?: "queue" | "respond";
+                            respond?: string;
+                            tls?: {
+                                certificate?: string;
+                                clientCa?: string | null;
+                                clientSubjects?: string[];
+                            } | null;
+                            allow?: string[];
+                            files?: {
+                                path?: string;
+                                pattern?: string;
+                                /** @enum {string} */
+                                split?: "none" | "records";
+                                moveTo?: string | null;
+                                delete?: boolean;
+                                poll?: string;
+                            };
+                            /** @description host, port, user; password and an inline privateKey read "***" when set; privateKey {file} names the key's file; hostKey {pinned: how many} or {knownHosts: file} */
+                            server?: Record<string, never>;
+                            every?: string | null;
+                            cron?: string | null;
+                        };
+                        format: string;
+                        charset: string;
+                        ordering: {
+                            key?: string;
+                            partitions?: number;
+                        } | null;
+                        dedupe: {
+                            key?: string;
+                            /** @description null: the retention's days */
+                            window?: string | null;
+                        } | null;
+                        /** @enum {string} */
+                        durability: "strict" | "relaxed";
+                        /** @description as configured; GET /retention says where new messages go */
+                        retention: string;
+                        /** @enum {string} */
+                        quarantined: "keep" | "purge";
+                        maxMessageBytes: number;
+                        timeout: string;
+                        isolation: {
+                            /** @enum {string} */
+                            mode?: "shared" | "dedicated";
+                            workers?: number;
+                        };
+                        code: string;
+                        dedicatedPools?: {
+                            [key: string]: number;
+                        };
+                        monitor: {
+                            behind?: Record<string, never> | null;
+                            activeWithin?: Record<string, never> | null;
+                            activeBy?: Record<string, never> | null;
+                        };
+                        destinations: {
+                            name: string;
+                            /** @enum {string} */
+                            kind: "mllp" | "http" | "file" | "sftp" | "interface";
+                            /** @description host:port, a URL (user information and query redacted), api NAME/path, a folder, user@host:port:folder, or the interface routed to */
+                            target: string;
+                            tls?: {
+                                ca?: string | null;
+                                certificate?: string | null;
+                            } | null;
+                            ackTimeout?: string;
+                            api?: string;
+                            path?: string;
+                            method?: string;
+                            /** @description names only; every value reads "***" */
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            timeout?: string;
+                            fileName?: string;
+                            /** @description octal, e.g. 0640 */
+                            mode?: string;
+                            /** @enum {string} */
+                            sync?: "group" | "each" | "none";
+                            /** @description host, port, user; password and an inline privateKey read "***" when set; privateKey {file} names the key's file; hostKey {pinned: how many} or {knownHosts: file} */
+                            server?: Record<string, never>;
+                            transform: string;
+                            output: string;
+                            retry: {
+                                /** @description null: forever */
+                                maxAttempts?: number | null;
+                            };
+                            rateLimit: {
+                                messages?: number;
+                                per?: string;
+                                /** @enum {string} */
+                                over?: "wait" | "drop";
+                            } | null;
+                            saveOutput: boolean;
+                            behind?: Record<string, never> | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
     listMessages: {
         parameters: {
             query?: {
-                /** @description messages with a smaller id (the previous page's `next`) */
+                /** @description messages with a larger id (order=oldest: the previous page's `next`) */
+                after?: string;
+                /** @description messages with a smaller id (newest first: the previous page's `next`) */
                 before?: string;
                 /** @description the control id (HL7 MSH-10), exactly */
                 control_id?: string;
@@ -2641,7 +2990,11 @@ export interface operations {
                 key?: string;
                 /** @description messages per page: 1-500 (default 50) */
                 limit?: string;
-                /** @description pending, sent, filtered, quarantined or duplicate */
+                /** @description newest (default) or oldest: by id, oldest first reaches the head of a queue */
+                order?: string;
+                /** @description text the payload holds (1-256 bytes, case-sensitive), only with `from` and `to` at most 24 hours apart; needs the payloads permission and is audited (message.search); a page reads at most 20000 messages (`scanned`, `complete`) */
+                q?: string;
+                /** @description pending, sent, filtered, quarantined, duplicate, or errors (a delivery quarantined, or pending after a failed try) */
                 status?: string;
                 /** @description received before this RFC 3339 time */
                 to?: string;
@@ -2663,25 +3016,138 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        items?: {
-                            id?: number;
-                            receivedAt?: string;
+                        items: {
+                            id: number;
+                            interface: string;
+                            receivedAt: string;
                             /** @enum {unknown} */
-                            status?: "pending" | "sent" | "filtered" | "quarantined" | "duplicate";
-                            type?: string | null;
-                            controlId?: string | null;
-                            key?: string | null;
-                            lastError?: string | null;
-                            originId?: number | null;
-                            deliveries?: {
-                                destination?: string;
+                            status: "pending" | "sent" | "filtered" | "quarantined" | "duplicate";
+                            type: string | null;
+                            controlId: string | null;
+                            key: string | null;
+                            /** @description the message's own: why intake did not queue it (a duplicate, no destination, refused); a delivery's is under deliveries */
+                            lastError: string | null;
+                            /** @description the message this one is an edited or routed copy of */
+                            originId: number | null;
+                            /** @description a duplicate (answered as accepted, never queued): the message that holds its dedupe key, while the key is kept */
+                            duplicateOf: number | null;
+                            /** @description an edited copy: its original, as POST /messages/{id}/edit stored it */
+                            editedFrom: number | null;
+                            /** @description this message's edited copies, oldest first */
+                            editedTo: number[];
+                            deliveries: {
+                                destination: string;
                                 /** @enum {unknown} */
-                                status?: "pending" | "sent" | "filtered" | "quarantined";
-                                attempts?: number;
+                                status: "pending" | "sent" | "filtered" | "quarantined";
+                                attempts: number;
+                                /** @description the last try's error (why it was quarantined, or why it waits for a retry), its first 500 characters; the message shows it whole */
+                                lastError: string | null;
+                                /** @description pending, and its destination is paused: it waits for a resume, not a retry */
+                                paused: boolean;
                             }[];
                         }[];
-                        /** @description pass as `before` for the next page */
-                        next?: number | null;
+                        /** @description pass as `before` (newest first) or `after` (order=oldest) for the next page; null: the last page */
+                        next: number | null;
+                        /** @description the messages the filters match (the cursor aside); null for a content search, q */
+                        total: {
+                            count: number;
+                            /** @description false: at least `count` (1000), not counted further */
+                            exact: boolean;
+                        } | null;
+                        /** @description a content search (q): the messages this page read */
+                        scanned?: number;
+                        /** @description a content search (q): false when the page stopped after reading 20000 messages; fewer items than `limit` then says nothing of the rest of the window, and `next` goes on */
+                        complete?: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    searchMessages: {
+        parameters: {
+            query?: {
+                /** @description messages with a larger id (order=oldest: the previous page's `next`) */
+                after?: string;
+                /** @description messages with a smaller id (newest first: the previous page's `next`) */
+                before?: string;
+                /** @description the control id (HL7 MSH-10), exactly */
+                control_id?: string;
+                /** @description received at or after this RFC 3339 time */
+                from?: string;
+                /** @description the ordering key's value (e.g. the patient's MRN), exactly */
+                key?: string;
+                /** @description messages per page: 1-500 (default 50) */
+                limit?: string;
+                /** @description newest (default) or oldest: by id, oldest first reaches the head of a queue */
+                order?: string;
+                /** @description text the payload holds (1-256 bytes, case-sensitive), only with `from` and `to` at most 24 hours apart; needs the payloads permission and is audited (message.search); a page reads at most 20000 messages (`scanned`, `complete`) */
+                q?: string;
+                /** @description pending, sent, filtered, quarantined, duplicate, or errors (a delivery quarantined, or pending after a failed try) */
+                status?: string;
+                /** @description received before this RFC 3339 time */
+                to?: string;
+                /** @description the message type (HL7 MSH-9, components joined by ^): equal, or its first components (ADT^A01 finds ADT^A01^ADT_A01; ADT finds every ADT) */
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            id: number;
+                            interface: string;
+                            receivedAt: string;
+                            /** @enum {unknown} */
+                            status: "pending" | "sent" | "filtered" | "quarantined" | "duplicate";
+                            type: string | null;
+                            controlId: string | null;
+                            key: string | null;
+                            /** @description the message's own: why intake did not queue it (a duplicate, no destination, refused); a delivery's is under deliveries */
+                            lastError: string | null;
+                            /** @description the message this one is an edited or routed copy of */
+                            originId: number | null;
+                            /** @description a duplicate (answered as accepted, never queued): the message that holds its dedupe key, while the key is kept */
+                            duplicateOf: number | null;
+                            /** @description an edited copy: its original, as POST /messages/{id}/edit stored it */
+                            editedFrom: number | null;
+                            /** @description this message's edited copies, oldest first */
+                            editedTo: number[];
+                            deliveries: {
+                                destination: string;
+                                /** @enum {unknown} */
+                                status: "pending" | "sent" | "filtered" | "quarantined";
+                                attempts: number;
+                                /** @description the last try's error (why it was quarantined, or why it waits for a retry), its first 500 characters; the message shows it whole */
+                                lastError: string | null;
+                                /** @description pending, and its destination is paused: it waits for a resume, not a retry */
+                                paused: boolean;
+                            }[];
+                        }[];
+                        /** @description pass as `before` (newest first) or `after` (order=oldest) for the next page; null: the last page */
+                        next: number | null;
+                        /** @description the messages the filters match (the cursor aside); null for a content search, q */
+                        total: {
+                            count: number;
+                            /** @description false: at least `count` (1000), not counted further */
+                            exact: boolean;
+                        } | null;
+                        /** @description a content search (q): the messages this page read */
+                        scanned?: number;
+                        /** @description a content search (q): false when the page stopped after reading 20000 messages; fewer items than `limit` then says nothing of the rest of the window, and `next` goes on */
+                        complete?: boolean;
                     };
                 };
             };
@@ -2709,31 +3175,41 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        id?: number;
-                        interface?: string;
-                        receivedAt?: string;
+                        id: number;
+                        interface: string;
+                        receivedAt: string;
                         /** @enum {unknown} */
-                        status?: "pending" | "sent" | "filtered" | "quarantined" | "duplicate";
-                        type?: string | null;
-                        controlId?: string | null;
-                        key?: string | null;
-                        dedupeKey?: string | null;
-                        lastError?: string | null;
+                        status: "pending" | "sent" | "filtered" | "quarantined" | "duplicate";
+                        type: string | null;
+                        controlId: string | null;
+                        key: string | null;
+                        /** @description the message's own: why intake did not queue it (a duplicate, no destination, refused); a delivery's is under deliveries */
+                        lastError: string | null;
                         /** @description the message this one is an edited or routed copy of */
-                        originId?: number | null;
-                        lane?: number;
-                        tier?: number;
-                        bytes?: number;
-                        charset?: string | null;
-                        deliveries?: {
-                            destination?: string;
+                        originId: number | null;
+                        /** @description a duplicate (answered as accepted, never queued): the message that holds its dedupe key, while the key is kept */
+                        duplicateOf: number | null;
+                        /** @description an edited copy: its original, as POST /messages/{id}/edit stored it */
+                        editedFrom: number | null;
+                        /** @description this message's edited copies, oldest first */
+                        editedTo: number[];
+                        deliveries: {
+                            destination: string;
                             /** @enum {unknown} */
-                            status?: "pending" | "sent" | "filtered" | "quarantined";
-                            attempts?: number;
-                            lastError?: string | null;
-                            updatedAt?: string | null;
-                            outputSaved?: boolean;
+                            status: "pending" | "sent" | "filtered" | "quarantined";
+                            attempts: number;
+                            /** @description the last try's error: why it was quarantined, or why it waits for a retry */
+                            lastError: string | null;
+                            /** @description pending, and its destination is paused: it waits for a resume, not a retry */
+                            paused: boolean;
+                            updatedAt: string | null;
+                            outputSaved: boolean;
                         }[];
+                        dedupeKey: string | null;
+                        lane: number;
+                        tier: number;
+                        bytes: number;
+                        charset: string | null;
                     };
                 };
             };
@@ -2827,6 +3303,119 @@ export interface operations {
                         /** @description the original's quarantined destinations, now filtered */
                         replaced?: string[];
                         originalStatus?: string | null;
+                    };
+                };
+            };
+            /** @description a malformed parameter or body, or one the operation refuses */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description invalid_payload: intake would refuse the payload (its problems say where); invalid: the body itself is wrong */
+                        error: string;
+                        message: string;
+                        /** @description invalid_payload: the interface's format */
+                        format?: string;
+                        problems?: {
+                            /** @description what is wrong, as intake's check says it */
+                            text: string;
+                            /** @description the line (HL7: the segment) from 1 */
+                            line?: number;
+                            /** @description from 1, where the check knows it (JSON) */
+                            column?: number;
+                            /** @description HL7: the segment's name, e.g. MSH */
+                            segment?: string;
+                            /** @description HL7: the field, e.g. MSH.2 */
+                            field?: string;
+                        }[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    tryInterface: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description one message as the source would store it */
+                    payload: string;
+                    /**
+                     * @description the bytes the functions read; default: the interface's charset (iso-8859-1 when it says so, else utf-8)
+                     * @enum {unknown}
+                     */
+                    charset?: "utf-8" | "iso-8859-1";
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        interface: string;
+                        /** @description the check intake makes (POST /messages/{id}/edit makes it too) */
+                        check: {
+                            ok: boolean;
+                            format: string;
+                            message?: string;
+                            problems: {
+                                /** @description what is wrong, as intake's check says it */
+                                text: string;
+                                /** @description the line (HL7: the segment) from 1 */
+                                line?: number;
+                                /** @description from 1, where the check knows it (JSON) */
+                                column?: number;
+                                /** @description HL7: the segment's name, e.g. MSH */
+                                segment?: string;
+                                /** @description HL7: the field, e.g. MSH.2 */
+                                field?: string;
+                            }[];
+                        };
+                        /** @description false: intake would refuse the payload, so no function ran */
+                        ran: boolean;
+                        /** @description one per destination, in the interface's order */
+                        destinations: {
+                            destination: string;
+                            /** @description its output would go into another interface's queue */
+                            route: boolean;
+                            /**
+                             * @description sent: output is what would be sent; quarantined: the function threw or ran away; error: a transient failure the engine would retry
+                             * @enum {unknown}
+                             */
+                            outcome: "sent" | "filtered" | "quarantined" | "error";
+                            output: string | null;
+                            /** @enum {unknown} */
+                            encoding?: "text" | "base64";
+                            charset?: string | null;
+                            /** @description filtered: the script's reason */
+                            reason: string | null;
+                            error: string | null;
+                            /**
+                             * @description quarantined because the script ran past its timeout or heap; its worker was restarted
+                             * @enum {unknown}
+                             */
+                            runaway: "timeout" | "heap" | null;
+                            millis: number;
+                        }[];
                     };
                 };
             };
@@ -3227,6 +3816,70 @@ export interface operations {
                          * @enum {unknown}
                          */
                         quarantined: "keep" | "purge";
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    interfaceStats: {
+        parameters: {
+            query?: {
+                /** @description RFC 3339; default: an hour (step 1m) or a day (1h) before `to` */
+                from?: string;
+                /** @description 1m (default) or 1h; at most 1,440 steps a call */
+                step?: string;
+                /** @description RFC 3339; default: now */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        interface: string;
+                        /** @enum {unknown} */
+                        step: "1m" | "1h";
+                        /**
+                         * Format: date-time
+                         * @description the first step's start
+                         */
+                        from: string;
+                        /**
+                         * Format: date-time
+                         * @description the end, not included
+                         */
+                        to: string;
+                        /** @description steps in which the interface received something, by time */
+                        intake: {
+                            /** Format: date-time */
+                            at: string;
+                            received: number;
+                        }[];
+                        /** @description every destination of the interface, with the steps in which it finished something */
+                        destinations: {
+                            name: string;
+                            points: {
+                                /** Format: date-time */
+                                at: string;
+                                sent: number;
+                                filtered: number;
+                                quarantined: number;
+                            }[];
+                        }[];
                     };
                 };
             };

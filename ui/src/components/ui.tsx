@@ -90,6 +90,7 @@ const tone: Record<string, string> = {
   failing: 'bad',
   error: 'bad',
   behind: 'warn',
+  intake_stopped: 'warn',
   late: 'warn',
   quiet: 'warn',
   expiring: 'warn',
@@ -208,16 +209,35 @@ export function Confirm({ title, children, confirmLabel, danger, reason, reasonO
   );
 }
 
-export function Pager({ newest, older }: { newest: string | null; older: string | null }) {
+/** Links between pages of a list: back to the first, and the pages on
+ * either side (newest first: Newer, Older; oldest first: Later only). */
+export function Pager({
+  first,
+  firstLabel = 'Newest',
+  newer = null,
+  older = null,
+  oldestFirst = false,
+}: {
+  first: string | null;
+  firstLabel?: string;
+  newer?: string | null;
+  older?: string | null;
+  oldestFirst?: boolean;
+}) {
   return (
     <nav class="pager" aria-label="Pages">
-      {newest ? (
-        <a class="button" href={newest}>
-          Newest
+      {first ? (
+        <a class="button" href={first}>
+          {firstLabel}
+        </a>
+      ) : null}
+      {newer ? (
+        <a class="button" href={newer} rel="prev">
+          {oldestFirst ? 'Later' : 'Newer'}
         </a>
       ) : null}
       {older ? (
-        <a class="button" href={older}>
+        <a class="button" href={older} rel="next">
           Older
         </a>
       ) : null}

@@ -13,7 +13,7 @@ type Hotspot = Answer<'/api/v1/hotspots'>['destinations'][number];
 
 // The monitor's states, worst first (common/monitor/settings.h), with
 // "failing" beside stalled: a backlog whose newest event is an error.
-const order = ['stopped', 'paused', 'stalled', 'failing', 'error', 'behind', 'late', 'quiet', 'ok'];
+const order = ['stopped', 'paused', 'stalled', 'failing', 'error', 'behind', 'intake_stopped', 'late', 'quiet', 'ok'];
 
 /** Its sends fail now: something waits and the last error is newer than
  * the last send. */

@@ -118,7 +118,7 @@ export default function Audit() {
         </table>
       </div>
       {!list.loading && items.length === 0 && <p class="muted">No row matches.</p>}
-      <Pager newest={before ? withQuery(path, q) : null} older={next !== null ? withQuery(path, { ...q, before: next }) : null} />
+      <Pager first={before ? withQuery(path, q) : null} older={next !== null ? withQuery(path, { ...q, before: next }) : null} />
     </Page>
   );
 }

@@ -110,10 +110,10 @@ function InterfaceCard({ f, operator, onAsk }: { f: InterfaceView; operator: boo
     <section class="panel" aria-labelledby={id} data-iface={f.name}>
       <div class="panel-head">
         <h2 id={id}>
-          <a href={messages}>{f.name}</a>
+          <a href={`/interfaces/${encodeURIComponent(f.name)}`}>{f.name}</a>
         </h2>
         <Badge value={f.state} />
-        {f.gate && <Badge value={f.gate} label={`gate ${f.gate}`} />}
+        {f.intakeStopped ? <Badge value="stopped" label="intake stopped" /> : f.gate && <Badge value={f.gate} label={`gate ${f.gate}`} />}
         <span class="muted">{f.source}</span>
         {f.health && (
           <span class="iface-health">

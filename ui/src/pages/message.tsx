@@ -55,24 +55,32 @@ export default function Message({ id }: { id: string }) {
 
   const operator = atLeast(who, 'operator');
   const quarantined = m?.deliveries?.some((d) => d.status === 'quarantined') ?? false;
+  const [chosen, setChosen] = useState<string[]>([]);
+  const openResend = () => {
+    // The quarantined ones ticked: what "resend" meant before a choice.
+    setChosen((m?.deliveries ?? []).filter((d) => d.status === 'quarantined').map((d) => d.destination ?? ''));
+    setAsking('resend');
+  };
   const p = payload.data;
   return (
     <Page
       title={`Message ${id}`}
       actions={
-        operator && quarantined ? (
+        operator && (m?.deliveries?.length ?? 0) > 0 ? (
           <>
-            <button class="button primary" onClick={() => setAsking('resend')}>
-              Resend…
+            <button class={quarantined ? 'button primary' : 'button'} onClick={openResend}>
+              Resend to…
             </button>
-            {canRead && (
+            {quarantined && canRead && (
               <button class="button" onClick={() => setEditing(true)} disabled={editing || !p}>
                 Edit…
               </button>
             )}
-            <button class="button danger" onClick={() => setAsking('dismiss')}>
-              Dismiss…
-            </button>
+            {quarantined && (
+              <button class="button danger" onClick={() => setAsking('dismiss')}>
+                Dismiss…
+              </button>
+            )}
           </>
         ) : null
       }
@@ -131,11 +139,40 @@ export default function Message({ id }: { id: string }) {
               </div>
             ) : null}
           </dl>
-          {m.lastError && (
-            <p class="note error">
-              <strong>Last error:</strong> {m.lastError}
+          {m.status === 'duplicate' ? (
+            <p class="note" data-note="duplicate">
+              A duplicate: its sender was answered AA and it was not queued.
+              {m.duplicateOf ? (
+                <>
+                  {' '}
+                  The original is <a href={`/messages/${m.duplicateOf}`}>message {m.duplicateOf}</a>.
+                </>
+              ) : null}
             </p>
+          ) : (
+            m.lastError && (
+              <p class="note error">
+                <strong>Last error:</strong> {m.lastError}
+              </p>
+            )
           )}
+          {m.editedFrom ? (
+            <p class="note" data-note="edited-from">
+              An edited copy of <a href={`/messages/${m.editedFrom}`}>message {m.editedFrom}</a>.
+            </p>
+          ) : null}
+          {m.editedTo?.length ? (
+            <p class="note" data-note="edited-to">
+              Edited as{' '}
+              {m.editedTo.map((c, i) => (
+                <span key={c}>
+                  {i ? ', ' : ''}
+                  <a href={`/messages/${c}`}>message {c}</a>
+                </span>
+              ))}
+              .
+            </p>
+          ) : null}
 
           <section aria-labelledby="deliveries-h">
             <h2 id="deliveries-h">Deliveries</h2>
@@ -203,21 +240,48 @@ export default function Message({ id }: { id: string }) {
         <p class="muted">Reading payloads needs the payloads permission.</p>
       )}
 
-      {asking === 'resend' && (
+      {asking === 'resend' && m && (
         <Confirm
-          title={`Resend message ${id}?`}
+          title={`Resend message ${id} to…`}
           confirmLabel="Resend"
-          onConfirm={async () => {
-            const r = await call('post', '/api/v1/messages/{id}/resend', { path: { id }, body: {} });
+          reason="Reason (kept in the audit log)"
+          reasonOptional
+          onConfirm={async (reason) => {
+            if (chosen.length === 0) return { ok: false as const, status: 400, error: 'invalid', message: 'Choose at least one destination.' };
+            const r = await call('post', '/api/v1/messages/{id}/resend', {
+              path: { id },
+              body: reason ? { destinations: chosen, reason } : { destinations: chosen },
+            });
             if (r.ok) {
-              setNotice(`${r.data.deliveries ?? 0} deliveries moved back to pending.`);
+              setNotice(`${r.data.deliveries ?? 0} ${r.data.deliveries === 1 ? 'delivery' : 'deliveries'} to ${chosen.join(', ')} moved back to pending.`);
               void message.reload();
             }
             return r;
           }}
           onClose={() => setAsking(null)}
         >
-          <p>Its quarantined deliveries go back to pending, their attempts kept.</p>
+          <fieldset class="choices">
+            <legend>Destinations</legend>
+            {(m.deliveries ?? []).map((d) => {
+              const dest = d.destination ?? '';
+              return (
+                <label key={dest} class="inline">
+                  <input
+                    type="checkbox"
+                    name="destination"
+                    value={dest}
+                    checked={chosen.includes(dest)}
+                    disabled={d.status === 'pending'}
+                    onChange={(e) =>
+                      setChosen(e.currentTarget.checked ? [...chosen, dest] : chosen.filter((x) => x !== dest))
+                    }
+                  />{' '}
+                  {dest} <span class="muted">({d.status}{d.status === 'pending' ? ', on its way' : ''})</span>
+                </label>
+              );
+            })}
+          </fieldset>
+          <p>The chosen deliveries go back to pending, whatever they ended as (sent and filtered too), their attempts kept. The others stay as they are.</p>
         </Confirm>
       )}
       {asking === 'dismiss' && (

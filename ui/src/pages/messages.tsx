@@ -1,11 +1,14 @@
 import type { JSX } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { call } from '../api/client';
-import { Badge, ErrorNote, Page, Pager, When, useApi } from '../components/ui';
+import { ErrorNote, Page, Pager, useApi } from '../components/ui';
+import { MessageTable, TotalLine } from './message_table';
+
+const PAGE = 50;
 import { navigate, useLocation, withQuery } from '../router';
 
-const statuses = ['pending', 'sent', 'filtered', 'quarantined', 'duplicate'] as const;
-const filters = ['status', 'from', 'to', 'type', 'control_id', 'key'] as const;
+const statuses = ['errors', 'pending', 'sent', 'filtered', 'quarantined', 'duplicate'] as const;
+const filters = ['status', 'order', 'from', 'to', 'type', 'control_id', 'key'] as const;
 
 // datetime-local has no zone: the browser's own is meant, the API wants RFC 3339.
 function toRfc3339(local: string): string {
@@ -25,11 +28,30 @@ export default function Messages({ name }: { name: string }) {
   const { path, query } = useLocation();
   const q = Object.fromEntries(filters.map((k) => [k, query.get(k) ?? ''])) as Record<(typeof filters)[number], string>;
   const before = query.get('before') ?? '';
+  const after = query.get('after') ?? '';
+  const oldest = q.order === 'oldest';
+  // Newest first, a page newer than `after`: read oldest first from it and
+  // turn the page around, so "Newer" shows the page just above.
+  const turned = !oldest && after !== '';
   const key = path + '?' + query.toString();
   const list = useApi(
-    () => call('get', '/api/v1/interfaces/{name}/messages', { path: { name }, query: { ...q, before, limit: 50 } }),
+    () =>
+      call('get', '/api/v1/interfaces/{name}/messages', {
+        path: { name },
+        query: { ...q, order: turned ? 'oldest' : q.order, before, after, limit: String(PAGE) },
+      }),
     [key],
   );
+  // A new page starts at its top, its heading focused (as a navigation).
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    window.scrollTo(0, 0);
+    document.getElementById('page-title')?.focus({ preventScroll: true });
+  }, [key]);
 
   // The form's own values, reset when the address changes.
   const [form, setForm] = useState({ ...q, from: toLocalInput(q.from), to: toLocalInput(q.to) });
@@ -51,9 +73,22 @@ export default function Messages({ name }: { name: string }) {
     navigate(withQuery(path, params));
   };
 
-  const items = list.data?.items ?? [];
+  const fetched = list.data?.items ?? [];
+  const items = turned ? [...fetched].reverse() : fetched;
   const next = list.data?.next ?? null;
   const filtered = withQuery(path, q);
+  const firstId = items[0]?.id;
+  const lastId = items[items.length - 1]?.id;
+  let newer: string | null = null;
+  let older: string | null = null;
+  if (oldest) {
+    newer = next !== null ? withQuery(path, { ...q, after: String(next) }) : null;
+  } else {
+    // Newer pages exist when this one is not the first (or, turned, was full).
+    if (firstId !== undefined && (before !== '' || (turned && fetched.length === PAGE)))
+      newer = withQuery(path, { ...q, after: String(firstId) });
+    if (turned ? lastId !== undefined : next !== null) older = withQuery(path, { ...q, before: String(turned ? lastId : next) });
+  }
   return (
     <Page title={`Messages of ${name}`}>
       <form class="filters" onSubmit={submit} aria-label="Filter messages">
@@ -63,9 +98,16 @@ export default function Messages({ name }: { name: string }) {
             <option value="">any</option>
             {statuses.map((s) => (
               <option key={s} value={s}>
-                {s}
+                {s === 'errors' ? 'errors (quarantined or retried)' : s}
               </option>
             ))}
+          </select>
+        </label>
+        <label class="field">
+          <span>Order</span>
+          <select {...bind('order')}>
+            <option value="">newest first</option>
+            <option value="oldest">oldest first</option>
           </select>
         </label>
         <label class="field">
@@ -98,51 +140,10 @@ export default function Messages({ name }: { name: string }) {
         </div>
       </form>
       <ErrorNote message={list.error} />
-      <div class="table-wrap">
-        <table aria-busy={list.loading}>
-          <caption class="visually-hidden">Messages of {name}, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Id</th>
-              <th scope="col">Received</th>
-              <th scope="col">Status</th>
-              <th scope="col">Type</th>
-              <th scope="col">Control id</th>
-              <th scope="col">Key</th>
-              <th scope="col">Deliveries</th>
-              <th scope="col">Last error</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((m) => (
-              <tr key={m.id} data-message={m.id}>
-                <th scope="row" class="nowrap">
-                  <a href={`/messages/${m.id}`}>{m.id}</a>
-                  {m.originId ? <div class="muted small">copy of {m.originId}</div> : null}
-                </th>
-                <td>
-                  <When at={m.receivedAt} />
-                </td>
-                <td>{m.status && <Badge value={m.status} />}</td>
-                <td class="nowrap">{m.type ?? <span class="muted">–</span>}</td>
-                <td class="nowrap">{m.controlId ?? <span class="muted">–</span>}</td>
-                <td class="nowrap">{m.key ?? <span class="muted">–</span>}</td>
-                <td>
-                  {(m.deliveries ?? []).map((d) => (
-                    <span key={d.destination} class="delivery">
-                      {d.destination} <Badge value={d.status ?? 'pending'} />
-                      {d.attempts ? <span class="muted"> ×{d.attempts}</span> : null}
-                    </span>
-                  ))}
-                </td>
-                <td class="error-text">{m.lastError ?? ''}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <TotalLine total={list.data?.total} shown={items.length} />
+      <MessageTable items={items} busy={list.loading} caption={`Messages of ${name}, ${oldest ? 'oldest' : 'newest'} first`} />
       {!list.loading && items.length === 0 && <p class="muted">No message matches.</p>}
-      <Pager newest={before ? filtered : null} older={next !== null ? withQuery(path, { ...q, before: next }) : null} />
+      <Pager first={before || after ? filtered : null} firstLabel={oldest ? 'Oldest' : 'Newest'} newer={newer} older={older} oldestFirst={oldest} />
     </Page>
   );
 }

@@ -8,7 +8,7 @@ import { useStore } from '../store';
 
 // The monitor's states, worst first (common/monitor/settings.h), with
 // the console's "failing" (attention.tsx) beside stalled.
-const worstFirst = ['stopped', 'paused', 'stalled', 'failing', 'error', 'behind', 'late', 'quiet', 'ok'];
+const worstFirst = ['stopped', 'paused', 'stalled', 'failing', 'error', 'behind', 'intake_stopped', 'late', 'quiet', 'ok'];
 
 function trouble(f: InterfaceView): number {
   // Highest first: what needs a person now; the monitor's judgement first,
@@ -33,6 +33,7 @@ function trouble(f: InterfaceView): number {
 export function needsAttention(f: InterfaceView): string[] {
   const why: string[] = [];
   if (f.state === 'stopped') why.push('stopped');
+  if (f.intakeStopped) why.push(`intake stopped by ${f.intakeStopped.by}${f.intakeStopped.reason ? `: ${f.intakeStopped.reason}` : ''}`);
   if (f.gate === 'closed') why.push('gate closed');
   for (const d of f.destinations) {
     if (failing(d)) why.push(`${d.name}: failing (${d.facts?.lastErrorText ?? 'error'})`);

@@ -173,7 +173,7 @@ export default function Quarantine() {
         </table>
       </div>
       {!list.loading && rows.length === 0 && <p class="muted">Nothing is quarantined{iface ? ` in ${iface}` : ''}.</p>}
-      <Pager newest={before ? withQuery(path, { interface: iface }) : null} older={next !== null ? withQuery(path, { interface: iface, before: next }) : null} />
+      <Pager first={before ? withQuery(path, { interface: iface }) : null} older={next !== null ? withQuery(path, { interface: iface, before: next }) : null} />
 
       {asking?.kind === 'resend' && (
         <Confirm
