@@ -225,6 +225,32 @@ struct MessageKeysView {
   store::MessageColumns columns;  // the browser's
 };
 
+// checkPayload(): why the interface's intake would refuse a payload, and
+// where (intake/payload_check.h). 0 or "" where the check can't say.
+struct PayloadProblemInfo {
+  std::string text;
+  int line = 0, column = 0;
+  std::string segment, field;
+};
+struct PayloadCheckInfo {
+  std::string format;                        // the interface's: hl7v2, json, ...
+  uint64_t maxBytes = 0;                     // its max_message_size
+  std::vector<PayloadProblemInfo> problems;  // empty: intake would store it
+};
+
+// tryPayload(): what one destination's function made of the payload.
+// outcome: "sent" (output is what would be sent, or routed), "filtered"
+// (reason: the script's, may be ""), "quarantined" (error: the thrown
+// error, or the runaway's: runaway "timeout" | "heap"), "error" (a
+// transient failure the engine would retry: error says why).
+struct TryOutcomeInfo {
+  std::string destination;
+  bool route = false;
+  std::string outcome;
+  std::optional<std::string> output, reason, error, runaway;
+  int64_t millis = 0;  // the call's time, a wait for a worker included
+};
+
 // GET /engine/drain. drained: draining, no store in flight and nothing
 // pending for this engine's unpaused destinations of running interfaces.
 struct DrainInfo {
@@ -318,6 +344,26 @@ class EngineView {
                                            std::string_view payload) {
     (void)payload;
     return Error{"interface " + interface + " is not run by this engine", ErrorKind::NotRunHere};
+  }
+  // What intake refuses of this payload on this interface (its format and
+  // max_message_size), the same check its sources make, for an edited
+  // copy before anything is written and for a dry run. NotRunHere as
+  // readKeys.
+  virtual Result<PayloadCheckInfo> checkPayload(const std::string& interface,
+                                                std::string_view payload) {
+    (void)payload;
+    return Error{"interface " + interface + " is not run by this engine", ErrorKind::NotRunHere};
+  }
+  // A dry run: each destination's function on the payload, in the engine's
+  // workers (WorkerPool::dryRun: services mocked, the interface's timeout,
+  // a runaway kills only its worker), answered in destination order on the
+  // loop. Nothing is stored or sent. NotFound: not run here; Conflict: its
+  // code is stopped, or it has no queue (respond mode). The default: no
+  // engine.
+  virtual void tryPayload(const std::string& interface, std::string payload,
+                          std::function<void(Result<std::vector<TryOutcomeInfo>>)> done) {
+    (void)payload;
+    done(Error{"no engine runs " + interface + " here", ErrorKind::Unavailable});
   }
 
   // ---- actions (api/engine_actions.h), on the loop; the API has written

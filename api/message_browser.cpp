@@ -10,6 +10,7 @@
 #include "api/audit/audit_log.h"
 #include "api/auth/handler_support.h"
 #include "api/message_routes.h"
+#include "common/config/model.h"
 #include "common/hl7/mllp.h"
 #include "common/text.h"
 #include "schema/message_actions.h"
@@ -110,6 +111,50 @@ std::optional<std::string> utf8AsLatin1(std::string_view s) {
     }
   }
   return out;
+}
+
+// A payload check's problems as JSON: the text, and where when the check
+// knows (line and column from 1, segment, field).
+json problemsJson(const PayloadCheckInfo& c) {
+  json out = json::array();
+  for (auto& p : c.problems) {
+    json o = {{"text", p.text}};
+    if (p.line) o["line"] = p.line;
+    if (p.column) o["column"] = p.column;
+    if (!p.segment.empty()) o["segment"] = p.segment;
+    if (!p.field.empty()) o["field"] = p.field;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+// "line 1, MSH.2: MSH-2 is shorter than 4 encoding characters".
+std::string problemText(const PayloadProblemInfo& p) {
+  std::string where;
+  if (p.line) where = "line " + std::to_string(p.line);
+  if (p.column) where += ", column " + std::to_string(p.column);
+  if (!p.field.empty())
+    where += (where.empty() ? "" : ", ") + p.field;
+  else if (!p.segment.empty())
+    where += (where.empty() ? "" : ", ") + p.segment + " segment";
+  return where.empty() ? p.text : where + ": " + p.text;
+}
+
+// 400 invalid_payload: what intake would refuse, named where it is.
+net::HttpResponse invalidPayload(const std::string& interface, const PayloadCheckInfo& c) {
+  std::string text = "the payload is not what interface " + interface + "'s intake takes (" +
+                     c.format + "): " + problemText(c.problems.front());
+  return jsonOk(400, {{"error", "invalid_payload"},
+                      {"message", text},
+                      {"format", c.format},
+                      {"problems", problemsJson(c)}});
+}
+
+// The payload's text as the bytes the interface reads: ISO-8859-1 when
+// asked, else UTF-8 as given; nullopt when ISO-8859-1 can't write it.
+std::optional<std::string> payloadBytes(std::string text, const std::string& charset) {
+  if (charset == kLatin1) return utf8AsLatin1(text);
+  return text;
 }
 
 // ---- GET /api/v1/interfaces/{name}/messages, GET /api/v1/messages ---------
@@ -429,28 +474,126 @@ void edit(Deps& d, const ApiRequest& req, ApiRespond respond) {
     if (!r) return respond(errorResponse(r.error()));
     e->interface = r->interface;
     e->charset = charset ? *charset : r->charset.value_or(kUtf8);
-    if (e->charset == kLatin1) {
-      auto bytes = utf8AsLatin1(text);
-      if (!bytes)
-        return respond(jsonError(400, "invalid",
-                                 "the payload has characters ISO-8859-1 can't write; "
-                                 "give \"charset\": \"utf-8\""));
-      e->payload = std::move(*bytes);
-    } else {
-      e->payload = std::move(text);
-    }
-    // A framing byte would leave an MLLP destination as two messages,
-    // the second never stored: refused as intake refuses it.
-    if (auto s = hl7::mllp::refuseFramingBytes(e->payload, "the payload"); !s)
-      return respond(jsonError(400, "invalid", s.error().message));
+    auto bytes = payloadBytes(std::move(text), e->charset);
+    if (!bytes)
+      return respond(jsonError(400, "invalid",
+                               "the payload has characters ISO-8859-1 can't write; "
+                               "give \"charset\": \"utf-8\""));
+    e->payload = std::move(*bytes);
     if (!d.engine)
       return respond(errorResponse(Error{"no engine behind this API", ErrorKind::NotRunHere}));
+    // What the interface's intake would refuse (its format, its size) is
+    // refused here before anything is written: a copy intake would never
+    // have stored must not retire the original's deliveries.
+    auto check = d.engine->checkPayload(e->interface, e->payload);
+    if (!check) return respond(errorResponse(check.error()));
+    if (!check->problems.empty()) return respond(invalidPayload(e->interface, *check));
+    // A framing byte would leave an MLLP destination as two messages,
+    // the second never stored: refused in every format (intake's check
+    // looks for it in HL7 only, the format MLLP carries).
+    if (auto s = hl7::mllp::refuseFramingBytes(e->payload, "the payload"); !s) {
+      PayloadCheckInfo framing{check->format, check->maxBytes, {}};
+      framing.problems.emplace_back().text = s.error().message;
+      return respond(invalidPayload(e->interface, framing));
+    }
     auto keys = d.engine->readKeys(e->interface, e->payload);
     if (!keys) return respond(errorResponse(keys.error()));
     e->keys = std::move(*keys);
     auto a = entry;
     a.targetName = e->interface;
     storeCopy(d, e, a, respond);
+  });
+}
+
+// ---- POST /api/v1/interfaces/{name}/try -----------------------------------
+
+// One destination's outcome, its output as the text the payload read
+// would show (decoded()).
+json tryOutcomeJson(const TryOutcomeInfo& t, const std::optional<std::string>& charset) {
+  json o = {{"destination", t.destination}, {"route", t.route},
+            {"outcome", t.outcome},         {"output", nullptr},
+            {"reason", orNull(t.reason)},   {"error", orNull(t.error)},
+            {"runaway", orNull(t.runaway)}, {"millis", t.millis}};
+  if (t.output) {
+    json out = decoded(*t.output, charset, "output");
+    o["output"] = out["output"];
+    o["encoding"] = out["encoding"];
+    o["charset"] = out["charset"];
+  }
+  return o;
+}
+
+// The payload checked as intake checks it, then, when intake would take
+// it, each destination's function run on it in the engine's workers
+// (EngineView::tryPayload): nothing stored, nothing sent, the scripts'
+// services mocked. It needs `payloads` (its answer is made of the
+// payload) and its audit row is written first, as a payload read's.
+void tryInterface(Deps& d, const ApiRequest& req, ApiRespond respond) {
+  std::string name = req.params.at("name");
+  auto body = bodyObject(req);
+  if (!body) return respond(errorResponse(body.error()));
+  auto text = stringField(*body, "payload");
+  if (!text || text->empty())
+    return respond(jsonError(400, "invalid",
+                             "give {\"payload\": the message as text, \"charset\": \"utf-8\" | "
+                             "\"iso-8859-1\"}"));
+  std::optional<std::string> charset;
+  if (body->contains("charset")) {
+    charset = stringField(*body, "charset");
+    if (!charset || (*charset != kUtf8 && *charset != kLatin1))
+      return respond(jsonError(400, "invalid", "`charset` must be utf-8 or iso-8859-1"));
+  }
+  const config::InterfaceConfig* cfg = d.engine ? d.engine->interfaceConfig(name) : nullptr;
+  if (!cfg)
+    return respond(errorResponse(
+        Error{"interface " + name + " is not run by this engine", ErrorKind::NotFound}));
+  // The interface's charset unless the caller names one, as an edit keeps
+  // the original's.
+  std::string cs = charset ? *charset : cfg->charset == config::Charset::Latin1 ? kLatin1 : kUtf8;
+  auto bytes = payloadBytes(std::move(*text), cs);
+  if (!bytes)
+    return respond(jsonError(400, "invalid",
+                             "the payload has characters ISO-8859-1 can't write; "
+                             "give \"charset\": \"utf-8\""));
+  auto entry = auditEntryFor(*req.caller, "message.try");
+  entry.targetKind = "interface";
+  entry.targetName = name;
+  entry.detail = {{"bytes", bytes->size()}, {"charset", cs}};
+  // The row first, committed on a connection of its own: no output made of
+  // a payload unless the run is on record.
+  d.audit.write(entry, [&d, name, cs, payload = std::move(*bytes), respond](Status s) mutable {
+    if (!s.ok()) {
+      auto r =
+          jsonError(503, "unavailable", s.error().message + " (no dry run without its audit row)");
+      r.headers.emplace_back("Retry-After", "1");
+      return respond(r);
+    }
+    auto check = d.engine->checkPayload(name, payload);
+    if (!check) return respond(errorResponse(check.error()));
+    json checked = {{"ok", check->problems.empty()},
+                    {"format", check->format},
+                    {"problems", problemsJson(*check)}};
+    if (!check->problems.empty())
+      checked["message"] = "intake would refuse it: " + problemText(check->problems.front());
+    // Intake would refuse it: no transform would ever see it.
+    if (!check->problems.empty())
+      return respond(jsonOk(200, {{"interface", name},
+                                  {"check", std::move(checked)},
+                                  {"ran", false},
+                                  {"destinations", json::array()}}));
+    std::optional<std::string> outCharset;
+    if (cs == kLatin1) outCharset = cs;
+    d.engine->tryPayload(name, std::move(payload),
+                         [name, outCharset, checked = std::move(checked),
+                          respond](Result<std::vector<TryOutcomeInfo>> r) {
+                           if (!r) return respond(errorResponse(r.error()));
+                           json dests = json::array();
+                           for (auto& t : *r) dests.push_back(tryOutcomeJson(t, outCharset));
+                           respond(jsonOk(200, {{"interface", name},
+                                                {"check", checked},
+                                                {"ran", true},
+                                                {"destinations", std::move(dests)}}));
+                         });
   });
 }
 
@@ -561,6 +704,49 @@ constexpr const char* kEditRequest = R"({"type":"object","required":["payload"],
 "charset":{"enum":["utf-8","iso-8859-1"],"description":"the bytes the copy is stored as; default: the charset the original was read in"},
 "reason":{"type":"string","maxLength":1000}}})";
 
+constexpr const char* kProblemsSchema =
+    R"j({"type":"array","items":{"type":"object","required":["text"],"properties":{)j"
+    R"j("text":{"type":"string","description":"what is wrong, as intake's check says it"},)j"
+    R"j("line":{"type":"integer","description":"the line (HL7: the segment) from 1"},)j"
+    R"j("column":{"type":"integer","description":"from 1, where the check knows it (JSON)"},)j"
+    R"j("segment":{"type":"string","description":"HL7: the segment's name, e.g. MSH"},)j"
+    R"j("field":{"type":"string","description":"HL7: the field, e.g. MSH.2"}}}})j";
+
+std::string invalidPayloadSchema() {
+  return std::string(
+             R"j({"type":"object","required":["error","message"],"properties":{)j"
+             R"j("error":{"type":"string","description":"invalid_payload: intake would refuse the payload (its problems say where); invalid: the body itself is wrong"},)j"
+             R"j("message":{"type":"string"},)j"
+             R"j("format":{"type":"string","description":"invalid_payload: the interface's format"},)j"
+             R"j("problems":)j") +
+         kProblemsSchema + "}}";
+}
+
+constexpr const char* kTryRequest = R"j({"type":"object","required":["payload"],"properties":{
+"payload":{"type":"string","minLength":1,"description":"one message as the source would store it"},
+"charset":{"enum":["utf-8","iso-8859-1"],"description":"the bytes the functions read; default: the interface's charset (iso-8859-1 when it says so, else utf-8)"}}})j";
+
+std::string tryAnswerSchema() {
+  return std::string(
+             R"j({"type":"object","required":["interface","check","ran","destinations"],"properties":{)j"
+             R"j("interface":{"type":"string"},)j"
+             R"j("check":{"type":"object","required":["ok","format","problems"],"description":"the check intake makes (POST /messages/{id}/edit makes it too)","properties":{)j"
+             R"j("ok":{"type":"boolean"},"format":{"type":"string"},"message":{"type":"string"},"problems":)j") +
+         kProblemsSchema +
+         R"j(}},"ran":{"type":"boolean","description":"false: intake would refuse the payload, so no function ran"},)j"
+         R"j("destinations":{"type":"array","description":"one per destination, in the interface's order","items":{"type":"object",)j"
+         R"j("required":["destination","route","outcome","output","reason","error","runaway","millis"],"properties":{)j"
+         R"j("destination":{"type":"string"},)j"
+         R"j("route":{"type":"boolean","description":"its output would go into another interface's queue"},)j"
+         R"j("outcome":{"enum":["sent","filtered","quarantined","error"],"description":"sent: output is what would be sent; quarantined: the function threw or ran away; error: a transient failure the engine would retry"},)j"
+         R"j("output":{"type":["string","null"]},)j"
+         R"j("encoding":{"enum":["text","base64"]},"charset":{"type":["string","null"]},)j"
+         R"j("reason":{"type":["string","null"],"description":"filtered: the script's reason"},)j"
+         R"j("error":{"type":["string","null"]},)j"
+         R"j("runaway":{"enum":["timeout","heap",null],"description":"quarantined because the script ran past its timeout or heap; its worker was restarted"},)j"
+         R"j("millis":{"type":"integer"}}}}}})j";
+}
+
 constexpr const char* kEditAnswer = R"({"type":"object","properties":{
 "messageId":{"type":"integer","description":"the copy"},"originId":{"type":"integer"},
 "interface":{"type":"string"},"status":{"enum":["pending","filtered"]},
@@ -605,10 +791,18 @@ std::vector<Route> messageBrowserRoutes(AuthDeps* auth, EngineView* engine) {
   auto editRoute = route(
       "POST", "/api/v1/messages/{id}/edit", "editMessage",
       "Store a corrected copy (keys read from the new payload) and filter the original's "
-      "quarantined deliveries as replaced by it",
+      "quarantined deliveries as replaced by it; a payload the interface's intake would refuse "
+      "is 400 invalid_payload, nothing written",
       Requirement::toChange(Role::Operator), bind(edit), kEditRequest, kEditAnswer);
   editRoute.successStatus = 201;
+  editRoute.badRequestSchema = invalidPayloadSchema();
   routes.push_back(std::move(editRoute));
+  routes.push_back(route(
+      "POST", "/api/v1/interfaces/{name}/try", "tryInterface",
+      "A dry run: the payload checked as intake checks it, then each destination's function run "
+      "on it in the engine's workers (services mocked); nothing stored or sent (audited)",
+      Requirement::toChange(Role::Operator, kPayloads), bind(tryInterface), kTryRequest,
+      tryAnswerSchema()));
   return routes;
 }
 

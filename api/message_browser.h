@@ -19,7 +19,15 @@
 // - POST /api/v1/messages/{id}/edit (operator): a corrected copy with its
 //   keys read from the new payload by the engine (EngineView::readKeys),
 //   the original's quarantined deliveries filtered as "replaced by edited
-//   copy N", the audit row in the same transaction.
+//   copy N", the audit row in the same transaction; first the payload is
+//   checked as the interface's intake checks it (EngineView::checkPayload:
+//   its format, max_message_size): a refusal is 400 invalid_payload with
+//   its problems (line, segment, field), and nothing is written;
+// - POST /api/v1/interfaces/{name}/try (operator with `payloads`): a dry
+//   run, its audit row (message.try) written first: the same check, then
+//   each destination's function on the payload in the engine's workers
+//   (EngineView::tryPayload), its output, filter, quarantine or error.
+//   Nothing stored, nothing sent, the scripts' services mocked.
 // The statements are the store's (schema/message_pages.h,
 // schema/message_actions.h); these handlers check the input, write the
 // audit detail and answer.

@@ -95,7 +95,12 @@ ojson operation(const Route& r) {
                       {{"schema", ojson::parse(r.responseSchema)}}}};
   responses[std::to_string(r.successStatus)] = std::move(ok);
   bool hasInput = !r.queryParams.empty() || !pathParams(r.path).empty() || !r.requestSchema.empty();
-  if (hasInput) responses["400"] = {{"$ref", "#/components/responses/BadRequest"}};
+  if (!r.badRequestSchema.empty())
+    responses["400"] = {
+        {"description", "a malformed parameter or body, or one the operation refuses"},
+        {"content", {{"application/json", {{"schema", ojson::parse(r.badRequestSchema)}}}}}};
+  else if (hasInput)
+    responses["400"] = {{"$ref", "#/components/responses/BadRequest"}};
   if (!r.requirement.anonymous) {
     responses["401"] = {{"$ref", "#/components/responses/Unauthenticated"}};
     responses["403"] = {{"$ref", "#/components/responses/Forbidden"}};

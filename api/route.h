@@ -132,6 +132,9 @@ struct Route {
   // with an initializer, so routes written as {field, field, ...} need
   // not name it.
   std::string responseContentType = {};
+  // A 400's schema when it says more than {error, message} (the payload's
+  // problems, say); "" is the shared BadRequest answer.
+  std::string badRequestSchema = {};
 };
 
 // Identifies a caller from a request's credentials (Authorization: Bearer

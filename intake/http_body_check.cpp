@@ -1,12 +1,8 @@
 #include "intake/http_body_check.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cctype>
 #include <string>
 
-#include "common/hl7/message.h"
-#include "common/hl7/mllp.h"
 #include "common/text.h"
 
 namespace ductus::intake {
@@ -55,29 +51,23 @@ std::optional<net::HttpResponse> refuseBody(config::Format format, const net::Ht
   if (!readable(format, type))
     return plain(
         415, "this interface reads " + std::string(config::formatName(format)) + ", not " + type);
-  // ISO-8859-1 JSON is read as such downstream (the worker, the keys), so
-  // it is checked the same way here. Only up to kMaxCheckedJsonBytes: this
-  // runs on the supervisor's loop, and a bigger body that isn't JSON is
-  // still caught, by its transform (quarantined).
-  if (format == config::Format::Json && req.body.size() <= kMaxCheckedJsonBytes &&
-      !nlohmann::json::accept(asText(req.body))) {
-    // Parsed again only to say where it went wrong.
-    try {
-      [[maybe_unused]] auto doc = nlohmann::json::parse(asText(req.body));
-    } catch (const nlohmann::json::parse_error& e) {
-      return plain(400, std::string("the body is not JSON: ") + e.what());
-    }
-    return plain(400, "the body is not JSON");
+  // The body itself: what intake refuses for the format (payload_check.h).
+  // JSON is checked only up to kMaxCheckedJsonBytes: this runs on the
+  // supervisor's loop, and a bigger body that isn't JSON is still caught,
+  // by its transform (quarantined).
+  auto problem = checkPayload(format, req.body);
+  if (!problem) return std::nullopt;
+  switch (problem->kind) {
+    case PayloadProblem::Kind::NotJson:
+      return plain(400, "the body is not JSON: " + problem->text);
+    case PayloadProblem::Kind::Framing:
+      return plain(400, "the body is refused: " + problem->text);
+    case PayloadProblem::Kind::NotHl7:
+      return plain(400, "the body is not an HL7 v2 message: " + problem->text);
+    case PayloadProblem::Kind::TooLarge:
+      break;  // not asked: the server bounds a body
   }
-  if (format == config::Format::Hl7v2) {
-    // Framing bytes in a body would leave an MLLP destination as two
-    // messages, the second never stored (hl7::mllp::refuseFramingBytes).
-    if (auto s = hl7::mllp::refuseFramingBytes(req.body); !s)
-      return plain(400, "the body is refused: " + s.error().message);
-    if (auto m = hl7::MessageView::parse(req.body); !m)
-      return plain(400, "the body is not an HL7 v2 message: " + m.error().message);
-  }
-  return std::nullopt;
+  return plain(400, problem->text);
 }
 
 }  // namespace ductus::intake

@@ -2,7 +2,8 @@
 // interface's format can't read. 415 for a Content-Type that names another
 // kind of content (an image, a form, a PDF); 400 for a JSON body that is not
 // JSON, an HL7 body without an MSH segment (MLLP's AR, over HTTP) or with an
-// MLLP framing byte (0x0B, 0x1C) anywhere in it. A
+// MLLP framing byte (0x0B, 0x1C) anywhere in it (intake/payload_check.h,
+// the check the API's edit makes too). A
 // missing Content-Type or application/octet-stream leaves it to the bytes.
 #pragma once
 
@@ -11,12 +12,9 @@
 
 #include "common/config/model.h"
 #include "common/net/http_server.h"
+#include "intake/payload_check.h"
 
 namespace ductus::intake {
-
-// JSON bodies up to this size are parsed to check them (5-8 ms a MB, on the
-// loop); bigger ones are left to the transform.
-constexpr size_t kMaxCheckedJsonBytes = size_t{1} << 20;
 
 // The refusal to send, or nullopt when the body may be stored.
 std::optional<net::HttpResponse> refuseBody(config::Format format, const net::HttpRequest& req);

@@ -1090,7 +1090,7 @@ void Engine::reopenMllp() {
 
 Status Engine::openApi() {
   std::vector<EngineViewAdapter::Viewed> viewed;
-  for (auto& f : ifaces_) viewed.push_back({f->cfg, f->intake.get(), f->activity});
+  for (auto& f : ifaces_) viewed.push_back({f->cfg, f->intake.get(), f->activity, f->functions});
   view_ = std::make_unique<EngineViewAdapter>(
       startedAt_,
       [this] {
@@ -1110,6 +1110,7 @@ Status Engine::openApi() {
             wake(*it->second, static_cast<int32_t>(lane));
       });
   view_->setActions(actions_.get());
+  view_->setDryRuns(workers_.get());
   view_->setHealth(
       [this](std::vector<api::InterfaceInfo> list, auto done) {
         monitor_->annotate(std::move(list), std::move(done));

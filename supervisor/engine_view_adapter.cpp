@@ -3,6 +3,7 @@
 #include "api/metrics.h"
 #include "common/config/model.h"
 #include "intake/intake.h"
+#include "intake/payload_check.h"
 #include "supervisor/delivery/activity.h"
 #include "supervisor/engine_actions.h"
 #include "supervisor/workers/worker_pool.h"
@@ -163,6 +164,119 @@ Result<api::MessageKeysView> EngineViewAdapter::readKeys(const std::string& inte
   return Error{"interface " + interface +
                    " is not run by this engine (not in its project, or it has no queue)",
                ErrorKind::NotRunHere};
+}
+
+Result<api::PayloadCheckInfo> EngineViewAdapter::checkPayload(const std::string& interface,
+                                                              std::string_view payload) {
+  for (auto& v : interfaces_) {
+    if (v.config->name != interface) continue;
+    if (!v.intake) break;
+    api::PayloadCheckInfo c;
+    c.format = config::formatName(v.config->format);
+    c.maxBytes = v.config->maxMessageBytes;
+    if (auto p = intake::checkPayload(v.config->format, payload, c.maxBytes))
+      c.problems.push_back({p->text, p->line, p->column, p->segment, p->field});
+    return c;
+  }
+  return Error{"interface " + interface +
+                   " is not run by this engine (not in its project, or it has no queue)",
+               ErrorKind::NotRunHere};
+}
+
+namespace {
+
+// A worker's outcome as the dry run's answer says it.
+api::TryOutcomeInfo tryOutcomeOf(delivery::Outcome o) {
+  api::TryOutcomeInfo t;
+  using K = delivery::Outcome::Kind;
+  switch (o.kind) {
+    case K::Output:
+      t.outcome = "sent";
+      t.output = std::move(o.data);
+      break;
+    case K::Filtered:
+      t.outcome = "filtered";
+      t.reason = std::move(o.data);
+      break;
+    case K::Quarantine:
+      t.outcome = "quarantined";
+      t.error = std::move(o.data);
+      break;
+    case K::RunawayTimeout:
+    case K::RunawayHeap:
+      t.outcome = "quarantined";
+      t.runaway = o.kind == K::RunawayTimeout ? "timeout" : "heap";
+      t.error = std::move(o.data);
+      break;
+    case K::Transient:
+    case K::Stopped:
+      t.outcome = "error";
+      t.error = std::move(o.data);
+      break;
+  }
+  return t;
+}
+
+}  // namespace
+
+void EngineViewAdapter::tryPayload(
+    const std::string& interface, std::string payload,
+    std::function<void(Result<std::vector<api::TryOutcomeInfo>>)> done) {
+  const Viewed* found = nullptr;
+  for (auto& v : interfaces_)
+    if (v.config->name == interface) found = &v;
+  if (!found)
+    return done(
+        Error{"interface " + interface + " is not run by this engine", ErrorKind::NotFound});
+  if (!found->intake)
+    return done(Error{"interface " + interface +
+                          " answers in respond mode: it has no destinations to try (send it "
+                          "a request)",
+                      ErrorKind::Conflict});
+  if (!dryRuns_) return done(Error{"this engine runs no dry runs", ErrorKind::Unavailable});
+  if (workers_.isStopped(interface))
+    return done(Error{"interface " + interface +
+                          "'s code is stopped (runaways, or it does not load): fix it and "
+                          "POST /api/v1/interfaces/" +
+                          interface + "/restart",
+                      ErrorKind::Conflict});
+  const auto& dests = found->config->destinations;
+  if (found->functions.size() != dests.size())
+    return done(
+        Error{"interface " + interface + "'s code is not loaded yet", ErrorKind::Unavailable});
+  // Every destination's call at once, as a delivery loop sends its read;
+  // answered when the last is back, in destination order.
+  struct Run {
+    std::vector<api::TryOutcomeInfo> outcomes;
+    size_t left = 0;
+    std::function<void(Result<std::vector<api::TryOutcomeInfo>>)> done;
+  };
+  auto run = std::make_shared<Run>();
+  run->outcomes.resize(dests.size());
+  run->left = dests.size();
+  run->done = std::move(done);
+  if (dests.empty()) return run->done(std::move(run->outcomes));
+  auto now = std::chrono::system_clock::now();
+  int64_t nowMs =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  for (size_t j = 0; j < dests.size(); ++j) {
+    auto started = std::chrono::steady_clock::now();
+    std::string name = dests[j].name;
+    bool route = std::holds_alternative<config::RouteDestination>(dests[j].target);
+    // Message id 0: no stored message (a route's copy has origin 0 too).
+    CallMeta meta{0, nowMs, name, 0};
+    dryRuns_->dryRun(found->functions[j], payload, std::move(meta),
+                     [run, j, name, route, started](delivery::Outcome o) {
+                       auto t = tryOutcomeOf(std::move(o));
+                       t.destination = name;
+                       t.route = route;
+                       t.millis = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::steady_clock::now() - started)
+                                      .count();
+                       run->outcomes[j] = std::move(t);
+                       if (--run->left == 0) run->done(std::move(run->outcomes));
+                     });
+  }
 }
 
 // ---- actions: the engine's (supervisor/engine_actions.h) --------------------

@@ -33,6 +33,8 @@ class EngineViewAdapter : public api::EngineView {
     const config::InterfaceConfig* config = nullptr;
     intake::Intake* intake = nullptr;
     const delivery::InterfaceActivity* activity = nullptr;
+    // Its functions in the workers, one per destination (tryPayload).
+    std::vector<uint32_t> functions;
   };
 
   // Everything given must outlive the adapter. `waiting` counts the
@@ -111,6 +113,14 @@ class EngineViewAdapter : public api::EngineView {
   // With the interface's intake: its keys, tier and destinations.
   Result<api::MessageKeysView> readKeys(const std::string& interface,
                                         std::string_view payload) override;
+  // intake::checkPayload with the interface's format and max_message_size.
+  Result<api::PayloadCheckInfo> checkPayload(const std::string& interface,
+                                             std::string_view payload) override;
+  // Who runs dry runs (the engine's pool, the one the loops call); unset:
+  // tryPayload answers unavailable. Must outlive the adapter.
+  void setDryRuns(WorkerPool* pool) { dryRuns_ = pool; }
+  void tryPayload(const std::string& interface, std::string payload,
+                  std::function<void(Result<std::vector<api::TryOutcomeInfo>>)> done) override;
 
  private:
   std::chrono::system_clock::time_point startedAt_;
@@ -122,6 +132,7 @@ class EngineViewAdapter : public api::EngineView {
   std::function<void(const std::string&)> wake_;
   std::function<void(api::EngineInfo&)> engineExtra_;
   EngineActions* actions_ = nullptr;
+  WorkerPool* dryRuns_ = nullptr;
   RetentionRead retentionRead_;
   RetentionConfirmed retentionConfirmed_;
   Health health_;

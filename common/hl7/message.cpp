@@ -45,8 +45,12 @@ size_t findMsh(std::string_view bytes) {
   return std::string_view::npos;
 }
 
-Result<Delimiters> readDelimiters(std::string_view bytes, size_t mshAt) {
+namespace {
+
+// readDelimiters, naming the field at fault in `field` when it refuses.
+Result<Delimiters> delimitersAt(std::string_view bytes, size_t mshAt, const char** field) {
   std::string_view s = bytes.substr(mshAt);
+  *field = "MSH.2";
   // "MSH" + MSH-1 (one byte) + MSH-2 (at least four bytes).
   if (s.size() < 8) return Error{"MSH segment too short to declare its delimiters"};
   Delimiters d;
@@ -67,14 +71,32 @@ Result<Delimiters> readDelimiters(std::string_view bytes, size_t mshAt) {
     // (and every segment name, which the segment lookup reads up to it).
     // The other four only split inside fields, where the sender escapes
     // them: a letter there is legal HL7 (hl7apy writes "MSH!$r?@").
-    if (i == 0 && std::isalnum(static_cast<unsigned char>(all[i])))
+    if (i == 0 && std::isalnum(static_cast<unsigned char>(all[i]))) {
+      *field = "MSH.1";
       return Error{std::string("MSH-1 declares the letter or digit '") + all[i] +
                    "' as the field separator"};
+    }
     for (size_t j = i + 1; j < 5; ++j)
       if (all[i] == all[j])
         return Error{std::string("MSH-1/MSH-2 declare the delimiter '") + all[i] + "' twice"};
   }
   return d;
+}
+
+}  // namespace
+
+Result<Delimiters> readDelimiters(std::string_view bytes, size_t mshAt) {
+  const char* field = nullptr;
+  return delimitersAt(bytes, mshAt, &field);
+}
+
+std::optional<Unreadable> whyUnreadable(std::string_view bytes) {
+  size_t msh = findMsh(bytes);
+  if (msh == std::string_view::npos) return Unreadable{"no MSH segment", msh, ""};
+  const char* field = "";
+  auto d = delimitersAt(bytes, msh, &field);
+  if (!d) return Unreadable{d.error().message, msh, field};
+  return std::nullopt;
 }
 
 Result<Path> parsePath(std::string_view path) {

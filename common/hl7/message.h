@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,18 @@ size_t findMsh(std::string_view bytes);
 // letter or digit (it would split the segment names). Letters and digits
 // are fine as the other four.
 Result<Delimiters> readDelimiters(std::string_view bytes, size_t mshAt);
+
+// Why parse() refuses these bytes, and where, for a person to fix them (the
+// API's edit and dry run): the same checks, with the offset of the MSH
+// (npos when there is none) and the field at fault ("MSH.1" the field
+// separator, "MSH.2" the encoding characters; "" when no field is). nullopt
+// when parse() reads the bytes.
+struct Unreadable {
+  std::string text;
+  size_t mshAt = std::string_view::npos;
+  std::string field;
+};
+std::optional<Unreadable> whyUnreadable(std::string_view bytes);
 
 // A path into a message: "MSH.10", "MSH-10", "PID.3.1", "PID.3.1.2",
 // "PID(2).3" (the second PID), "PID.3[2].1" (the second repetition of PID-3).

@@ -56,17 +56,18 @@ std::string shortened(std::string s, size_t max = 200) {
 }
 
 // The mocks: each request is printed and answered with an empty, harmless
-// result, so a script runs to its end without reaching anything.
+// result (mockedAnswer, as the engine's dry run answers), so a script runs
+// to its end without reaching anything.
 Result<std::string> mockService(const ServiceCall& c) {
   switch (c.kind) {
     case ServiceCall::Kind::DbQuery:
       std::printf("    db(\"%s\").query %s %s -> [] (mocked)\n", c.resource.c_str(),
                   shortened(c.sql).c_str(), shortened(c.paramsJson).c_str());
-      return std::string("[]");
+      return *mockedAnswer(c);
     case ServiceCall::Kind::DbExecute:
       std::printf("    db(\"%s\").execute %s %s -> { rowCount: 0 } (mocked)\n", c.resource.c_str(),
                   shortened(c.sql).c_str(), shortened(c.paramsJson).c_str());
-      return std::string(R"({"rowCount":0})");
+      return *mockedAnswer(c);
     case ServiceCall::Kind::Fetch: {
       auto init = nlohmann::json::parse(c.initJson, nullptr, false);
       std::string method = init.is_object() ? init.value("method", "GET") : "GET";
@@ -74,7 +75,7 @@ Result<std::string> mockService(const ServiceCall& c) {
       std::printf("    %s %s%s%s -> 200, empty body (mocked)\n", method.c_str(),
                   c.api.empty() ? "" : ("api(\"" + c.api + "\") ").c_str(), c.url.c_str(),
                   body.empty() ? "" : (" " + shortened(body)).c_str());
-      return std::string(R"({"status":200,"headers":{},"body":""})");
+      return *mockedAnswer(c);
     }
     case ServiceCall::Kind::Env: {
       // As the engine: only DUCTUS_PUBLIC_* names, here from this shell.
@@ -86,7 +87,7 @@ Result<std::string> mockService(const ServiceCall& c) {
     }
     case ServiceCall::Kind::Secret:
       std::printf("    secret(\"%s\") -> \"(secret %s)\" (mocked)\n", c.name.c_str(), c.name.c_str());
-      return nlohmann::json("(secret " + c.name + ")").dump();
+      return *mockedAnswer(c);
   }
   return Error{"unknown service"};
 }

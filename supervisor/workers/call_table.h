@@ -27,6 +27,7 @@ struct InFlight {
   std::chrono::milliseconds silence{0};
   delivery::Transformer::OutcomeCallback done;
   bool culprit = false;  // overdue: its worker was killed for it
+  bool dryRun = false;   // WorkerPool::dryRun: services mocked, no stop rule
 };
 
 class CallTable {

@@ -36,6 +36,29 @@ ServiceCall serviceCallOf(const proto::ServiceRequest& request) {
   return call;
 }
 
+std::optional<std::string> mockedAnswer(const ServiceCall& c) {
+  switch (c.kind) {
+    case ServiceCall::Kind::DbQuery:
+      return std::string("[]");
+    case ServiceCall::Kind::DbExecute:
+      return std::string(R"({"rowCount":0})");
+    case ServiceCall::Kind::Fetch:
+      return std::string(R"({"status":200,"headers":{},"body":""})");
+    case ServiceCall::Kind::Secret: {
+      // A JSON string: quotes and backslashes escaped, control bytes dropped.
+      std::string json = "\"(secret ";
+      for (char ch : c.name) {
+        if (ch == '"' || ch == '\\') json += '\\';
+        if (static_cast<unsigned char>(ch) >= 0x20) json += ch;
+      }
+      return json + ")\"";
+    }
+    case ServiceCall::Kind::Env:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 void AllowlistedEnv::call(const ServiceCall& call, std::function<void(Result<std::string>)> reply) {
   if (call.kind != ServiceCall::Kind::Env) {
     if (next_) return next_->call(call, std::move(reply));

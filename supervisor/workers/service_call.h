@@ -45,6 +45,15 @@ class ServiceHandler {
   virtual void call(const ServiceCall& call, std::function<void(Result<std::string>)> reply) = 0;
 };
 
+// What a dry run's script gets from a service that would reach outside
+// (`ductus try`, and the engine's POST /interfaces/{name}/try): an empty,
+// harmless answer, so the script runs to its end without querying,
+// changing or fetching anything. db().query: []; db().execute: {rowCount:
+// 0}; fetch() and api(): 200 with an empty body; secret(): "(secret NAME)",
+// never the secret (a dry run's output is shown to its caller). nullopt for
+// env(), which only reads what the interface may read anyway.
+std::optional<std::string> mockedAnswer(const ServiceCall& call);
+
 // Answers env() from an allowlist directly and passes the rest on.
 class AllowlistedEnv : public ServiceHandler {
  public:

@@ -73,6 +73,7 @@ struct WorkerGroup {
     std::string payload;
     CallMeta meta;
     WorkerPool::OutcomeCallback done;
+    bool dryRun = false;
   };
   std::string name;  // "shared" or the dedicated interface's name
   std::vector<std::unique_ptr<WorkerSlot>> slots;
@@ -210,6 +211,15 @@ WorkerSlot* WorkerPool::pickSlot(WorkerGroup& g) {
 }
 
 void WorkerPool::invoke(FunctionId fn, std::string payload, CallMeta meta, OutcomeCallback done) {
+  call(fn, std::move(payload), std::move(meta), std::move(done), false);
+}
+
+void WorkerPool::dryRun(FunctionId fn, std::string payload, CallMeta meta, OutcomeCallback done) {
+  call(fn, std::move(payload), std::move(meta), std::move(done), true);
+}
+
+void WorkerPool::call(FunctionId fn, std::string payload, CallMeta meta, OutcomeCallback done,
+                      bool dryRun) {
   auto it = functions_.find(fn);
   if (it == functions_.end()) {
     done({Outcome::Kind::Transient, proto::transientText("unknown function " + std::to_string(fn))});
@@ -223,14 +233,14 @@ void WorkerPool::invoke(FunctionId fn, std::string payload, CallMeta meta, Outco
   WorkerGroup& g = *iface.group;
   WorkerSlot* slot = g.backlog.empty() ? pickSlot(g) : nullptr;
   if (!slot) {
-    g.backlog.push_back({fn, std::move(payload), std::move(meta), std::move(done)});
+    g.backlog.push_back({fn, std::move(payload), std::move(meta), std::move(done), dryRun});
     return;
   }
-  send(*slot, iface, fn, std::move(payload), meta, std::move(done));
+  send(*slot, iface, fn, std::move(payload), meta, std::move(done), dryRun);
 }
 
 void WorkerPool::send(WorkerSlot& slot, InterfaceState& iface, FunctionId fn, std::string payload,
-                      const CallMeta& meta, OutcomeCallback done) {
+                      const CallMeta& meta, OutcomeCallback done, bool dryRun) {
   // A frame past the worker's limit would make the worker refuse it and
   // die, and the call would be retried forever: it is the message's fault
   // (a respond-mode body escaped into JSON, a route's large output), for a
@@ -244,10 +254,10 @@ void WorkerPool::send(WorkerSlot& slot, InterfaceState& iface, FunctionId fn, st
     return;
   }
   uint64_t callId = nextCallId_++;
-  slot.calls.add(InFlight{callId, &iface, Clock::now(),
-                          std::chrono::duration_cast<std::chrono::milliseconds>(
-                              iface.spec.timeout + options_.grace),
-                          std::move(done)});
+  slot.calls.add(InFlight{
+      callId, &iface, Clock::now(),
+      std::chrono::duration_cast<std::chrono::milliseconds>(iface.spec.timeout + options_.grace),
+      std::move(done), false, dryRun});
   slot.proc->send(proto::Invoke{callId, fn, payload, meta});
 }
 
@@ -266,12 +276,15 @@ void WorkerPool::drainBacklog(WorkerGroup& g) {
     if (!slot) return;
     WorkerGroup::Queued item = std::move(q);
     g.backlog.pop_front();
-    send(*slot, iface, item.fn, std::move(item.payload), item.meta, std::move(item.done));
+    send(*slot, iface, item.fn, std::move(item.payload), item.meta, std::move(item.done),
+         item.dryRun);
   }
 }
 
-void WorkerPool::finish(InterfaceState& iface, OutcomeCallback& done, Outcome outcome) {
-  if (auto why = iface.judge(outcome.kind, options_.timeoutsToStop)) stopInterface(iface, *why);
+void WorkerPool::finish(InterfaceState& iface, OutcomeCallback& done, Outcome outcome,
+                        bool dryRun) {
+  if (!dryRun)
+    if (auto why = iface.judge(outcome.kind, options_.timeoutsToStop)) stopInterface(iface, *why);
   if (done) done(std::move(outcome));
 }
 
@@ -416,7 +429,7 @@ void WorkerPool::onOutcome(WorkerSlot& slot, const proto::Outcome& m) {
   WorkerGroup& g = *slot.group;
   bool runaway = out.kind == Outcome::Kind::RunawayTimeout;
   std::string culprit = call->iface->spec.name;
-  finish(*call->iface, call->done, std::move(out));
+  finish(*call->iface, call->done, std::move(out), call->dryRun);
   if (runaway && slot.proc) {
     // The isolate survived the terminated script, but its module state
     // may be half-changed: the worker is restarted (the other calls in
@@ -429,8 +442,17 @@ void WorkerPool::onOutcome(WorkerSlot& slot, const proto::Outcome& m) {
 
 void WorkerPool::onService(WorkerSlot& slot, const proto::ServiceRequest& m) {
   ServiceCall call = serviceCallOf(m);
-  if (auto* c = slot.calls.find(m.callId)) call.interfaceName = c->iface->spec.name;
+  bool dryRun = false;
+  if (auto* c = slot.calls.find(m.callId)) {
+    call.interfaceName = c->iface->spec.name;
+    dryRun = c->dryRun;
+  }
   uint64_t requestId = m.requestId;
+  if (dryRun)
+    if (auto mocked = mockedAnswer(call)) {
+      slot.proc->send(proto::ServiceReply{requestId, true, *mocked});
+      return;
+    }
   std::weak_ptr<WorkerPool*> alive = alive_;
   WorkerSlot* target = &slot;
   uint64_t incarnation = slot.incarnation;
@@ -477,7 +499,7 @@ void WorkerPool::onExit(WorkerSlot& slot, int64_t status, int signal, const std:
     } else {
       out = {Outcome::Kind::Transient, proto::transientText("its worker exited " + how)};
     }
-    finish(*c.iface, c.done, std::move(out));
+    finish(*c.iface, c.done, std::move(out), c.dryRun);
   }
 
   if (shuttingDown_) {

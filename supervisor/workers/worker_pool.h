@@ -85,6 +85,18 @@ class WorkerPool : public delivery::Transformer {
 
   void invoke(FunctionId fn, std::string payload, CallMeta meta, OutcomeCallback done) override;
 
+  // A dry run (POST /api/v1/interfaces/{name}/try): the call goes to the
+  // interface's workers as invoke()'s does, bounded by the same timeout and
+  // killed the same way, but its script's services are mocked
+  // (mockedAnswer: nothing queried, changed or fetched; env() read as
+  // usual) and its outcome does not count toward the stop rule: an
+  // operator's trial payload neither stops the interface nor clears a
+  // count real messages made. The services are told apart by the call the
+  // worker says asked (ScriptHost's current call): a dry run's
+  // continuation that awaits a promise another call made could be taken
+  // for that call's.
+  void dryRun(FunctionId fn, std::string payload, CallMeta meta, OutcomeCallback done);
+
   void onInterfaceStopped(StopListener listener) { stopListener_ = std::move(listener); }
   bool isStopped(const std::string& interfaceName) const;
   // Runs a stopped interface again with these modules (its code as fixed
@@ -112,8 +124,9 @@ class WorkerPool : public delivery::Transformer {
   friend struct WorkerSlot;  // hands the pool its worker's events
 
   WorkerSlot* pickSlot(WorkerGroup& g);
+  void call(FunctionId fn, std::string payload, CallMeta meta, OutcomeCallback done, bool dryRun);
   void send(WorkerSlot& slot, InterfaceState& iface, FunctionId fn, std::string payload,
-            const CallMeta& meta, OutcomeCallback done);
+            const CallMeta& meta, OutcomeCallback done, bool dryRun);
   void drainBacklog(WorkerGroup& g);
   void startSlot(WorkerSlot& slot);
   // Starts the slot's worker again after `delay` (one timer per slot).
@@ -127,7 +140,7 @@ class WorkerPool : public delivery::Transformer {
   void onService(WorkerSlot& slot, const proto::ServiceRequest& m);
   void onLog(WorkerSlot& slot, const proto::Log& m);
   void onExit(WorkerSlot& slot, int64_t status, int signal, const std::string& why);
-  void finish(InterfaceState& iface, OutcomeCallback& done, Outcome outcome);
+  void finish(InterfaceState& iface, OutcomeCallback& done, Outcome outcome, bool dryRun);
   // quiet: the caller of addInterface hears why (its first load failed)
   // and says it; no log line, no stop listener.
   void stopInterface(InterfaceState& iface, const std::string& why, bool quiet = false);

@@ -14,8 +14,9 @@
 #include <utility>
 
 #include "api/message_browser.h"
-#include "schema/message_pages.h"
 #include "intake/message_keys.h"
+#include "intake/payload_check.h"
+#include "schema/message_pages.h"
 #include "tests/api/api_harness.h"
 #include "tests/api/auth_fixture.h"
 
@@ -56,6 +57,17 @@ class FakeEngine : public EngineView {
     v.columns = k.columns;
     return v;
   }
+  // intake's own check, as the engine's adapter makes it: HL7 v2, a
+  // 64 KB max_message_size.
+  Result<PayloadCheckInfo> checkPayload(const std::string& interface,
+                                        std::string_view payload) override {
+    if (interface != "adt") return Error{interface + " is not run here", ErrorKind::NotRunHere};
+    PayloadCheckInfo c{"hl7v2", kMaxBytes, {}};
+    if (auto p = intake::checkPayload(config::Format::Hl7v2, payload, kMaxBytes))
+      c.problems.push_back({p->text, p->line, p->column, p->segment, p->field});
+    return c;
+  }
+  static constexpr uint64_t kMaxBytes = 64 * 1024;
   std::vector<std::string> take() {
     std::lock_guard lock(mutex_);
     return std::exchange(woken_, {});
@@ -637,6 +649,72 @@ TEST_F(MessageBrowserTest, EditRefusesAPayloadHoldingMllpFramingBytes) {
   }
   EXPECT_EQ(everything(), snapshot);
   EXPECT_EQ(auditCount("message.edit"), "0");
+}
+
+// A payload the interface's intake would refuse (AR over MLLP, 400 over
+// HTTP) is refused before anything is written, named where it is wrong:
+// the original keeps its quarantined deliveries, and no audit row claims
+// an edit (a refused input is not audited, as no other 400 is).
+TEST_F(MessageBrowserTest, EditRefusesAPayloadIntakeWouldRefuseAndLeavesTheOriginal) {
+  auto quarantined =
+      message({.deliveries = {{"ehr", 3, 5, "AE: unknown patient"}, {"billing", 1, 1}}});
+  auto path = "/api/v1/messages/" + std::to_string(quarantined) + "/edit";
+  auto snapshot = everything();
+  auto before = deliveries(quarantined);
+
+  // No MSH at all: a PID alone.
+  auto r = post(path, {{"payload", "PID|1||M2\r"}}, ops_);
+  ASSERT_EQ(r.status, 400) << r.body;
+  auto b = bodyOf(r);
+  EXPECT_EQ(b["error"], "invalid_payload");
+  EXPECT_EQ(b["format"], "hl7v2");
+  EXPECT_THAT(b["message"].get<std::string>(), HasSubstr("no MSH segment"));
+  ASSERT_EQ(b["problems"].size(), 1u);
+  EXPECT_EQ(b["problems"][0]["text"], "no MSH segment");
+  EXPECT_EQ(b["problems"][0]["line"], 1);
+
+  // A broken MSH segment on line 2 (after a stray line): MSH-2 declares
+  // '^' twice, so no field of the message can be read.
+  r = post(path, {{"payload", "\rMSH|^^\\&|A|B|C|D|1||ADT^A01|C2|P|2.5\rPID|1||M2\r"}}, ops_);
+  ASSERT_EQ(r.status, 400) << r.body;
+  b = bodyOf(r);
+  EXPECT_EQ(b["error"], "invalid_payload");
+  ASSERT_EQ(b["problems"].size(), 1u);
+  EXPECT_EQ(b["problems"][0]["line"], 2);
+  EXPECT_EQ(b["problems"][0]["segment"], "MSH");
+  EXPECT_EQ(b["problems"][0]["field"], "MSH.2");
+  EXPECT_THAT(b["problems"][0]["text"].get<std::string>(), HasSubstr("'^' twice"));
+  EXPECT_THAT(b["message"].get<std::string>(), HasSubstr("line 2, MSH.2: "));
+
+  // A framing byte inside PID (line 2): intake's check names the segment.
+  r = post(path,
+           {{"payload",
+             "MSH|^~\\&|A|B|C|D|1||ADT^A01|C3|P|2.5\rPID|1||M\x1c"
+             "2\r"}},
+           ops_);
+  ASSERT_EQ(r.status, 400) << r.body;
+  b = bodyOf(r);
+  EXPECT_EQ(b["problems"][0]["line"], 2);
+  EXPECT_EQ(b["problems"][0]["segment"], "PID");
+
+  // Over the interface's max_message_size.
+  r = post(path,
+           {{"payload", "MSH|^~\\&|A|B|C|D|1||ADT^A01|C4|P|2.5\rNTE|1||" +
+                            std::string(FakeEngine::kMaxBytes, 'x') + "\r"}},
+           ops_);
+  ASSERT_EQ(r.status, 400) << r.body;
+  EXPECT_THAT(bodyOf(r)["problems"][0]["text"].get<std::string>(), HasSubstr("max_message_size"));
+
+  EXPECT_EQ(deliveries(quarantined), before);
+  EXPECT_EQ(everything(), snapshot);
+  EXPECT_EQ(auditCount("message.edit"), "0");
+  EXPECT_TRUE(engine_.take().empty());
+
+  // The same original takes a valid copy afterwards.
+  r = post(path, {{"payload", "MSH|^~\\&|A|B|C|D|1||ADT^A01|C5|P|2.5\rPID|1||M2\r"}}, ops_);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(bodyOf(r)["replaced"], json::array({"ehr"}));
+  EXPECT_EQ(auditCount("message.edit"), "1");
 }
 
 TEST_F(MessageBrowserTest, EditIsRefusedWhilePendingAndChangesNothingWithoutItsAuditRow) {
