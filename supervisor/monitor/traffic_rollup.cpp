@@ -25,7 +25,30 @@ int64_t load(const std::atomic<int64_t>* c) {
   return c ? c->load(std::memory_order_relaxed) : 0;
 }
 
+bool empty(const store::TrafficRow& r) {
+  return !r.received && !r.sent && !r.filtered && !r.quarantined;
+}
+
 }  // namespace
+
+// What `c` counted since the last turn, as `minute`'s row.
+store::TrafficRow TrafficRollup::sinceLastTurn(const Counted& c, int64_t minute) {
+  return {c.interfaceId,
+          c.destinationId,
+          minute,
+          load(c.received) - c.lastReceived,
+          load(c.sent) - c.lastSent,
+          load(c.filtered) - c.lastFiltered,
+          load(c.quarantined) - c.lastQuarantined};
+}
+
+// Adds a row to the one of its interface, destination and minute waiting.
+void TrafficRollup::addPending(const store::TrafficRow& row) {
+  auto& p = pending_[{row.interfaceId, row.destinationId, row.minute}];
+  p.interfaceId = row.interfaceId, p.destinationId = row.destinationId, p.minute = row.minute;
+  p.received += row.received, p.sent += row.sent, p.filtered += row.filtered,
+      p.quarantined += row.quarantined;
+}
 
 TrafficRollup::TrafficRollup(uv_loop_t* loop, store::PgPool& pool, std::vector<Watched> watched,
                              std::chrono::seconds every)
@@ -96,16 +119,11 @@ void TrafficRollup::turn() {
 
 void TrafficRollup::collect(int64_t minute) {
   for (auto& c : counted_) {
-    int64_t r = load(c.received), s = load(c.sent), f = load(c.filtered),
-            q = load(c.quarantined);
-    store::TrafficRow row{c.interfaceId, c.destinationId, minute, r - c.lastReceived,
-                          s - c.lastSent, f - c.lastFiltered, q - c.lastQuarantined};
-    c.lastReceived = r, c.lastSent = s, c.lastFiltered = f, c.lastQuarantined = q;
-    if (!row.received && !row.sent && !row.filtered && !row.quarantined) continue;
-    auto& p = pending_[{row.interfaceId, row.destinationId, minute}];
-    p.interfaceId = row.interfaceId, p.destinationId = row.destinationId, p.minute = minute;
-    p.received += row.received, p.sent += row.sent, p.filtered += row.filtered,
-        p.quarantined += row.quarantined;
+    store::TrafficRow row = sinceLastTurn(c, minute);
+    // The row's differences moved the baselines by exactly themselves.
+    c.lastReceived += row.received, c.lastSent += row.sent, c.lastFiltered += row.filtered,
+        c.lastQuarantined += row.quarantined;
+    if (!empty(row)) addPending(row);
   }
   // Bounded through a long outage: the oldest minutes go first.
   int64_t oldest = minute - kPendingMinutes * every_.count();
@@ -152,13 +170,7 @@ void TrafficRollup::write(std::function<void()> then) {
                  "minute",
                  sending.size(), s.error().message);
     // Back with what was counted meanwhile: the same minute adds up.
-    for (auto& [key, row] : sending) {
-      auto& p = pending_[key];
-      p.interfaceId = row.interfaceId, p.destinationId = row.destinationId,
-      p.minute = row.minute;
-      p.received += row.received, p.sent += row.sent, p.filtered += row.filtered,
-          p.quarantined += row.quarantined;
-    }
+    for (auto& [key, row] : sending) addPending(row);
     finish();
   });
 }
@@ -171,14 +183,8 @@ std::vector<store::TrafficRow> TrafficRollup::unsaved(int64_t interfaceId) const
   int64_t minute = secondsNow() / step * step;
   for (const auto& c : counted_) {
     if (c.interfaceId != interfaceId) continue;
-    store::TrafficRow row{c.interfaceId,
-                          c.destinationId,
-                          minute,
-                          load(c.received) - c.lastReceived,
-                          load(c.sent) - c.lastSent,
-                          load(c.filtered) - c.lastFiltered,
-                          load(c.quarantined) - c.lastQuarantined};
-    if (row.received || row.sent || row.filtered || row.quarantined) out.push_back(row);
+    store::TrafficRow row = sinceLastTurn(c, minute);
+    if (!empty(row)) out.push_back(row);
   }
   return out;
 }

@@ -74,6 +74,8 @@ class TrafficRollup {
   };
   using Key = std::tuple<int64_t, int64_t, int64_t>;  // interface, destination, minute
 
+  static store::TrafficRow sinceLastTurn(const Counted& c, int64_t minute);
+  void addPending(const store::TrafficRow& row);
   void arm();
   void turn();
   void collect(int64_t minute);
