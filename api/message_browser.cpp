@@ -755,6 +755,19 @@ constexpr const char* kEditAnswer = R"({"type":"object","properties":{
 
 }  // namespace
 
+Result<ListFilters> listFilters(const ApiRequest& req) {
+  auto b = browseQuery(req, false);
+  if (!b) return b.error();
+  return ListFilters{std::move(b->q), std::move(b->text)};
+}
+
+nlohmann::json listRowJson(const store::MessageRow& m) { return messageJson(m, false); }
+
+nlohmann::json storedText(std::string_view bytes, const std::optional<std::string>& charset,
+                          const char* field) {
+  return decoded(bytes, charset, field);
+}
+
 std::vector<Route> messageBrowserRoutes(AuthDeps* auth, EngineView* engine) {
   std::shared_ptr<Deps> d;
   if (auth) d = std::make_shared<Deps>(Deps{*auth, engine, auth->pool, auth->audit});

@@ -38,9 +38,13 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+#include <string_view>
+
 #include "api/auth/auth_routes.h"
 #include "api/engine_view.h"
 #include "api/route.h"
+#include "schema/message_pages.h"
 
 namespace ductus::api {
 
@@ -56,5 +60,22 @@ inline constexpr int64_t kContentWindowHours = 24;
 // an edited copy's keys and wakes its interface's loops; null: an edit is
 // refused (409), as for an interface this engine doesn't run.
 std::vector<Route> messageBrowserRoutes(AuthDeps* deps, EngineView* engine);
+
+// Shared with the export (api/message_export.h), so both read a list's
+// filters and show a message alike:
+// - a list's query parameters (status, order, from, to, type, control_id,
+//   key, q, before, after, limit) as the store's query, or the 400 naming
+//   the one that is wrong; `text` is q's as given;
+struct ListFilters {
+  store::BrowseQuery q;
+  std::optional<std::string> text;
+};
+Result<ListFilters> listFilters(const ApiRequest& req);
+// - a list's row as JSON (GET .../messages' items);
+nlohmann::json listRowJson(const store::MessageRow& m);
+// - stored bytes as the text the interface's code read: {encoding, charset,
+//   <field>} (GET .../payload's).
+nlohmann::json storedText(std::string_view bytes, const std::optional<std::string>& charset,
+                          const char* field);
 
 }  // namespace ductus::api

@@ -10,6 +10,7 @@
 #include "api/hotspot_routes.h"
 #include "api/interface_configuration.h"
 #include "api/message_browser.h"
+#include "api/message_export.h"
 #include "api/message_routes.h"
 #include "api/metrics.h"
 #include "api/openapi.h"
@@ -27,6 +28,7 @@ std::vector<Route> allRoutes(const RouteDeps& deps) {
   for (auto& r : engineActionRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
   for (auto& r : interfaceConfigurationRoutes(deps.engine)) routes.push_back(std::move(r));
   for (auto& r : messageBrowserRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
+  for (auto& r : messageExportRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
   for (auto& r : eventsRoutes(deps.engine)) routes.push_back(std::move(r));
   for (auto& r : hotspotRoutes(deps.engine)) routes.push_back(std::move(r));
   for (auto& r : alertRoutes(deps.auth)) routes.push_back(std::move(r));

@@ -345,6 +345,7 @@ void runPage(LeasePtr l, BrowseQuery q, std::function<void(Result<MessagePage>)>
       }
       return cb(std::move(page));
     }
+    if (!q.total) return cb(std::move(page));
     auto c = browseCount(q);
     l->conn().query(c.sql, c.params, [l, page = std::move(page), cb](Result<PgResult> r) mutable {
       if (!r) return cb(r.error());
@@ -378,6 +379,64 @@ void messageSearch(PgPool& pool, BrowseQuery q, std::function<void(Result<Messag
   pool.acquire([q = std::move(q), cb](Result<LeasePtr> lease) mutable {
     if (!lease) return cb(lease.error());
     runPage(*lease, std::move(q), cb);
+  });
+}
+
+// ---- an export ------------------------------------------------------------
+
+void exportScope(PgPool& pool, std::string interface, BrowseQuery q, int64_t cap,
+                 std::function<void(Result<ExportScope>)> cb) {
+  pool.acquire([interface = std::move(interface), q, cap, cb](Result<LeasePtr> lease) mutable {
+    if (!lease) return cb(lease.error());
+    LeasePtr l = *lease;
+    l->conn().query("SELECT id FROM interfaces WHERE name = $1", {interface},
+                    [l, q, cap, interface, cb](Result<PgResult> r) mutable {
+                      if (!r) return cb(r.error());
+                      if (r->rows() == 0)
+                        return cb(Error{"no interface " + interface, ErrorKind::NotFound});
+                      ExportScope scope;
+                      scope.interfaceId = r->integer(0, 0);
+                      q.interfaceId = scope.interfaceId;
+                      // In id order through the page's index, as browseCount, to the cap.
+                      std::vector<Param> params{std::to_string(cap + 1)};
+                      std::string where = browseWhere(q, false, params);
+                      std::string sql =
+                          "SELECT count(*), max(c.id) FROM (SELECT m.id FROM messages m WHERE " +
+                          where + " ORDER BY m.id DESC LIMIT $1::int8) c";
+                      l->conn().query(sql, params, [l, scope, cap, cb](Result<PgResult> r) mutable {
+                        if (!r) return cb(r.error());
+                        int64_t n = r->integer(0, 0);
+                        scope.count = std::min(n, cap);
+                        scope.more = n > cap;
+                        scope.newest = optInteger(*r, 0, 1);
+                        cb(scope);
+                      });
+                    });
+  });
+}
+
+void messagePayloads(PgPool& pool, std::vector<int64_t> ids,
+                     std::function<void(Result<std::map<int64_t, StoredPayload>>)> cb) {
+  std::string list = "{";
+  for (size_t i = 0; i < ids.size(); ++i) list += (i ? "," : "") + std::to_string(ids[i]);
+  list += "}";
+  pool.acquire([list, cb](Result<LeasePtr> lease) {
+    if (!lease) return cb(lease.error());
+    LeasePtr l = *lease;
+    // Text and bytea only: the binary results need no decoding but the bytes'.
+    l->conn().execute(
+        "ductus_api_export_payloads",
+        "SELECT m.id::text, m.payload, m.charset FROM messages m WHERE m.id = ANY ($1::int8[])",
+        {list}, {},
+        [l, cb](Result<PgResult> r) {
+          if (!r) return cb(r.error());
+          std::map<int64_t, StoredPayload> out;
+          for (int i = 0; i < r->rows(); ++i)
+            out[std::stoll(std::string(r->text(i, 0)))] =
+                StoredPayload{std::string(r->text(i, 1)), r->optText(i, 2)};
+          cb(std::move(out));
+        },
+        /*binaryResults=*/true);
   });
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,6 +83,9 @@ struct BrowseQuery {
   // most scanRows messages of it.
   std::vector<std::string> contains;
   int64_t scanRows = kContentScanRows;
+  // Count the total (MessagePage::total); an export walking page after
+  // page counted once, at its start (exportScope).
+  bool total = true;
 };
 
 // A message's delivery to one destination. A page's rows carry all but
@@ -155,6 +159,31 @@ void messagePage(PgPool& pool, std::string interface, BrowseQuery q,
 
 // The page of every interface's messages (q.interfaceId ignored).
 void messageSearch(PgPool& pool, BrowseQuery q, std::function<void(Result<MessagePage>)> cb);
+
+// ---- an export ------------------------------------------------------------
+
+// What an export (api/message_export.h) finds before its first row: the
+// messages its filters match (q's cursor aside), counted up to `cap` (more:
+// at least one beyond), and the newest of them, below which a newest-first
+// walk starts (messages stored meanwhile are not in it). NotFound "no
+// interface NAME" when there is none.
+struct ExportScope {
+  int64_t interfaceId = 0;
+  int64_t count = 0;  // at most cap
+  bool more = false;
+  std::optional<int64_t> newest;
+};
+void exportScope(PgPool& pool, std::string interface, BrowseQuery q, int64_t cap,
+                 std::function<void(Result<ExportScope>)> cb);
+
+// The payloads of `ids` (bytes as stored, and the charset intake
+// recorded), by id; an id no message has is left out (retention dropped it).
+struct StoredPayload {
+  std::string bytes;
+  std::optional<std::string> charset;
+};
+void messagePayloads(PgPool& pool, std::vector<int64_t> ids,
+                     std::function<void(Result<std::map<int64_t, StoredPayload>>)> cb);
 
 // ---- one message ------------------------------------------------------------
 

@@ -128,6 +128,7 @@ class HttpConnection final : public StreamConnection {
   void endStream() { shutdownAndClose(false); }
   bool streamOpen() const { return writable(); }
   uv_loop_t* streamLoop() const { return loop(); }
+  size_t streamUnread() const { return unread(); }
 
  private:
   static const llhttp_settings_t& parserSettings() {
@@ -439,6 +440,10 @@ bool HttpStream::open() const {
 
 uv_loop_t* HttpStream::loop() const {
   return open() ? state_->connection<HttpConnection>()->streamLoop() : nullptr;
+}
+
+size_t HttpStream::unread() const {
+  return open() ? state_->connection<HttpConnection>()->streamUnread() : 0;
 }
 
 namespace {

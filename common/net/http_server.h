@@ -96,6 +96,9 @@ class HttpStream {
   // The loop the connection runs on, null when not open: for the timers
   // that feed the stream.
   uv_loop_t* loop() const;
+  // Bytes written and not yet taken by the client's kernel (0 when not
+  // open): a writer with more to say than a bound waits for it to fall.
+  size_t unread() const;
 
  private:
   friend class HttpConnection;

@@ -11,9 +11,11 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <utility>
 
 #include "api/message_browser.h"
+#include "api/message_export.h"
 #include "intake/message_keys.h"
 #include "intake/payload_check.h"
 #include "schema/message_pages.h"
@@ -115,7 +117,11 @@ class MessageBrowserTest : public AuthFixture {
   void SetUp() override {
     AuthFixture::SetUp();
     if (HasFatalFailure()) return;
-    serveWith([&] { return messageBrowserRoutes(deps_.get(), &engine_); });
+    serveWith([&] {
+      auto routes = messageBrowserRoutes(deps_.get(), &engine_);
+      for (auto& r : messageExportRoutes(deps_.get(), &engine_)) routes.push_back(std::move(r));
+      return routes;
+    });
     if (HasFatalFailure()) return;
     // From yesterday: the time filter's test moves messages an hour back.
     for (const char* table : {"messages", "deliveries"})
@@ -1145,6 +1151,223 @@ TEST_F(MessageBrowserTest, AContentSearchStopsAfterTwentyThousandMessagesAndSays
   EXPECT_EQ(full["scanned"], 4);
   EXPECT_EQ(full["complete"], true);
   EXPECT_EQ(full["next"], full["items"][2]["id"]);
+}
+
+}  // namespace
+}  // namespace ductus::api::test
+
+namespace ductus::api::test {
+namespace {
+
+// RFC 4180 read back: records of fields, quoted fields with "" for a
+// quote, records ended by CRLF outside quotes.
+std::vector<std::vector<std::string>> readCsv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, any = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      quoted = any = true;
+    } else if (c == ',') {
+      row.push_back(std::exchange(field, {}));
+    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+      row.push_back(std::exchange(field, {}));
+      rows.push_back(std::exchange(row, {}));
+      ++i;
+    } else {
+      EXPECT_NE(c, '\n') << "a bare LF outside quotes at " << i;
+      EXPECT_NE(c, '\r') << "a bare CR outside quotes at " << i;
+      field += c;
+    }
+  }
+  (void)any;
+  EXPECT_TRUE(field.empty() && row.empty()) << "the file ends inside a record";
+  return rows;
+}
+
+std::map<std::string, std::string> byColumn(const std::vector<std::string>& head,
+                                            const std::vector<std::string>& row) {
+  std::map<std::string, std::string> out;
+  EXPECT_EQ(head.size(), row.size());
+  for (size_t i = 0; i < head.size() && i < row.size(); ++i) out[head[i]] = row[i];
+  return out;
+}
+
+TEST_F(MessageBrowserTest, AnExportIsTheListsMatchesAsCsvQuotedAsRfc4180Says) {
+  auto plain = message({.control = "C-1", .key = "MRN-1", .deliveries = {{"ehr", 1, 1}}});
+  // Every character CSV must quote, in fields a sender chooses, and a
+  // receiver's error; a key a spreadsheet would run as a formula.
+  auto awkward =
+      message({.payload = "MSH|^~\\&|A|B|C|D|1||ADT^A01|C,2|P|2.5\rPID|1||\"M\"\r",
+               .control = "C,2 \"quoted\"",
+               .key = "=HYPERLINK(\"x\")",
+               .deliveries = {{"ehr", 3, 4, "refused,\r\nline two"}, {"billing", 1, 1}}});
+  auto other = message({.iface = "lab", .control = "C-9"});
+  (void)other;
+
+  auto r = get("/api/v1/interfaces/adt/messages/export", viewer_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.header("content-type"), "text/csv; charset=utf-8");
+  EXPECT_EQ(r.header("content-disposition"), "attachment; filename=\"adt-messages.csv\"");
+  EXPECT_EQ(r.header("x-ductus-export-rows"), "2");
+  EXPECT_EQ(r.header("x-ductus-export-complete"), "true");
+  auto rows = readCsv(r.body);
+  ASSERT_EQ(rows.size(), 3u) << r.body;
+  EXPECT_THAT(rows[0], ElementsAre("id", "interface", "received_at", "status", "type", "control_id",
+                                   "key", "last_error", "origin_id", "duplicate_of", "edited_from",
+                                   "deliveries", "delivery_errors"));
+  // Newest first, as the list.
+  auto a = byColumn(rows[0], rows[1]);
+  EXPECT_EQ(a["id"], std::to_string(awkward));
+  EXPECT_EQ(a["interface"], "adt");
+  EXPECT_EQ(a["status"], "quarantined");
+  EXPECT_EQ(a["control_id"], "C,2 \"quoted\"");
+  EXPECT_EQ(a["key"], "'=HYPERLINK(\"x\")") << "a formula is not a formula";
+  EXPECT_EQ(a["deliveries"], "billing=sent/1; ehr=quarantined/4");
+  EXPECT_EQ(a["delivery_errors"], "ehr: refused,\r\nline two");
+  EXPECT_EQ(byColumn(rows[0], rows[2])["id"], std::to_string(plain));
+  EXPECT_EQ(byColumn(rows[0], rows[2])["deliveries"], "ehr=sent/1");
+  // The same filters as the list.
+  r = get("/api/v1/interfaces/adt/messages/export?status=sent&order=oldest", viewer_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  rows = readCsv(r.body);
+  ASSERT_EQ(rows.size(), 2u) << r.body;
+  EXPECT_EQ(rows[1][0], std::to_string(plain));
+  EXPECT_EQ(
+      readCsv(get("/api/v1/interfaces/adt/messages/export?control_id=C-9", viewer_).body).size(),
+      1u)
+      << "lab's control id is not adt's";
+
+  // Payloads: not for a viewer without the permission, and nothing recorded.
+  r = get("/api/v1/interfaces/adt/messages/export?include=payload", viewer_);
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_EQ(auditCount("message.export"), "0") << "a metadata export is a list read";
+  r = get("/api/v1/interfaces/adt/messages/export?include=payload&key=%3DHYPERLINK(%22x%22)",
+          reader_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  rows = readCsv(r.body);
+  ASSERT_EQ(rows.size(), 2u) << r.body;
+  auto p = byColumn(rows[0], rows[1]);
+  // HL7's segments end in CR: quoted, kept as they are.
+  EXPECT_EQ(p["payload"], "MSH|^~\\&|A|B|C|D|1||ADT^A01|C,2|P|2.5\rPID|1||\"M\"\r");
+  EXPECT_EQ(p["payload_encoding"], "text");
+  EXPECT_EQ(p["charset"], "utf-8");
+  // Audited with the filter and the count, not the key searched for.
+  EXPECT_EQ(auditCount("message.export"), "1");
+  auto detail = json::parse(
+      db_.value("SELECT detail FROM audit_log WHERE action = 'message.export' AND actor = 'reader' "
+                "AND target_name = 'adt'"));
+  EXPECT_EQ(detail["count"], 1);
+  EXPECT_EQ(detail["filter"]["given"], json::array({"key"}));
+  EXPECT_EQ(detail["include"], "payload");
+  EXPECT_THAT(detail.dump(), ::testing::Not(HasSubstr("HYPERLINK")));
+
+  // No audit row, no payloads.
+  refuseAudit();
+  r = get("/api/v1/interfaces/adt/messages/export?include=payload", reader_);
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_THAT(r.body, ::testing::Not(HasSubstr("MSH")));
+}
+
+TEST_F(MessageBrowserTest, AnNdjsonExportGivesEachListRowAndItsPayload) {
+  auto m1 = message({.control = "N-1", .deliveries = {{"ehr", 1, 1}}});
+  auto m2 = message({.payload = std::string("MSH|^~\\&|\0|\r", 12),
+                     .control = "N-2",
+                     .deliveries = {{"ehr", 3, 2, "no"}}});
+  auto r = get("/api/v1/interfaces/adt/messages/export?format=ndjson&include=payload", reader_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.header("content-type"), "application/x-ndjson; charset=utf-8");
+  std::vector<json> lines;
+  std::istringstream in(r.body);
+  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+  ASSERT_EQ(lines.size(), 2u) << r.body;
+  auto list = bodyOf(get("/api/v1/interfaces/adt/messages", viewer_))["items"];
+  for (size_t i = 0; i < 2; ++i) {
+    json row = lines[i];
+    for (auto k : {"encoding", "charset", "payload"}) row.erase(k);
+    EXPECT_EQ(row, list[i]) << "the list's row, whole";
+  }
+  EXPECT_EQ(lines[0]["id"], m2);
+  EXPECT_EQ(lines[0]["encoding"], "base64") << "a NUL is no text";
+  EXPECT_EQ(lines[1]["id"], m1);
+  EXPECT_EQ(lines[1]["payload"], "MSH|^~\\&|A|B|C|D|1||ADT^A01|C1|P|2.5\rPID|1||M1\r");
+}
+
+TEST_F(MessageBrowserTest, AnExportIsBoundedAndWalksPageAfterPage) {
+  EXPECT_EQ(kExportRowsMax, 100000) << "the documented bound, and the default limit";
+  // More than a page of the store's (500) and of payloads (25).
+  db_.value(
+      "INSERT INTO messages (tier, interface_id, status, payload, control_id) SELECT 7, id, 1, "
+      "convert_to('MSH|^~\\&|A|B|C|D|1||ADT^A01|X' || g || '|P|2.5' || chr(13), 'UTF8'), "
+      "'X' || g FROM interfaces, generate_series(1, 1203) g WHERE name = 'adt'");
+  auto r = get("/api/v1/interfaces/adt/messages/export?order=oldest", viewer_);
+  ASSERT_EQ(r.status, 200) << r.body.substr(0, 500);
+  auto rows = readCsv(r.body);
+  ASSERT_EQ(rows.size(), 1204u);
+  for (size_t i = 1; i < rows.size(); ++i)
+    ASSERT_EQ(rows[i][5], "X" + std::to_string(i)) << "in order, none twice, none missed";
+  r = get("/api/v1/interfaces/adt/messages/export?include=payload", reader_);
+  ASSERT_EQ(r.status, 200);
+  rows = readCsv(r.body);
+  ASSERT_EQ(rows.size(), 1204u);
+  EXPECT_EQ(rows[1][5], "X1203");
+  EXPECT_EQ(rows[1].back(), "MSH|^~\\&|A|B|C|D|1||ADT^A01|X1203|P|2.5\r");
+  EXPECT_EQ(rows[1203].back(), "MSH|^~\\&|A|B|C|D|1||ADT^A01|X1|P|2.5\r");
+
+  // At most `limit`: the headers say more matched.
+  r = get("/api/v1/interfaces/adt/messages/export?limit=600", viewer_);
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("x-ductus-export-rows"), "600");
+  EXPECT_EQ(r.header("x-ductus-export-complete"), "false");
+  rows = readCsv(r.body);
+  ASSERT_EQ(rows.size(), 601u);
+  EXPECT_EQ(rows[1][5], "X1203");
+  EXPECT_EQ(rows[600][5], "X604");
+  r = get("/api/v1/interfaces/adt/messages/export?limit=1203", viewer_);
+  EXPECT_EQ(r.header("x-ductus-export-complete"), "true");
+
+  for (auto [query, name] :
+       std::vector<std::pair<std::string, std::string>>{{"limit=0", "`limit`"},
+                                                        {"limit=100001", "`limit`"},
+                                                        {"limit=x", "`limit`"},
+                                                        {"format=xml", "`format`"},
+                                                        {"include=outputs", "`include`"},
+                                                        {"status=lost", "`status`"},
+                                                        {"from=yesterday", "`from`"},
+                                                        {"before=5", "before"},
+                                                        {"q=text", "q"}}) {
+    r = get("/api/v1/interfaces/adt/messages/export?" + query, viewer_);
+    EXPECT_EQ(r.status, 400) << query;
+    EXPECT_THAT(errorOf(r)["message"].get<std::string>(), HasSubstr(name)) << query;
+  }
+  EXPECT_EQ(get("/api/v1/interfaces/nosuch/messages/export", viewer_).status, 404);
+  EXPECT_EQ(call("GET", "/api/v1/interfaces/adt/messages/export").status, 401);
+}
+
+TEST(CsvField, QuotesWhatRfc4180SaysAndDisarmsFormulas) {
+  EXPECT_EQ(csvField("plain"), "plain");
+  EXPECT_EQ(csvField(""), "");
+  EXPECT_EQ(csvField("a,b"), "\"a,b\"");
+  EXPECT_EQ(csvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csvField("MSH|x\rPID|y\r"), "\"MSH|x\rPID|y\r\"");
+  EXPECT_EQ(csvField("one\ntwo"), "\"one\ntwo\"");
+  EXPECT_EQ(csvField("=1+1"), "'=1+1");
+  EXPECT_EQ(csvField("-2"), "'-2");
+  EXPECT_EQ(csvField("@SUM(A1)"), "'@SUM(A1)");
+  EXPECT_EQ(csvField("\rPID"), "\"'\rPID\"");
 }
 
 }  // namespace

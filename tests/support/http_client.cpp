@@ -127,9 +127,31 @@ Result<HttpReply> HttpClient::request(const std::string& method, const std::stri
     pos = end + 2;
   }
   size_t length = 0;
-  if (auto cl = reply.header("content-length"); !cl.empty()) length = std::stoull(cl);
+  auto cl = reply.header("content-length");
+  if (!cl.empty()) length = std::stoull(cl);
   // No body after HEAD, 204 or 304, whatever Content-Length says (RFC 9112 6.3).
   if (method != "HEAD" && reply.status != 204 && reply.status != 304) {
+    if (cl.empty()) {
+      // Neither a length nor chunks (a streamed answer): the body ends
+      // where the server closes the connection.
+      for (;;) {
+        if (left().count() <= 0 || !waitFor(fd_.get(), POLLIN, left()))
+          return Error{"HttpClient: the streamed answer did not end within " +
+                       std::to_string(timeout.count()) + " ms"};
+        char buf[65536];
+        ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
+        if (n == 0) break;
+        if (n < 0) {
+          if (errno == EINTR || errno == EAGAIN) continue;
+          return Error::fromErrno("HttpClient: recv()");
+        }
+        buffer_.append(buf, static_cast<size_t>(n));
+      }
+      reply.body = std::move(buffer_);
+      buffer_.clear();
+      closing_ = true;
+      return reply;
+    }
     if (auto s = fill([&] { return buffer_.size() >= length; }); !s) return s.error();
     reply.body = buffer_.substr(0, length);
     buffer_.erase(0, length);
