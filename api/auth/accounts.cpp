@@ -145,50 +145,182 @@ void listUsers(store::PgConnection& conn, TimePoint now,
              });
 }
 
+void findUser(store::PgConnection& conn, std::string name, TimePoint now,
+              std::function<void(Result<UserInfo>)> done) {
+  conn.query("SELECT " + userColumns(2) + " FROM users WHERE name = $1", {name, pgTime(now)},
+             [name, done = std::move(done)](Result<PgResult> r) {
+               if (!r) return done(r.error());
+               if (r->rows() == 0)
+                 return done(Error{"no user is named '" + name + "'", ErrorKind::NotFound});
+               done(userRow(*r, 0));
+             });
+}
+
 namespace {
 
-// An UPDATE of the user named `name` (`set`: its SET list), their sessions
-// ended, and the audit row `action`, in one transaction.
-void changeUserEndingSessions(store::PgConnection& conn, std::string name, std::string set,
-                              std::string action, AuditEntry who, TimePoint now,
-                              std::function<void(Result<UserInfo>)> done) {
+// One admin change of the user named `name`, in one transaction: the
+// enabled admins locked first when the change could leave none (so two
+// admins demoting each other can't both succeed), the user's row locked,
+// `check` on it as it is now (an Error refuses), `set` (a SET list; $1 is
+// the user's id, $2 now, `params` from $3), their sessions ended when
+// `endSessions`, and the audit row `action` (`detail` adds to it).
+struct UserChange {
+  std::string name;
+  std::string action;
+  std::string set;
+  std::vector<store::Param> params;
+  bool guardLastAdmin = false;
+  bool endSessions = false;
+  std::function<std::optional<Error>(const UserInfo& now)> check;
+  std::function<void(AuditEntry&, const UserInfo& before, const UserInfo& after)> detail;
+};
+
+bool enabledAdmin(const UserInfo& u) {
+  return u.role == Role::Admin && !u.disabled && !u.leftDirectoryAt;
+}
+
+void changeUser(store::PgConnection& conn, UserChange c, AuditEntry who, TimePoint now,
+                std::function<void(Result<UserInfo>)> done) {
+  auto change = std::make_shared<UserChange>(std::move(c));
+  std::string at = pgTime(now);
+  // Where each statement's result is: the admins (when guarded), the user
+  // as locked, the updated row, the sessions deleted (when ended).
+  const size_t admins = 0;
+  const size_t locked = change->guardLastAdmin ? 1 : 0;
+  const size_t updated = locked + 1;
   std::vector<TxStep> steps;
-  steps.push_back(fixedStep({"UPDATE users SET " + set +
-                                 ", updated_at = $2 WHERE name = $1 "
-                                 "RETURNING " +
-                                 userColumns(2),
-                             {name, pgTime(now)}}));
-  steps.push_back([name](const Results& r) -> Result<SqlStatement> {
-    if (r[0].rows() == 0) return Error{"no user is named '" + name + "'", ErrorKind::NotFound};
-    return SqlStatement{"DELETE FROM sessions WHERE user_id = $1",
-                        {std::to_string(r[0].integer(0, 0))}};
+  if (change->guardLastAdmin)
+    steps.push_back(
+        fixedStep({"SELECT id FROM users WHERE role = 'admin' AND NOT disabled "
+                   "AND directory_left_at IS NULL ORDER BY id FOR UPDATE",
+                   {}}));
+  steps.push_back(fixedStep(
+      {"SELECT " + userColumns(2) + " FROM users WHERE name = $1 FOR UPDATE", {change->name, at}}));
+  steps.push_back([change, at, locked](const Results& r) -> Result<SqlStatement> {
+    if (r[locked].rows() == 0)
+      return Error{"no user is named '" + change->name + "'", ErrorKind::NotFound};
+    auto before = userRow(r[locked], 0);
+    if (change->check)
+      if (auto refused = change->check(before)) return *refused;
+    std::vector<store::Param> params{std::to_string(before.id), at};
+    for (auto& p : change->params) params.push_back(p);
+    return SqlStatement{"UPDATE users SET " + change->set +
+                            ", updated_at = $2 WHERE id = $1 RETURNING " + userColumns(2),
+                        std::move(params)};
   });
-  steps.push_back([who, now, action](const Results& r) -> Result<SqlStatement> {
-    auto u = userRow(r[0], 0);
-    auto e = withTarget(who, action, "user", u.id, u.name);
-    e.detail["sessionsEnded"] = r[1].affected();
+  auto audit = [change, who, now, locked, updated](const Results& r) -> Result<SqlStatement> {
+    auto before = userRow(r[locked], 0);
+    auto after = userRow(r[updated], 0);
+    auto e = withTarget(who, change->action, "user", after.id, after.name);
+    if (change->endSessions) e.detail["sessionsEnded"] = r[updated + 1].affected();
+    if (change->detail) change->detail(e, before, after);
     return auditInsert(e, now);
+  };
+  steps.push_back([change, audit, locked, updated](const Results& r) -> Result<SqlStatement> {
+    auto before = userRow(r[locked], 0);
+    auto after = userRow(r[updated], 0);
+    if (change->guardLastAdmin && enabledAdmin(before) && !enabledAdmin(after)) {
+      int others = 0;
+      for (int i = 0; i < r[admins].rows(); ++i)
+        if (r[admins].integer(i, 0) != before.id) ++others;
+      if (others == 0)
+        return Error{"'" + before.name +
+                         "' is the last enabled admin: make another user an admin first, or "
+                         "no one could manage users",
+                     ErrorKind::Conflict};
+    }
+    if (!change->endSessions) return audit(r);
+    return SqlStatement{"DELETE FROM sessions WHERE user_id = $1", {std::to_string(after.id)}};
   });
-  runTransaction(conn, std::move(steps), [done = std::move(done)](Result<Results> r) {
+  if (change->endSessions) steps.push_back(audit);
+  runTransaction(conn, std::move(steps), [updated, done = std::move(done)](Result<Results> r) {
     if (!r) return done(classify(r.error()));
-    done(userRow((*r)[0], 0));
+    done(userRow((*r)[updated], 0));
   });
+}
+
+// A change an admin made on what they saw: refused when the row changed
+// since, or is not a local user's.
+std::function<std::optional<Error>(const UserInfo&)> stillAsSeen(UserInfo seen) {
+  return [seen](const UserInfo& now) -> std::optional<Error> {
+    if (now.source != "local")
+      return Error{"'" + now.name + "' signs in with " +
+                       (now.source == "ldap" ? "the directory" : "single sign-on") +
+                       ", which decides their password and role",
+                   ErrorKind::Conflict};
+    if (now.id != seen.id || now.role != seen.role || now.permissions != seen.permissions)
+      return Error{"'" + now.name + "' was changed meanwhile: look again", ErrorKind::Conflict};
+    return std::nullopt;
+  };
 }
 
 }  // namespace
 
 void disableUser(store::PgConnection& conn, std::string name, AuditEntry who, TimePoint now,
                  std::function<void(Result<UserInfo>)> done) {
-  changeUserEndingSessions(conn, std::move(name), "disabled = true", "user.disable", std::move(who),
-                           now, std::move(done));
+  UserChange c;
+  c.name = std::move(name);
+  c.action = "user.disable";
+  c.set = "disabled = true";
+  c.guardLastAdmin = true;
+  c.endSessions = true;
+  changeUser(conn, std::move(c), std::move(who), now, std::move(done));
+}
+
+void enableUser(store::PgConnection& conn, std::string name, AuditEntry who, TimePoint now,
+                std::function<void(Result<UserInfo>)> done) {
+  UserChange c;
+  c.name = std::move(name);
+  c.action = "user.enable";
+  c.set = "disabled = false";
+  c.check = [](const UserInfo& u) -> std::optional<Error> {
+    if (!u.disabled) return Error{"'" + u.name + "' is not disabled", ErrorKind::Conflict};
+    return std::nullopt;
+  };
+  changeUser(conn, std::move(c), std::move(who), now, std::move(done));
+}
+
+void resetPassword(store::PgConnection& conn, UserInfo seen, std::string passwordHash,
+                   AuditEntry who, TimePoint now, std::function<void(Result<UserInfo>)> done) {
+  UserChange c;
+  c.name = seen.name;
+  c.action = "user.password_reset";
+  c.set =
+      "password_hash = $3, must_change_password = true, failed_attempts = 0, "
+      "locked_until = NULL";
+  c.params = {std::move(passwordHash)};
+  c.endSessions = true;
+  c.check = stillAsSeen(std::move(seen));
+  changeUser(conn, std::move(c), std::move(who), now, std::move(done));
+}
+
+void changeRole(store::PgConnection& conn, UserInfo seen, Role role, unsigned permissions,
+                AuditEntry who, TimePoint now, std::function<void(Result<UserInfo>)> done) {
+  UserChange c;
+  c.name = seen.name;
+  c.action = "user.role";
+  c.set = "role = $3, permissions = $4::text[]";
+  c.params = {std::string(roleName(role)), permissionsArray(permissions)};
+  c.guardLastAdmin = true;
+  c.check = stillAsSeen(std::move(seen));
+  c.detail = [](AuditEntry& e, const UserInfo& before, const UserInfo& after) {
+    // As the directory's refresh writes a user.role row, with permissions.
+    e.detail["from"] = std::string(roleName(before.role));
+    e.detail["to"] = std::string(roleName(after.role));
+    e.detail["permissions"] = {{"from", permissionNames(before.permissions)},
+                               {"to", permissionNames(after.permissions)}};
+  };
+  changeUser(conn, std::move(c), std::move(who), now, std::move(done));
 }
 
 void resetTotp(store::PgConnection& conn, std::string name, AuditEntry who, TimePoint now,
                std::function<void(Result<UserInfo>)> done) {
-  changeUserEndingSessions(conn, std::move(name),
-                           "totp_enabled = false, totp_secret = NULL, totp_last_step = NULL, "
-                           "totp_recovery = '{}'",
-                           "user.totp.reset", std::move(who), now, std::move(done));
+  UserChange c;
+  c.name = std::move(name);
+  c.action = "user.totp.reset";
+  c.set = "totp_enabled = false, totp_secret = NULL, totp_last_step = NULL, totp_recovery = '{}'";
+  c.endSessions = true;
+  changeUser(conn, std::move(c), std::move(who), now, std::move(done));
 }
 
 void createToken(store::PgConnection& conn, NewToken token, AuditEntry who, TimePoint now,

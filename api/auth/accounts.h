@@ -79,9 +79,33 @@ void createUser(store::PgConnection& conn, NewUser user, AuditEntry who, TimePoi
                 std::function<void(Result<UserInfo>)> done);
 void listUsers(store::PgConnection& conn, TimePoint now,
                std::function<void(Result<std::vector<UserInfo>>)> done);
+// The user named `name` (NotFound when none).
+void findUser(store::PgConnection& conn, std::string name, TimePoint now,
+              std::function<void(Result<UserInfo>)> done);
 // Disables the user and ends their sessions; their tokens stop working.
+// Never the last enabled admin (Conflict): no one could manage users then.
 void disableUser(store::PgConnection& conn, std::string name, AuditEntry who, TimePoint now,
                  std::function<void(Result<UserInfo>)> done);
+// Enables a disabled user again: they sign in, and their tokens not
+// revoked work again.
+void enableUser(store::PgConnection& conn, std::string name, AuditEntry who, TimePoint now,
+                std::function<void(Result<UserInfo>)> done);
+// An admin's changes to the user `seen` (as findUser read it, and checked
+// against the caller's grant): refused (Conflict) when the row's role or
+// permissions are no longer `seen`'s when the transaction locks it, or
+// when the user does not sign in with a local password (the directory or
+// the provider decides their password and role).
+//
+// resetPassword: `passwordHash` (a one-time password the admin hands
+// over) replaces theirs, to be changed at their next sign-in; the lockout
+// lifted and their sessions ended (tokens stay).
+void resetPassword(store::PgConnection& conn, UserInfo seen, std::string passwordHash,
+                   AuditEntry who, TimePoint now, std::function<void(Result<UserInfo>)> done);
+// changeRole: the user's role and permissions become `role` and
+// `permissions`, from their next request (sessions and tokens read them
+// on every call). Never leaves no enabled admin (Conflict).
+void changeRole(store::PgConnection& conn, UserInfo seen, Role role, unsigned permissions,
+                AuditEntry who, TimePoint now, std::function<void(Result<UserInfo>)> done);
 // Turns the user's second factor off (a lost phone) and ends their
 // sessions: the password alone signs them in until they set one up again.
 void resetTotp(store::PgConnection& conn, std::string name, AuditEntry who, TimePoint now,

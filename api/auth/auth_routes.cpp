@@ -776,6 +776,100 @@ void disableUserRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
   });
 }
 
+void enableUserRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  auto name = req.params.at("name");
+  auto who = auditEntryFor(*req.caller, "");
+  withConnection(d.pool, respond, [&d, respond, name, who](LeasePtr l) {
+    enableUser(l->conn(), name, who, d.clock(), [l, respond](Result<UserInfo> r) {
+      if (!r) return respond(errorResponse(r.error()));
+      respond(jsonOk(200, {{"user", toJson(*r)}}));
+    });
+  });
+}
+
+// The user an admin's change is about, read first: a directory or single
+// sign-on user's password and role are not ours to change (409
+// directory_user), and no admin acts on a user who holds more than the
+// admin (403 beyond_caller): a password reset would let them sign in as
+// that user. The change itself checks the row is still as read.
+void withChangeableUser(AuthDeps& d, const ApiRequest& req, ApiRespond respond, std::string what,
+                        std::function<void(UserInfo)> then) {
+  auto name = req.params.at("name");
+  const Caller caller = *req.caller;
+  withConnection(d.pool, respond, [&d, respond, name, caller, what, then](LeasePtr l) {
+    findUser(l->conn(), name, d.clock(), [l, respond, caller, what, then](Result<UserInfo> r) {
+      if (!r) return respond(errorResponse(r.error()));
+      if (r->source != "local")
+        return respond(jsonError(
+            409, "directory_user",
+            "'" + r->name + "' signs in with " +
+                (r->source == "ldap" ? "the directory's password: their password and role are "
+                                       "the directory's (its groups), changed there"
+                                     : "single sign-on: their role is the provider's (its groups "
+                                       "claim), and they have no password here")));
+      if (auto no = beyondCaller(caller, Grant{r->name, r->role, r->permissions}, what))
+        return respond(std::move(*no));
+      then(std::move(*r));
+    });
+  });
+}
+
+// A one-time password for a user who forgot theirs: generated, shown in
+// this answer once, to be changed at the next sign-in.
+void resetPasswordRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  auto who = auditEntryFor(*req.caller, "");
+  withChangeableUser(
+      d, req, respond, "a user whose password you reset", [&d, respond, who](UserInfo seen) {
+        auto password = newPassword();
+        if (!password) return respond(internalError(password.error().message));
+        d.hasher.hash(*password, [&d, respond, who, seen,
+                                  password = *password](Result<std::string> h) mutable {
+          if (!h) return respond(errorResponse(h.error()));
+          withConnection(
+              d.pool, respond,
+              [&d, respond, who, seen, password, hash = std::move(*h)](LeasePtr l) {
+                resetPassword(
+                    l->conn(), seen, hash, who, d.clock(),
+                    [l, respond, password](Result<UserInfo> r) {
+                      if (!r) return respond(errorResponse(r.error()));
+                      respond(jsonOk(200, {{"user", toJson(*r)}, {"password", password}}));
+                    });
+              });
+        });
+      });
+}
+
+// A new role, and permissions (kept when left out), both within the
+// caller's (403 beyond_caller) as for a user made new: no admin gives
+// anyone, itself included, the payloads it does not hold.
+void changeRoleRoute(AuthDeps& d, const ApiRequest& req, ApiRespond respond) {
+  auto body = bodyObject(req);
+  if (!body) return respond(errorResponse(body.error()));
+  auto role = roleField(*body);
+  if (!role) return respond(errorResponse(role.error()));
+  std::optional<unsigned> permissions;
+  if (body->contains("permissions")) {
+    auto p = permissionsField(*body);
+    if (!p) return respond(errorResponse(p.error()));
+    permissions = *p;
+  }
+  const Caller caller = *req.caller;
+  auto who = auditEntryFor(caller, "");
+  withChangeableUser(
+      d, req, respond, "a user whose role you change",
+      [&d, respond, who, caller, role = *role, permissions](UserInfo seen) {
+        unsigned next = permissions.value_or(seen.permissions);
+        if (auto no = beyondCaller(caller, Grant{seen.name, role, next}, "a user you give a role"))
+          return respond(std::move(*no));
+        withConnection(d.pool, respond, [&d, respond, who, seen, role, next](LeasePtr l) {
+          changeRole(l->conn(), seen, role, next, who, d.clock(), [l, respond](Result<UserInfo> r) {
+            if (!r) return respond(errorResponse(r.error()));
+            respond(jsonOk(200, {{"user", toJson(*r)}}));
+          });
+        });
+      });
+}
+
 // The tokens routes serve both every token (admins) and a user's own
 // (/me/tokens): `owner` set limits them to that user's.
 void listTokensOf(AuthDeps& d, const ApiRequest& req, ApiRespond respond,
@@ -990,6 +1084,27 @@ std::vector<Route> authRoutes(AuthDeps* d) {
   routes.push_back(route("POST", "/api/v1/users/{name}/disable", "disableUser",
                          "Disable a user: their sessions end and their tokens stop working",
                          Requirement::toChange(Role::Admin), bind(disableUserRoute), {},
+                         userAnswer));
+  routes.push_back(route("POST", "/api/v1/users/{name}/enable", "enableUser",
+                         "Enable a disabled user again: they sign in, and their tokens not "
+                         "revoked work again",
+                         Requirement::toChange(Role::Admin), bind(enableUserRoute), {},
+                         userAnswer));
+  routes.push_back(route(
+      "POST", "/api/v1/users/{name}/password", "resetUserPassword",
+      "Give a local user a one-time password, shown in this answer once, to "
+      "be changed at their next sign-in; their sessions end and a lockout "
+      "is lifted",
+      Requirement::toChange(Role::Admin), bind(resetPasswordRoute), {},
+      std::string(R"({"type":"object","properties":{"user":)") + kUserSchema +
+          R"(,"password":{"type":"string","description":"the one-time password, shown once"}}})"));
+  routes.push_back(route("PUT", "/api/v1/users/{name}/role", "changeUserRole",
+                         "Change a local user's role and permissions (kept when left out), from "
+                         "their next request; never the last enabled admin's",
+                         Requirement::toChange(Role::Admin), bind(changeRoleRoute),
+                         R"({"type":"object","required":["role"],"properties":{
+"role":{"enum":["viewer","operator","admin"]},
+"permissions":{"type":"array","items":{"enum":["payloads","audit"]}}}})",
                          userAnswer));
   routes.push_back(route("GET", "/api/v1/tokens", "listTokens", "List the API tokens",
                          Requirement::toRead(Role::Admin), bind(listTokensRoute), {},

@@ -532,17 +532,24 @@ TEST_F(AuthTest, ABadTimeInAQueryIsRefusedInTheEnginesWords) {
   auto auditor = makeToken("auditor", Role::Viewer, kAudit);
   makeUser("jan", Role::Viewer, kNoPermission, "jan's long password");
   std::string session = sessionOf(signIn("jan", "jan's long password"));
-  for (auto [path, headers] : std::vector<std::pair<std::string, Headers>>{
-           {"/api/v1/audit?since=x", bearer(auditor.token)},
-           {"/api/v1/audit?until=2026-99-99", bearer(auditor.token)},
-           {"/api/v1/audit?since=0000-01-01T00:00:00Z", bearer(auditor.token)},
-           {"/api/v1/audit?format=ndjson&until=1969-12-31T23:59:59Z", bearer(auditor.token)},
-           {"/api/v1/me/activity?since=x", cookie(session)},
-           {"/api/v1/me/activity?until=10000-01-01T00:00:00Z", cookie(session)}}) {
+  // Each named in the answer (`since=yesterday` was once ignored with a
+  // 200, as if no filter had been asked for).
+  for (auto [path, headers, name] : std::vector<std::tuple<std::string, Headers, std::string>>{
+           {"/api/v1/audit?since=yesterday", bearer(auditor.token), "since"},
+           {"/api/v1/audit?since=x", bearer(auditor.token), "since"},
+           {"/api/v1/audit?until=2026-99-99", bearer(auditor.token), "until"},
+           {"/api/v1/audit?until=yesterday", bearer(auditor.token), "until"},
+           {"/api/v1/audit?since=0000-01-01T00:00:00Z", bearer(auditor.token), "since"},
+           {"/api/v1/audit?format=ndjson&until=1969-12-31T23:59:59Z", bearer(auditor.token),
+            "until"},
+           {"/api/v1/audit?format=ndjson&since=yesterday", bearer(auditor.token), "since"},
+           {"/api/v1/me/activity?since=x", cookie(session), "since"},
+           {"/api/v1/me/activity?until=10000-01-01T00:00:00Z", cookie(session), "until"}}) {
     auto r = call("GET", path, headers);
     EXPECT_EQ(r.status, 400) << path << ": " << r.body;
     EXPECT_EQ(bodyOf(r)["error"], "invalid") << r.body;
     EXPECT_THAT(bodyOf(r)["message"].get<std::string>(), HasSubstr("RFC 3339")) << path;
+    EXPECT_THAT(bodyOf(r)["message"].get<std::string>(), HasSubstr("`" + name + "`")) << path;
     expectNoDatabaseText(r, path);
   }
   auto fine = call("GET", "/api/v1/audit?since=2026-01-01T00:00:00Z&until=9999-12-31T23:59:59Z",

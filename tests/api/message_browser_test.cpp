@@ -997,7 +997,9 @@ TEST_F(MessageBrowserTest, ASearchByControlIdOrKeyFindsMessagesOfEveryInterface)
                                                         {"key=K&limit=501", "limit"},
                                                         {"key=K&before=ten", "before"},
                                                         {"key=K&order=up", "order"},
-                                                        {"key=K&status=bad", "status"}}) {
+                                                        {"key=K&status=bad", "status"},
+                                                        {"key=K&from=yesterday", "from"},
+                                                        {"key=K&to=yesterday", "to"}}) {
     r = get("/api/v1/messages?" + query, viewer_);
     EXPECT_EQ(r.status, 400) << query;
     EXPECT_THAT(errorOf(r)["message"].get<std::string>(), HasSubstr("`" + name + "`")) << query;
