@@ -202,6 +202,10 @@ struct LaneInfo {
   int32_t firstAttempts = 0;   // failed attempts so far
   std::string firstLastError;  // its last error's text
   std::string firstReceivedAt; // RFC 3339, UTC
+  // When the delivery loop holding this lane tries again after a failure
+  // (RFC 3339, UTC): it waits as a whole, so for each of its lanes.
+  // nullopt while it is not waiting to retry (sending, reading, paused).
+  std::optional<std::string> nextRetryAt;
 };
 // A finding names its kind ("blocked-lane", "receiver-down", "hot-key",
 // "unowned-lanes") and says it in a sentence.

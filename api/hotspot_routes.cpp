@@ -28,7 +28,7 @@ constexpr const char* kHotspotsSchema = R"({
             "items": {
               "type": "object",
               "required": ["lane", "waiting", "firstMessageId", "firstKey", "firstAttempts",
-                           "firstLastError", "firstReceivedAt"],
+                           "firstLastError", "firstReceivedAt", "nextRetryAt"],
               "properties": {
                 "lane": {"type": "integer"},
                 "waiting": {"type": "integer"},
@@ -36,7 +36,8 @@ constexpr const char* kHotspotsSchema = R"({
                 "firstKey": {"type": "string", "description": "its ordering key; empty when none"},
                 "firstAttempts": {"type": "integer", "description": "its failed attempts so far"},
                 "firstLastError": {"type": "string"},
-                "firstReceivedAt": {"type": "string", "description": "RFC 3339, UTC"}
+                "firstReceivedAt": {"type": "string", "description": "RFC 3339, UTC"},
+                "nextRetryAt": {"type": ["string", "null"], "description": "RFC 3339, UTC: when the delivery loop holding this lane tries again after a failure (it waits as a whole, for each of its lanes); null while it is not waiting to retry"}
               }
             }
           },
@@ -68,7 +69,8 @@ json hotspotsJson(const std::vector<HotspotInfo>& list) {
                        {"firstKey", l.firstKey},
                        {"firstAttempts", l.firstAttempts},
                        {"firstLastError", l.firstLastError},
-                       {"firstReceivedAt", l.firstReceivedAt}});
+                       {"firstReceivedAt", l.firstReceivedAt},
+                       {"nextRetryAt", l.nextRetryAt ? json(*l.nextRetryAt) : json()}});
     json findings = json::array();
     for (auto& f : h.findings) findings.push_back({{"kind", f.kind}, {"text", f.text}});
     out.push_back({{"interface", h.interface},

@@ -53,6 +53,16 @@ class Moment {
   std::atomic<int64_t> ms_{0};
 };
 
+// A delivery loop waiting to try again after a failure (BackingOff): the
+// message it failed on, the lanes it holds (all wait with it), and when it
+// reads again, in ms since the epoch. Kept only in memory, for GET
+// /hotspots ("next retry in 12 s").
+struct RetryWait {
+  int64_t messageId = 0;
+  std::vector<int32_t> lanes;
+  int64_t atMs = 0;
+};
+
 struct DestinationActivity {
   DestinationActivity(std::string n, bool r, int64_t id = 0)
       : name(std::move(n)), route(r), destinationId(id) {}
@@ -82,10 +92,28 @@ struct DestinationActivity {
     std::lock_guard lock(errorMutex_);
     return lastErrorText_;
   }
+  // Each loop says when it waits to retry and when it stops waiting (a
+  // read, a hold, a stop); `loop` only names it.
+  void waitRetry(const void* loop, RetryWait w) {
+    std::lock_guard lock(retryMutex_);
+    retryWaits_[loop] = std::move(w);
+  }
+  void endRetry(const void* loop) {
+    std::lock_guard lock(retryMutex_);
+    retryWaits_.erase(loop);
+  }
+  std::vector<RetryWait> retryWaits() const {
+    std::lock_guard lock(retryMutex_);
+    std::vector<RetryWait> out;
+    for (auto& [loop, w] : retryWaits_) out.push_back(w);
+    return out;
+  }
 
  private:
   mutable std::mutex errorMutex_;
   std::string lastErrorText_;
+  mutable std::mutex retryMutex_;
+  std::map<const void*, RetryWait> retryWaits_;
 };
 
 struct InterfaceActivity {

@@ -72,6 +72,21 @@ void DeliveryLoop::wake() {
 void DeliveryLoop::enter(Phase next, std::chrono::milliseconds wait) {
   if (phase_ == Phase::Stopped) return;  // never left
   phase_ = next;
+  // When the head of its lanes is tried again, for GET /hotspots: from
+  // a failure's back-off to the next phase, whatever that is.
+  if (auto* a = target_.activity) {
+    if (next == Phase::BackingOff && retryMessage_ != 0) {
+      int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+      a->waitRetry(this, RetryWait{retryMessage_, lanes_, now + wait.count()});
+      retryShown_ = true;
+    } else if (retryShown_) {
+      a->endRetry(this);
+      retryShown_ = false;
+    }
+  }
+  if (next == Phase::BackingOff) retryMessage_ = 0;
   switch (next) {
     case Phase::Idle:
       if (timing_.safetyNet.count() > 0) return armTimer(timing_.safetyNet);
@@ -454,6 +469,7 @@ void DeliveryLoop::failed(const std::string& why) {
       store::DeliveryOutcome{item.row.message, MessageStatus::Pending, why, std::nullopt});
   auto delay = timing_.backoff.after(failures_);
   ++failures_;
+  retryMessage_ = item.row.message.id;
   logWith(spdlog::level::warn, fields(item.row.message.id),
           "{}/{}: message {} failed (attempt {}): {}; retrying in {} ms", target_.interfaceName,
           target_.destinationName, item.row.message.id, attempts, why, delay.count());

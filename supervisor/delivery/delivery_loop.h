@@ -235,6 +235,10 @@ class DeliveryLoop {
   size_t sendsInFlight_ = 0;
   uint64_t stream_ = 0;       // this read's order at a pipelined sender (Sender::newStream)
   bool interfaceStopped_ = false;
+  // The message a failure is backing off for (failed() to the back-off),
+  // and whether this loop's RetryWait is in its destination's activity.
+  int64_t retryMessage_ = 0;
+  bool retryShown_ = false;
   std::shared_ptr<int> generation_;  // outcomes of an abandoned read are ignored
   bool stopping_ = false;
   uint8_t holds_ = 0;  // Hold bits

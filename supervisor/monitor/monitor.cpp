@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/config/model.h"
 #include "common/countdown.h"
 #include "common/monitor/hotspots.h"
@@ -153,6 +155,7 @@ void Monitor::hotspots(std::vector<api::InterfaceInfo> list,
     const HealthJudge::Interface* in = nullptr;
     int64_t destinationId = 0;
     std::optional<std::chrono::system_clock::time_point> lastFinished;
+    std::vector<delivery::RetryWait> retries;  // its loops waiting to try again
   };
   auto asked = std::make_shared<std::vector<Asked>>();
   for (const auto& i : list)
@@ -170,6 +173,8 @@ void Monitor::hotspots(std::vector<api::InterfaceInfo> list,
         if (w.activity && j < w.activity->destinations.size())
           if (int64_t ms = w.activity->destinations[j].lastFinished.ms(); ms > 0)
             a.lastFinished = std::chrono::system_clock::time_point(std::chrono::milliseconds(ms));
+        if (w.activity && j < w.activity->destinations.size())
+          a.retries = w.activity->destinations[j].retryWaits();
         asked->push_back(std::move(a));
       }
     }
@@ -218,6 +223,11 @@ void Monitor::hotspots(std::vector<api::InterfaceInfo> list,
                      li.firstAttempts = r.attempts;
                      li.firstLastError = r.lastError;
                      li.firstReceivedAt = rfc3339(r.receivedAt);
+                     for (const auto& wait : a.retries)
+                       if (std::find(wait.lanes.begin(), wait.lanes.end(), r.lane) !=
+                           wait.lanes.end())
+                         li.nextRetryAt = rfc3339(std::chrono::system_clock::time_point(
+                             std::chrono::milliseconds(wait.atMs)));
                      a.info.lanes.push_back(std::move(li));
                    }
                    for (auto& f : monitor::findHotspots(facts))

@@ -86,7 +86,8 @@ class FakeEngine : public EngineView {
     h.interface = "adt";
     h.destination = "default";
     h.waiting = 41;
-    h.lanes.push_back({7, 40, 1234, "MRN-1", 9, "connection refused", "2024-05-01T12:00:00Z"});
+    h.lanes.push_back({7, 40, 1234, "MRN-1", 9, "connection refused", "2024-05-01T12:00:00Z",
+                       "2024-05-01T12:00:12Z"});
     h.lanes.push_back({2, 1, 1300, "", 0, "", "2024-05-01T12:01:00Z"});
     h.findings.push_back({"blocked-lane", "lane 7 waits behind message 1234 (9 attempts)"});
     done(std::vector<HotspotInfo>{h});
@@ -223,7 +224,9 @@ TEST_F(EngineRoutesTest, HotspotsNeedAViewerAndShowLanesAndFindings) {
                                  {"firstKey", "MRN-1"},
                                  {"firstAttempts", 9},
                                  {"firstLastError", "connection refused"},
-                                 {"firstReceivedAt", "2024-05-01T12:00:00Z"}}));
+                                 {"firstReceivedAt", "2024-05-01T12:00:00Z"},
+                                 {"nextRetryAt", "2024-05-01T12:00:12Z"}}));
+  EXPECT_TRUE(d["lanes"][1]["nextRetryAt"].is_null()) << "its loop is not waiting to retry";
   EXPECT_EQ(d["findings"], (json::array({{{"kind", "blocked-lane"},
                                           {"text", "lane 7 waits behind message 1234 (9 attempts)"}}})));
   api_.loop().run([&] { engine_.fail = true; });

@@ -229,6 +229,39 @@ TEST_F(DeliveryLoopTest, ATransientFailureIsRetriedAfterDoublingWaitsUntilItIsSe
             4);  // every send counts, the last one too
 }
 
+// GET /hotspots says when a failing head is tried again: the loop tells
+// its destination's activity while it backs off, and stops saying it once
+// it reads again.
+TEST_F(DeliveryLoopTest, AFailureBackingOffSaysWhenItsMessageIsTriedAgain) {
+  timing_.backoff = Backoff{1500ms, 1500ms};
+  int failuresLeft = 1;
+  sender_->answer = [&](const std::string&) {
+    if (failuresLeft-- > 0) return senders::SendOutcome::transient("receiver busy");
+    return senders::SendOutcome::sent();
+  };
+  DestinationActivity activity("d", false, destA_);
+  auto t = target(destA_, sender_.get());
+  t.activity = &activity;
+  int64_t id = stored("MSG1", {destA_}, 2);
+  auto nowMs = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  int64_t before = nowMs();
+  auto& loop = start(std::move(t), {2, 3});
+  ASSERT_TRUE(waitFor([&] { return !activity.retryWaits().empty(); }));
+  int64_t after = nowMs();
+  auto waits = activity.retryWaits();
+  ASSERT_EQ(waits.size(), 1u);
+  EXPECT_EQ(waits[0].messageId, id);
+  EXPECT_EQ(waits[0].lanes, (std::vector<int32_t>{2, 3}));
+  EXPECT_GE(waits[0].atMs, before + 1500);
+  EXPECT_LE(waits[0].atMs, after + 1500);
+  ASSERT_TRUE(waitFor([&] { return loop.counters().sent == 1; }));
+  EXPECT_TRUE(activity.retryWaits().empty()) << "no retry is due once it was sent";
+}
+
 TEST_F(DeliveryLoopTest, RetryMaxAttemptsQuarantinesTheMessageAndTheLaneMovesOn) {
   sender_->answer = [](const std::string& p) {
     return p == "BAD" ? senders::SendOutcome::transient("refused") : senders::SendOutcome::sent();
