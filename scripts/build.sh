@@ -4,6 +4,11 @@
 # whole project is (scripts/build-ui.sh).
 #
 #   scripts/build.sh [release|debug|all] [TARGET...]    default: release, everything
+#
+# DUCTUS_UNITY_BUILD=ON (CI's fresh builds): each target's sources compile in
+# batches (cmake/UnityBuild.cmake), after scripts/unity-alone.py has said
+# which files must compile alone. OFF: one file at a time (the default,
+# quickest for a rebuild after an edit). Unset: the build folder's choice.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${DUCTUS_BUILD_JOBS:-$(nproc)}"
@@ -15,7 +20,12 @@ build() {
     debug) type=Debug ;;
     *) echo "build.sh: unknown flavour '$flavour' (release, debug, all)" >&2; exit 2 ;;
   esac
-  cmake -S "$here" -B "$here/build/$flavour" -DCMAKE_BUILD_TYPE="$type" >/dev/null
+  local unity=()
+  [ -n "${DUCTUS_UNITY_BUILD:-}" ] && unity=(-DDUCTUS_UNITY_BUILD="$DUCTUS_UNITY_BUILD")
+  cmake -S "$here" -B "$here/build/$flavour" -DCMAKE_BUILD_TYPE="$type" "${unity[@]}" >/dev/null
+  if [ "${DUCTUS_UNITY_BUILD:-}" = ON ]; then
+    "$here/scripts/unity-alone.py" "$here/build/$flavour"
+  fi
   local targets=()
   for t in "${@:2}"; do targets+=(--target "$t"); done
   cmake --build "$here/build/$flavour" -j "$jobs" "${targets[@]}"

@@ -34,6 +34,7 @@ packages=(
   slapd ldap-utils  # tests: directory sign-in against a real OpenLDAP server (no system one is set up)
   unixodbc-dev tdsodbc  # db() on SQL Server: unixODBC and FreeTDS's driver
   strace  # tests: the file sender's system calls in the order the kernel saw them
+  universal-ctags  # scripts/unity-alone.py: which files a unity build compiles alone
   # libnode108's runtime libraries (it is extracted, not installed)
   libicu72 libc-ares2 libnghttp2-14 libbrotli1 zlib1g
 )
