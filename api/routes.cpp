@@ -6,6 +6,7 @@
 #include "api/audit/audit_routes.h"
 #include "api/engine_actions.h"
 #include "api/engine_routes.h"
+#include "api/event_routes.h"
 #include "api/events.h"
 #include "api/hotspot_routes.h"
 #include "api/interface_configuration.h"
@@ -34,6 +35,7 @@ std::vector<Route> allRoutes(const RouteDeps& deps) {
   for (auto& r : alertRoutes(deps.auth)) routes.push_back(std::move(r));
   for (auto& r : retentionRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
   for (auto& r : trafficRoutes(deps.auth, deps.engine)) routes.push_back(std::move(r));
+  for (auto& r : eventRoutes(deps.auth)) routes.push_back(std::move(r));
   auto document = std::make_shared<std::string>();
   routes.push_back(openApiRoute(document));
   // Written after the list is complete, so it includes its own route.

@@ -178,6 +178,8 @@ class MllpConnection final : public net::StreamConnection {
                  unsaid ? " (" + std::to_string(unsaid) + " more refused since the last line)"
                         : " (further refusals on this connection are logged at most once every " +
                               config::formatDuration(limits().logEvery) + ")");
+    if (MllpListener* l = listener(); l && l->settings_.onRefused)
+      l->settings_.onRefused(peer(), why, unsaid);
   }
 
   void dispatch() {

@@ -56,6 +56,10 @@ struct MllpSettings {
   net::ConnectionLimits limits;
   // allow: and tls: (common/net/listener_guard.h); empty: plain, everyone.
   net::ListenerGuard guard;
+  // Hears each refusal the log says (at most once per limits.logEvery and
+  // connection): the peer, why, and how many more were refused since the
+  // last one said. Null: nobody.
+  std::function<void(const std::string& peer, const std::string& why, uint64_t unsaid)> onRefused;
 };
 
 class MllpConnection;

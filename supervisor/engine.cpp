@@ -46,6 +46,7 @@
 #include "supervisor/delivery/sender_factory.h"
 #include "supervisor/engine_actions.h"
 #include "supervisor/engine_view_adapter.h"
+#include "supervisor/monitor/event_recorder.h"
 #include "supervisor/monitor/monitor.h"
 #include "supervisor/ownership.h"
 #include "supervisor/retention_job.h"
@@ -164,6 +165,10 @@ void Engine::start(std::function<void(Status)> done) {
     namesResolved_ = true;
     if (afterNames_) std::exchange(afterNames_, nullptr)();
   });
+  EventRecorder::Options eo;
+  eo.keep = std::chrono::duration_cast<std::chrono::seconds>(project_.engine.eventsKeep);
+  eo.maxRows = project_.engine.eventsMaxRows;
+  events_ = std::make_unique<EventRecorder>(loop_, eo);
   for (auto& c : project_.interfaces) {
     auto f = std::make_unique<Iface>();
     f->cfg = &c;
@@ -199,6 +204,8 @@ void Engine::start(std::function<void(Status)> done) {
       if (!*alive) return;
       if (!s) return fail("connecting to the database", s.error());
       stepDone("the store's connections");
+      // What the workers' start recorded meanwhile is written now.
+      events_->start(store_->sharedConnections());
       store_->ensurePartitions({}, [this, alive, done, fail](Result<store::PartitionReport> r) {
         if (!*alive) return;
         if (!r) return fail("creating partitions", r.error());
@@ -561,11 +568,16 @@ void Engine::startWorkers(std::function<void(Status)> next) {
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   wo.sharedWorkers = static_cast<int>(project_.engine.isolateWorkers ? project_.engine.isolateWorkers
                                                                      : cores);
+  wo.events = events_.get();
   workers_ = std::make_unique<WorkerPool>(loop_, wo, *services_);
-  workers_->onInterfaceStopped([](const std::string& name, const std::string& why) {
+  workers_->onInterfaceStopped([sink = events_.get()](const std::string& name,
+                                                      const std::string& why) {
     spdlog::error("interface {} stopped: {}; its messages stay pending until the code is fixed "
                   "and the interface restarted (POST /api/v1/interfaces/{}/restart)",
                   name, why, name);
+    sink->record({events::Kind::InterfaceStopped, name, "", 0,
+                  "its code is stopped: " + why + " (POST /api/v1/interfaces/" + name +
+                      "/restart runs it again)"});
   });
   // Every interface's verdict, then one answer: all the load errors, one a
   // line (code "code"), or ok; a module that could not be read comes first.
@@ -657,6 +669,7 @@ Status Engine::buildDelivery() {
       t.maxAttempts = d.maxAttempts;
       t.saveOutput = d.saveOutput;
       t.rateLimit = delivery::rateLimitOf(d);
+      t.events = events_.get();
       std::unique_ptr<senders::Sender> sender;
       if (auto* r = std::get_if<config::RouteDestination>(&d.target)) {
         auto tgt = byName_.find(r->interface);
@@ -726,7 +739,8 @@ Status Engine::buildDelivery() {
                           [this](const std::string& name) {
                             if (auto it = byName_.find(name); it != byName_.end())
                               openIntake(*it->second);
-                          }},
+                          },
+                          events_.get()},
       std::move(acted));
   // A takeover's loops wait for takeCharge(), a standby's until it has
   // taken charge; the pauses are read then.
@@ -769,6 +783,7 @@ Status Engine::buildDelivery() {
   };
   md.startedAt = startedAt_;
   md.host = instance().host;
+  md.events = events_.get();
   monitor_ = std::make_unique<Monitor>(std::move(md), std::move(watched));
   return {};
 }
@@ -962,6 +977,14 @@ std::unique_ptr<intake::MllpListener> Engine::makeMllp(Iface& f) const {
   ms.name = f.cfg->name;
   ms.limits = connectionLimits(project_.engine);
   if (auto g = guards_.find(f.cfg->name); g != guards_.end()) ms.guard = g->second;
+  ms.onRefused = [sink = events_.get(), name = f.cfg->name](
+                     const std::string& peer, const std::string& why, uint64_t unsaid) {
+    sink->record({events::Kind::ArRefused, name, "", 0,
+                  "from " + peer + ": " + why + "; answered AR" +
+                      (unsaid ? " (" + std::to_string(unsaid) +
+                                    " more refused on that connection since the last)"
+                              : "")});
+  };
   return std::make_unique<intake::MllpListener>(loop_, ms, intake::mllpIntoIntake(*f.intake));
 }
 
@@ -1458,13 +1481,19 @@ void Engine::runStopPhase() {
           if (s) s->close(senders->add());
       return senders->start();
     }
-    case StopPhase::RecordStop:
-      // Last activity is saved once more, then the stop is recorded.
-      if (monitor_)
-        return monitor_->stop([this, alive = alive_, next = nextPhase(StopPhase::CloseApi)] {
+    case StopPhase::RecordStop: {
+      // Last activity is saved once more and the events waiting are
+      // written, then the stop is recorded.
+      auto record = [this, alive = alive_, next = nextPhase(StopPhase::CloseApi)] {
+        if (!*alive) return;
+        if (!events_) return recordStop(next);
+        events_->flushNow([this, alive, next] {
           if (*alive) recordStop(next);
         });
-      return recordStop(nextPhase(StopPhase::CloseApi));
+      };
+      if (monitor_) return monitor_->stop(record);
+      return record();
+    }
     case StopPhase::CloseApi: {
       auto next = nextPhase(stop_.handover ? StopPhase::Done : StopPhase::ReleaseOwnership);
       if (!api_) return next();

@@ -84,6 +84,7 @@ class RetentionJob;
 class ControlSocket;
 class Ownership;
 class CertificateWatch;
+class EventRecorder;
 
 struct EngineOptions {
   std::string databaseUrl;
@@ -275,6 +276,9 @@ class Engine {
   // The database CA's file for libpq, when written (outlives every
   // connection below).
   store::DatabaseTls databaseTls_;
+  // The engine's events (supervisor/monitor/event_recorder.h): made first
+  // and gone last, since every part below may record one.
+  std::unique_ptr<EventRecorder> events_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<ProjectServices> services_;
   std::unique_ptr<WorkerPool> workers_;

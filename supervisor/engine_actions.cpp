@@ -186,11 +186,20 @@ Status EngineActions::setIntakeStopped(const std::string& interface,
         "(POST /api/v1/interfaces/{}/start opens it)",
         interface, stop->by, stop->reason ? " (" + *stop->reason + ")" : "", interface);
     if (deps_.closeIntake) deps_.closeIntake(interface);
+    if (deps_.events)
+      deps_.events->record({events::Kind::IntakeStopped, interface, "", 0,
+                            "intake stopped by " + stop->by +
+                                (stop->reason ? ": " + *stop->reason : std::string())});
     return {};
   }
-  if (stops_.erase(interface) == 0) return {};
+  auto was = stops_.find(interface);
+  if (was == stops_.end()) return {};
+  std::string detail =
+      "intake started again (stopped by " + was->second.by + " since " + was->second.since + ")";
+  stops_.erase(was);
   spdlog::info("interface {}: intake started again", interface);
   if (deps_.openIntake) deps_.openIntake(interface);
+  if (deps_.events) deps_.events->record({events::Kind::IntakeStarted, interface, "", 0, detail});
   return {};
 }
 

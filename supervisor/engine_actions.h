@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "api/engine_view.h"
+#include "common/event_log.h"
 #include "common/result.h"
 #include "common/uv_handle.h"
 #include "supervisor/delivery/activity.h"
@@ -90,6 +91,9 @@ class EngineActions {
     // (Engine::closeIntake, openIntake). Null: nothing to do.
     std::function<void(const std::string&)> closeIntake;
     std::function<void(const std::string&)> openIntake;
+    // Hears each intake stopped and started (common/event_log.h); null:
+    // nobody.
+    events::Sink* events = nullptr;
   };
 
   EngineActions(Deps deps, std::vector<Interface> interfaces);

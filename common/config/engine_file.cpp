@@ -204,7 +204,7 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
   EngineConfig e;
   if (!r.map(root, "",
              {"database", "api", "isolates", "retention", "max_message_size", "secrets", "limits",
-              "audit", "alerts", "auth"},
+              "audit", "alerts", "auth", "events"},
              {{"doctor", "scheduled certificate and connection checks"},
               {"monitor", "monitoring settings"},
               {"owners", "owners of interfaces"}}))
@@ -301,6 +301,18 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
       } else if (auto v = r.duration(a, "keep", "audit", kYear, kYear * 100)) {
         e.auditKeep = *v;
       }
+    }
+  }
+  if (YamlReader::has(root, "events")) {
+    YAML::Node ev = root["events"];
+    if (r.map(ev, "events", {"keep", "max_rows"})) {
+      // An hour at least (the console's page looks back a day); a year at
+      // most: the table is a recent history, the audit log the long one.
+      if (auto v =
+              r.duration(ev, "keep", "events", std::chrono::hours(1), std::chrono::hours(24 * 365)))
+        e.eventsKeep = *v;
+      if (auto v = r.whole(ev, "max_rows", "events", 1'000, 10'000'000))
+        e.eventsMaxRows = static_cast<int64_t>(*v);
     }
   }
   if (auto v = r.retention(root, "retention", "")) e.retention = *v;

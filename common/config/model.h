@@ -118,6 +118,10 @@ struct EngineConfig {
   // audit: { keep: 6y }: audit rows older than this are deleted (hourly, in
   // batches). At least a year: the log is what an inspection asks for.
   Duration auditKeep = std::chrono::hours(24 * 365 * 6);
+  // events: { keep: 30d, max_rows: 100000 }: the engine's events table
+  // (supervisor/monitor/event_recorder.h) is kept within both bounds.
+  Duration eventsKeep = std::chrono::hours(24 * 30);
+  int64_t eventsMaxRows = 100'000;
   monitor::AlertSettings alerts;  // alerts: (enabled when present)
   Location alertsAt;
   // Where the cross-file checks and warnings place their words: smtp.ca

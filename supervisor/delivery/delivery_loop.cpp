@@ -450,8 +450,11 @@ void DeliveryLoop::failed(const std::string& why) {
   Item& item = items_[pos_];
   int attempts = item.row.attempts + 1;
   if (target_.maxAttempts > 0 && attempts >= static_cast<int>(target_.maxAttempts)) {
-    finished(MessageStatus::Quarantined,
-             "gave up after " + std::to_string(attempts) + " attempts: " + why, std::nullopt);
+    std::string gaveUp = "gave up after " + std::to_string(attempts) + " attempts: " + why;
+    if (target_.events)
+      target_.events->record({events::Kind::DeliveryQuarantined, target_.interfaceName,
+                              target_.destinationName, item.row.message.id, gaveUp});
+    finished(MessageStatus::Quarantined, std::move(gaveUp), std::nullopt);
     if (phase_ == Phase::Working && !inNext_) next();
     return;
   }

@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/event_log.h"
 #include "common/log.h"
 #include "common/uv_handle.h"
 #include "schema/store.h"
@@ -64,6 +65,9 @@ struct DeliveryTarget {
   // The engine's counts for this destination (shared by its loops); none
   // in tests that don't look.
   DestinationActivity* activity = nullptr;
+  // Hears a delivery given up after maxAttempts (common/event_log.h);
+  // null: nobody.
+  events::Sink* events = nullptr;
 };
 
 // The loop's clocks and waits. The engine uses the defaults; tests shorten

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <map>
+#include <optional>
 
 #include "common/countdown.h"
 #include "common/monitor/alerts.h"
@@ -176,12 +177,24 @@ void AlertRound::stepAll(std::vector<Observed> observed, std::vector<monitor::Al
     bool notifies = !w.notifications.empty();
     std::string key = w.after.subject.key(), change = w.change;
     auto state = std::string(monitor::stateName(w.after.state));
+    // What the Events page keeps of it: a fire (or a reopen) and a recovery.
+    std::optional<events::Event> event;
+    if (deps_.events && (change == "fire" || change == "reopen" || change == "recover")) {
+      const auto& subject = w.after.subject;
+      event = events::Event{
+          change == "recover" ? events::Kind::AlertResolved : events::Kind::AlertFired,
+          subject.interface, subject.destination, 0,
+          change == "recover" ? key + " recovered"
+                              : key + " " + state + (change == "reopen" ? " again" : "") +
+                                    (w.reason.empty() ? "" : ": " + w.reason)};
+    }
     store::applyStep(*deps_.pool, std::move(w),
-                     [alive, notified, notifies, key, change, state,
+                     [this, alive, notified, notifies, key, change, state, event,
                       step = all->add()](Result<bool> applied) {
                        if (*alive && applied && *applied) {
                          spdlog::info("alert {}: {} ({})", key, change, state);
                          if (notifies) *notified = true;
+                         if (event) deps_.events->record(*event);
                        } else if (*alive && !applied) {
                          spdlog::warn("alert {}: writing its {} failed: {}", key, change,
                                       applied.error().message);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "api/engine_view.h"
+#include "common/event_log.h"
 #include "common/monitor/alert_state.h"
 #include "common/monitor/settings.h"
 #include "common/result.h"
@@ -50,6 +51,10 @@ class AlertRound {
     TimePoint startedAt;
     std::string host;                 // named in the notifications
     std::function<void()> notified;   // a step wrote notifications: send now
+    // Hears each alert this engine fired (or reopened) and resolved; null:
+    // none. Written once across engines: only the step that won its
+    // compare-and-set is told.
+    events::Sink* events = nullptr;
     std::chrono::milliseconds every = std::chrono::seconds(15);
   };
   explicit AlertRound(Deps deps);

@@ -84,6 +84,7 @@ void Monitor::start(std::function<void(Status)> done) {
     r.certificates = deps_.certificates;
     r.startedAt = deps_.startedAt;
     r.host = deps_.host;
+    r.events = deps_.events;
     r.notified = [this] {
       if (outbox_) outbox_->wake();
     };

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "api/engine_view.h"
+#include "common/event_log.h"
 #include "common/result.h"
 #include "common/uv_handle.h"
 #include "supervisor/monitor/health.h"
@@ -67,6 +68,7 @@ class Monitor {
     std::function<std::vector<api::CertificateInfo>()> certificates;
     std::chrono::system_clock::time_point startedAt;
     std::string host;
+    events::Sink* events = nullptr;  // alerts fired and resolved; null: none
   };
   Monitor(Deps deps, std::vector<HealthJudge::Interface> watched);
   ~Monitor();

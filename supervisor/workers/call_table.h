@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -28,6 +29,8 @@ struct InFlight {
   delivery::Transformer::OutcomeCallback done;
   bool culprit = false;  // overdue: its worker was killed for it
   bool dryRun = false;   // WorkerPool::dryRun: services mocked, no stop rule
+  int64_t messageId = 0;  // the call's meta, for a runaway's event
+  std::string destination;
 };
 
 class CallTable {

@@ -51,6 +51,7 @@ struct WorkerSlot : WorkerProcess::Events {
   UvHandle<uv_timer_t> restartTimer;
   std::set<uint32_t> loadedIds;  // interfaces sent to this incarnation
   bool replacing = false;        // killed to load an interface's new code
+  std::string killedFor;         // the interface whose call or code had it killed
 
   void onReady(WorkerProcess&) override { lastHeard = Clock::now(); }
   void onHeard(WorkerProcess&) override { lastHeard = Clock::now(); }
@@ -161,6 +162,7 @@ void WorkerPool::startSlot(WorkerSlot& slot) {
     slot.proc = std::move(*proc);
     slot.spawnedAt = Clock::now();
     slot.loadedIds.clear();
+    slot.killedFor.clear();
     spdlog::debug("worker pool {}: worker {} started as pid {}", slot.group->name, slot.index,
                   slot.proc->pid());
     // A stopped interface stays out of new workers: its code is what
@@ -257,7 +259,7 @@ void WorkerPool::send(WorkerSlot& slot, InterfaceState& iface, FunctionId fn, st
   slot.calls.add(InFlight{
       callId, &iface, Clock::now(),
       std::chrono::duration_cast<std::chrono::milliseconds>(iface.spec.timeout + options_.grace),
-      std::move(done), false, dryRun});
+      std::move(done), false, dryRun, meta.messageId, meta.destination});
   slot.proc->send(proto::Invoke{callId, fn, payload, meta});
 }
 
@@ -286,6 +288,14 @@ void WorkerPool::finish(InterfaceState& iface, OutcomeCallback& done, Outcome ou
   if (!dryRun)
     if (auto why = iface.judge(outcome.kind, options_.timeoutsToStop)) stopInterface(iface, *why);
   if (done) done(std::move(outcome));
+}
+
+void WorkerPool::noteRunaway(const InFlight& call, const Outcome& outcome) {
+  if (!options_.events || call.dryRun) return;
+  if (outcome.kind != Outcome::Kind::RunawayTimeout && outcome.kind != Outcome::Kind::RunawayHeap)
+    return;
+  options_.events->record({events::Kind::Runaway, call.iface->spec.name, call.destination,
+                           call.messageId, outcome.data});
 }
 
 void WorkerPool::stopInterface(InterfaceState& iface, const std::string& why, bool quiet) {
@@ -325,6 +335,7 @@ Status WorkerPool::restartInterface(const std::string& name, ModuleSet modules,
     }
     if (slot->loadedIds.count(iface->id)) {
       slot->replacing = true;
+      slot->killedFor = name;
       slot->proc->kill("restarting it to load interface " + name + "'s new code");
     } else {
       loadInto(*slot, *iface);
@@ -429,8 +440,10 @@ void WorkerPool::onOutcome(WorkerSlot& slot, const proto::Outcome& m) {
   WorkerGroup& g = *slot.group;
   bool runaway = out.kind == Outcome::Kind::RunawayTimeout;
   std::string culprit = call->iface->spec.name;
+  noteRunaway(*call, out);
   finish(*call->iface, call->done, std::move(out), call->dryRun);
   if (runaway && slot.proc) {
+    slot.killedFor = culprit;
     // The isolate survived the terminated script, but its module state
     // may be half-changed: the worker is restarted (the other calls in
     // flight on it are retried, as the issue asks).
@@ -499,6 +512,8 @@ void WorkerPool::onExit(WorkerSlot& slot, int64_t status, int signal, const std:
     } else {
       out = {Outcome::Kind::Transient, proto::transientText("its worker exited " + how)};
     }
+    if (c.culprit || out.kind == Outcome::Kind::RunawayHeap) slot.killedFor = c.iface->spec.name;
+    noteRunaway(c, out);
     finish(*c.iface, c.done, std::move(out), c.dryRun);
   }
 
@@ -525,6 +540,17 @@ void WorkerPool::onExit(WorkerSlot& slot, int64_t status, int signal, const std:
                                       (why.empty() ? "" : " (" + why + ")"));
   // Restart, backing off when the worker dies right after starting.
   restarts_++;
+  if (options_.events) {
+    // Whose it was: the interface that had it killed, a dedicated group's
+    // own, or none (the shared group serves them all).
+    std::string who = !slot.killedFor.empty()          ? slot.killedFor
+                      : slot.group != groups_[0].get() ? slot.group->name
+                                                       : std::string();
+    options_.events->record({events::Kind::WorkerRestarted, who, "", 0,
+                             "worker " + std::to_string(pid) + " (pool " + slot.group->name +
+                                 ") exited " + how + (why.empty() ? "" : ": " + why) +
+                                 "; started again"});
+  }
   if (replaced) slot.quickDeaths = 0;
   else if (options_.clock() - slot.startedAt < std::chrono::seconds(1)) slot.quickDeaths++;
   else slot.quickDeaths = 0;
@@ -554,6 +580,7 @@ void WorkerPool::checkDeadlines() {
       InFlight* oldest = s->calls.oldestOverdue(now, s->lastHeard);
       if (!oldest || oldest->culprit) continue;
       oldest->culprit = true;
+      s->killedFor = oldest->iface->spec.name;
       s->proc->kill("call " + std::to_string(oldest->callId) + " of interface " +
                     oldest->iface->spec.name + " did not answer, and its worker said nothing, within its timeout + grace");
     }

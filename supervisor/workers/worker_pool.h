@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/config/model.h"
+#include "common/event_log.h"
 #include "common/result.h"
 #include "common/uv_handle.h"
 #include "supervisor/delivery/transformer.h"
@@ -44,6 +45,7 @@ using delivery::Outcome;
 using delivery::outcomeKindName;
 
 struct InterfaceState;
+struct InFlight;
 struct WorkerGroup;
 struct WorkerSlot;
 
@@ -68,6 +70,9 @@ class WorkerPool : public delivery::Transformer {
     // What tells a worker that died right after starting (restarted with a
     // growing wait) from one that lived: the tests' crash loops set it.
     std::function<std::chrono::steady_clock::time_point()> clock = std::chrono::steady_clock::now;
+    // Hears each runaway (not a dry run's) and each worker restarted
+    // (common/event_log.h); null: nobody.
+    events::Sink* events = nullptr;
   };
   using StopListener = std::function<void(const std::string& interfaceName, const std::string& why)>;
 
@@ -141,6 +146,9 @@ class WorkerPool : public delivery::Transformer {
   void onLog(WorkerSlot& slot, const proto::Log& m);
   void onExit(WorkerSlot& slot, int64_t status, int signal, const std::string& why);
   void finish(InterfaceState& iface, OutcomeCallback& done, Outcome outcome, bool dryRun);
+  // A runaway's event (a delivery's or a respond-mode call's; a dry run's
+  // is the operator's own trial, not recorded).
+  void noteRunaway(const InFlight& call, const Outcome& outcome);
   // quiet: the caller of addInterface hears why (its first load failed)
   // and says it; no log line, no stop listener.
   void stopInterface(InterfaceState& iface, const std::string& why, bool quiet = false);

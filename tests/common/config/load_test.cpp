@@ -473,6 +473,30 @@ TEST(LoadProject, AuditKeepIsReadInYearsOrADurationAndAtLeastAYear) {
   EXPECT_THAT(q.errors(), HasSubstr("audit.keep: must be from 1y to 100y, got `0y`"));
 }
 
+TEST(LoadProject, TheEventsTablesBoundsHaveDefaultsAndLimits) {
+  auto load = [](const std::string& yaml) {
+    ProjectDir p;
+    p.write("ductus.yaml", yaml);
+    p.iface("adt", kMllpToFile);
+    return p.load();
+  };
+  auto o = load("retention: 1w\n");
+  ASSERT_TRUE(o.project);
+  EXPECT_EQ(o.project->engine.eventsKeep, std::chrono::hours(24 * 30)) << "30 days by default";
+  EXPECT_EQ(o.project->engine.eventsMaxRows, 100'000);
+  o = load("events: { keep: 7d, max_rows: 5000 }\n");
+  ASSERT_TRUE(o.project);
+  EXPECT_EQ(o.project->engine.eventsKeep, std::chrono::hours(24 * 7));
+  EXPECT_EQ(o.project->engine.eventsMaxRows, 5'000);
+  ProjectDir p;
+  p.write("ductus.yaml", "events: { keep: 10m, max_rows: 10, size: 3 }\n");
+  p.iface("adt", kMllpToFile);
+  std::string e = p.errors();
+  EXPECT_THAT(e, HasSubstr("events.keep: must be from"));
+  EXPECT_THAT(e, HasSubstr("events.max_rows: expected a whole number from 1000 to 10000000"));
+  EXPECT_THAT(e, HasSubstr("size"));
+}
+
 TEST(LoadProject, AMaxMessageSizeAWorkerCallCannotCarryIsRefused) {
   ProjectDir p;
   p.write("ductus.yaml", "max_message_size: 200MB\n");
