@@ -223,6 +223,64 @@ TEST(Console, SignsInThroughAnOpenIdConnectProvider) {
   fs::remove_all(out, ec);
 }
 
+// An admin's console: users enabled again, given a one-time password or
+// another role (an open session has it at its next request), the last
+// admin kept, a directory user's password and role left to the directory;
+// the audit log's links to a bulk resend's messages, the first Tab on the
+// Overview, the navigation column down a long page, axe on Users.
+// ui/tests/admin.test.mjs drives the browser.
+TEST(Console, AnAdminManagesUsersAndFindsEachChangeInTheAuditLog) {
+  if (auto what = missing(); !what.empty()) {
+    if (required()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
+    GTEST_SKIP() << "missing: " << what;
+  }
+  TestDatabase db;
+  ASSERT_FALSE(db.url().empty());
+  uint16_t mllp = freePort(), apiPort = freePort();
+  char outTmpl[] = "/tmp/ductus-console-out.XXXXXX";
+  fs::path out = mkdtemp(outTmpl);
+  TempProject project({{"ductus.yaml", "isolates: { workers: 1, heap_mb: 256 }\n"},
+                       {"interfaces/adt/interface.yaml", adtInterface(mllp, out)},
+                       {"interfaces/adt/transform.js", kAdtTransform}});
+  EngineProcess engine(project.root(), db.url());
+  engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
+  ASSERT_TRUE(engine.start()) << engine.log();
+  std::string admin = makeUser(db.url(), "ada", "admin", "payloads,audit");
+  std::string viewer = makeUser(db.url(), "vic", "viewer", "");
+  std::string operatorUser = makeUser(db.url(), "nora", "operator", "");
+  db.value("UPDATE users SET must_change_password = false WHERE name IN ('ada', 'vic', 'nora')");
+  // A directory user, as a sign-in through auth.ldap leaves their row.
+  db.value(
+      "INSERT INTO users (name, password_hash, role, source) VALUES "
+      "('dora', '', 'operator', 'ldap')");
+
+  fs::path shots = fs::current_path() / "screenshots";
+  fs::create_directories(shots);
+  ::setenv("DUCTUS_UI_URL", ("http://127.0.0.1:" + std::to_string(apiPort)).c_str(), 1);
+  ::setenv("DUCTUS_UI_ADMIN", admin.c_str(), 1);
+  ::setenv("DUCTUS_UI_VIEWER", viewer.c_str(), 1);
+  ::setenv("DUCTUS_UI_NEWUSER", operatorUser.c_str(), 1);
+  ::setenv("DUCTUS_UI_DIRECTORY_USER", "dora", 1);
+  ::setenv("DUCTUS_UI_MLLP", ("127.0.0.1:" + std::to_string(mllp)).c_str(), 1);
+  ::setenv("DUCTUS_UI_SCREENSHOTS", shots.c_str(), 1);
+  ::setenv("CHROMIUM", chromium().c_str(), 1);
+  auto run = runSplit({"node", (kUi / "tests" / "admin.test.mjs").string()});
+  std::printf("%s", run.out.c_str());
+  EXPECT_EQ(run.code, 0) << run.out << "\n" << run.err << "\nengine:\n" << engine.log();
+  std::printf("screenshots: %s\n", shots.c_str());
+
+  // What the engine kept: each change with its audit row, by ada.
+  EXPECT_EQ(db.value("SELECT role FROM users WHERE name = 'vic'"), "operator");
+  EXPECT_EQ(db.value("SELECT role FROM users WHERE name = 'ada'"), "admin");
+  EXPECT_EQ(db.value("SELECT count(*) FROM audit_log WHERE actor = 'ada' AND action IN "
+                     "('user.disable', 'user.enable', 'user.password_reset', 'user.role') "
+                     "AND outcome = 'ok'"),
+            "4");
+  EXPECT_TRUE(exitedWith(engine.terminate(), 0)) << engine.log();
+  std::error_code ec;
+  fs::remove_all(out, ec);
+}
+
 // The night shift's console (issue: what an operator at 3 a.m. can't do):
 // a lab interface whose MLLP receiver is down with 60 messages waiting
 // ranked first on the Overview with the receiver's error, above an

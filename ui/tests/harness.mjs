@@ -1,8 +1,11 @@
 // What the browser tests share beyond checks.mjs: their settings from the
 // environment, waiting for a condition, an MLLP sender, Debian's chromium
-// through playwright-core, and signing in.
+// through playwright-core, signing in, and axe-core on a page.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createConnection } from 'node:net';
 import { chromium } from 'playwright-core';
+import { assert } from './checks.mjs';
 
 export function env(name, fallback) {
   const v = process.env[name] ?? fallback;
@@ -110,4 +113,21 @@ export async function signIn(page, who) {
 
 export async function heading(page, text) {
   await page.getByRole('heading', { level: 1, name: text }).waitFor();
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core on the page as it is: no serious or critical violation of WCAG
+ * 2.1 A and AA. The page's context must bypass the CSP (newPage(browser,
+ * base, { bypassCSP: true })), which forbids injecting axe's source. */
+export async function axe(page) {
+  await page.addScriptTag({ content: axeSource });
+  const result = await page.evaluate(() =>
+    window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }),
+  );
+  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  assert(
+    bad.length === 0,
+    bad.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`).join('; '),
+  );
 }

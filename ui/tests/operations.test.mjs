@@ -2,7 +2,8 @@
 // Console.TheNightShift...): a receiver that is down ranks its interface
 // first on the Overview with the receiver's error; the engine killed
 // shows the disconnected banner, greys the page, and clears once the
-// engine is started again. The harness kills and starts the engine when
+// engine is started again; an edit with a broken payload refused in the
+// editor, the original untouched. The harness kills and starts the engine when
 // this script writes `kill` or `start` into DUCTUS_UI_CONTROL, and answers
 // with `killed` / `started`.
 // Prints a line per check and "N passed, M failed"; exits 1 on a failure.
@@ -177,6 +178,33 @@ await check('"resend to" one chosen destination delivers there only', async () =
   await until("two's file written again", async () => files('two') === 1);
   await new Promise((r) => setTimeout(r, 1000));
   assert(statSync(oneFile).mtimeMs === oneWritten, "one's file was written again");
+});
+
+await check('an edit with a broken payload is refused in the editor, and the original stays as it was', async () => {
+  await sendHl7(adtMllp, hl7({ mrn: '' }));
+  const controlId = lastControlId;
+  const id = await until('the message quarantined', async () => {
+    const r = await page.request.get(`/api/v1/interfaces/adt/messages?control_id=${controlId}&status=quarantined`);
+    return (await r.json()).items?.[0]?.id;
+  });
+  const count = async () => (await (await page.request.get('/api/v1/interfaces/adt/messages?limit=1')).json()).total?.count;
+  const before = await count();
+  await page.goto(`/messages/${id}`);
+  await heading(page, `Message ${id}`);
+  await page.getByRole('button', { name: 'Edit…' }).click();
+  // No MSH: intake would refuse it.
+  await page.getByRole('textbox', { name: 'Payload' }).fill('PID|1||X1^^^HOSP^MR||Broken^Jane');
+  await page.getByRole('button', { name: /Save and deliver/ }).click();
+  const refusal = page.getByRole('alert').filter({ hasText: 'no MSH segment' });
+  await refusal.waitFor();
+  await page.screenshot({ path: join(shots, 'edit-refused.png'), fullPage: true });
+  assert(new URL(page.url()).pathname === `/messages/${id}`, `left for ${page.url()}`);
+  assert((await page.getByRole('textbox', { name: 'Payload' }).inputValue()).startsWith('PID|1||X1'), 'the broken payload was not kept for fixing');
+  const original = await (await page.request.get(`/api/v1/messages/${id}`)).json();
+  assert(original.status === 'quarantined', `the original is ${original.status}`);
+  assert((original.editedTo ?? []).length === 0, `the original names a copy: ${original.editedTo}`);
+  assert(original.deliveries.every((d) => d.status === 'quarantined'), JSON.stringify(original.deliveries));
+  assert((await count()) === before, 'a copy was stored');
 });
 
 await check("an interface's page: the chart counts this minute's messages, the configuration is shown", async () => {

@@ -273,6 +273,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/users/{name}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enable a disabled user again: they sign in, and their tokens not revoked work again
+         * @description Needs the admin role. With a session cookie, send the header X-Ductus: 1.
+         */
+        post: operations["enableUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{name}/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a local user a one-time password, shown in this answer once, to be changed at their next sign-in; their sessions end and a lockout is lifted
+         * @description Needs the admin role. With a session cookie, send the header X-Ductus: 1.
+         */
+        post: operations["resetUserPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{name}/role": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change a local user's role and permissions (kept when left out), from their next request; never the last enabled admin's
+         * @description Needs the admin role. With a session cookie, send the header X-Ductus: 1.
+         */
+        put: operations["changeUserRole"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tokens": {
         parameters: {
             query?: never;
@@ -1783,6 +1843,151 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user?: {
+                            id?: number;
+                            name?: string;
+                            /** @enum {unknown} */
+                            role?: "viewer" | "operator" | "admin";
+                            permissions?: ("payloads" | "audit")[];
+                            mustChangePassword?: boolean;
+                            disabled?: boolean;
+                            totp?: boolean;
+                            lockedUntil?: string | null;
+                            /** @enum {unknown} */
+                            source?: "local" | "ldap" | "oidc";
+                            leftDirectoryAt?: string | null;
+                            createdAt?: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    enableUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user?: {
+                            id?: number;
+                            name?: string;
+                            /** @enum {unknown} */
+                            role?: "viewer" | "operator" | "admin";
+                            permissions?: ("payloads" | "audit")[];
+                            mustChangePassword?: boolean;
+                            disabled?: boolean;
+                            totp?: boolean;
+                            lockedUntil?: string | null;
+                            /** @enum {unknown} */
+                            source?: "local" | "ldap" | "oidc";
+                            leftDirectoryAt?: string | null;
+                            createdAt?: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    resetUserPassword: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user?: {
+                            id?: number;
+                            name?: string;
+                            /** @enum {unknown} */
+                            role?: "viewer" | "operator" | "admin";
+                            permissions?: ("payloads" | "audit")[];
+                            mustChangePassword?: boolean;
+                            disabled?: boolean;
+                            totp?: boolean;
+                            lockedUntil?: string | null;
+                            /** @enum {unknown} */
+                            source?: "local" | "ldap" | "oidc";
+                            leftDirectoryAt?: string | null;
+                            createdAt?: string;
+                        };
+                        /** @description the one-time password, shown once */
+                        password?: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    changeUserRole: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1; required when the caller signs in with a session cookie */
+                "X-Ductus"?: "1";
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {unknown} */
+                    role: "viewer" | "operator" | "admin";
+                    permissions?: ("payloads" | "audit")[];
+                };
+            };
+        };
         responses: {
             /** @description success */
             200: {

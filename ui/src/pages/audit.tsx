@@ -14,6 +14,26 @@ function describe(detail: unknown): string {
     .join(', ');
 }
 
+// A bulk action's target is its messages' ids, joined by commas (up to
+// 500): a link each, the first few shown.
+const shownIds = 5;
+function MessageLinks({ ids }: { ids: string }) {
+  const all = ids.split(',').filter((id) => /^\d+$/.test(id));
+  if (all.length === 1) return <a href={`/messages/${all[0]}`}>message {all[0]}</a>;
+  return (
+    <span data-messages={all.length}>
+      {all.length} messages:{' '}
+      {all.slice(0, shownIds).map((id, i) => (
+        <span key={id}>
+          {i > 0 && ', '}
+          <a href={`/messages/${id}`}>{id}</a>
+        </span>
+      ))}
+      {all.length > shownIds && ` and ${all.length - shownIds} more`}
+    </span>
+  );
+}
+
 export default function Audit() {
   const { path, query } = useLocation();
   const q = Object.fromEntries(filters.map((k) => [k, query.get(k) ?? ''])) as Filters;
@@ -105,7 +125,7 @@ export default function Audit() {
                 </td>
                 <td>
                   {a.target?.kind === 'message' && a.target.id ? (
-                    <a href={`/messages/${a.target.id}`}>message {a.target.id}</a>
+                    <MessageLinks ids={a.target.id} />
                   ) : (
                     [a.target?.kind, a.target?.name ?? a.target?.id].filter(Boolean).join(' ')
                   )}

@@ -9,9 +9,12 @@ type User = NonNullable<Answer<'/api/v1/users'>['items']>[number];
 export default function Users() {
   const list = useApi(() => call('get', '/api/v1/users'), []);
   const [disabling, setDisabling] = useState<User | null>(null);
+  const [enabling, setEnabling] = useState<User | null>(null);
   const [resetting, setResetting] = useState<User | null>(null);
+  const [resettingPassword, setResettingPassword] = useState<User | null>(null);
+  const [changing, setChanging] = useState<User | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
-  const [password, setPassword] = useState<{ name: string; password: string } | null>(null);
+  const [password, setPassword] = useState<{ name: string; password: string; oneTime: boolean } | null>(null);
   return (
     <Page title="Users and tokens">
       <section aria-labelledby="users-h">
@@ -19,8 +22,12 @@ export default function Users() {
         <ErrorNote message={list.error} />
         <Notice message={notice} />
         {password && (
-          <div class="note ok" role="status">
-            <p>The password of {password.name}, shown this once:</p>
+          <div class="note ok" role="status" data-password-of={password.name}>
+            <p>
+              {password.oneTime
+                ? `The one-time password of ${password.name}, shown this once (they choose their own at their next sign-in):`
+                : `The password of ${password.name}, shown this once:`}
+            </p>
             <code class="secret">{password.password}</code>
           </div>
         )}
@@ -40,9 +47,9 @@ export default function Users() {
             </thead>
             <tbody>
               {(list.data?.items ?? []).map((u) => (
-                <tr key={u.id}>
+                <tr key={u.id} data-user={u.name}>
                   <th scope="row">{u.name}</th>
-                  <td>{u.role}</td>
+                  <td data-cell="role">{u.role}</td>
                   <td>{(u.permissions ?? []).join(', ') || <span class="muted">–</span>}</td>
                   <td>{u.source === 'ldap' ? 'directory password' : u.source === 'oidc' ? 'single sign-on' : 'local password'}</td>
                   <td>
@@ -63,11 +70,26 @@ export default function Users() {
                     <When at={u.createdAt} />
                   </td>
                   <td>
-                    {!u.disabled && (
+                    {u.disabled ? (
+                      <button class="button small" onClick={() => setEnabling(u)}>
+                        Enable…
+                      </button>
+                    ) : (
                       <button class="button small" onClick={() => setDisabling(u)}>
                         Disable…
                       </button>
                     )}{' '}
+                    {/* A directory's or a provider's user: their password and role are decided there. */}
+                    {u.source === 'local' && (
+                      <>
+                        <button class="button small" onClick={() => setChanging(u)}>
+                          Change role…
+                        </button>{' '}
+                        <button class="button small" onClick={() => setResettingPassword(u)}>
+                          Reset password…
+                        </button>{' '}
+                      </>
+                    )}
                     {u.totp && (
                       <button class="button small" onClick={() => setResetting(u)}>
                         Reset two-step…
@@ -81,7 +103,7 @@ export default function Users() {
         </div>
         <CreateUser
           onCreated={(name, pw) => {
-            if (pw) setPassword({ name, password: pw });
+            if (pw) setPassword({ name, password: pw, oneTime: false });
             setNotice(`The user ${name} is created.`);
             void list.reload();
           }}
@@ -107,6 +129,56 @@ export default function Users() {
           <p>Their sessions end and their tokens stop working.</p>
         </Confirm>
       )}
+      {enabling && (
+        <Confirm
+          title={`Enable ${enabling.name} again?`}
+          confirmLabel="Enable"
+          onConfirm={async () => {
+            const r = await call('post', '/api/v1/users/{name}/enable', { path: { name: enabling.name ?? '' } });
+            if (r.ok) {
+              setNotice(`${enabling.name} is enabled again.`);
+              void list.reload();
+            }
+            return r;
+          }}
+          onClose={() => setEnabling(null)}
+        >
+          <p>They can sign in again, and their tokens that were not revoked work again.</p>
+        </Confirm>
+      )}
+      {resettingPassword && (
+        <Confirm
+          title={`Reset the password of ${resettingPassword.name}?`}
+          confirmLabel="Reset password"
+          danger
+          onConfirm={async () => {
+            const name = resettingPassword.name ?? '';
+            const r = await call('post', '/api/v1/users/{name}/password', { path: { name } });
+            if (r.ok) {
+              setPassword({ name, password: r.data.password ?? '', oneTime: true });
+              setNotice(`${name} has a one-time password: their sessions ended.`);
+              void list.reload();
+            }
+            return r;
+          }}
+          onClose={() => setResettingPassword(null)}
+        >
+          <p>
+            A one-time password is made and shown to you once, to hand over; they must choose their own at their next
+            sign-in. Their sessions end now; their tokens keep working.
+          </p>
+        </Confirm>
+      )}
+      {changing && (
+        <ChangeRole
+          user={changing}
+          onChanged={(name, role) => {
+            setNotice(`${name} is now ${role}, from their next request.`);
+            void list.reload();
+          }}
+          onClose={() => setChanging(null)}
+        />
+      )}
       {resetting && (
         <Confirm
           title={`Reset ${resetting.name}'s two-step sign-in?`}
@@ -130,6 +202,29 @@ export default function Users() {
 }
 
 const roles = ['viewer', 'operator', 'admin'] as const;
+
+// Another role and permissions for a local user; the API refuses more than
+// the admin holds, and leaving no enabled admin.
+function ChangeRole({ user, onChanged, onClose }: { user: User; onChanged: (name: string, role: string) => void; onClose: () => void }) {
+  const held = user.permissions ?? [];
+  const [grant, setGrant] = useState<Grant>({ role: user.role ?? 'viewer', payloads: held.includes('payloads'), audit: held.includes('audit') });
+  return (
+    <Confirm
+      title={`Change the role of ${user.name}`}
+      confirmLabel="Change role"
+      onConfirm={async () => {
+        const name = user.name ?? '';
+        const r = await call('put', '/api/v1/users/{name}/role', { path: { name }, body: { role: grant.role, permissions: permissionsOf(grant) } });
+        if (r.ok) onChanged(name, grant.role);
+        return r;
+      }}
+      onClose={onClose}
+    >
+      <GrantFields grant={grant} onChange={setGrant} />
+      <p class="muted">Their sessions and tokens stay; each does what the new role allows from its next request.</p>
+    </Confirm>
+  );
+}
 
 // The roles whose users must sign in with a code from an app.
 function TotpPolicy() {
