@@ -54,7 +54,8 @@ class Moment {
 };
 
 // A delivery loop waiting to try again after a failure (BackingOff): the
-// message it failed on, the lanes it holds (all wait with it), and when it
+// message it failed on, the lanes it holds (all wait with it; empty: every
+// lane, the destination's only loop), and when it
 // reads again, in ms since the epoch. Kept only in memory, for GET
 // /hotspots ("next retry in 12 s").
 struct RetryWait {

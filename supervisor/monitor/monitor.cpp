@@ -225,8 +225,9 @@ void Monitor::hotspots(std::vector<api::InterfaceInfo> list,
                      li.firstLastError = r.lastError;
                      li.firstReceivedAt = rfc3339(r.receivedAt);
                      for (const auto& wait : a.retries)
-                       if (std::find(wait.lanes.begin(), wait.lanes.end(), r.lane) !=
-                           wait.lanes.end())
+                       if (wait.lanes.empty() ||  // the destination's only loop
+                           std::find(wait.lanes.begin(), wait.lanes.end(), r.lane) !=
+                               wait.lanes.end())
                          li.nextRetryAt = rfc3339(std::chrono::system_clock::time_point(
                              std::chrono::milliseconds(wait.atMs)));
                      a.info.lanes.push_back(std::move(li));
