@@ -929,6 +929,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/interfaces/{name}/messages/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An interface's messages the list's filters match, as CSV (or NDJSON), streamed; at most 100,000; payloads with include=payload (payloads permission, audited)
+         * @description Needs the viewer role.
+         */
+        get: operations["exportMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -3630,6 +3650,53 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    exportMessages: {
+        parameters: {
+            query?: {
+                /** @description the control id (HL7 MSH-10), exactly */
+                control_id?: string;
+                /** @description csv (default) or ndjson */
+                format?: string;
+                /** @description received at or after this RFC 3339 time */
+                from?: string;
+                /** @description payload: each message's payload too (needs the payloads permission; audited as message.export) */
+                include?: string;
+                /** @description the ordering key's value, exactly */
+                key?: string;
+                /** @description the most messages: 1-100000 (default 100000) */
+                limit?: string;
+                /** @description newest (default) or oldest */
+                order?: string;
+                /** @description as the list: pending, sent, filtered, quarantined, duplicate or errors */
+                status?: string;
+                /** @description received before this RFC 3339 time */
+                to?: string;
+                /** @description the message type, as the list takes it */
+                type?: string;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
     streamEvents: {
         parameters: {
             query?: never;
@@ -3687,6 +3754,8 @@ export interface operations {
                                 firstLastError: string;
                                 /** @description RFC 3339, UTC */
                                 firstReceivedAt: string;
+                                /** @description RFC 3339, UTC: when the delivery loop holding this lane tries again after a failure (it waits as a whole, for each of its lanes); null while it is not waiting to retry */
+                                nextRetryAt: string | null;
                             }[];
                             findings: {
                                 /** @enum {string} */

@@ -1,4 +1,4 @@
-import { useEffect } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { call, type Answer } from '../api/client';
 import { Badge, useApi, When } from '../components/ui';
 import type { DestinationView, InterfaceView } from '../live';
@@ -73,6 +73,15 @@ function age(at: string): string {
   return `${Math.round(s / 86400)} days`;
 }
 
+/** "next retry in 12 s", from the time the engine will try again. */
+export function nextRetry(at: string | null | undefined, now: number): string | null {
+  if (!at) return null;
+  const s = Math.round((Date.parse(at) - now) / 1000);
+  if (Number.isNaN(s)) return null;
+  if (s <= 0) return 'retrying now';
+  return s < 120 ? `next retry in ${s} s` : `next retry in ${Math.round(s / 60)} min`;
+}
+
 export function AttentionTable({ list, version }: { list: InterfaceView[]; version: number }) {
   const rows = needing(list);
   // Where each backlog's head is: read again when the counts change, at
@@ -89,6 +98,14 @@ export function AttentionTable({ list, version }: { list: InterfaceView[]; versi
   }, [version, anyWaiting]);
   const spotOf = (r: Attention): Hotspot | undefined =>
     spots.data?.destinations.find((h) => h.interface === r.iface.name && h.destination === r.dest.name);
+  // The countdown to a retry moves each second while one is due.
+  const [now, setNow] = useState(Date.now());
+  const retrying = spots.data?.destinations.some((h) => h.lanes.some((l) => l.nextRetryAt)) ?? false;
+  useEffect(() => {
+    if (!retrying) return;
+    const t = window.setInterval(() => setNow(Date.now()), 1000);
+    return () => window.clearInterval(t);
+  }, [retrying]);
 
   if (rows.length === 0) return <p class="muted">Every destination is delivering.</p>;
   return (
@@ -154,6 +171,11 @@ export function AttentionTable({ list, version }: { list: InterfaceView[]; versi
                         {head.firstAttempts} {head.firstAttempts === 1 ? 'attempt' : 'attempts'}
                         {spot && spot.lanes.length > 1 ? `, ${spot.lanes.length} lanes waiting` : ''}
                       </span>
+                      {nextRetry(head.nextRetryAt, now) && (
+                        <div class="small" data-next-retry={head.nextRetryAt}>
+                          {nextRetry(head.nextRetryAt, now)}
+                        </div>
+                      )}
                     </>
                   ) : (
                     <span class="muted">–</span>

@@ -7,6 +7,7 @@ import { atLeast, may, me } from '../session';
 import { useStore } from '../store';
 
 type Payload = Answer<'/api/v1/messages/{id}/payload'>;
+type Tried = Answer<'/api/v1/interfaces/{name}/try', 'post'>;
 
 function Text({ encoding, text, label }: { encoding?: string; text: string; label: string }) {
   if (encoding === 'base64')
@@ -211,6 +212,7 @@ export default function Message({ id }: { id: string }) {
       {editing && p && m && (
         <Editor
           id={id}
+          iface={m.interface ?? ''}
           original={p.encoding === 'base64' ? '' : (p.payload ?? '')}
           onCancel={() => setEditing(false)}
           onSaved={(copy) => {
@@ -307,13 +309,49 @@ export default function Message({ id }: { id: string }) {
   );
 }
 
+/** A dry run's answer: intake's refusal, or each destination's outcome. */
+function TryResult({ tried }: { tried: Tried }) {
+  return (
+    <section aria-labelledby="try-h" class="try-result" data-tried={tried.ran ? 'ran' : 'refused'}>
+      <h3 id="try-h">Dry run: nothing was stored or sent</h3>
+      {!tried.ran ? (
+        <p class="note error" role="alert">
+          {tried.check.message ?? 'Intake would refuse this payload.'}
+        </p>
+      ) : (
+        tried.destinations.map((d) => (
+          <section key={d.destination} aria-labelledby={`try-${d.destination}`} data-try-destination={d.destination} data-outcome={d.outcome}>
+            <h4 id={`try-${d.destination}`}>
+              To {d.destination}
+              {d.route ? ' (a route)' : ''} <Badge value={d.outcome === 'error' ? 'failed' : d.outcome} label={d.outcome} />{' '}
+              <span class="muted small">{d.millis} ms</span>
+            </h4>
+            {d.outcome === 'sent' && d.output !== null && (
+              <Text encoding={d.encoding} text={d.output} label={`Output to ${d.destination}`} />
+            )}
+            {d.outcome === 'filtered' && <p class="muted">Filtered{d.reason ? `: ${d.reason}` : ''}.</p>}
+            {(d.outcome === 'quarantined' || d.outcome === 'error') && (
+              <p class="note error">
+                {d.outcome === 'quarantined' ? 'Would be quarantined' : 'Would be retried'}
+                {d.runaway ? ` (ran past its ${d.runaway})` : ''}: {d.error ?? 'no reason given'}
+              </p>
+            )}
+          </section>
+        ))
+      )}
+    </section>
+  );
+}
+
 function Editor({
   id,
+  iface,
   original,
   onCancel,
   onSaved,
 }: {
   id: string;
+  iface: string;
   original: string;
   onCancel: () => void;
   onSaved: (copy: number) => void;
@@ -324,26 +362,45 @@ function Editor({
   const [reason, setReason] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const [invalid, setInvalid] = useState(false);
+  const [tried, setTried] = useState<Tried | null>(null);
+  const [trying, setTrying] = useState(false);
+  const payloadOf = () => (cr ? text.replace(/\n/g, '\r') : text);
+  const tryIt = async () => {
+    setTrying(true);
+    setError(null);
+    setTried(null);
+    const r = await call('post', '/api/v1/interfaces/{name}/try', { path: { name: iface }, body: { payload: payloadOf() } });
+    setTrying(false);
+    if (r.ok) {
+      setTried(r.data);
+      setInvalid(!r.data.ran);
+    } else setError(r.message);
+  };
   return (
     <section aria-labelledby="edit-h" class="panel editor">
       <h2 id="edit-h">Edit a copy of message {id}</h2>
       <p class="muted">
         The original stays as it is; the copy is stored and delivered, and the original's quarantined deliveries are
-        marked as replaced by it.
+        marked as replaced by it. Try runs each destination's code on the copy in the engine's workers first: nothing is
+        stored or sent.
       </p>
       <form
         onSubmit={async (e) => {
           e.preventDefault();
           setBusy(true);
           setError(null);
-          const payload = cr ? text.replace(/\n/g, '\r') : text;
+          const payload = payloadOf();
           const r = await call('post', '/api/v1/messages/{id}/edit', {
             path: { id },
             body: reason.trim() ? { payload, reason: reason.trim() } : { payload },
           });
           setBusy(false);
           if (r.ok && r.data.messageId !== undefined) onSaved(r.data.messageId);
-          else if (!r.ok) setError(r.message);
+          else if (!r.ok) {
+            setError(r.message);
+            setInvalid(r.error === 'invalid_payload');
+          }
         }}
       >
         <label class="field">
@@ -354,17 +411,29 @@ function Editor({
             rows={Math.min(24, Math.max(6, text.split('\n').length + 1))}
             spellcheck={false}
             value={text}
-            onInput={(e) => setText(e.currentTarget.value)}
+            aria-invalid={invalid}
+            aria-describedby={error ? 'edit-error' : undefined}
+            onInput={(e) => {
+              setText(e.currentTarget.value);
+              setTried(null);
+              setInvalid(false);
+            }}
           />
         </label>
         <label class="field">
           <span>Reason (optional)</span>
           <input name="reason" maxLength={1000} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
         </label>
-        <ErrorNote message={error} />
+        <div id="edit-error">
+          <ErrorNote message={error} />
+        </div>
+        {tried && <TryResult tried={tried} />}
         <div class="dialog-actions">
           <button type="button" class="button" onClick={onCancel} disabled={busy}>
             Cancel
+          </button>
+          <button type="button" class="button" onClick={() => void tryIt()} disabled={busy || trying || !text.trim() || !iface}>
+            {trying ? 'Trying…' : 'Try'}
           </button>
           <button type="submit" class="button primary" disabled={busy || !text.trim()}>
             {busy ? 'Saving…' : 'Save and deliver the copy'}

@@ -5,6 +5,7 @@ import { useLive } from '../live';
 import { navigate, useLocation, withQuery } from '../router';
 import { atLeast, may, me } from '../session';
 import { useStore } from '../store';
+import { BulkRun, collectIds, dismissAll, resendAll, type Outcome } from './bulk';
 
 interface Row {
   messageId: number;
@@ -13,7 +14,23 @@ interface Row {
   deliveries: { destination: string; attempts: number; lastError: string | null; updatedAt: string | null }[];
 }
 
-type Asking = { kind: 'resend' | 'dismiss'; ids: number[] } | null;
+type Asking = { kind: 'resend' | 'dismiss'; ids: number[] } | { kind: 'resend-all' | 'dismiss-all' } | null;
+
+/** Every quarantined message (of one interface, when named), page after page. */
+function everyQuarantined(iface: string) {
+  return async (cursor: number | null) => {
+    const r = await call('get', '/api/v1/quarantine', { query: { interface: iface, before: cursor ?? undefined, limit: 500 } });
+    if (!r.ok) return r;
+    const ids = [...new Set((r.data.items ?? []).map((d) => d.messageId ?? 0))];
+    return { ok: true as const, data: { ids, next: r.data.next ?? null } };
+  };
+}
+
+function summaryText(o: Outcome, verb: string): string {
+  const n = (v: number) => v.toLocaleString('en');
+  const how = o.stopped ? `Stopped after ${n(o.done)} of ${n(o.total)}: ` : o.cancelled ? `Cancelled after ${n(o.done)} of ${n(o.total)}: ` : '';
+  return `${how}${n(o.changed)} ${o.changed === 1 ? 'message' : 'messages'} ${verb}${o.unchanged ? `, ${n(o.unchanged)} no longer quarantined` : ''}${o.failures.length ? `, ${n(o.failures.length)} failed` : ''}.`;
+}
 
 export default function Quarantine() {
   const who = useStore(me);
@@ -25,6 +42,7 @@ export default function Quarantine() {
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const [asking, setAsking] = useState<Asking>(null);
   const [notice, setNotice] = useState<string | null>(null);
+  const [bulk, setBulk] = useState<null | { kind: 'resend' | 'dismiss'; reason: string }>(null);
   useEffect(() => setSelected(new Set()), [iface, before]);
 
   // One row per message: the API lists each quarantined delivery.
@@ -85,6 +103,12 @@ export default function Quarantine() {
             </button>
             <button type="button" class="button danger" disabled={!ids.length} onClick={() => setAsking({ kind: 'dismiss', ids })}>
               Dismiss selected…
+            </button>
+            <button type="button" class="button" disabled={!rows.length} onClick={() => setAsking({ kind: 'resend-all' })}>
+              Resend all…
+            </button>
+            <button type="button" class="button danger" disabled={!rows.length} onClick={() => setAsking({ kind: 'dismiss-all' })}>
+              Dismiss all…
             </button>
           </div>
         )}
@@ -175,6 +199,49 @@ export default function Quarantine() {
       {!list.loading && rows.length === 0 && <p class="muted">Nothing is quarantined{iface ? ` in ${iface}` : ''}.</p>}
       <Pager first={before ? withQuery(path, { interface: iface }) : null} older={next !== null ? withQuery(path, { interface: iface, before: next }) : null} />
 
+      {(asking?.kind === 'resend-all' || asking?.kind === 'dismiss-all') && (
+        <Confirm
+          title={`${asking.kind === 'resend-all' ? 'Resend' : 'Dismiss'} every quarantined message${iface ? ` of ${iface}` : ''}?`}
+          confirmLabel={asking.kind === 'resend-all' ? 'Resend all' : 'Dismiss all'}
+          danger={asking.kind === 'dismiss-all'}
+          reason="Reason (kept in the audit log)"
+          reasonOptional={asking.kind === 'resend-all'}
+          onConfirm={async (reason) => {
+            setBulk({ kind: asking.kind === 'resend-all' ? 'resend' : 'dismiss', reason });
+          }}
+          onClose={() => setAsking(null)}
+        >
+          <p>
+            Every message quarantined {iface ? `in ${iface}` : 'in any interface'} now, on every page, not only this one:{' '}
+            {asking.kind === 'resend-all'
+              ? 'their quarantined deliveries go back to pending, 500 messages a call, attempts kept.'
+              : 'their quarantined deliveries are filtered and will not be sent, one message a call.'}{' '}
+            You can cancel while it runs.
+          </p>
+        </Confirm>
+      )}
+      {bulk && (
+        <BulkRun
+          title={`${bulk.kind === 'resend' ? 'Resending' : 'Dismissing'} every quarantined message${iface ? ` of ${iface}` : ''}`}
+          verb={bulk.kind === 'resend' ? 'resent' : 'dismissed'}
+          nothing="no longer quarantined"
+          run={async (report, cancelled) => {
+            const found = await collectIds(everyQuarantined(iface), report, cancelled);
+            if (found.error) return found.error;
+            // Oldest first, as they arrived.
+            const ids = [...found.ids].sort((a, b) => a - b);
+            return bulk.kind === 'resend'
+              ? resendAll(ids, bulk.reason ? { reason: bulk.reason } : {}, report, cancelled)
+              : dismissAll(ids, bulk.reason, report, cancelled);
+          }}
+          onClose={(o) => {
+            if (o) setNotice(summaryText(o, bulk.kind === 'resend' ? 'resent' : 'dismissed'));
+            setBulk(null);
+            setSelected(new Set());
+            void list.reload();
+          }}
+        />
+      )}
       {asking?.kind === 'resend' && (
         <Confirm
           title={asking.ids.length === 1 ? `Resend message ${asking.ids[0]}?` : `Resend ${asking.ids.length} messages?`}
