@@ -12,24 +12,24 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-struct Deps {
+struct EventDeps {
   store::PgPool& pool;
 };
 
 // The kinds as the document lists them (common/event_log.h).
-std::string kindsList() {
+std::string eventKindsList() {
   std::string s;
   for (auto k : events::kKindNames) s += (s.empty() ? "" : ", ") + std::string(k);
   return s;
 }
 
-std::string kindsEnum() {
+std::string eventKindsEnum() {
   std::string s;
   for (auto k : events::kKindNames) s += (s.empty() ? "\"" : ",\"") + std::string(k) + "\"";
   return s;
 }
 
-std::string pageSchema() {
+std::string eventPageSchema() {
   return R"({
   "type": "object",
   "required": ["events", "next"],
@@ -44,7 +44,7 @@ std::string pageSchema() {
           "id": {"type": "integer"},
           "at": {"type": "string", "format": "date-time"},
           "kind": {"enum": [)" +
-         kindsEnum() + R"(]},
+         eventKindsEnum() + R"(]},
           "interface": {"type": ["string", "null"]},
           "destination": {"type": ["string", "null"]},
           "messageId": {"type": ["integer", "null"]},
@@ -57,21 +57,21 @@ std::string pageSchema() {
 })";
 }
 
-std::optional<std::string> queryText(const ApiRequest& req, const char* name) {
+std::optional<std::string> eventQueryText(const ApiRequest& req, const char* name) {
   auto it = req.query.find(name);
   if (it == req.query.end() || it->second.empty()) return std::nullopt;
   return it->second;
 }
 
 // The query's filters, or the 400 naming the parameter that is wrong.
-Result<store::EventQuery> readQuery(const ApiRequest& req) {
+Result<store::EventQuery> readEventQuery(const ApiRequest& req) {
   store::EventQuery q;
-  if (auto kind = queryText(req, "kind")) {
+  if (auto kind = eventQueryText(req, "kind")) {
     if (!events::parseKind(*kind))
-      return Error{"`kind` must be one of " + kindsList(), ErrorKind::Invalid};
+      return Error{"`kind` must be one of " + eventKindsList(), ErrorKind::Invalid};
     q.kind = *kind;
   }
-  if (auto name = queryText(req, "interface")) {
+  if (auto name = eventQueryText(req, "interface")) {
     if (name->size() > 200) return Error{"`interface` is at most 200 bytes", ErrorKind::Invalid};
     q.interface = *name;
   }
@@ -90,8 +90,8 @@ Result<store::EventQuery> readQuery(const ApiRequest& req) {
   return q;
 }
 
-void list(Deps& d, const ApiRequest& req, ApiRespond respond) {
-  auto q = readQuery(req);
+void listEvents(EventDeps& d, const ApiRequest& req, ApiRespond respond) {
+  auto q = readEventQuery(req);
   if (!q) return respond(errorResponse(q.error()));
   int64_t limit = q->limit;
   store::readEvents(d.pool, *q, [respond, limit](Result<std::vector<store::EventRow>> rows) {
@@ -115,8 +115,8 @@ void list(Deps& d, const ApiRequest& req, ApiRespond respond) {
 }  // namespace
 
 std::vector<Route> eventRoutes(AuthDeps* auth) {
-  std::shared_ptr<Deps> d;
-  if (auth) d = std::make_shared<Deps>(Deps{auth->pool});
+  std::shared_ptr<EventDeps> d;
+  if (auth) d = std::make_shared<EventDeps>(EventDeps{auth->pool});
   std::vector<Route> routes;
   routes.push_back(Route{
       "GET",
@@ -127,10 +127,10 @@ std::vector<Route> eventRoutes(AuthDeps* auth) {
       "(kept 30 days, at most 100,000 by default)",
       "engine",
       Requirement::toRead(Role::Viewer),
-      bindHandler(d, list, "no database behind this API"),
+      bindHandler(d, listEvents, "no database behind this API"),
       "",
-      pageSchema(),
-      {{"kind", "only this kind: " + kindsList()},
+      eventPageSchema(),
+      {{"kind", "only this kind: " + eventKindsList()},
        {"interface", "only this interface's"},
        {"since", "only events at or after this RFC 3339 time"},
        {"before", "only events with a smaller id (the previous page's `next`)"},

@@ -11,24 +11,24 @@ namespace {
 using pgvalue::arrayLiteral;
 
 // The rows as parallel arrays, unnested: one statement whatever their number.
-constexpr const char* kAdd =
+constexpr const char* kAddEvents =
     "INSERT INTO events (at, kind, interface, destination, message_id, detail) "
     "SELECT 'epoch'::timestamptz + u.t * interval '1 microsecond', u.k, u.i, u.d, u.m, u.x "
     "FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::text[]) "
     "AS u(t, k, i, d, m, x)";
 
 // The oldest first, a batch a statement (by the `at` index).
-constexpr const char* kPurgeAge =
+constexpr const char* kPurgeEventsByAge =
     "DELETE FROM events WHERE id = ANY (ARRAY(SELECT id FROM events "
     "WHERE at < now() - make_interval(secs => $1::int8) ORDER BY at LIMIT $2::int8))";
 
 // Everything older than the newest $1 (by id, the primary key's order).
-constexpr const char* kPurgeCount =
+constexpr const char* kPurgeEventsByCount =
     "DELETE FROM events WHERE id = ANY (ARRAY(SELECT id FROM events WHERE id <= "
     "(SELECT id FROM events ORDER BY id DESC OFFSET $1::int8 LIMIT 1) ORDER BY id LIMIT $2::int8))";
 
 // Each filter only when given ($n IS NULL), newest first.
-constexpr const char* kRead =
+constexpr const char* kReadEvents =
     "SELECT id, (extract(epoch FROM at) * 1000000)::int8, kind, interface, destination, "
     "message_id, detail FROM events "
     "WHERE ($1::text IS NULL OR kind = $1) AND ($2::text IS NULL OR interface = $2) "
@@ -36,18 +36,18 @@ constexpr const char* kRead =
     "AND ($4::int8 IS NULL OR id < $4::int8) "
     "ORDER BY id DESC LIMIT $5::int8";
 
-Param orNull(const std::string& s) { return s.empty() ? Param{} : Param{s}; }
+Param eventTextOrNull(const std::string& s) { return s.empty() ? Param{} : Param{s}; }
 
 // Runs `sql` until a statement deletes fewer than `batch` rows; adds what
 // each deleted to *total.
-void purgeLoop(PgPool::LeasePtr l, const char* sql, std::vector<Param> params, int64_t batch,
-               std::shared_ptr<int64_t> total, std::function<void(Status)> done) {
+void purgeEventsLoop(PgPool::LeasePtr l, const char* sql, std::vector<Param> params, int64_t batch,
+                     std::shared_ptr<int64_t> total, std::function<void(Status)> done) {
   l->conn().query(sql, params, [l, sql, params, batch, total, done](Result<PgResult> r) {
     if (!r) return done(r.error());
     auto n = static_cast<int64_t>(r->affected());
     *total += n;
     if (n < batch) return done({});
-    purgeLoop(l, sql, params, batch, total, done);
+    purgeEventsLoop(l, sql, params, batch, total, done);
   });
 }
 
@@ -60,8 +60,8 @@ void addEvents(PgPool& pool, const std::vector<events::Event>& rows,
   for (const auto& e : rows) {
     t.push_back(std::to_string(pgvalue::micros(e.at)));
     k.push_back(std::string(events::kindName(e.kind)));
-    i.push_back(orNull(pgvalue::boundedText(e.interface, 200)));
-    d.push_back(orNull(pgvalue::boundedText(e.destination, 200)));
+    i.push_back(eventTextOrNull(pgvalue::boundedText(e.interface, 200)));
+    d.push_back(eventTextOrNull(pgvalue::boundedText(e.destination, 200)));
     m.push_back(e.messageId > 0 ? Param{std::to_string(e.messageId)} : Param{});
     x.push_back(pgvalue::boundedText(e.detail, events::kMaxDetail));
   }
@@ -70,7 +70,7 @@ void addEvents(PgPool& pool, const std::vector<events::Event>& rows,
   pool.acquire([params = std::move(params), done](Result<PgPool::LeasePtr> lease) {
     if (!lease) return done(lease.error());
     auto l = *lease;
-    l->conn().query(kAdd, params, [l, done](Result<PgResult> res) {
+    l->conn().query(kAddEvents, params, [l, done](Result<PgResult> res) {
       if (!res) return done(res.error());
       done({});
     });
@@ -84,15 +84,15 @@ void purgeEvents(PgPool& pool, std::chrono::seconds keep, int64_t maxRows, int64
     auto l = *lease;
     auto total = std::make_shared<int64_t>(0);
     std::string b = std::to_string(batch);
-    purgeLoop(l, kPurgeAge, {std::to_string(keep.count()), b}, batch, total,
-              [l, maxRows, b, batch, total, done](Status s) {
-                if (!s) return done(s.error());
-                purgeLoop(l, kPurgeCount, {std::to_string(maxRows), b}, batch, total,
-                          [total, done](Status s2) {
-                            if (!s2) return done(s2.error());
-                            done(*total);
-                          });
-              });
+    purgeEventsLoop(l, kPurgeEventsByAge, {std::to_string(keep.count()), b}, batch, total,
+                    [l, maxRows, b, batch, total, done](Status s) {
+                      if (!s) return done(s.error());
+                      purgeEventsLoop(l, kPurgeEventsByCount, {std::to_string(maxRows), b}, batch,
+                                      total, [total, done](Status s2) {
+                                        if (!s2) return done(s2.error());
+                                        done(*total);
+                                      });
+                    });
   });
 }
 
@@ -105,7 +105,7 @@ void readEvents(PgPool& pool, const EventQuery& q,
   pool.acquire([params = std::move(params), done](Result<PgPool::LeasePtr> lease) {
     if (!lease) return done(lease.error());
     auto l = *lease;
-    l->conn().query(kRead, params, [l, done](Result<PgResult> r) {
+    l->conn().query(kReadEvents, params, [l, done](Result<PgResult> r) {
       if (!r) return done(r.error());
       std::vector<EventRow> out;
       out.reserve(static_cast<size_t>(r->rows()));

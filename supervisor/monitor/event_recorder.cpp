@@ -12,7 +12,7 @@ namespace ductus::supervisor {
 namespace {
 // A failed write is tried again this much later (and said at most once a
 // minute): a database that is away is not asked every second.
-constexpr std::chrono::milliseconds kRetryAfter{5'000};
+constexpr std::chrono::milliseconds kEventRetryAfter{5'000};
 }  // namespace
 
 EventRecorder::EventRecorder(uv_loop_t* loop, Options options) : loop_(loop), options_(options) {
@@ -110,7 +110,7 @@ void EventRecorder::writeAll(std::function<void()> then) {
           if (now - lastFailureSaid_ >= std::chrono::minutes(1)) {
             lastFailureSaid_ = now;
             spdlog::warn("events: writing {} event(s) failed ({}); tried again in {} s",
-                         sending->size(), s.error().message, kRetryAfter.count() / 1000);
+                         sending->size(), s.error().message, kEventRetryAfter.count() / 1000);
           }
           // Back in front, in their order; the bound holds: the oldest go.
           queue_.insert(queue_.begin(), std::make_move_iterator(sending->begin()),
@@ -122,7 +122,7 @@ void EventRecorder::writeAll(std::function<void()> then) {
           }
           then();
           if (after) after();
-          arm(kRetryAfter);
+          arm(kEventRetryAfter);
           return;
         }
         ++statements_;
