@@ -148,6 +148,14 @@ export async function dismissAll(ids: number[], reason: string, report: Report, 
 
 const n = (v: number) => v.toLocaleString('en');
 
+/** The run in a line, for the page's notice once the dialog is closed:
+ * "Cancelled after 500 of 620: 500 messages resent (500 deliveries), …". */
+export function outcomeText(o: Outcome, verb: string, nothing: string): string {
+  const how = o.stopped ? `Stopped after ${n(o.done)} of ${n(o.total)}: ` : o.cancelled ? `Cancelled after ${n(o.done)} of ${n(o.total)}: ` : '';
+  const deliveries = o.deliveries ? ` (${n(o.deliveries)} ${o.deliveries === 1 ? 'delivery' : 'deliveries'})` : '';
+  return `${how}${n(o.changed)} ${o.changed === 1 ? 'message' : 'messages'} ${verb}${deliveries}${o.unchanged ? `, ${n(o.unchanged)} ${nothing}` : ''}${o.failures.length ? `, ${n(o.failures.length)} failed` : ''}.`;
+}
+
 /** "1,500 of 4,312 resent". */
 export function progressText(p: Progress, verb: string): string {
   if (p.phase === 'finding') return `Finding the matching messages… ${n(p.done)} found`;

@@ -6,7 +6,7 @@ import { useLive } from '../live';
 import { navigate, useLocation, withQuery } from '../router';
 import { atLeast, may, me, viaToken } from '../session';
 import { useStore } from '../store';
-import { BULK_MAX, BulkRun, collectIds, RESEND_BATCH, resendAll, type Outcome } from './bulk';
+import { BULK_MAX, BulkRun, collectIds, outcomeText, RESEND_BATCH, resendAll } from './bulk';
 import { MessageTable, TotalLine } from './message_table';
 
 const PAGE = 50;
@@ -62,12 +62,6 @@ async function download(url: string, fallbackName: string): Promise<Result<null>
   a.remove();
   window.setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
   return { ok: true, data: null };
-}
-
-function summaryText(o: Outcome): string {
-  const n = (v: number) => v.toLocaleString('en');
-  const how = o.stopped ? `Stopped after ${n(o.done)} of ${n(o.total)}: ` : o.cancelled ? `Cancelled after ${n(o.done)} of ${n(o.total)}: ` : '';
-  return `${how}${n(o.changed)} ${o.changed === 1 ? 'message' : 'messages'} resent (${n(o.deliveries)} ${o.deliveries === 1 ? 'delivery' : 'deliveries'})${o.unchanged ? `, ${n(o.unchanged)} had nothing to resend` : ''}${o.failures.length ? `, ${n(o.failures.length)} failed` : ''}.`;
 }
 
 export default function Messages({ name }: { name: string }) {
@@ -314,7 +308,7 @@ export default function Messages({ name }: { name: string }) {
           }}
           onClose={(o) => {
             setBulk(null);
-            if (o) setNotice(summaryText(o));
+            if (o) setNotice(outcomeText(o, 'resent', 'had nothing to resend'));
             void list.reload();
           }}
         />

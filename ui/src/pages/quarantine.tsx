@@ -5,7 +5,7 @@ import { useLive } from '../live';
 import { navigate, useLocation, withQuery } from '../router';
 import { atLeast, may, me } from '../session';
 import { useStore } from '../store';
-import { BulkRun, collectIds, dismissAll, resendAll, type Outcome } from './bulk';
+import { BulkRun, collectIds, dismissAll, outcomeText, resendAll } from './bulk';
 
 interface Row {
   messageId: number;
@@ -24,12 +24,6 @@ function everyQuarantined(iface: string) {
     const ids = [...new Set((r.data.items ?? []).map((d) => d.messageId ?? 0))];
     return { ok: true as const, data: { ids, next: r.data.next ?? null } };
   };
-}
-
-function summaryText(o: Outcome, verb: string): string {
-  const n = (v: number) => v.toLocaleString('en');
-  const how = o.stopped ? `Stopped after ${n(o.done)} of ${n(o.total)}: ` : o.cancelled ? `Cancelled after ${n(o.done)} of ${n(o.total)}: ` : '';
-  return `${how}${n(o.changed)} ${o.changed === 1 ? 'message' : 'messages'} ${verb}${o.unchanged ? `, ${n(o.unchanged)} no longer quarantined` : ''}${o.failures.length ? `, ${n(o.failures.length)} failed` : ''}.`;
 }
 
 export default function Quarantine() {
@@ -235,7 +229,7 @@ export default function Quarantine() {
               : dismissAll(ids, bulk.reason, report, cancelled);
           }}
           onClose={(o) => {
-            if (o) setNotice(summaryText(o, bulk.kind === 'resend' ? 'resent' : 'dismissed'));
+            if (o) setNotice(outcomeText(o, bulk.kind === 'resend' ? 'resent' : 'dismissed', 'no longer quarantined'));
             setBulk(null);
             setSelected(new Set());
             void list.reload();
