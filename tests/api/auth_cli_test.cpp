@@ -115,6 +115,12 @@ TEST(AuthCli, UsersAreCreatedListedAndDisabledWithAnAuditRowEach) {
   ASSERT_EQ(disabled.exit, 0) << disabled.all;
   EXPECT_EQ(db.value("SELECT disabled FROM users WHERE name = 'bob'"), "t");
   EXPECT_EQ(ductus({"user", "disable", "nobody", "--database", db.url()}).exit, 1);
+  // alice is the only admin: disabled, no one could manage users through
+  // the API (`ductus user create --role admin` makes another first).
+  auto last = ductus({"user", "disable", "alice", "--database", db.url()});
+  EXPECT_EQ(last.exit, 1) << last.all;
+  EXPECT_THAT(last.all, HasSubstr("last enabled admin"));
+  EXPECT_EQ(db.value("SELECT disabled FROM users WHERE name = 'alice'"), "f");
 
   EXPECT_EQ(db.column("SELECT action || ' ' || target_name || ' ' || actor || ' ' || "
                       "actor_kind || ' ' || via FROM audit_log ORDER BY id"),
