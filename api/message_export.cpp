@@ -37,7 +37,6 @@ std::string csvField(std::string_view text) {
 namespace {
 
 using json = nlohmann::json;
-using Deps = MessageDeps;
 
 // Messages read a page (metadata), and payloads read a statement: a page of
 // payloads is at most this many messages' max_message_size in memory.
@@ -127,8 +126,8 @@ std::string rowText(Format format, const store::MessageRow& m, const json* paylo
 // it waits on its timer, by itself, until the stream ends (onEnded).
 class ExportJob : public std::enable_shared_from_this<ExportJob> {
  public:
-  ExportJob(Deps& d, std::string interface, store::BrowseQuery q, Format format, bool payloads,
-            int64_t rows, std::optional<int64_t> newest)
+  ExportJob(MessageDeps& d, std::string interface, store::BrowseQuery q, Format format,
+            bool payloads, int64_t rows, std::optional<int64_t> newest)
       : d_(d),
         interface_(std::move(interface)),
         q_(std::move(q)),
@@ -242,7 +241,7 @@ class ExportJob : public std::enable_shared_from_this<ExportJob> {
     finish();
   }
 
-  Deps& d_;
+  MessageDeps& d_;
   std::string interface_;
   store::BrowseQuery q_;
   Format format_;
@@ -264,7 +263,7 @@ std::string fileNamePart(const std::string& s) {
   return out.empty() ? "interface" : out;
 }
 
-void exportMessages(Deps& d, const ApiRequest& req, ApiRespond respond) {
+void exportMessages(MessageDeps& d, const ApiRequest& req, ApiRespond respond) {
   std::string name = req.params.at("name");
   // The list's own parameters, read by the list's parser; the export's
   // (format, include, limit: rows, not a page) taken out first.
@@ -376,8 +375,8 @@ void exportMessages(Deps& d, const ApiRequest& req, ApiRespond respond) {
 }  // namespace
 
 std::vector<Route> messageExportRoutes(AuthDeps* auth, EngineView* engine) {
-  std::shared_ptr<Deps> d;
-  if (auth) d = std::make_shared<Deps>(Deps{*auth, engine, auth->pool, auth->audit});
+  std::shared_ptr<MessageDeps> d;
+  if (auth) d = std::make_shared<MessageDeps>(MessageDeps{*auth, engine, auth->pool, auth->audit});
   Route r;
   r.method = "GET";
   r.path = "/api/v1/interfaces/{name}/messages/export";
