@@ -76,7 +76,8 @@ void changePause(Deps& d, const ApiRequest& req, ApiRespond respond,
   std::string interface = req.params.at("name");
   std::string destination = req.params.at("destination");
   bool pausing = reason.has_value();
-  auto entry = auditEntryFor(*req.caller, pausing ? "destination.pause" : "destination.resume");
+  auto entry = auditEntryFor(
+      *req.caller, pausing ? AuditAction("destination.pause") : AuditAction("destination.resume"));
   entry.targetKind = "destination";
   entry.targetName = interface + "/" + destination;
   if (reason) entry.detail["reason"] = *reason;
@@ -180,7 +181,8 @@ void restart(Deps& d, const ApiRequest& req, ApiRespond respond) {
 void changeIntake(Deps& d, const ApiRequest& req, ApiRespond respond, bool stopping,
                   std::optional<std::string> reason) {
   std::string interface = req.params.at("name");
-  auto entry = auditEntryFor(*req.caller, stopping ? "interface.stop" : "interface.start");
+  auto entry = auditEntryFor(
+      *req.caller, stopping ? AuditAction("interface.stop") : AuditAction("interface.start"));
   entry.targetKind = "interface";
   entry.targetName = interface;
   if (reason) entry.detail["reason"] = *reason;

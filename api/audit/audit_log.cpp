@@ -13,7 +13,7 @@ std::string_view actorKindName(ActorKind k) {
   return "system";
 }
 
-AuditEntry auditEntryFor(const Caller& caller, std::string action) {
+AuditEntry auditEntryFor(const Caller& caller, AuditAction action) {
   AuditEntry e;
   e.actor = caller.name;
   // A local caller is an account of the machine, not of Ductus.
@@ -22,7 +22,7 @@ AuditEntry auditEntryFor(const Caller& caller, std::string action) {
                                          : ActorKind::Token;
   e.via = std::string(viaName(caller.via));
   e.address = caller.address;
-  e.action = std::move(action);
+  e.action = action.str();
   if (caller.via == Via::Token && caller.userId != 0) e.detail["tokenId"] = caller.tokenId;
   return e;
 }

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/audit/actions.h"
 #include "api/audit/sql.h"
 #include "api/route.h"
 #include "common/result.h"
@@ -44,8 +45,9 @@ struct AuditEntry {
 };
 
 // The actor fields for a caller of the API: a user (through a session or a
-// token of theirs) is the user; a token of no user is the token.
-AuditEntry auditEntryFor(const Caller& caller, std::string action);
+// token of theirs) is the user; a token of no user is the token. The
+// action must be one of api/audit/actions.h's.
+AuditEntry auditEntryFor(const Caller& caller, AuditAction action);
 
 // The INSERT of one row (parameters $1..$12), at `at`.
 SqlStatement auditInsert(const AuditEntry& e, TimePoint at);

@@ -3,12 +3,12 @@
 namespace ductus::api {
 namespace {
 
-AuditEntry engineEntry(const EngineInstance& i, std::string action) {
+AuditEntry engineEntry(const EngineInstance& i, AuditAction action) {
   AuditEntry e;
   e.actor = "engine";
   e.actorKind = ActorKind::System;
   e.via = "engine";
-  e.action = std::move(action);
+  e.action = action.str();
   e.targetKind = "engine";
   e.targetId = i.host;
   e.targetName = i.project;

@@ -63,8 +63,8 @@ void recordFailure(AuthDeps& d, int64_t userId, AuditEntry e,
   });
 }
 
-AuditEntry auditEntryAboutCaller(const Caller& c, std::string action) {
-  auto e = auditEntryFor(c, std::move(action));
+AuditEntry auditEntryAboutCaller(const Caller& c, AuditAction action) {
+  auto e = auditEntryFor(c, action);
   e.targetKind = "user";
   e.targetId = std::to_string(c.userId);
   e.targetName = c.name;
@@ -157,7 +157,7 @@ struct SignIn {
     e.actorKind = ActorKind::User;
     e.via = "session";
     e.address = address;
-    e.action = "session.create";
+    e.action = AuditAction("session.create").str();
     e.targetKind = "session";
     e.outcome = std::move(outcome);
     if (!reason.empty()) e.detail["reason"] = std::move(reason);

@@ -44,11 +44,11 @@ void recordFailure(AuthDeps& d, int64_t userId, AuditEntry e,
                    std::function<void(Result<bool>)> done);
 
 // An audit row's actor and target for a caller acting on their own user.
-AuditEntry auditEntryAboutCaller(const Caller& c, std::string action);
+AuditEntry auditEntryAboutCaller(const Caller& c, AuditAction action);
 
 // What a wrong password in checkCallerPassword writes and answers.
 struct WrongPassword {
-  std::string action;  // the audit row's action ("user.password")
+  AuditAction action;  // the audit row's action ("user.password")
   std::string reason;  // its detail.reason
   std::string answer;  // the 403 wrong_password's message
 };

@@ -19,12 +19,12 @@ struct DirectoryUserRow {
   Role role = Role::Viewer;
 };
 
-AuditEntry engineEntry(const DirectoryUserRow& u, std::string action) {
+AuditEntry engineEntry(const DirectoryUserRow& u, AuditAction action) {
   AuditEntry e;
   e.actor = "directory";
   e.actorKind = ActorKind::System;
   e.via = "engine";
-  e.action = std::move(action);
+  e.action = action.str();
   e.targetKind = "user";
   e.targetId = std::to_string(u.id);
   e.targetName = u.name;

@@ -46,7 +46,7 @@ struct SignOn {
     e.actorKind = ActorKind::User;
     e.via = "session";
     e.address = address;
-    e.action = "session.create";
+    e.action = AuditAction("session.create").str();
     e.targetKind = "session";
     e.outcome = std::move(outcome);
     if (!reason.empty()) e.detail["reason"] = std::move(reason);
