@@ -3,11 +3,129 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "common/monitor/settings.h"
 
 namespace ductus::api {
+
+const std::vector<MetricFamily>& metricFamilies() {
+  static const std::vector<MetricFamily> families = {
+      {"ductus_messages_received_total",
+       "counter",
+       "Messages stored by an interface's intake since the engine started, duplicates included.",
+       {"interface"}},
+      {"ductus_messages_duplicates_total",
+       "counter",
+       "Messages an interface's intake took as duplicates since the engine started.",
+       {"interface"}},
+      {"ductus_deliveries_total",
+       "counter",
+       "Deliveries finished since the engine started, by outcome (sent, filtered, "
+       "quarantined, or routed into another interface's queue).",
+       {"interface", "destination", "outcome"}},
+      {"ductus_delivery_retries_total",
+       "counter",
+       "Transient delivery failures since the engine started, each tried again later.",
+       {"interface", "destination"}},
+      {"ductus_queue_pending",
+       "gauge",
+       "Deliveries pending now for a destination, as the store counts them.",
+       {"interface", "destination"}},
+      {"ductus_queue_quarantined",
+       "gauge",
+       "Deliveries quarantined now for a destination, as the store counts them.",
+       {"interface", "destination"}},
+      {"ductus_held_messages",
+       "gauge",
+       "Messages in the held area (unfinished messages of expired retention periods), by "
+       "status, as retention's last run counted them.",
+       {"status"}},
+      {"ductus_held_bytes",
+       "gauge",
+       "Disk the held area's tables take, indexes and TOAST included, as retention's last "
+       "run counted it.",
+       {}},
+      {"ductus_retention_moved_total",
+       "counter",
+       "Messages retention moved to the held area since the engine started.",
+       {}},
+      {"ductus_destination_state",
+       "gauge",
+       "1 for the state the monitor judged a destination in (paused, stalled, error, behind, "
+       "ok), 0 for the others.",
+       {"interface", "destination", "state"}},
+      {"ductus_interface_state",
+       "gauge",
+       "1 for the state the monitor judged an interface in (stopped, paused, stalled, error, "
+       "behind, intake_stopped, late, quiet, ok), 0 for the others.",
+       {"interface", "state"}},
+      {"ductus_queue_oldest_seconds",
+       "gauge",
+       "How long a destination's oldest waiting message has waited; 0 when nothing waits.",
+       {"interface", "destination"}},
+      {"ductus_interface_stopped",
+       "gauge",
+       "1 while an interface's code is stopped (runaways), its messages left pending.",
+       {"interface"}},
+      {"ductus_draining", "gauge", "1 while the engine drains: gates closed, queues emptying.", {}},
+      {"ductus_tls_handshakes_total",
+       "counter",
+       "TLS handshakes a listener finished and allowed, since the engine started.",
+       {"listener"}},
+      {"ductus_tls_handshake_failures_total",
+       "counter",
+       "TLS handshakes a listener refused: failed, timed out, or a client certificate not "
+       "allowed.",
+       {"listener"}},
+      {"ductus_connections_refused_total",
+       "counter",
+       "Connections a listener dropped unread because their address is not in its allow:.",
+       {"listener"}},
+      {"ductus_certificate_expiry_timestamp_seconds",
+       "gauge",
+       "When a certificates: entry's certificate expires (Unix time; a CA alone: its "
+       "earliest), as loaded now: a renewal on disk moves it within a minute.",
+       {"certificate"}},
+      {"ductus_worker_restarts_total",
+       "counter",
+       "Worker processes started again since the engine started, by worker group.",
+       {"group"}},
+      {"ductus_http_request_seconds",
+       "histogram",
+       "One answer of the REST API, from its request's arrival to the answer handed to the "
+       "connection (a sign-in's password hashing included).",
+       {}},
+      {"ductus_delivery_latency_seconds",
+       "histogram",
+       "From a message's receipt to its delivery's outcome at a destination.",
+       {"interface", "destination"}},
+      {"ductus_send_seconds",
+       "histogram",
+       "One send to a destination, from handing it to the sender to its answer.",
+       {"interface", "destination"}},
+      {"ductus_transform_seconds",
+       "histogram",
+       "One call of a destination's function, the wait for a worker included.",
+       {"interface", "destination"}},
+  };
+  return families;
+}
+
+const MetricFamily& metricFamily(std::string_view name) {
+  for (const auto& f : metricFamilies())
+    if (f.name == name) return f;
+  std::fprintf(stderr, "ductus: no metric family %.*s in metricFamilies()\n",
+               static_cast<int>(name.size()), name.data());
+  std::abort();
+}
+
+void MetricsText::family(std::string_view name) {
+  const MetricFamily& f = metricFamily(name);
+  family(f.name, f.type, f.help);
+}
 
 void MetricsText::family(std::string_view name, std::string_view type, std::string_view help) {
   out_ += "# HELP ";
@@ -115,9 +233,8 @@ using Labels = MetricsText::Labels;
 bool hasBuckets(const HistogramInfo& h) { return !h.bounds.empty(); }
 
 void histogramFamily(MetricsText& m, const std::vector<InterfaceInfo>& interfaces,
-                     std::string_view name, std::string_view help,
-                     HistogramInfo DestinationInfo::*which) {
-  m.family(name, "histogram", help);
+                     std::string_view name, HistogramInfo DestinationInfo::*which) {
+  m.family(name);
   for (auto& f : interfaces)
     for (auto& d : f.destinations)
       if (hasBuckets(d.*which))
@@ -162,21 +279,17 @@ std::optional<double> histogramQuantile(const HistogramInfo& h, double q) {
 std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceInfo>& interfaces,
                           const Histogram* requestTimes) {
   MetricsText m;
-  m.family("ductus_messages_received_total", "counter",
-           "Messages stored by an interface's intake since the engine started, duplicates included.");
+  m.family("ductus_messages_received_total");
   for (auto& f : interfaces)
     m.sample("ductus_messages_received_total", {{"interface", f.name}},
              static_cast<double>(f.received));
 
-  m.family("ductus_messages_duplicates_total", "counter",
-           "Messages an interface's intake took as duplicates since the engine started.");
+  m.family("ductus_messages_duplicates_total");
   for (auto& f : interfaces)
     m.sample("ductus_messages_duplicates_total", {{"interface", f.name}},
              static_cast<double>(f.duplicates));
 
-  m.family("ductus_deliveries_total", "counter",
-           "Deliveries finished since the engine started, by outcome (sent, filtered, "
-           "quarantined, or routed into another interface's queue).");
+  m.family("ductus_deliveries_total");
   for (auto& f : interfaces)
     for (auto& dest : f.destinations)
       for (auto [outcome, n] : {std::pair{"sent", dest.sent}, std::pair{"filtered", dest.filtered},
@@ -186,22 +299,19 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
                  {{"interface", f.name}, {"destination", dest.name}, {"outcome", outcome}},
                  static_cast<double>(n));
 
-  m.family("ductus_delivery_retries_total", "counter",
-           "Transient delivery failures since the engine started, each tried again later.");
+  m.family("ductus_delivery_retries_total");
   for (auto& f : interfaces)
     for (auto& dest : f.destinations)
       m.sample("ductus_delivery_retries_total", {{"interface", f.name}, {"destination", dest.name}},
                static_cast<double>(dest.retries));
 
-  m.family("ductus_queue_pending", "gauge",
-           "Deliveries pending now for a destination, as the store counts them.");
+  m.family("ductus_queue_pending");
   for (auto& f : interfaces)
     for (auto& dest : f.destinations)
       if (dest.pending)
         m.sample("ductus_queue_pending", {{"interface", f.name}, {"destination", dest.name}},
                  static_cast<double>(*dest.pending));
-  m.family("ductus_queue_quarantined", "gauge",
-           "Deliveries quarantined now for a destination, as the store counts them.");
+  m.family("ductus_queue_quarantined");
   for (auto& f : interfaces)
     for (auto& dest : f.destinations)
       if (dest.quarantinedNow)
@@ -210,19 +320,14 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
 
   if (engine.held) {
     const auto& h = *engine.held;
-    m.family("ductus_held_messages", "gauge",
-             "Messages in the held area (unfinished messages of expired retention periods), by "
-             "status, as retention's last run counted them.");
+    m.family("ductus_held_messages");
     for (auto [status, n] :
          {std::pair{"pending", h.pending}, std::pair{"quarantined", h.quarantined},
           std::pair{"finished", h.finished}})
       m.sample("ductus_held_messages", {{"status", status}}, static_cast<double>(n));
-    m.family("ductus_held_bytes", "gauge",
-             "Disk the held area's tables take, indexes and TOAST included, as retention's last "
-             "run counted it.");
+    m.family("ductus_held_bytes");
     m.sample("ductus_held_bytes", {}, static_cast<double>(h.bytes));
-    m.family("ductus_retention_moved_total", "counter",
-             "Messages retention moved to the held area since the engine started.");
+    m.family("ductus_retention_moved_total");
     m.sample("ductus_retention_moved_total", {}, static_cast<double>(h.moved));
   }
 
@@ -235,9 +340,7 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
   constexpr State kInterfaceStates[] = {State::Stopped, State::Paused, State::Stalled,
                                         State::Error,   State::Behind, State::IntakeStopped,
                                         State::Late,    State::Quiet,  State::Ok};
-  m.family("ductus_destination_state", "gauge",
-           "1 for the state the monitor judged a destination in (paused, stalled, error, behind, "
-           "ok), 0 for the others.");
+  m.family("ductus_destination_state");
   for (auto& f : interfaces)
     for (auto& dest : f.destinations)
       if (dest.health)
@@ -246,38 +349,30 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
                    {{"interface", f.name}, {"destination", dest.name},
                     {"state", monitor::stateName(s)}},
                    dest.health->state == monitor::stateName(s) ? 1 : 0);
-  m.family("ductus_interface_state", "gauge",
-           "1 for the state the monitor judged an interface in (stopped, paused, stalled, error, "
-           "behind, intake_stopped, late, quiet, ok), 0 for the others.");
+  m.family("ductus_interface_state");
   for (auto& f : interfaces)
     if (f.health)
       for (State s : kInterfaceStates)
         m.sample("ductus_interface_state",
                  {{"interface", f.name}, {"state", monitor::stateName(s)}},
                  f.health->state == monitor::stateName(s) ? 1 : 0);
-  m.family("ductus_queue_oldest_seconds", "gauge",
-           "How long a destination's oldest waiting message has waited; 0 when nothing waits.");
+  m.family("ductus_queue_oldest_seconds");
   for (auto& f : interfaces)
     for (auto& dest : f.destinations)
       if (dest.health)
         m.sample("ductus_queue_oldest_seconds", {{"interface", f.name}, {"destination", dest.name}},
                  dest.health->oldestSeconds.value_or(0));
 
-  m.family("ductus_interface_stopped", "gauge",
-           "1 while an interface's code is stopped (runaways), its messages left pending.");
+  m.family("ductus_interface_stopped");
   for (auto& f : interfaces)
     m.sample("ductus_interface_stopped", {{"interface", f.name}}, f.state == "stopped" ? 1 : 0);
 
-  m.family("ductus_draining", "gauge", "1 while the engine drains: gates closed, queues emptying.");
+  m.family("ductus_draining");
   m.sample("ductus_draining", {}, engine.state == EngineState::Draining ? 1 : 0);
 
-  m.family("ductus_tls_handshakes_total", "counter",
-           "TLS handshakes a listener finished and allowed, since the engine started.");
-  m.family("ductus_tls_handshake_failures_total", "counter",
-           "TLS handshakes a listener refused: failed, timed out, or a client certificate not "
-           "allowed.");
-  m.family("ductus_connections_refused_total", "counter",
-           "Connections a listener dropped unread because their address is not in its allow:.");
+  m.family("ductus_tls_handshakes_total");
+  m.family("ductus_tls_handshake_failures_total");
+  m.family("ductus_connections_refused_total");
   for (auto& l : engine.listeners) {
     if (l.tls) {
       m.sample("ductus_tls_handshakes_total", {{"listener", l.name}},
@@ -288,9 +383,7 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
     m.sample("ductus_connections_refused_total", {{"listener", l.name}},
              static_cast<double>(l.refused));
   }
-  m.family("ductus_certificate_expiry_timestamp_seconds", "gauge",
-           "When a certificates: entry's certificate expires (Unix time; a CA alone: its "
-           "earliest), as loaded now: a renewal on disk moves it within a minute.");
+  m.family("ductus_certificate_expiry_timestamp_seconds");
   for (auto& c : engine.certificates)
     m.sample("ductus_certificate_expiry_timestamp_seconds", {{"certificate", c.name}},
              static_cast<double>(
@@ -300,24 +393,15 @@ std::string renderMetrics(const EngineInfo& engine, const std::vector<InterfaceI
   // A group's slots summed: a group is what a person configured.
   std::map<std::string, int64_t> restarts;
   for (auto& w : engine.workers) restarts[w.group] += w.restarts;
-  m.family("ductus_worker_restarts_total", "counter",
-           "Worker processes started again since the engine started, by worker group.");
+  m.family("ductus_worker_restarts_total");
   for (auto& [group, n] : restarts)
     m.sample("ductus_worker_restarts_total", {{"group", group}}, static_cast<double>(n));
 
-  histogramFamily(m, interfaces, "ductus_delivery_latency_seconds",
-                  "From a message's receipt to its delivery's outcome at a destination.",
-                  &DestinationInfo::latency);
-  histogramFamily(m, interfaces, "ductus_send_seconds",
-                  "One send to a destination, from handing it to the sender to its answer.",
-                  &DestinationInfo::send);
-  histogramFamily(m, interfaces, "ductus_transform_seconds",
-                  "One call of a destination's function, the wait for a worker included.",
-                  &DestinationInfo::transform);
+  histogramFamily(m, interfaces, "ductus_delivery_latency_seconds", &DestinationInfo::latency);
+  histogramFamily(m, interfaces, "ductus_send_seconds", &DestinationInfo::send);
+  histogramFamily(m, interfaces, "ductus_transform_seconds", &DestinationInfo::transform);
   if (requestTimes) {
-    m.family("ductus_http_request_seconds", "histogram",
-             "One answer of the REST API, from its request's arrival to the answer handed to the "
-             "connection (a sign-in's password hashing included).");
+    m.family("ductus_http_request_seconds");
     m.histogram("ductus_http_request_seconds", {}, histogramInfo(*requestTimes));
   }
   return m.take();

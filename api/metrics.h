@@ -18,12 +18,27 @@ namespace ductus::api {
 
 inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
 
+// A metric family the engine exports: the one list GET /metrics renders
+// from (renderMetrics names a family, its type and help come from here) and
+// `ductus reference docs` writes metrics.md from.
+struct MetricFamily {
+  std::string_view name;  // "ductus_deliveries_total"
+  std::string_view type;  // "counter", "gauge" or "histogram"
+  std::string_view help;
+  std::vector<std::string_view> labels;  // a histogram's `le` not included
+};
+const std::vector<MetricFamily>& metricFamilies();
+// The family named; aborts when metricFamilies() has none.
+const MetricFamily& metricFamily(std::string_view name);
+
 // The text format, one family at a time: family() writes its HELP and TYPE
 // lines, then its samples follow (a family's samples must stay together).
 class MetricsText {
  public:
   using Labels = std::vector<std::pair<std::string_view, std::string_view>>;
 
+  // A family of metricFamilies(): its HELP and TYPE from there.
+  void family(std::string_view name);
   // type: "counter", "gauge" or "histogram".
   void family(std::string_view name, std::string_view type, std::string_view help);
   // `name` is the family's, or one of a histogram's _bucket, _sum, _count.
