@@ -63,8 +63,8 @@ void checkFilter(YamlReader& r, const YAML::Node& n, const std::string& path,
 ldap::DirectorySettings parseLdap(YamlReader& r, const YAML::Node& n) {
   const std::string path = "auth.ldap";
   ldap::DirectorySettings s;
-  if (!r.map(n, path, {"url", "start_tls", "ca", "bind", "users", "groups", "refresh", "timeout"}))
-    return s;
+  const Section& sec = section(SectionId::Ldap);
+  if (!r.map(n, path, sec)) return s;
   s.at = r.file() + ":" + std::to_string(r.at(n).line);
   if (auto v = r.required(n, "url", path, Subst::Yes)) {
     bool ldaps = v->rfind("ldaps://", 0) == 0;
@@ -93,7 +93,7 @@ ldap::DirectorySettings parseLdap(YamlReader& r, const YAML::Node& n) {
   }
   if (YamlReader::has(n, "bind")) {
     YAML::Node b = n["bind"];
-    if (r.map(b, path + ".bind", {"dn", "password"})) {
+    if (r.map(b, path + ".bind", section(SectionId::LdapBind))) {
       if (auto v = r.required(b, "dn", path + ".bind", Subst::Yes)) s.bindDn = *v;
       if (auto v = r.required(b, "password", path + ".bind", Subst::Yes)) s.bindPassword = *v;
     }
@@ -102,7 +102,7 @@ ldap::DirectorySettings parseLdap(YamlReader& r, const YAML::Node& n) {
     r.error(n, path, "users: { base: ..., filter: \"(uid={name})\" } is needed: where people are");
   } else {
     YAML::Node u = n["users"];
-    if (r.map(u, path + ".users", {"base", "filter"})) {
+    if (r.map(u, path + ".users", section(SectionId::LdapUsers))) {
       if (auto v = r.required(u, "base", path + ".users")) s.usersBase = *v;
       if (auto v = r.text(u, "filter", path + ".users")) {
         s.usersFilter = *v;
@@ -117,7 +117,7 @@ ldap::DirectorySettings parseLdap(YamlReader& r, const YAML::Node& n) {
   } else {
     YAML::Node g = n["groups"];
     std::string gp = path + ".groups";
-    if (r.map(g, gp, {"base", "filter", "roles"})) {
+    if (r.map(g, gp, section(SectionId::LdapGroups))) {
       if (auto v = r.required(g, "base", gp)) s.groupsBase = *v;
       if (auto v = r.text(g, "filter", gp)) {
         s.groupsFilter = *v;
@@ -136,10 +136,9 @@ ldap::DirectorySettings parseLdap(YamlReader& r, const YAML::Node& n) {
               "ldap:// without start_tls: true would send every password in clear: use "
               "ldaps://, or start_tls: true (ldap:// alone only to this machine)");
   }
-  if (auto v = r.duration(n, "refresh", path, std::chrono::seconds(1), std::chrono::hours(24)))
+  if (auto v = r.duration(n, sec, "refresh", path))
     s.refresh = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
-  if (auto v =
-          r.duration(n, "timeout", path, std::chrono::milliseconds(100), std::chrono::minutes(2)))
+  if (auto v = r.duration(n, sec, "timeout", path))
     s.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
   return s;
 }
@@ -149,10 +148,8 @@ ldap::DirectorySettings parseLdap(YamlReader& r, const YAML::Node& n) {
 oidc::ProviderSettings parseOidc(YamlReader& r, const YAML::Node& n) {
   const std::string path = "auth.oidc";
   oidc::ProviderSettings s;
-  if (!r.map(n, path,
-             {"issuer", "client_id", "client_secret", "redirect_uri", "label", "scopes",
-              "name_claim", "groups_claim", "roles", "ca", "timeout"}))
-    return s;
+  const Section& sec = section(SectionId::Oidc);
+  if (!r.map(n, path, sec)) return s;
   s.at = r.file() + ":" + std::to_string(r.at(n).line);
   if (auto v = r.required(n, "issuer", path, Subst::Yes)) {
     if (!oidc::secureOrLoopback(*v))
@@ -191,8 +188,7 @@ oidc::ProviderSettings parseOidc(YamlReader& r, const YAML::Node& n) {
     s.tls.ca = *v;
     s.tls.at = r.file() + ":" + std::to_string(r.keyAt(n, "ca").line);
   }
-  if (auto v =
-          r.duration(n, "timeout", path, std::chrono::milliseconds(100), std::chrono::minutes(2)))
+  if (auto v = r.duration(n, sec, "timeout", path))
     s.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
   return s;
 }
@@ -202,18 +198,13 @@ oidc::ProviderSettings parseOidc(YamlReader& r, const YAML::Node& n) {
 EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
                          const std::filesystem::path& projectRoot) {
   EngineConfig e;
-  if (!r.map(root, "",
-             {"database", "api", "isolates", "retention", "max_message_size", "secrets", "limits",
-              "audit", "alerts", "auth", "events"},
-             {{"doctor", "scheduled certificate and connection checks"},
-              {"monitor", "monitoring settings"},
-              {"owners", "owners of interfaces"}}))
-    return e;
+  const Section& sec = section(SectionId::Engine);
+  if (!r.map(root, "", sec)) return e;
   if (YamlReader::has(root, "database") && root["database"].IsMap()) {
     // database: { url: ..., ca: pg-ca }: the server verified (verify-full)
     // against the CA named.
     YAML::Node db = root["database"];
-    if (r.map(db, "database", {"url", "ca"})) {
+    if (r.map(db, "database", section(SectionId::Database))) {
       if (auto v = r.required(db, "url", "database", Subst::Yes)) e.database = *v;
       if (auto v = r.required(db, "ca", "database")) {
         e.databaseTls.enabled = true;
@@ -227,7 +218,7 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
 
   if (YamlReader::has(root, "api")) {
     YAML::Node api = root["api"];
-    if (r.map(api, "api", {"listen", "tls", "allow"})) {
+    if (r.map(api, "api", section(SectionId::Api))) {
       e.apiTls = parseListenerTls(r, api, "api");
       e.apiAllow = parseAllowList(r, api, "api");
       if (YamlReader::raw(api, "listen") == "off") {
@@ -240,7 +231,7 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
   }
   if (YamlReader::has(root, "auth")) {
     YAML::Node a = root["auth"];
-    if (r.map(a, "auth", {"ldap", "oidc"})) {
+    if (r.map(a, "auth", section(SectionId::Auth))) {
       if (YamlReader::has(a, "ldap")) e.ldap = parseLdap(r, a["ldap"]);
       if (YamlReader::has(a, "oidc")) e.oidc = parseOidc(r, a["oidc"]);
     }
@@ -251,76 +242,75 @@ EngineConfig parseEngine(YamlReader& r, const YAML::Node& root,
   }
   if (YamlReader::has(root, "isolates")) {
     YAML::Node iso = root["isolates"];
-    if (r.map(iso, "isolates", {"workers", "heap_mb"})) {
-      if (auto v = r.whole(iso, "workers", "isolates", 1, 256)) e.isolateWorkers = *v;
-      if (auto v = r.whole(iso, "heap_mb", "isolates", 16, 16384)) e.heapMb = *v;
+    const Section& is = section(SectionId::Isolates);
+    if (r.map(iso, "isolates", is)) {
+      if (auto v = r.whole(iso, is, "workers", "isolates")) e.isolateWorkers = *v;
+      if (auto v = r.whole(iso, is, "heap_mb", "isolates")) e.heapMb = *v;
     }
   }
   if (YamlReader::has(root, "limits")) {
     YAML::Node lim = root["limits"];
-    if (r.map(lim, "limits",
-              {"connections_per_listener", "connections_per_address", "idle_timeout",
-               "frame_deadline", "unread_answers"})) {
+    const Section& ls = section(SectionId::Limits);
+    if (r.map(lim, "limits", ls)) {
       // Each connection takes a descriptor; the engine's open files limit
       // (raised to the hard limit at start) is the real ceiling.
-      if (auto v = r.whole(lim, "connections_per_listener", "limits", 1, 1'000'000))
+      if (auto v = r.whole(lim, ls, "connections_per_listener", "limits"))
         e.limits.connectionsPerListener = static_cast<uint32_t>(*v);
       // Not given: a quarter of the listener's, so one host holding idle
       // connections leaves three quarters to the others. At least
       // connections_per_listener turns it off.
       e.limits.connectionsPerAddress = std::max<uint32_t>(1, e.limits.connectionsPerListener / 4);
-      if (auto v = r.whole(lim, "connections_per_address", "limits", 1, 1'000'000))
+      if (auto v = r.whole(lim, ls, "connections_per_address", "limits"))
         e.limits.connectionsPerAddress = static_cast<uint32_t>(*v);
-      if (auto v = r.duration(lim, "idle_timeout", "limits", std::chrono::seconds(1),
-                              std::chrono::hours(24)))
-        e.limits.idleTimeout = *v;
+      if (auto v = r.duration(lim, ls, "idle_timeout", "limits")) e.limits.idleTimeout = *v;
       // A 64 MB message over a slow link takes minutes: up to an hour.
-      if (auto v = r.duration(lim, "frame_deadline", "limits", std::chrono::seconds(1),
-                              std::chrono::hours(1)))
-        e.limits.frameDeadline = *v;
+      if (auto v = r.duration(lim, ls, "frame_deadline", "limits")) e.limits.frameDeadline = *v;
       // At least one ACK or response must fit; at most what a large answer
       // of a respond-mode script takes.
-      if (auto v = r.size(lim, "unread_answers", "limits", 1ull << 10, 1ull << 30))
-        e.limits.unreadAnswers = *v;
+      if (auto v = r.size(lim, ls, "unread_answers", "limits")) e.limits.unreadAnswers = *v;
     }
   }
   if (YamlReader::has(root, "audit")) {
     YAML::Node a = root["audit"];
-    if (r.map(a, "audit", {"keep"}) && YamlReader::has(a, "keep")) {
+    const Section& as = section(SectionId::Audit);
+    if (r.map(a, "audit", as) && YamlReader::has(a, "keep")) {
       // Years are how such periods are written ("6y": 365 days each);
       // any other duration as everywhere else.
       std::string text = YamlReader::raw(a, "keep");
       constexpr Duration kYear = std::chrono::hours(24 * 365);
+      const Key& keep = as.key("keep");
+      int64_t minYears = static_cast<int64_t>(keep.min) / kYear.count();
+      int64_t maxYears = static_cast<int64_t>(keep.max) / kYear.count();
       if (text.size() >= 2 && text.size() <= 4 && text.back() == 'y' &&
           std::all_of(text.begin(), text.end() - 1, [](char c) { return c >= '0' && c <= '9'; })) {
         int years = std::stoi(text.substr(0, text.size() - 1));
-        if (years < 1 || years > 100)
-          r.error(a["keep"], "audit.keep", "must be from 1y to 100y, got `" + text + "`");
+        if (years < minYears || years > maxYears)
+          r.error(a["keep"], "audit.keep",
+                  "must be from " + std::to_string(minYears) + "y to " + std::to_string(maxYears) +
+                      "y, got `" + text + "`");
         else
           e.auditKeep = kYear * years;
-      } else if (auto v = r.duration(a, "keep", "audit", kYear, kYear * 100)) {
+      } else if (auto v = r.duration(a, as, "keep", "audit")) {
         e.auditKeep = *v;
       }
     }
   }
   if (YamlReader::has(root, "events")) {
     YAML::Node ev = root["events"];
-    if (r.map(ev, "events", {"keep", "max_rows"})) {
+    const Section& es = section(SectionId::Events);
+    if (r.map(ev, "events", es)) {
       // An hour at least (the console's page looks back a day); a year at
       // most: the table is a recent history, the audit log the long one.
-      if (auto v =
-              r.duration(ev, "keep", "events", std::chrono::hours(1), std::chrono::hours(24 * 365)))
-        e.eventsKeep = *v;
-      if (auto v = r.whole(ev, "max_rows", "events", 1'000, 10'000'000))
+      if (auto v = r.duration(ev, es, "keep", "events")) e.eventsKeep = *v;
+      if (auto v = r.whole(ev, es, "max_rows", "events"))
         e.eventsMaxRows = static_cast<int64_t>(*v);
     }
   }
-  if (auto v = r.retention(root, "retention", "")) e.retention = *v;
-  if (auto v = r.size(root, "max_message_size", "", 1ull << 10, kMaxMessageBytesLimit))
-    e.maxMessageBytes = *v;
+  if (auto v = r.retention(root, sec, "retention", "")) e.retention = *v;
+  if (auto v = r.size(root, sec, "max_message_size", "")) e.maxMessageBytes = *v;
   if (YamlReader::has(root, "secrets")) {
     YAML::Node s = root["secrets"];
-    if (r.map(s, "secrets", {"key_file"})) {
+    if (r.map(s, "secrets", section(SectionId::Secrets))) {
       if (auto v = r.required(s, "key_file", "secrets")) {
         e.secretsKeyFile = projectPath(projectRoot, *v);
       }
@@ -365,14 +355,12 @@ void forEachNamed(YamlReader& r, const YAML::Node& root, std::string_view key, F
 Resources parseResources(YamlReader& r, const YAML::Node& root,
                          const std::filesystem::path& projectRoot) {
   Resources res;
-  if (!r.map(root, "", {"databases", "apis", "certificates"},
-             {{"ldap", "directory connections"}, {"sftp", "named SFTP servers"}}))
-    return res;
+  if (!r.map(root, "", section(SectionId::Resources))) return res;
   forEachNamed(
       r, root, "databases",
       [&](const std::string& name, const std::string& path, const YAML::Node& n, Location at) {
-        if (!r.map(n, path, {"kind", "url", "max_connections", "ca", "trust_server_certificate"}))
-          return;
+        const Section& ds = section(SectionId::DatabaseResource);
+        if (!r.map(n, path, ds)) return;
         DatabaseResource db;
         db.name = name;
         db.at = at;
@@ -415,26 +403,28 @@ Resources parseResources(YamlReader& r, const YAML::Node& root,
             db.url = *v;
           }
         }
-        if (auto v = r.whole(n, "max_connections", path, 1, 1000)) db.maxConnections = *v;
+        if (auto v = r.whole(n, ds, "max_connections", path)) db.maxConnections = *v;
         res.databases.emplace(name, std::move(db));
       });
-  forEachNamed(r, root, "apis", [&](const std::string& name, const std::string& path,
-                                    const YAML::Node& n, Location at) {
-    if (!r.map(n, path, {"url", "headers", "timeout", "ca", "certificate"})) return;
-    ApiResource api;
-    api.name = name;
-    api.at = at;
-    if (auto v = r.required(n, "url", path, Subst::Yes)) {
-      if (!isValidHttpUrl(*v))
-        r.error(n["url"], joinPath(path, "url"), "expected an http:// or https:// URL");
-      else api.url = *v;
-    }
-    api.tls = parseUrlTls(r, n, path, api.url);
-    api.headers = r.stringMap(n, "headers", path, Subst::Yes);
-    if (auto v = r.duration(n, "timeout", path, std::chrono::milliseconds(10), std::chrono::minutes(10)))
-      api.timeout = *v;
-    res.apis.emplace(name, std::move(api));
-  });
+  forEachNamed(
+      r, root, "apis",
+      [&](const std::string& name, const std::string& path, const YAML::Node& n, Location at) {
+        const Section& as = section(SectionId::ApiResource);
+        if (!r.map(n, path, as)) return;
+        ApiResource api;
+        api.name = name;
+        api.at = at;
+        if (auto v = r.required(n, "url", path, Subst::Yes)) {
+          if (!isValidHttpUrl(*v))
+            r.error(n["url"], joinPath(path, "url"), "expected an http:// or https:// URL");
+          else
+            api.url = *v;
+        }
+        api.tls = parseUrlTls(r, n, path, api.url);
+        api.headers = r.stringMap(n, "headers", path, Subst::Yes);
+        if (auto v = r.duration(n, as, "timeout", path)) api.timeout = *v;
+        res.apis.emplace(name, std::move(api));
+      });
   res.certificates = parseCertificates(r, root, projectRoot);
   return res;
 }

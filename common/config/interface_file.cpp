@@ -11,10 +11,6 @@
 namespace ductus::config {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::minutes;
-using std::chrono::seconds;
-
 // A path written in a project file: relative, inside the project (".." would
 // let one interface write into another's or the engine's files).
 bool isInsideProject(const std::string& p) {
@@ -32,21 +28,22 @@ void checkFolder(YamlReader& r, const YAML::Node& map, const std::string& path, 
             "`..` is not allowed: a relative path stays inside the project");
 }
 
-FileSelection parseSelection(YamlReader& r, const YAML::Node& n, const std::string& path) {
+// Of a file or SFTP source: `sec` is its section (both hold the same keys).
+FileSelection parseSelection(YamlReader& r, const YAML::Node& n, const std::string& path,
+                             const Section& sec) {
   FileSelection f;
   if (auto v = r.required(n, "path", path)) {
     checkFolder(r, n, path, "path", *v);
     f.path = *v;
   }
   if (auto v = r.text(n, "pattern", path)) f.pattern = *v;
-  if (auto v = r.choice<Split>(n, "split", path, {{"records", Split::Records}, {"none", Split::None}}))
-    f.split = *v;
+  if (auto v = r.choice<Split>(n, sec, "split", path, {Split::Records, Split::None})) f.split = *v;
   if (auto v = r.text(n, "move_to", path)) {
     checkFolder(r, n, path, "move_to", *v);
     f.moveTo = *v;
   }
   if (auto v = r.flag(n, "delete", path)) f.deleteAfter = *v;
-  if (auto v = r.duration(n, "poll", path, milliseconds(100), minutes(60))) f.poll = *v;
+  if (auto v = r.duration(n, sec, "poll", path)) f.poll = *v;
   // A file left in place would be read again at the next poll.
   bool move = YamlReader::has(n, "move_to"), del = f.deleteAfter;
   if (move == del)
@@ -56,20 +53,7 @@ FileSelection parseSelection(YamlReader& r, const YAML::Node& n, const std::stri
   return f;
 }
 
-const std::vector<std::string_view> kSelectionKeys = {"path", "pattern", "split", "move_to", "delete",
-                                                      "poll"};
-
-std::vector<std::string_view> with(std::vector<std::string_view> a,
-                                   std::initializer_list<std::string_view> b) {
-  a.insert(a.end(), b);
-  return a;
-}
-
 // ---- sftp: the server, shared by a source and a destination ----------------
-
-const std::vector<std::string_view> kSftpServerKeys = {"host",        "port",     "user",
-                                                       "password",    "private_key", "host_key",
-                                                       "known_hosts"};
 
 // The key types OpenSSH's servers offer and ssh-keyscan prints.
 bool isHostKeyType(std::string_view t) {
@@ -120,12 +104,12 @@ std::filesystem::path projectRootOf(const InterfaceConfig& iface) {
 // Sign-in needs a key or a password; the server's key must be pinned, so a
 // server that is not the one meant is refused before any credential is sent.
 void parseSftpServer(YamlReader& r, const YAML::Node& n, const std::string& path,
-                     const InterfaceConfig& iface, sftp::ServerSettings& s, Location& privateKeyAt,
-                     Location& knownHostsAt) {
+                     const Section& sec, const InterfaceConfig& iface, sftp::ServerSettings& s,
+                     Location& privateKeyAt, Location& knownHostsAt) {
   s.at = r.file() + ":" + std::to_string(r.at(n).line);
   if (!YamlReader::has(n, "host")) r.error(r.at(n), path + ".host", "`host` is required");
   if (auto v = r.host(n, "host", path)) s.host = *v;
-  if (auto v = r.whole(n, "port", path, 1, 65535)) s.port = static_cast<uint16_t>(*v);
+  if (auto v = r.whole(n, sec, "port", path)) s.port = static_cast<uint16_t>(*v);
   if (auto v = r.required(n, "user", path, Subst::Yes)) s.user = *v;
   if (auto v = r.text(n, "password", path, Subst::Yes)) s.password = *v;
   bool key = YamlReader::has(n, "private_key"), password = YamlReader::has(n, "password");
@@ -182,9 +166,6 @@ void parseSftpServer(YamlReader& r, const YAML::Node& n, const std::string& path
   }
 }
 
-const std::vector<std::string_view> kSourceKinds = {"mllp", "http", "file", "sftp", "schedule",
-                                                    "internal"};
-
 void parseSource(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) {
   YAML::Node src = root["source"];
   if (!src.IsDefined()) {
@@ -193,7 +174,8 @@ void parseSource(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) 
     return;
   }
   iface.sourceAt = r.at(src);
-  if (!r.map(src, "source", kSourceKinds)) return;
+  const auto& kSourceKinds = section(SectionId::Source).exactlyOne;
+  if (!r.map(src, "source", section(SectionId::Source))) return;
   if (!src.IsMap() || src.size() != 1) {
     r.error(src, "source", "expected exactly one source kind: mllp, http, file, sftp, schedule or internal");
     if (!src.IsMap() || src.size() == 0) return;
@@ -206,7 +188,7 @@ void parseSource(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) 
   std::string path = "source." + kind;
   if (kind == "mllp") {
     MllpSource s;
-    if (r.map(n, path, {"listen", "tls", "allow"})) {
+    if (r.map(n, path, section(SectionId::MllpSource))) {
       if (auto hp = r.hostPort(n, "listen", path)) s.listen = *hp;
       s.tls = parseListenerTls(r, n, path);
       s.allow = parseAllowList(r, n, path);
@@ -215,7 +197,8 @@ void parseSource(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) 
     iface.source = s;
   } else if (kind == "http") {
     HttpSource s;
-    if (r.map(n, path, {"listen", "path", "mode", "tls", "allow"})) {
+    const Section& sec = section(SectionId::HttpSource);
+    if (r.map(n, path, sec)) {
       if (auto hp = r.hostPort(n, "listen", path)) s.listen = *hp;
       s.tls = parseListenerTls(r, n, path);
       s.allow = parseAllowList(r, n, path);
@@ -223,8 +206,7 @@ void parseSource(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) 
         if (v->empty() || v->front() != '/') r.error(n["path"], path + ".path", "expected a path starting with /");
         else s.path = *v;
       }
-      if (auto v = r.choice<HttpMode>(n, "mode", path,
-                                      {{"queue", HttpMode::Queue}, {"respond", HttpMode::Respond}}))
+      if (auto v = r.choice<HttpMode>(n, sec, "mode", path, {HttpMode::Queue, HttpMode::Respond}))
         s.mode = *v;
     }
     iface.sourceDescribe = "http " + s.listen.toString() + s.path +
@@ -232,28 +214,28 @@ void parseSource(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) 
     iface.source = s;
   } else if (kind == "file") {
     FileSource s;
-    if (r.map(n, path, kSelectionKeys, {{"marker", "ready-marker files"}}))
-      s.files = parseSelection(r, n, path);
+    const Section& sec = section(SectionId::FileSource);
+    if (r.map(n, path, sec)) s.files = parseSelection(r, n, path, sec);
     iface.sourceDescribe = "file " + s.files.path + s.files.pattern +
                            (s.files.split == Split::Records ? " (split: records)" : "");
     iface.source = s;
   } else if (kind == "sftp") {
     SftpSource s;
-    std::vector<std::string_view> keys = kSftpServerKeys;
-    keys.insert(keys.end(), kSelectionKeys.begin(), kSelectionKeys.end());
-    if (r.map(n, path, keys, {{"marker", "ready-marker files"}})) {
-      parseSftpServer(r, n, path, iface, s.server, s.privateKeyAt, s.knownHostsAt);
-      s.files = parseSelection(r, n, path);
+    const Section& sec = section(SectionId::SftpSource);
+    if (r.map(n, path, sec)) {
+      parseSftpServer(r, n, path, sec, iface, s.server, s.privateKeyAt, s.knownHostsAt);
+      s.files = parseSelection(r, n, path, sec);
     }
     iface.sourceDescribe = "sftp " + YamlReader::raw(n, "host") + ":" + s.files.path;
     iface.source = s;
   } else if (kind == "schedule") {
     ScheduleSource s;
-    if (r.map(n, path, {"every", "cron"})) {
+    const Section& sec = section(SectionId::ScheduleSource);
+    if (r.map(n, path, sec)) {
       bool every = YamlReader::has(n, "every"), cron = YamlReader::has(n, "cron");
       if (every == cron)
         r.error(n, path, "give exactly one of every: <duration> or cron: \"<5 fields>\"");
-      if (every) s.every = r.duration(n, "every", path, seconds(1), std::chrono::hours(24 * 31));
+      if (every) s.every = r.duration(n, sec, "every", path);
       if (cron) {
         if (auto v = r.required(n, "cron", path)) {
           // The schedule source's own parser, so what validates is what runs.
@@ -267,7 +249,7 @@ void parseSource(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) 
         s.every ? "schedule every " + formatDuration(*s.every) : "schedule cron \"" + s.cron + "\"";
     iface.source = s;
   } else if (kind == "internal") {
-    r.map(n, path, {});
+    r.map(n, path, section(SectionId::InternalSource));
     iface.sourceDescribe = "internal";
     iface.source = InternalSource{};
   }
@@ -298,12 +280,10 @@ void parseFileMode(YamlReader& r, const YAML::Node& t, const std::string& tp, in
 }
 
 std::string methodOf(YamlReader& r, const YAML::Node& n, const std::string& path) {
-  auto v = r.choice<std::string_view>(n, "method", path,
-                                      {{"POST", "POST"}, {"PUT", "PUT"}, {"PATCH", "PATCH"}});
+  const Key& k = section(SectionId::HttpTarget).key("method");
+  auto v = r.choice<std::string_view>(n, section(SectionId::HttpTarget), "method", path, k.choices);
   return v ? std::string(*v) : "POST";
 }
-
-const std::vector<std::string_view> kTargetKinds = {"mllp", "http", "file", "sftp", "interface"};
 
 // One destination's map: exactly one kind, then its common settings.
 std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, const std::string& path,
@@ -314,11 +294,9 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
   d.transformAt = YamlReader::has(n, "transform") ? r.at(n["transform"]) : d.at;
   d.keyPath = path;
   d.output = iface.format;
-  if (!r.map(n, path,
-             with(kTargetKinds,
-                  {"transform", "output", "retry", "rate_limit", "save_output", "monitor"}),
-             {{"tls", "TLS on outbound connections"}, {"batch", "batched deliveries"}}))
-    return std::nullopt;
+  const Section& sec = section(SectionId::Destination);
+  const auto& kTargetKinds = sec.exactlyOne;
+  if (!r.map(n, path, sec)) return std::nullopt;
   std::vector<std::string> kinds;
   for (auto k : kTargetKinds)
     if (YamlReader::has(n, k)) kinds.emplace_back(k);
@@ -336,18 +314,20 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
   d.targetAt = r.keyAt(n, kind);
   if (kind == "mllp") {
     MllpDestination m;
-    if (r.map(t, tp, {"host", "port", "ack_timeout", "tls"})) {
+    const Section& ms = section(SectionId::MllpTarget);
+    if (r.map(t, tp, ms)) {
       m.tls = parseConnectTls(r, t, tp);
       if (auto v = r.host(t, "host", tp)) m.address.host = *v;
       if (!YamlReader::has(t, "port")) r.error(r.at(t), tp + ".port", "`port` is required");
-      if (auto v = r.whole(t, "port", tp, 1, 65535)) m.address.port = static_cast<uint16_t>(*v);
-      if (auto v = r.duration(t, "ack_timeout", tp, milliseconds(100), minutes(10))) m.ackTimeout = *v;
+      if (auto v = r.whole(t, ms, "port", tp)) m.address.port = static_cast<uint16_t>(*v);
+      if (auto v = r.duration(t, ms, "ack_timeout", tp)) m.ackTimeout = *v;
     }
     d.describe = "mllp " + YamlReader::raw(t, "host") + ":" + YamlReader::raw(t, "port");
     d.target = m;
   } else if (kind == "http") {
     HttpDestination h;
-    if (r.map(t, tp, {"url", "api", "path", "method", "headers", "timeout", "ca", "certificate"})) {
+    const Section& hs = section(SectionId::HttpTarget);
+    if (r.map(t, tp, hs)) {
       bool url = YamlReader::has(t, "url"), api = YamlReader::has(t, "api");
       if (url == api)
         r.error(t, tp, "give exactly one of url: <http(s) URL> or api: <a resources.yaml api>");
@@ -377,24 +357,23 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
       }
       h.method = methodOf(r, t, tp);
       h.headers = r.stringMap(t, "headers", tp, Subst::Yes);
-      if (auto v = r.duration(t, "timeout", tp, milliseconds(100), minutes(10))) h.timeout = *v;
+      if (auto v = r.duration(t, hs, "timeout", tp)) h.timeout = *v;
     }
     d.describe = "http " + h.method + " " +
                  (h.api.empty() ? YamlReader::raw(t, "url") : "api " + h.api + h.path);
     d.target = h;
   } else if (kind == "file") {
     FileDestination f;
-    if (r.map(t, tp, {"path", "name", "mode", "sync"})) {
+    const Section& fs = section(SectionId::FileTarget);
+    if (r.map(t, tp, fs)) {
       if (auto v = r.required(t, "path", tp)) {
         checkFolder(r, t, tp, "path", *v);
         f.path = *v;
       }
       parseFileName(r, t, tp, f.name);
       parseFileMode(r, t, tp, f.mode);
-      if (auto v = r.choice<FileSyncMode>(t, "sync", tp,
-                                          {{"group", FileSyncMode::Group},
-                                           {"each", FileSyncMode::Each},
-                                           {"none", FileSyncMode::None}})) {
+      if (auto v = r.choice<FileSyncMode>(
+              t, fs, "sync", tp, {FileSyncMode::Group, FileSyncMode::Each, FileSyncMode::None})) {
         f.sync = *v;
         f.syncAt = r.keyAt(t, "sync");
       }
@@ -403,8 +382,9 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
     d.target = f;
   } else if (kind == "sftp") {
     SftpDestination s;
-    if (r.map(t, tp, with(kSftpServerKeys, {"path", "name", "mode"}))) {
-      parseSftpServer(r, t, tp, iface, s.server, s.privateKeyAt, s.knownHostsAt);
+    const Section& ss = section(SectionId::SftpTarget);
+    if (r.map(t, tp, ss)) {
+      parseSftpServer(r, t, tp, ss, iface, s.server, s.privateKeyAt, s.knownHostsAt);
       if (auto v = r.required(t, "path", tp)) s.path = *v;
       parseFileName(r, t, tp, s.name);
       parseFileMode(r, t, tp, s.mode);
@@ -423,21 +403,23 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
     if (!ident) r.error(n["transform"], path + ".transform", "expected the name of an exported function, got `" + *v + "`");
     else d.transform = *v;
   }
-  if (auto v = r.format(n, "output", path)) d.output = *v;
+  if (auto v = r.format(n, sec, "output", path)) d.output = *v;
   if (YamlReader::has(n, "retry")) {
     YAML::Node retry = n["retry"];
-    if (r.map(retry, path + ".retry", {"max_attempts"}, {{"backoff", "custom back-off"}}))
-      if (auto v = r.whole(retry, "max_attempts", path + ".retry", 0, 1'000'000)) d.maxAttempts = *v;
+    const Section& rs = section(SectionId::Retry);
+    if (r.map(retry, path + ".retry", rs))
+      if (auto v = r.whole(retry, rs, "max_attempts", path + ".retry")) d.maxAttempts = *v;
   }
   if (YamlReader::has(n, "rate_limit")) {
     YAML::Node rl = n["rate_limit"];
     std::string rp = path + ".rate_limit";
-    if (r.map(rl, rp, {"messages", "per", "over"})) {
+    const Section& ls = section(SectionId::RateLimit);
+    if (r.map(rl, rp, ls)) {
       RateLimit limit;
       if (!YamlReader::has(rl, "messages")) r.error(rl, rp + ".messages", "`messages` is required");
-      if (auto v = r.whole(rl, "messages", rp, 1, 1'000'000)) limit.messages = *v;
-      if (auto v = r.duration(rl, "per", rp, milliseconds(100), std::chrono::hours(24))) limit.per = *v;
-      if (auto v = r.choice<bool>(rl, "over", rp, {{"wait", false}, {"drop", true}})) limit.dropOver = *v;
+      if (auto v = r.whole(rl, ls, "messages", rp)) limit.messages = *v;
+      if (auto v = r.duration(rl, ls, "per", rp)) limit.per = *v;
+      if (auto v = r.choice<bool>(rl, ls, "over", rp, {false, true})) limit.dropOver = *v;
       d.rateLimit = limit;
     }
   }
@@ -460,63 +442,54 @@ bool isValidDestinationName(const std::string& name) {
 }  // namespace
 
 void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& iface) {
-  if (!r.map(root, "",
-             {"source", "format", "charset", "ordering", "dedupe", "durability", "timeout",
-              "isolation", "workers", "retention", "quarantined", "max_message_size", "code",
-              "respond", "dedicated_pools", "destination", "destinations", "monitor"},
-             {{"owners", "owners of an interface"},
-              {"owner", "owners of an interface"},
-              {"alerts", "per-interface alert rules"},
-              {"description", "interface descriptions"}}))
-    return;
+  const Section& sec = section(SectionId::Interface);
+  if (!r.map(root, "", sec)) return;
   if (root.IsNull()) {
     r.error(r.at(root), "", "the file is empty: an interface needs at least a source and a destination");
     return;
   }
   parseSource(r, root, iface);
-  if (auto v = r.format(root, "format", "")) iface.format = *v;
-  if (auto v = r.choice<Charset>(
-          root, "charset", "",
-          {{"auto", Charset::Auto}, {"utf-8", Charset::Utf8}, {"iso-8859-1", Charset::Latin1}}))
+  if (auto v = r.format(root, sec, "format", "")) iface.format = *v;
+  if (auto v = r.choice<Charset>(root, sec, "charset", "",
+                                 {Charset::Auto, Charset::Utf8, Charset::Latin1}))
     iface.charset = *v;
 
   if (YamlReader::has(root, "ordering")) {
     YAML::Node o = root["ordering"];
-    if (r.map(o, "ordering", {"key", "partitions"})) {
+    const Section& os = section(SectionId::Ordering);
+    if (r.map(o, "ordering", os)) {
       Ordering ord;
       if (auto v = r.required(o, "key", "ordering")) ord.key = *v;
-      if (auto v = r.whole(o, "partitions", "ordering", 1, kMaxPartitions)) ord.partitions = *v;
+      if (auto v = r.whole(o, os, "partitions", "ordering")) ord.partitions = *v;
       iface.ordering = ord;
     }
   }
   if (YamlReader::has(root, "dedupe")) {
     YAML::Node dd = root["dedupe"];
-    if (r.map(dd, "dedupe", {"key", "window"})) {
+    const Section& ds = section(SectionId::Dedupe);
+    if (r.map(dd, "dedupe", ds)) {
       if (auto v = r.required(dd, "key", "dedupe")) iface.dedupeKey = *v;
-      if (auto v = r.duration(dd, "window", "dedupe", kMinDedupeWindow, kMaxDedupeWindow))
-        iface.dedupeWindow = *v;
+      if (auto v = r.duration(dd, ds, "window", "dedupe")) iface.dedupeWindow = *v;
     }
   }
-  if (auto v = r.choice<Durability>(root, "durability", "",
-                                    {{"strict", Durability::Strict}, {"relaxed", Durability::Relaxed}}))
+  if (auto v = r.choice<Durability>(root, sec, "durability", "",
+                                    {Durability::Strict, Durability::Relaxed}))
     iface.durability = *v;
-  if (auto v = r.duration(root, "timeout", "", kMinTimeout, kMaxTimeout)) iface.timeout = *v;
-  if (auto v = r.choice<Isolation>(root, "isolation", "",
-                                   {{"shared", Isolation::Shared}, {"dedicated", Isolation::Dedicated}}))
+  if (auto v = r.duration(root, sec, "timeout", "")) iface.timeout = *v;
+  if (auto v = r.choice<Isolation>(root, sec, "isolation", "",
+                                   {Isolation::Shared, Isolation::Dedicated}))
     iface.isolation = *v;
-  if (auto v = r.whole(root, "workers", "", 1, 64)) {
+  if (auto v = r.whole(root, sec, "workers", "")) {
     iface.workers = *v;
     if (iface.isolation != Isolation::Dedicated)
       r.error(root["workers"], "workers",
               "workers: is for isolation: dedicated (shared interfaces use the engine's pool)");
   }
-  if (auto v = r.retention(root, "retention", "")) iface.retention = *v;
+  if (auto v = r.retention(root, sec, "retention", "")) iface.retention = *v;
   if (auto v = r.choice<QuarantinedRetention>(
-          root, "quarantined", "",
-          {{"keep", QuarantinedRetention::Keep}, {"purge", QuarantinedRetention::Purge}}))
+          root, sec, "quarantined", "", {QuarantinedRetention::Keep, QuarantinedRetention::Purge}))
     iface.quarantined = *v;
-  if (auto v = r.size(root, "max_message_size", "", 1ull << 10, kMaxMessageBytesLimit))
-    iface.maxMessageBytes = *v;
+  if (auto v = r.size(root, sec, "max_message_size", "")) iface.maxMessageBytes = *v;
   if (auto v = r.text(root, "code", "")) {
     std::filesystem::path p(*v);
     if (p.is_absolute() || !isInsideProject(*v) || p.extension() != ".js")
@@ -534,7 +507,9 @@ void parseInterface(YamlReader& r, const YAML::Node& root, InterfaceConfig& ifac
     } else {
       for (auto it = pools.begin(); it != pools.end(); ++it) {
         std::string db = it->first.IsScalar() ? it->first.Scalar() : "";
-        if (auto v = r.whole(pools, db, "dedicated_pools", 1, 100)) iface.dedicatedPools[db] = *v;
+        const Key& k = sec.key("dedicated_pools");
+        if (auto v = r.whole(pools, db, "dedicated_pools", k.min, k.max))
+          iface.dedicatedPools[db] = *v;
       }
       if (iface.isolation != Isolation::Dedicated)
         r.error(r.keyAt(root, "dedicated_pools"), "dedicated_pools",

@@ -12,9 +12,10 @@ namespace {
 
 using monitor::Seconds;
 
-std::optional<Seconds> seconds(YamlReader& r, const YAML::Node& n, std::string_view key,
-                               const std::string& path, Duration min, Duration max) {
-  auto d = r.duration(n, key, path, min, max);
+// A duration key of `sec`, within its bounds, in whole seconds.
+std::optional<Seconds> seconds(YamlReader& r, const YAML::Node& n, const Section& sec,
+                               std::string_view key, const std::string& path) {
+  auto d = r.duration(n, sec, key, path);
   if (!d) return std::nullopt;
   return std::chrono::duration_cast<Seconds>(*d);
 }
@@ -95,11 +96,11 @@ bool httpUrl(std::string_view u) {
 
 std::optional<monitor::Behind> parseBehind(YamlReader& r, const YAML::Node& n,
                                            const std::string& path) {
-  if (!r.map(n, path, {"waiting", "oldest"})) return std::nullopt;
+  const Section& sec = section(SectionId::Behind);
+  if (!r.map(n, path, sec)) return std::nullopt;
   monitor::Behind b;
-  if (auto v = r.whole(n, "waiting", path, 1, 100'000'000)) b.waiting = static_cast<int64_t>(*v);
-  if (auto v = seconds(r, n, "oldest", path, std::chrono::seconds(1), std::chrono::hours(24 * 30)))
-    b.oldest = *v;
+  if (auto v = r.whole(n, sec, "waiting", path)) b.waiting = static_cast<int64_t>(*v);
+  if (auto v = seconds(r, n, sec, "oldest", path)) b.oldest = *v;
   if (!YamlReader::has(n, "waiting") && !YamlReader::has(n, "oldest")) {
     r.error(n, path, "give waiting: (more messages than this wait), oldest: (the oldest has "
                      "waited longer than this), or both");
@@ -113,21 +114,20 @@ std::optional<monitor::Behind> parseBehind(YamlReader& r, const YAML::Node& n,
 
 void parseMonitor(YamlReader& r, const YAML::Node& n, const std::string& path,
                   monitor::Expectations& out, bool destinationOnly) {
-  if (destinationOnly) {
-    if (!r.map(n, path, {"behind"})) return;
-  } else if (!r.map(n, path, {"behind", "active_within", "active_by"})) {
-    return;
-  }
+  const Section& sec =
+      section(destinationOnly ? SectionId::DestinationMonitor : SectionId::Monitor);
+  if (!r.map(n, path, sec)) return;
   if (YamlReader::has(n, "behind")) out.behind = parseBehind(r, n["behind"], path + ".behind");
   if (YamlReader::has(n, "active_within")) {
     YAML::Node a = n["active_within"];
     std::string ap = path + ".active_within";
     monitor::ActiveWithin w;
     if (a.IsMap()) {
-      if (r.map(a, ap, {"within", "between"})) {
+      const Section& ws = section(SectionId::ActiveWithin);
+      if (r.map(a, ap, ws)) {
         if (!YamlReader::has(a, "within")) r.error(a, ap + ".within", "`within` is required");
         // Both read, so a wrong window is reported even when within is too.
-        auto v = seconds(r, a, "within", ap, std::chrono::minutes(1), std::chrono::hours(24 * 30));
+        auto v = seconds(r, a, ws, "within", ap);
         auto between = window(r, a, "between", ap);
         if (v && (between || !YamlReader::has(a, "between"))) {
           w.within = *v;
@@ -135,8 +135,7 @@ void parseMonitor(YamlReader& r, const YAML::Node& n, const std::string& path,
           out.activeWithin = w;
         }
       }
-    } else if (auto v = seconds(r, n, "active_within", path, std::chrono::minutes(1),
-                                std::chrono::hours(24 * 30))) {
+    } else if (auto v = seconds(r, n, section(SectionId::Monitor), "active_within", path)) {
       w.within = *v;
       out.activeWithin = w;
     }
@@ -144,7 +143,7 @@ void parseMonitor(YamlReader& r, const YAML::Node& n, const std::string& path,
   if (YamlReader::has(n, "active_by")) {
     YAML::Node a = n["active_by"];
     std::string ap = path + ".active_by";
-    if (r.map(a, ap, {"daily", "weekly", "cron", "from"})) {
+    if (r.map(a, ap, section(SectionId::ActiveBy))) {
       int kinds = YamlReader::has(a, "daily") + YamlReader::has(a, "weekly") +
                   YamlReader::has(a, "cron");
       monitor::ActiveBy by;
@@ -204,26 +203,24 @@ void parseAlerts(YamlReader& r, const YAML::Node& n, EngineConfig& e) {
   e.alertChannelsAt.clear();
   e.alertRulesAt.clear();
   const std::string path = "alerts";
-  if (!r.map(n, path,
-             {"smtp", "channels", "rules", "heartbeat", "quiet_hours", "remind", "settle", "keep",
-              "certificates"}))
-    return;
+  const Section& sec = section(SectionId::Alerts);
+  if (!r.map(n, path, sec)) return;
   s.enabled = true;
   if (YamlReader::has(n, "smtp")) {
     YAML::Node m = n["smtp"];
     std::string mp = path + ".smtp";
-    if (r.map(m, mp, {"host", "port", "from", "user", "password", "tls", "ca"})) {
+    const Section& ms = section(SectionId::Smtp);
+    if (r.map(m, mp, ms)) {
       monitor::SmtpServer smtp;
       if (auto v = r.required(m, "host", mp, Subst::Yes)) smtp.host = *v;
       if (auto v = r.choice<monitor::SmtpServer::Tls>(
-              m, "tls", mp,
-              {{"starttls", monitor::SmtpServer::Tls::StartTlsIfOffered},
-               {"required", monitor::SmtpServer::Tls::StartTlsRequired},
-               {"tls", monitor::SmtpServer::Tls::Implicit},
-               {"off", monitor::SmtpServer::Tls::Off}}))
+              m, ms, "tls", mp,
+              {monitor::SmtpServer::Tls::StartTlsIfOffered,
+               monitor::SmtpServer::Tls::StartTlsRequired, monitor::SmtpServer::Tls::Implicit,
+               monitor::SmtpServer::Tls::Off}))
         smtp.tls = *v;
       smtp.port = smtp.tls == monitor::SmtpServer::Tls::Implicit ? 465 : 587;
-      if (auto v = r.whole(m, "port", mp, 1, 65535)) smtp.port = static_cast<uint16_t>(*v);
+      if (auto v = r.whole(m, ms, "port", mp)) smtp.port = static_cast<uint16_t>(*v);
       if (auto v = r.required(m, "from", mp, Subst::Yes)) {
         smtp.from = *v;
         if (!plainAddress(*v))
@@ -248,7 +245,8 @@ void parseAlerts(YamlReader& r, const YAML::Node& n, EngineConfig& e) {
         std::string name = it->first.as<std::string>("");
         std::string cp = path + ".channels." + name;
         YAML::Node c = it->second;
-        if (!r.map(c, cp, {"email", "webhook", "format"})) continue;
+        const Section& chs = section(SectionId::Channel);
+        if (!r.map(c, cp, chs)) continue;
         monitor::Channel ch;
         ch.name = name;
         if (YamlReader::has(c, "email")) {
@@ -270,10 +268,9 @@ void parseAlerts(YamlReader& r, const YAML::Node& n, EngineConfig& e) {
           if (!httpUrl(*v)) r.error(c["webhook"], cp + ".webhook", "expected an http:// or https:// URL");
         }
         if (auto v = r.choice<monitor::WebhookFormat>(
-                c, "format", cp,
-                {{"json", monitor::WebhookFormat::Json},
-                 {"slack", monitor::WebhookFormat::Slack},
-                 {"teams", monitor::WebhookFormat::Teams}}))
+                c, chs, "format", cp,
+                {monitor::WebhookFormat::Json, monitor::WebhookFormat::Slack,
+                 monitor::WebhookFormat::Teams}))
           ch.format = *v;
         if (ch.email.empty() && ch.webhook.empty())
           r.error(c, cp, "a channel needs email: (addresses) or webhook: (a URL), or both");
@@ -296,7 +293,8 @@ void parseAlerts(YamlReader& r, const YAML::Node& n, EngineConfig& e) {
       for (size_t i = 0; i < rs.size(); ++i) {
         YAML::Node rule = rs[i];
         std::string rp = path + ".rules[" + std::to_string(i) + "]";
-        if (!r.map(rule, rp, {"when", "severity", "notify"})) continue;
+        const Section& rls = section(SectionId::Rule);
+        if (!r.map(rule, rp, rls)) continue;
         monitor::Rule out;
         YAML::Node w = rule["when"];
         if (!YamlReader::has(rule, "when") || !w.IsSequence() || w.size() == 0) {
@@ -320,10 +318,9 @@ void parseAlerts(YamlReader& r, const YAML::Node& n, EngineConfig& e) {
             }
           }
         }
-        if (auto v = r.choice<monitor::Severity>(rule, "severity", rp,
-                                                 {{"info", monitor::Severity::Info},
-                                                  {"warning", monitor::Severity::Warning},
-                                                  {"critical", monitor::Severity::Critical}}))
+        if (auto v = r.choice<monitor::Severity>(
+                rule, rls, "severity", rp,
+                {monitor::Severity::Info, monitor::Severity::Warning, monitor::Severity::Critical}))
           out.severity = *v;
         YAML::Node to = rule["notify"];
         if (YamlReader::has(rule, "notify")) {
@@ -349,21 +346,21 @@ void parseAlerts(YamlReader& r, const YAML::Node& n, EngineConfig& e) {
   if (YamlReader::has(n, "heartbeat")) {
     YAML::Node h = n["heartbeat"];
     std::string hp = path + ".heartbeat";
-    if (r.map(h, hp, {"url", "every"})) {
+    const Section& hs = section(SectionId::Heartbeat);
+    if (r.map(h, hp, hs)) {
       monitor::Heartbeat hb;
       if (auto v = r.required(h, "url", hp, Subst::Yes)) {
         hb.url = *v;
         if (!httpUrl(*v)) r.error(h["url"], hp + ".url", "expected an http:// or https:// URL");
       }
-      if (auto v = seconds(r, h, "every", hp, std::chrono::seconds(10), std::chrono::hours(24)))
-        hb.every = *v;
+      if (auto v = seconds(r, h, hs, "every", hp)) hb.every = *v;
       if (!hb.url.empty()) s.heartbeat = hb;
     }
   }
   if (YamlReader::has(n, "quiet_hours")) {
     YAML::Node q = n["quiet_hours"];
     std::string qp = path + ".quiet_hours";
-    if (r.map(q, qp, {"between", "hold"})) {
+    if (r.map(q, qp, section(SectionId::QuietHours))) {
       monitor::QuietHours qh;
       if (!YamlReader::has(q, "between")) r.error(q, qp + ".between", "`between` is required");
       auto w = window(r, q, "between", qp);
@@ -387,22 +384,22 @@ void parseAlerts(YamlReader& r, const YAML::Node& n, EngineConfig& e) {
     }
   }
   // Alerts are judged every 15 s: a reminder can't come sooner than a round.
-  if (auto v = seconds(r, n, "remind", path, std::chrono::seconds(15), std::chrono::hours(24 * 7)))
-    s.remind = *v;
-  if (auto v = seconds(r, n, "settle", path, std::chrono::seconds(0), std::chrono::hours(24)))
-    s.settle = *v;
-  if (auto v = seconds(r, n, "keep", path, std::chrono::hours(24), std::chrono::hours(24 * 3660)))
-    s.keep = *v;
+  if (auto v = seconds(r, n, sec, "remind", path)) s.remind = *v;
+  if (auto v = seconds(r, n, sec, "settle", path)) s.settle = *v;
+  if (auto v = seconds(r, n, sec, "keep", path)) s.keep = *v;
   if (YamlReader::has(n, "certificates")) {
     YAML::Node c = n["certificates"];
     std::string cp = path + ".certificates";
-    if (r.map(c, cp, {"warn_days"})) {
+    const Section& cs = section(SectionId::AlertCertificates);
+    if (r.map(c, cp, cs)) {
       YAML::Node d = c["warn_days"];
+      const Key& k = cs.key("warn_days");
       std::vector<int> days;
       bool ok = d.IsSequence() && d.size() > 0;
-      for (size_t k = 0; ok && k < d.size(); ++k) {
-        int v = d[k].IsScalar() ? d[k].as<int>(0) : 0;
-        ok = v > 0 && v <= 3650 && (days.empty() || v < days.back());
+      for (size_t i = 0; ok && i < d.size(); ++i) {
+        int v = d[i].IsScalar() ? d[i].as<int>(0) : 0;
+        ok = v >= static_cast<int>(k.min) && v <= static_cast<int>(k.max) &&
+             (days.empty() || v < days.back());
         days.push_back(v);
       }
       if (ok) s.certificateDays = days;

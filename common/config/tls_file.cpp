@@ -47,7 +47,7 @@ std::map<std::string, tls::CertificateSource> parseCertificates(
       continue;
     }
     YAML::Node n = it->second;
-    if (!r.map(n, path, {"cert_file", "key_file", "cert", "key", "ca_file", "ca"})) continue;
+    if (!r.map(n, path, section(SectionId::Certificate))) continue;
     tls::CertificateSource s;
     s.name = name;
     s.at = where(r.at(it->first));
@@ -92,12 +92,12 @@ std::optional<tls::ListenerTls> parseListenerTls(YamlReader& r, const YAML::Node
   std::string p = joinPath(path, "tls");
   tls::ListenerTls t;
   t.at = where(r.at(n));
-  if (!r.map(n, p, {"certificate", "clients"})) return t;
+  if (!r.map(n, p, section(SectionId::ListenerTls))) return t;
   if (auto v = r.required(n, "certificate", p)) t.certificate = *v;
   if (YamlReader::has(n, "clients")) {
     YAML::Node c = n["clients"];
     std::string cp = joinPath(p, "clients");
-    if (r.map(c, cp, {"ca", "subjects"})) {
+    if (r.map(c, cp, section(SectionId::ClientCertificates))) {
       if (auto v = r.required(c, "ca", cp)) t.clientCa = *v;
       if (YamlReader::has(c, "subjects")) {
         YAML::Node subjects = c["subjects"];
@@ -161,7 +161,7 @@ tls::ConnectTls parseConnectTls(YamlReader& r, const YAML::Node& map, const std:
   t.at = where(r.at(n));
   if (n.IsMap()) {
     t.enabled = true;
-    if (r.map(n, p, {"ca", "certificate"})) {
+    if (r.map(n, p, section(SectionId::ConnectTls))) {
       if (auto v = r.text(n, "ca", p)) t.ca = *v;
       if (auto v = r.text(n, "certificate", p)) t.certificate = *v;
     }

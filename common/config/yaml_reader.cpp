@@ -1,6 +1,8 @@
 #include "common/config/yaml_reader.h"
 
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "common/config/address.h"
@@ -35,9 +37,15 @@ void YamlReader::error(const Location& where, const std::string& path, std::stri
   out_.push_back(diagnosticAt(where, path, std::move(message)));
 }
 
-bool YamlReader::map(const YAML::Node& node, const std::string& path,
-                     const std::vector<std::string_view>& known,
-                     const std::vector<Unsupported>& unsupported) {
+bool YamlReader::map(const YAML::Node& node, const std::string& path, const Section& section) {
+  std::vector<std::string_view> known;
+  for (const auto& k : section.keys) known.push_back(k.name);
+  return mapKeys(node, path, known, section.unsupported);
+}
+
+bool YamlReader::mapKeys(const YAML::Node& node, const std::string& path,
+                         const std::vector<std::string_view>& known,
+                         const std::vector<Unsupported>& unsupported) {
   if (node.IsNull()) return true;
   if (!node.IsMap()) {
     error(node, path, "expected a mapping of keys (key: value)");
@@ -210,6 +218,32 @@ std::optional<uint64_t> YamlReader::size(const YAML::Node& map, std::string_view
   return v;
 }
 
+std::optional<uint64_t> YamlReader::whole(const YAML::Node& map, const Section& section,
+                                          std::string_view key, const std::string& path) {
+  const Key& k = section.key(key);
+  return whole(map, key, path, k.min, k.max);
+}
+
+std::optional<Duration> YamlReader::duration(const YAML::Node& map, const Section& section,
+                                             std::string_view key, const std::string& path) {
+  const Key& k = section.key(key);
+  return duration(map, key, path, Duration(static_cast<int64_t>(k.min)),
+                  Duration(static_cast<int64_t>(k.max)));
+}
+
+std::optional<uint64_t> YamlReader::size(const YAML::Node& map, const Section& section,
+                                         std::string_view key, const std::string& path) {
+  const Key& k = section.key(key);
+  return size(map, key, path, k.min, k.max);
+}
+
+void YamlReader::checkChoices(const Key& key, size_t count) {
+  if (key.choices.size() == count) return;
+  std::fprintf(stderr, "ductus: the project format's `%.*s` has %zu words, its loader %zu values\n",
+               static_cast<int>(key.name.size()), key.name.data(), key.choices.size(), count);
+  std::abort();
+}
+
 std::optional<HostPort> YamlReader::hostPort(const YAML::Node& map, std::string_view key,
                                              const std::string& path) {
   auto s = required(map, key, path);
@@ -246,21 +280,16 @@ std::optional<std::string> YamlReader::host(const YAML::Node& map, std::string_v
   return v;
 }
 
-std::optional<Format> YamlReader::format(const YAML::Node& map, std::string_view key,
-                                         const std::string& path) {
-  return choice<Format>(map, key, path,
-                        {{"hl7v2", Format::Hl7v2},
-                         {"json", Format::Json},
-                         {"text", Format::Text},
-                         {"csv", Format::Csv},
-                         {"xml", Format::Xml}});
+std::optional<Format> YamlReader::format(const YAML::Node& map, const Section& section,
+                                         std::string_view key, const std::string& path) {
+  return choice<Format>(map, section, key, path,
+                        {Format::Hl7v2, Format::Json, Format::Text, Format::Csv, Format::Xml});
 }
 
-std::optional<Retention> YamlReader::retention(const YAML::Node& map, std::string_view key,
-                                               const std::string& path) {
-  return choice<Retention>(
-      map, key, path,
-      {{"1w", Retention::OneWeek}, {"3w", Retention::ThreeWeeks}, {"7w", Retention::SevenWeeks}});
+std::optional<Retention> YamlReader::retention(const YAML::Node& map, const Section& section,
+                                               std::string_view key, const std::string& path) {
+  return choice<Retention>(map, section, key, path,
+                           {Retention::OneWeek, Retention::ThreeWeeks, Retention::SevenWeeks});
 }
 
 std::map<std::string, std::string> YamlReader::stringMap(const YAML::Node& map, std::string_view key,

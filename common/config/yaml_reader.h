@@ -14,17 +14,11 @@
 #include <vector>
 
 #include "common/config/diagnostic.h"
+#include "common/config/format.h"
 #include "common/config/model.h"
 #include "common/config/substitute.h"
 
 namespace ductus::config {
-
-// A key of the project format this version does not implement yet: refused
-// with what it is for, never silently ignored.
-struct Unsupported {
-  std::string_view key;
-  std::string_view what;
-};
 
 enum class Subst { No, Yes };
 
@@ -41,11 +35,11 @@ class YamlReader {
   void error(const YAML::Node& node, const std::string& path, std::string message);
   void error(const Location& at, const std::string& path, std::string message);
 
-  // Checks node is a mapping whose keys are all known; reports the others
-  // (with the nearest known key) and the unsupported ones. False when node
-  // is not a mapping. A null node (`internal:`) counts as an empty mapping.
-  bool map(const YAML::Node& node, const std::string& path, const std::vector<std::string_view>& known,
-           const std::vector<Unsupported>& unsupported = {});
+  // Checks node is a mapping whose keys are all the section's (format.h);
+  // reports the others (with the nearest known key) and the unsupported
+  // ones. False when node is not a mapping. A null node (`internal:`)
+  // counts as an empty mapping.
+  bool map(const YAML::Node& node, const std::string& path, const Section& section);
 
   static bool has(const YAML::Node& map, std::string_view key);
 
@@ -64,13 +58,21 @@ class YamlReader {
                                    const std::string& path, Duration min, Duration max);
   std::optional<uint64_t> size(const YAML::Node& map, std::string_view key, const std::string& path,
                                uint64_t min, uint64_t max);
+  // As above, bounded by the section's key of that name (format.h).
+  std::optional<uint64_t> whole(const YAML::Node& map, const Section& section, std::string_view key,
+                                const std::string& path);
+  std::optional<Duration> duration(const YAML::Node& map, const Section& section,
+                                   std::string_view key, const std::string& path);
+  std::optional<uint64_t> size(const YAML::Node& map, const Section& section, std::string_view key,
+                               const std::string& path);
   std::optional<HostPort> hostPort(const YAML::Node& map, std::string_view key,
                                    const std::string& path);
   std::optional<std::string> host(const YAML::Node& map, std::string_view key,
                                   const std::string& path);
-  std::optional<Format> format(const YAML::Node& map, std::string_view key, const std::string& path);
-  std::optional<Retention> retention(const YAML::Node& map, std::string_view key,
-                                     const std::string& path);
+  std::optional<Format> format(const YAML::Node& map, const Section& section, std::string_view key,
+                               const std::string& path);
+  std::optional<Retention> retention(const YAML::Node& map, const Section& section,
+                                     std::string_view key, const std::string& path);
 
   // One of a fixed set of words.
   template <typename E>
@@ -87,11 +89,30 @@ class YamlReader {
     return std::nullopt;
   }
 
+  // One of the section's key's words (format.h), as the value at the same
+  // place in `values`.
+  template <typename E>
+  std::optional<E> choice(const YAML::Node& map, const Section& section, std::string_view key,
+                          const std::string& path, const std::vector<E>& values) {
+    const Key& k = section.key(key);
+    checkChoices(k, values.size());
+    std::vector<std::pair<std::string_view, E>> options;
+    for (size_t i = 0; i < values.size(); ++i) options.emplace_back(k.choices[i], values[i]);
+    return choice<E>(map, key, path, options);
+  }
+
   // A mapping of strings (headers); values may be substituted.
   std::map<std::string, std::string> stringMap(const YAML::Node& map, std::string_view key,
                                                const std::string& path, Subst subst);
 
  private:
+  // The check map() makes, given the known keys.
+  bool mapKeys(const YAML::Node& node, const std::string& path,
+               const std::vector<std::string_view>& known,
+               const std::vector<Unsupported>& unsupported);
+  // Aborts when the key has not `count` words (the table and a loader's
+  // values apart).
+  static void checkChoices(const Key& key, size_t count);
   // The scalar at map[key], or an error when it is a list or mapping.
   std::optional<std::string> scalar(const YAML::Node& map, std::string_view key,
                                     const std::string& path);
