@@ -430,5 +430,53 @@ TEST(Console, ActsOnEveryMatchExportsAndTriesAnEditFirst) {
   EXPECT_TRUE(exitedWith(engine.terminate(), 0)) << engine.log();
 }
 
+// The Events page (issue #36 item 8): an AR refusal the browser test
+// causes on adt and a delivery lab gives up after two attempts (nothing
+// listens at its receiver) are on the page, filtered by kind, linked to the
+// message and the interface, whose page lists its last events;
+// ui/tests/events.test.mjs drives the browser.
+TEST(Console, TheEventsPageShowsWhatTheEngineOnlyLoggedBefore) {
+  if (auto what = missing(); !what.empty()) {
+    if (required()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
+    GTEST_SKIP() << "missing: " << what;
+  }
+  TestDatabase db;
+  ASSERT_FALSE(db.url().empty());
+  uint16_t adtPort = freePort(), labPort = freePort(), apiPort = freePort();
+  uint16_t labReceiver = freePort();  // nothing listens there
+  char outTmpl[] = "/tmp/ductus-console-out.XXXXXX";
+  fs::path out = mkdtemp(outTmpl);
+  TempProject project(
+      {{"ductus.yaml", "isolates: { workers: 1, heap_mb: 256 }\n"},
+       {"interfaces/adt/interface.yaml", adtInterface(adtPort, out)},
+       {"interfaces/adt/transform.js", kAdtTransform},
+       {"interfaces/lab/interface.yaml",
+        "source:\n  mllp: { listen: 127.0.0.1:" + std::to_string(labPort) +
+            " }\nformat: hl7v2\ndestination:\n  mllp: { host: 127.0.0.1, port: " +
+            std::to_string(labReceiver) + " }\n  retry: { max_attempts: 2 }\n"},
+       {"interfaces/lab/transform.js", "export function transform(msg) { return msg; }\n"}});
+  EngineProcess engine(project.root(), db.url());
+  engine.setExtraArgs({"--api-listen", "127.0.0.1:" + std::to_string(apiPort)});
+  ASSERT_TRUE(engine.start()) << engine.log();
+  std::string admin = makeUser(db.url(), "ada", "admin", "payloads,audit");
+  db.value("UPDATE users SET must_change_password = false WHERE name = 'ada'");
+
+  fs::path shots = fs::current_path() / "screenshots";
+  fs::create_directories(shots);
+  ::setenv("DUCTUS_UI_URL", ("http://127.0.0.1:" + std::to_string(apiPort)).c_str(), 1);
+  ::setenv("DUCTUS_UI_ADMIN", admin.c_str(), 1);
+  ::setenv("DUCTUS_UI_ADT_MLLP", ("127.0.0.1:" + std::to_string(adtPort)).c_str(), 1);
+  ::setenv("DUCTUS_UI_LAB_MLLP", ("127.0.0.1:" + std::to_string(labPort)).c_str(), 1);
+  ::setenv("DUCTUS_UI_SCREENSHOTS", shots.c_str(), 1);
+  ::setenv("CHROMIUM", chromium().c_str(), 1);
+  auto run = runSplit({"node", (kUi / "tests" / "events.test.mjs").string()});
+  std::printf("%s", run.out.c_str());
+  EXPECT_EQ(run.code, 0) << run.out << "\n" << run.err << "\nengine:\n" << engine.log();
+  std::printf("screenshots: %s\n", shots.c_str());
+  EXPECT_TRUE(exitedWith(engine.terminate(), 0)) << engine.log();
+  std::error_code ec;
+  fs::remove_all(out, ec);
+}
+
 }  // namespace
 }  // namespace ductus::test

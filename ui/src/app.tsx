@@ -15,6 +15,7 @@ import { atLeast, chooseTheme, loadMe, may, me, signOut, theme, type Theme } fro
 import { useStore } from './store';
 
 const Alerts = lazy(() => import('./pages/alerts'));
+const Events = lazy(() => import('./pages/events'));
 const Retention = lazy(() => import('./pages/retention'));
 const Interface = lazy(() => import('./pages/interface'));
 const Search = lazy(() => import('./pages/search'));
@@ -93,6 +94,7 @@ export function App() {
   else if (path === '/quarantine') page = <Quarantine />;
   else if (path === '/search') page = <Search />;
   else if (path === '/alerts') page = <Alerts />;
+  else if (path === '/events') page = <Events />;
   else if (path === '/retention') page = <Retention />;
   else if (path === '/audit') page = may(who, 'audit') ? <Audit /> : <Denied />;
   else if (path === '/tokens') page = <Tokens />;
@@ -177,6 +179,7 @@ function Nav({ path }: { path: string }) {
         {item('/interfaces', 'Interfaces', path === '/interfaces' || path.startsWith('/interfaces/') || path.startsWith('/messages/'))}
         {item('/quarantine', 'Quarantine')}
         {item('/alerts', 'Alerts')}
+        {item('/events', 'Events')}
         {item('/retention', 'Retention')}
         {may(who, 'audit') && item('/audit', 'Audit log')}
         {item('/tokens', 'My tokens')}

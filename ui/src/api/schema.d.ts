@@ -1109,6 +1109,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/event-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The engine's events, newest first: AR refusals, deliveries given up after their retries, worker restarts, runaways, intake stops and starts, alerts fired and resolved (kept 30 days, at most 100,000 by default)
+         * @description Needs the viewer role.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -4154,6 +4174,57 @@ export interface operations {
                                 quarantined: number;
                             }[];
                         }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description only events with a smaller id (the previous page's `next`) */
+                before?: string;
+                /** @description only this interface's */
+                interface?: string;
+                /** @description only this kind: ar_refused, delivery_quarantined, worker_restarted, runaway, interface_stopped, intake_stopped, intake_started, alert_fired, alert_resolved, events_dropped */
+                kind?: string;
+                /** @description events per page: 1-500 (default 100) */
+                limit?: string;
+                /** @description only events at or after this RFC 3339 time */
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description newest first */
+                        events: {
+                            id: number;
+                            /** Format: date-time */
+                            at: string;
+                            /** @enum {unknown} */
+                            kind: "ar_refused" | "delivery_quarantined" | "worker_restarted" | "runaway" | "interface_stopped" | "intake_stopped" | "intake_started" | "alert_fired" | "alert_resolved" | "events_dropped";
+                            interface: string | null;
+                            destination: string | null;
+                            messageId: number | null;
+                            /** @description what happened, at most 1,000 bytes */
+                            detail: string;
+                        }[];
+                        /** @description pass as `before` for the older page; null: none */
+                        next: number | null;
                     };
                 };
             };

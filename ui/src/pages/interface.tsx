@@ -5,6 +5,7 @@ import { refresh, useLive } from '../live';
 import { atLeast, me } from '../session';
 import { useStore } from '../store';
 import { shownHealth } from './attention';
+import { RecentEvents } from './events';
 import { TrafficChart } from './traffic';
 
 // One interface: its state and health, its intake stopped or started by an
@@ -61,6 +62,11 @@ export default function Interface({ name }: { name: string }) {
       <section aria-labelledby="traffic-h">
         <h2 id="traffic-h">Traffic</h2>
         <TrafficChart name={name} />
+      </section>
+
+      <section aria-labelledby="events-h">
+        <h2 id="events-h">Recent events</h2>
+        <RecentEvents name={name} />
       </section>
 
       <section aria-labelledby="config-h">
