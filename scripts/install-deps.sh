@@ -34,6 +34,7 @@ packages=(
   slapd ldap-utils  # tests: directory sign-in against a real OpenLDAP server (no system one is set up)
   unixodbc-dev tdsodbc  # db() on SQL Server: unixODBC and FreeTDS's driver
   strace  # tests: the file sender's system calls in the order the kernel saw them
+  lintian  # scripts/test-package.sh: the .deb as Debian judges packages
   universal-ctags  # scripts/unity-alone.py: which files a unity build compiles alone
   # libnode108's runtime libraries (it is extracted, not installed)
   libicu72 libc-ares2 libnghttp2-14 libbrotli1 zlib1g
@@ -75,10 +76,14 @@ if ! command -v npm >/dev/null 2>&1; then
   apt-get install -y -qq --no-install-recommends npm >/dev/null
 fi
 # tests/api/openapi_test.cpp validates the API's document with an npm
-# package, and tests/ui signs in through a real OpenID Connect provider
-# (oidc-provider), pinned by their package-lock.json.
+# package, tests/ui signs in through a real OpenID Connect provider
+# (oidc-provider), and tests/supervisor/cli/reference_test.cpp judges the
+# project files' JSON Schemas with Ajv (ajv, yaml), pinned by their
+# package-lock.json.
 if [ ! -d "$here/tests/api/node/node_modules/@seriousme/openapi-schema-validator" ] ||
    [ ! -d "$here/tests/api/node/node_modules/oidc-provider" ] ||
+   [ ! -d "$here/tests/api/node/node_modules/ajv" ] ||
+   [ ! -d "$here/tests/api/node/node_modules/yaml" ] ||
    [ "$here/tests/api/node/package-lock.json" -nt "$here/tests/api/node/node_modules" ]; then
   echo "install-deps: npm ci in tests/api/node"
   ( cd "$here/tests/api/node" && npm ci --no-audit --no-fund --loglevel=error >/dev/null )

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the .deb and installs it on a fresh Debian 12, then checks the
-# installed engine from its installed paths and purges it.
+# Builds the .deb, judges it with lintian (no error and no warning, beyond
+# what packaging/lintian-overrides excuses with a reason), installs it on a
+# fresh Debian 12, then checks the installed engine from its installed
+# paths (`man ductus` too) and purges it.
 #
 #   scripts/test-package.sh [--host] [DEB]     default DEB: built by scripts/package.sh
 #
@@ -44,6 +46,18 @@ libnode=$(ldd /usr/bin/ductus | awk '$1 == "libnode.so.108" { print $3 }')
 if ldd /usr/bin/ductus /usr/bin/ductusctl | grep 'not found'; then fail "a library is missing"; fi
 ductus version
 ductusctl version
+# The man pages, as a user reads them (man-db and groff are not in a
+# minimal Debian: installed here for the check).
+for page in ductus ductusctl ductus-run ductusctl-status; do
+  [ -f "/usr/share/man/man1/$page.1.gz" ] || fail "no man page $page(1)"
+done
+if ! command -v man >/dev/null; then apt-get install -y -q --no-install-recommends man-db >/dev/null; fi
+MANWIDTH=80 man ductus 2>/dev/null | grep -q 'ductus - Ductus, a healthcare integration engine' ||
+  fail "man ductus does not show the page"
+MANWIDTH=80 man ductusctl-status >/dev/null 2>&1 || fail "man ductusctl-status fails"
+[ -f /usr/share/doc/ductus/copyright ] || fail "no copyright file"
+[ -f /usr/share/doc/ductus/changelog.Debian.gz ] || fail "no changelog.Debian.gz"
+[ -f /usr/share/ductus/schemas/interface.schema.json ] || fail "no interface.schema.json"
 getent passwd ductus >/dev/null || fail "no ductus user"
 [ "$(stat -c '%U:%G %a' /var/lib/ductus)" = "ductus:ductus 750" ] ||
   fail "/var/lib/ductus is $(stat -c '%U:%G %a' /var/lib/ductus)"
@@ -76,6 +90,18 @@ if readelf -d "$unpacked/usr/bin/ductus" "$unpacked/usr/bin/ductusctl" | grep -E
   exit 1
 fi
 rm -rf "$unpacked"
+
+# lintian, as Debian judges a package: any error or warning fails (an
+# accepted one is overridden with its reason in packaging/lintian-overrides,
+# which the package installs where lintian reads it).
+command -v lintian >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q lintian >/dev/null
+echo "== lintian"
+report=$(lintian --fail-on none --tag-display-limit 0 "$deb" 2>&1 || true)
+[ -z "$report" ] || echo "$report"
+if echo "$report" | grep -qE '^[EW]: '; then
+  echo "test-package.sh: FAILED: lintian reports errors or warnings (above)" >&2
+  exit 1
+fi
 command -v systemd-analyze >/dev/null && systemd-analyze verify "$here/packaging/ductus.service" 2>&1 |
   grep -v 'is not executable' || true
 
