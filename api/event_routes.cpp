@@ -10,8 +10,6 @@
 namespace ductus::api {
 namespace {
 
-using json = nlohmann::ordered_json;
-
 struct EventDeps {
   store::PgPool& pool;
 };
@@ -96,19 +94,20 @@ void listEvents(EventDeps& d, const ApiRequest& req, ApiRespond respond) {
   int64_t limit = q->limit;
   store::readEvents(d.pool, *q, [respond, limit](Result<std::vector<store::EventRow>> rows) {
     if (!rows) return respond(errorResponse(rows.error()));
-    json out = json::array();
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (auto& e : *rows) {
-      json row{{"id", e.id},           {"at", rfc3339(e.at)},    {"kind", e.kind},
-               {"interface", nullptr}, {"destination", nullptr}, {"messageId", nullptr},
-               {"detail", e.detail}};
+      nlohmann::ordered_json row{
+          {"id", e.id},           {"at", rfc3339(e.at)},    {"kind", e.kind},
+          {"interface", nullptr}, {"destination", nullptr}, {"messageId", nullptr},
+          {"detail", e.detail}};
       if (e.interface) row["interface"] = *e.interface;
       if (e.destination) row["destination"] = *e.destination;
       if (e.messageId) row["messageId"] = *e.messageId;
       out.push_back(std::move(row));
     }
-    json next = nullptr;
+    nlohmann::ordered_json next = nullptr;
     if (static_cast<int64_t>(rows->size()) == limit && !rows->empty()) next = rows->back().id;
-    respond(jsonOk(200, json{{"events", std::move(out)}, {"next", next}}));
+    respond(jsonOk(200, nlohmann::ordered_json{{"events", std::move(out)}, {"next", next}}));
   });
 }
 
