@@ -31,39 +31,39 @@ export function KindBadge({ kind }: { kind: Event['kind'] }) {
   return <Badge value={tone} label={label} />;
 }
 
-function EventRows({ items, showInterface = true }: { items: Event[]; showInterface?: boolean }) {
+function EventTable({ items, busy, caption, showInterface = true }: { items: Event[]; busy: boolean; caption: string; showInterface?: boolean }) {
   return (
-    <>
-      {items.map((e) => (
-        <tr key={e.id} data-event={e.kind}>
-          <td>
-            <When at={e.at} />
-          </td>
-          <td>
-            <KindBadge kind={e.kind} />
-          </td>
-          {showInterface && <td>{e.interface ? <a href={`/interfaces/${encodeURIComponent(e.interface)}`}>{e.interface}</a> : <span class="muted">–</span>}</td>}
-          <td>{e.destination ?? <span class="muted">–</span>}</td>
-          <td>{e.messageId !== null ? <a href={`/messages/${e.messageId}`}>{e.messageId}</a> : <span class="muted">–</span>}</td>
-          <td class="detail">{e.detail}</td>
-        </tr>
-      ))}
-    </>
-  );
-}
-
-function Head({ showInterface = true }: { showInterface?: boolean }) {
-  return (
-    <thead>
-      <tr>
-        <th scope="col">When</th>
-        <th scope="col">What</th>
-        {showInterface && <th scope="col">Interface</th>}
-        <th scope="col">Destination</th>
-        <th scope="col">Message</th>
-        <th scope="col">Detail</th>
-      </tr>
-    </thead>
+    <div class="table-wrap">
+      <table aria-busy={busy}>
+        <caption class="visually-hidden">{caption}</caption>
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">What</th>
+            {showInterface && <th scope="col">Interface</th>}
+            <th scope="col">Destination</th>
+            <th scope="col">Message</th>
+            <th scope="col">Detail</th>
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((e) => (
+            <tr key={e.id} data-event={e.kind}>
+              <td>
+                <When at={e.at} />
+              </td>
+              <td>
+                <KindBadge kind={e.kind} />
+              </td>
+              {showInterface && <td>{e.interface ? <a href={`/interfaces/${encodeURIComponent(e.interface)}`}>{e.interface}</a> : <span class="muted">–</span>}</td>}
+              <td>{e.destination ?? <span class="muted">–</span>}</td>
+              <td>{e.messageId !== null ? <a href={`/messages/${e.messageId}`}>{e.messageId}</a> : <span class="muted">–</span>}</td>
+              <td class="detail">{e.detail}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
 
@@ -134,15 +134,7 @@ export default function Events() {
         </div>
       </form>
       <ErrorNote message={list.error} />
-      <div class="table-wrap">
-        <table aria-busy={list.loading}>
-          <caption class="visually-hidden">The engine's events, newest first</caption>
-          <Head />
-          <tbody>
-            <EventRows items={items} />
-          </tbody>
-        </table>
-      </div>
+      <EventTable items={items} busy={list.loading} caption="The engine's events, newest first" />
       {!list.loading && items.length === 0 && <p class="muted">No event matches.</p>}
       <Pager first={before ? withQuery(path, q) : null} older={next !== null ? withQuery(path, { ...q, before: next }) : null} />
     </Page>
@@ -156,17 +148,7 @@ export function RecentEvents({ name }: { name: string }) {
   return (
     <>
       <ErrorNote message={list.error} />
-      {items.length > 0 && (
-        <div class="table-wrap">
-          <table aria-busy={list.loading}>
-            <caption class="visually-hidden">The last events of {name}, newest first</caption>
-            <Head showInterface={false} />
-            <tbody>
-              <EventRows items={items} showInterface={false} />
-            </tbody>
-          </table>
-        </div>
-      )}
+      {items.length > 0 && <EventTable items={items} busy={list.loading} caption={`The last events of ${name}, newest first`} showInterface={false} />}
       {!list.loading && items.length === 0 && <p class="muted">None kept.</p>}
       <p>
         <a href={`/events?interface=${encodeURIComponent(name)}`}>All events of {name}</a>
