@@ -147,7 +147,7 @@ std::optional<int64_t> rfc3339Seconds(std::string_view text) {
   sys_days date{year_month_day{year(n(1)), month(static_cast<unsigned>(n(2))),
                                day(static_cast<unsigned>(n(3)))}};
   int64_t t =
-      duration_cast<seconds>(date.time_since_epoch()).count() + n(4) * 3600 + n(5) * 60 + n(6);
+      duration_cast<std::chrono::seconds>(date.time_since_epoch()).count() + n(4) * 3600 + n(5) * 60 + n(6);
   if (m[9].matched) {
     int64_t offset = n(10) * 3600 + n(11) * 60;
     t += m[9].str() == "+" ? -offset : offset;
