@@ -10,11 +10,10 @@
 // listen on (DUCTUS_UI_LAB_PORT).
 // Prints a line per check and "N passed, M failed"; exits 1 on a failure.
 import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { assert, check, finish } from './checks.mjs';
-import { credentials, env, heading, launch, newPage, sendHl7, signIn, until } from './harness.mjs';
+import { axe, credentials, env, heading, launch, newPage, sendHl7, signIn, until } from './harness.mjs';
 
 const base = env('DUCTUS_UI_URL').replace(/\/$/, '');
 const admin = credentials(env('DUCTUS_UI_ADMIN'));
@@ -94,15 +93,6 @@ function readCsv(text) {
   return rows;
 }
 
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-async function axe(p) {
-  await p.addScriptTag({ content: axeSource });
-  const result = await p.evaluate(() =>
-    window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }),
-  );
-  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert(bad.length === 0, bad.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`).join('; '));
-}
 /** axe in both themes on the page as it stands (the system's scheme: the
  * console follows it while the user chose none). */
 async function axeBoth(p, what) {
