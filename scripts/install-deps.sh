@@ -36,6 +36,7 @@ packages=(
   strace  # tests: the file sender's system calls in the order the kernel saw them
   lintian  # scripts/test-package.sh: the .deb as Debian judges packages
   universal-ctags  # scripts/unity-alone.py: which files a unity build compiles alone
+  mkdocs  # scripts/docs.sh: the docs site and its search (Debian's: upgraded with the system)
   # libnode108's runtime libraries (it is extracted, not installed)
   libicu72 libc-ares2 libnghttp2-14 libbrotli1 zlib1g
 )
