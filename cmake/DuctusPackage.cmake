@@ -8,7 +8,9 @@
 #   /usr/share/doc/ductus/                    README, architecture, examples/,
 #                                             reference/ (docs/reference), copyright
 #                                             (packaging/copyright, DEP-5),
-#                                             changelog.Debian.gz (packaging/changelog)
+#                                             changelog.Debian.gz (packaging/changelog),
+#                                             ductus-docs.zip (the docs site, read
+#                                             offline: scripts/docs.sh)
 #   /usr/share/man/man1/*.1.gz                ductus reference man: a page per program
 #                                             and command
 #   /usr/share/ductus/schemas/                ductus types: the project files' JSON Schemas
@@ -36,6 +38,17 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCD
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/reference/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/reference
         FILES_MATCHING PATTERN "*.md")
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The docs site as a zip to read offline (its index.html opens from disk,
+# search included), built and link-checked by scripts/docs.sh, which
+# scripts/package.sh runs first with --out <build>/docs.
+set(DUCTUS_DOCS_ZIP ${CMAKE_BINARY_DIR}/ductus-docs-${PROJECT_VERSION}.zip)
+install(CODE "
+  if(NOT EXISTS \"${DUCTUS_DOCS_ZIP}\")
+    message(FATAL_ERROR \"no ${DUCTUS_DOCS_ZIP}: scripts/docs.sh --out ${CMAKE_BINARY_DIR}/docs \"
+                        \"writes it (scripts/package.sh runs it)\")
+  endif()
+")
+install(FILES ${DUCTUS_DOCS_ZIP} DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME ductus-docs.zip)
 # lintian's overrides, each with its reason (scripts/test-package.sh fails
 # on any other warning or error).
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/lintian-overrides DESTINATION share/lintian/overrides
