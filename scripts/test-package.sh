@@ -58,6 +58,9 @@ MANWIDTH=80 man ductusctl-status >/dev/null 2>&1 || fail "man ductusctl-status f
 [ -f /usr/share/doc/ductus/copyright ] || fail "no copyright file"
 [ -f /usr/share/doc/ductus/changelog.Debian.gz ] || fail "no changelog.Debian.gz"
 [ -f /usr/share/ductus/schemas/interface.schema.json ] || fail "no interface.schema.json"
+# The docs site to read offline (scripts/docs.sh): a zip, not an empty file.
+[ "$(head -c 2 /usr/share/doc/ductus/ductus-docs.zip 2>/dev/null)" = PK ] ||
+  fail "no docs site zip at /usr/share/doc/ductus/ductus-docs.zip"
 getent passwd ductus >/dev/null || fail "no ductus user"
 [ "$(stat -c '%U:%G %a' /var/lib/ductus)" = "ductus:ductus 750" ] ||
   fail "/var/lib/ductus is $(stat -c '%U:%G %a' /var/lib/ductus)"
