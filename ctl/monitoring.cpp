@@ -32,13 +32,18 @@ void printHotspots(const json& body) {
     for (auto& f : d.value("findings", json::array()))
       std::printf("  %s: %s\n", cell(f, "kind").c_str(), cell(f, "text").c_str());
     std::vector<std::vector<std::string>> rows{
-        {"  LANE", "WAITING", "FIRST", "KEY", "ATTEMPTS", "RECEIVED", "LAST ERROR"}};
+        {"  LANE", "WAITING", "FIRST", "KEY", "ATTEMPTS", "NEXT TRY", "RECEIVED", "LAST ERROR"}};
     for (auto& l : d.value("lanes", json::array())) {
       std::string key = l.value("firstKey", std::string());
       std::string error = l.value("firstLastError", std::string());
+      // When the delivery loop holding the lane tries again after a
+      // failure (it waits as a whole, for each of its lanes); "-" while it
+      // isn't waiting to retry.
+      auto next = l.value("nextRetryAt", json());
       rows.push_back({"  " + cell(l, "lane"), cell(l, "waiting"), cell(l, "firstMessageId"),
                       key.empty() ? "-" : key, cell(l, "firstAttempts"),
-                      cell(l, "firstReceivedAt"), error.empty() ? "-" : clip(error)});
+                      next.is_string() ? next.get<std::string>() : "-", cell(l, "firstReceivedAt"),
+                      error.empty() ? "-" : clip(error)});
     }
     if (rows.size() > 1) printTable(rows);
   }
@@ -91,7 +96,8 @@ void addCtlMonitorCommands(CLI::App& program, int& exitCode) {
       "hotspots", "where each destination's backlog waits: its busiest lanes and what they show");
   addCommonOptions(*hotspots, *ha);
   hotspots->footer(
-      "A lane's FIRST is the message its worker is on: the one holding the lane.\n"
+      "A lane's FIRST is the message its worker is on: the one holding the lane;\n"
+      "NEXT TRY, when a failed attempt waits to be retried, is when it is tried again.\n"
       "Findings: blocked-lane (one message blocks a lane; if the receiver took others\n"
       "since, that message is the trouble: `ductusctl show ID`), receiver-down (every\n"
       "lane blocked), hot-key (one key holds most of the backlog), unowned-lanes.");

@@ -10,13 +10,15 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
 #include "tests/support/mllp_project.h"
+#include "tests/support/ports.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
 
@@ -48,8 +50,10 @@ class CtlActions : public ::testing::Test {
     dir_ = mkdtemp(tmpl);
     control_ = (dir_ / "control").string();
     port_ = freePort();
-    project_ = std::make_unique<TempProject>(MllpProject{
-        .port = port_, .settings = "ordering: { key: PID.3.1 }\n", .transform = kTransform});
+    project_ = std::make_unique<TempProject>(MllpProject{.port = port_,
+                                                         .settings = "ordering: { key: PID.3.1 }\n",
+                                                         .destination = destination(),
+                                                         .transform = kTransform});
     engine_ = std::make_unique<EngineProcess>(project_->root(), db_.url());
     engine_->setExtraArgs({"--control", control_});
     ASSERT_TRUE(engine_->start()) << engine_->log();
@@ -58,6 +62,8 @@ class CtlActions : public ::testing::Test {
     engine_.reset();
     fs::remove_all(dir_);
   }
+  // The interface's destination block: files in out/ unless a test says.
+  virtual std::string destination() { return MllpProject{}.destination; }
   SplitOutput ctl(std::vector<std::string> args) {
     args.insert(args.begin(), (fs::path(ductusBinary()).parent_path() / "ductusctl").string());
     args.insert(args.end(), {"--control", control_});
@@ -234,6 +240,50 @@ TEST_F(CtlActions, StatusSaysHealthAndHotspotsAndAlertsGoThroughTheApi) {
   auto silence = ctl({"alerts", "silence", "424242", "--for", "2h"});
   EXPECT_EQ(silence.code, 1);
   EXPECT_THAT(silence.err, HasSubstr("ductusctl alerts silence: ")) << silence.err;
+}
+
+// Its receiver refuses every connection: the first message is retried.
+class CtlRetrying : public CtlActions {
+ protected:
+  std::string destination() override {
+    refusing_ = closedPort(&refusingPort_);
+    return mllpDestination(refusingPort_);
+  }
+  Fd refusing_;  // bound, never listening: connects are refused
+  uint16_t refusingPort_ = 0;
+};
+
+// Issue #36: the next retry of a lane's head, which the console's Overview
+// shows, in `ductusctl hotspots` too.
+TEST_F(CtlRetrying, HotspotsSaysWhenTheHeadOfARetryingLaneIsTriedAgain) {
+  send("RETRY-1", "M1");
+  // The loop waits 1 s, 2 s, 4 s ... between tries: the row is caught
+  // while it waits, with its attempts and the receiver's refusal.
+  std::string out, row;
+  bool seen = waitFor(
+      [&] {
+        out = ctl({"hotspots"}).out;
+        std::istringstream lines(out);
+        for (std::string line; std::getline(lines, line);) {
+          std::smatch m;
+          if (std::regex_search(line, m,
+                                std::regex(R"(^\s+\d+\s+1\s+\d+\s+M1\s+[1-9]\d*\s+(\S+))")) &&
+              m[1] != "-") {
+            row = line;
+            return true;
+          }
+        }
+        return false;
+      },
+      20s);
+  ASSERT_TRUE(seen) << "no lane of M1 with its next try:\n" << out << engine_->log();
+  EXPECT_THAT(out, HasSubstr("NEXT TRY"));
+  // Two times in the row, the next try's and the message's receipt.
+  std::regex time(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z)");
+  EXPECT_EQ(
+      std::distance(std::sregex_iterator(row.begin(), row.end(), time), std::sregex_iterator()), 2)
+      << "the next try is not an RFC 3339 time beside the message's receipt: " << row;
+  EXPECT_THAT(row, HasSubstr("refused")) << "the receiver's refusal is the last error: " << row;
 }
 
 }  // namespace
