@@ -29,6 +29,7 @@
 #include "tests/support/script_server.h"
 #include "tests/support/test_database.h"
 #include "tests/support/test_env.h"
+#include "tests/ui/browser_env.h"
 
 namespace ductus::test {
 namespace {
@@ -37,23 +38,13 @@ namespace fs = std::filesystem;
 
 const fs::path kUi = fs::path(DUCTUS_SOURCE_DIR) / "ui";
 
-bool required() {
-  const char* r = std::getenv("DUCTUS_REQUIRE_UI");
-  return r && std::string(r) == "1";
-}
-
-std::string chromium() {
-  const char* c = std::getenv("CHROMIUM");
-  return c && *c ? c : "/usr/bin/chromium";
-}
-
 // What the browser test needs and this machine lacks; empty when nothing.
 std::string missing() {
   if (!api::embeddedUi().built) return "this ductus was built without ui/dist";
   if (!fs::exists(kUi / "node_modules" / "playwright-core"))
     return "ui/node_modules has no playwright-core (scripts/build-ui.sh runs npm ci)";
   if (!fs::exists(kUi / "tests" / "console.test.mjs")) return "ui/tests/console.test.mjs";
-  if (!fs::exists(chromium())) return chromium() + " (apt-get install chromium)";
+  if (!fs::exists(chromiumPath())) return chromiumPath() + " (apt-get install chromium)";
   if (runSplit({"node", "--version"}).code != 0) return "node";
   return {};
 }
@@ -96,7 +87,7 @@ std::string makeUser(const std::string& url, const std::string& name, const std:
 
 TEST(Console, AnOperatorsHourInARealBrowser) {
   if (auto what = missing(); !what.empty()) {
-    if (required()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
+    if (uiRequired()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
     GTEST_SKIP() << "missing: " << what;
   }
   TestDatabase db;
@@ -145,7 +136,7 @@ TEST(Console, AnOperatorsHourInARealBrowser) {
   ::setenv("DUCTUS_UI_MLLP", ("127.0.0.1:" + std::to_string(mllp)).c_str(), 1);
   ::setenv("DUCTUS_UI_OUT", out.c_str(), 1);
   ::setenv("DUCTUS_UI_SCREENSHOTS", shots.c_str(), 1);
-  ::setenv("CHROMIUM", chromium().c_str(), 1);
+  ::setenv("CHROMIUM", chromiumPath().c_str(), 1);
   auto run = runSplit({"node", (kUi / "tests" / "console.test.mjs").string()});
   std::printf("%s", run.out.c_str());
   EXPECT_EQ(run.code, 0) << run.out << "\n" << run.err << "\nengine:\n" << engine.log();
@@ -163,7 +154,7 @@ TEST(Console, AnOperatorsHourInARealBrowser) {
 // the console's words; ui/tests/oidc.test.mjs drives it.
 TEST(Console, SignsInThroughAnOpenIdConnectProvider) {
   if (auto what = missing(); !what.empty()) {
-    if (required()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
+    if (uiRequired()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
     GTEST_SKIP() << "missing: " << what;
   }
   fs::path node = fs::path(DUCTUS_SOURCE_DIR) / "tests" / "api" / "node";
@@ -204,7 +195,7 @@ TEST(Console, SignsInThroughAnOpenIdConnectProvider) {
   fs::create_directories(shots);
   ::setenv("DUCTUS_UI_URL", base.c_str(), 1);
   ::setenv("DUCTUS_UI_SCREENSHOTS", shots.c_str(), 1);
-  ::setenv("CHROMIUM", chromium().c_str(), 1);
+  ::setenv("CHROMIUM", chromiumPath().c_str(), 1);
   auto run = runSplit({"node", (kUi / "tests" / "oidc.test.mjs").string()});
   std::printf("%s", run.out.c_str());
   EXPECT_EQ(run.code, 0) << run.out << "\n" << run.err << "\nengine:\n" << engine.log();
@@ -231,7 +222,7 @@ TEST(Console, SignsInThroughAnOpenIdConnectProvider) {
 // ui/tests/admin.test.mjs drives the browser.
 TEST(Console, AnAdminManagesUsersAndFindsEachChangeInTheAuditLog) {
   if (auto what = missing(); !what.empty()) {
-    if (required()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
+    if (uiRequired()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
     GTEST_SKIP() << "missing: " << what;
   }
   TestDatabase db;
@@ -263,7 +254,7 @@ TEST(Console, AnAdminManagesUsersAndFindsEachChangeInTheAuditLog) {
   ::setenv("DUCTUS_UI_DIRECTORY_USER", "dora", 1);
   ::setenv("DUCTUS_UI_MLLP", ("127.0.0.1:" + std::to_string(mllp)).c_str(), 1);
   ::setenv("DUCTUS_UI_SCREENSHOTS", shots.c_str(), 1);
-  ::setenv("CHROMIUM", chromium().c_str(), 1);
+  ::setenv("CHROMIUM", chromiumPath().c_str(), 1);
   auto run = runSplit({"node", (kUi / "tests" / "admin.test.mjs").string()});
   std::printf("%s", run.out.c_str());
   EXPECT_EQ(run.code, 0) << run.out << "\n" << run.err << "\nengine:\n" << engine.log();
@@ -294,7 +285,7 @@ TEST(Console, AnAdminManagesUsersAndFindsEachChangeInTheAuditLog) {
 // start) and waits for the answer file (killed, started).
 TEST(Console, TheNightShiftSeesAFailingReceiverAndADeadEngine) {
   if (auto what = missing(); !what.empty()) {
-    if (required()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
+    if (uiRequired()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
     GTEST_SKIP() << "missing: " << what;
   }
   TestDatabase db;
@@ -338,7 +329,7 @@ TEST(Console, TheNightShiftSeesAFailingReceiverAndADeadEngine) {
   ::setenv("DUCTUS_UI_OUT", out.c_str(), 1);
   ::setenv("DUCTUS_UI_CONTROL", control.c_str(), 1);
   ::setenv("DUCTUS_UI_SCREENSHOTS", shots.c_str(), 1);
-  ::setenv("CHROMIUM", chromium().c_str(), 1);
+  ::setenv("CHROMIUM", chromiumPath().c_str(), 1);
 
   // The browser runs beside this loop, which carries out its requests.
   std::atomic<bool> done{false};
@@ -378,7 +369,7 @@ TEST(Console, TheNightShiftSeesAFailingReceiverAndADeadEngine) {
 // in". ui/tests/bulk.test.mjs drives the browser.
 TEST(Console, ActsOnEveryMatchExportsAndTriesAnEditFirst) {
   if (auto what = missing(); !what.empty()) {
-    if (required()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
+    if (uiRequired()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
     GTEST_SKIP() << "missing: " << what;
   }
   TestDatabase db;
@@ -418,7 +409,7 @@ TEST(Console, ActsOnEveryMatchExportsAndTriesAnEditFirst) {
   ::setenv("DUCTUS_UI_SLOW_MLLP", ("127.0.0.1:" + std::to_string(slowPort)).c_str(), 1);
   ::setenv("DUCTUS_UI_LAB_PORT", std::to_string(labPort).c_str(), 1);
   ::setenv("DUCTUS_UI_SCREENSHOTS", shots.c_str(), 1);
-  ::setenv("CHROMIUM", chromium().c_str(), 1);
+  ::setenv("CHROMIUM", chromiumPath().c_str(), 1);
   auto run = runSplit({"node", (kUi / "tests" / "bulk.test.mjs").string()});
   std::printf("%s", run.out.c_str());
   EXPECT_EQ(run.code, 0) << run.out << "\n" << run.err << "\nengine:\n" << engine.log();
@@ -437,7 +428,7 @@ TEST(Console, ActsOnEveryMatchExportsAndTriesAnEditFirst) {
 // ui/tests/events.test.mjs drives the browser.
 TEST(Console, TheEventsPageShowsWhatTheEngineOnlyLoggedBefore) {
   if (auto what = missing(); !what.empty()) {
-    if (required()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
+    if (uiRequired()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
     GTEST_SKIP() << "missing: " << what;
   }
   TestDatabase db;
@@ -468,7 +459,7 @@ TEST(Console, TheEventsPageShowsWhatTheEngineOnlyLoggedBefore) {
   ::setenv("DUCTUS_UI_ADT_MLLP", ("127.0.0.1:" + std::to_string(adtPort)).c_str(), 1);
   ::setenv("DUCTUS_UI_LAB_MLLP", ("127.0.0.1:" + std::to_string(labPort)).c_str(), 1);
   ::setenv("DUCTUS_UI_SCREENSHOTS", shots.c_str(), 1);
-  ::setenv("CHROMIUM", chromium().c_str(), 1);
+  ::setenv("CHROMIUM", chromiumPath().c_str(), 1);
   auto run = runSplit({"node", (kUi / "tests" / "events.test.mjs").string()});
   std::printf("%s", run.out.c_str());
   EXPECT_EQ(run.code, 0) << run.out << "\n" << run.err << "\nengine:\n" << engine.log();

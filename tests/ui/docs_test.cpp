@@ -16,6 +16,7 @@
 #include <string>
 
 #include "tests/support/test_env.h"
+#include "tests/ui/browser_env.h"
 
 namespace ductus::test {
 namespace {
@@ -25,29 +26,19 @@ namespace fs = std::filesystem;
 const fs::path kSource = DUCTUS_SOURCE_DIR;
 const fs::path kUi = kSource / "ui";
 
-bool required() {
-  const char* r = std::getenv("DUCTUS_REQUIRE_UI");
-  return r && std::string(r) == "1";
-}
-
-std::string chromium() {
-  const char* c = std::getenv("CHROMIUM");
-  return c && *c ? c : "/usr/bin/chromium";
-}
-
 // What the test needs and this machine lacks; empty when nothing.
 std::string missing() {
   if (runSplit({"mkdocs", "--version"}).code != 0) return "mkdocs (apt-get install mkdocs)";
   if (!fs::exists(kUi / "node_modules" / "playwright-core"))
     return "ui/node_modules has no playwright-core (scripts/build-ui.sh runs npm ci)";
-  if (!fs::exists(chromium())) return chromium() + " (apt-get install chromium)";
+  if (!fs::exists(chromiumPath())) return chromiumPath() + " (apt-get install chromium)";
   if (runSplit({"node", "--version"}).code != 0) return "node";
   return {};
 }
 
 TEST(DocsSite, SearchFindsQuarantineOverHttpAndFromDisk) {
   if (auto what = missing(); !what.empty()) {
-    if (required()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
+    if (uiRequired()) FAIL() << "DUCTUS_REQUIRE_UI=1 and missing: " << what;
     GTEST_SKIP() << "missing: " << what;
   }
   char tmpl[] = "/tmp/ductus-docs-site.XXXXXX";
@@ -61,7 +52,7 @@ TEST(DocsSite, SearchFindsQuarantineOverHttpAndFromDisk) {
   fs::create_directories(shots);
   ::setenv("DUCTUS_DOCS_SITE", (out / "site").c_str(), 1);
   ::setenv("DUCTUS_UI_SCREENSHOTS", shots.c_str(), 1);
-  ::setenv("CHROMIUM", chromium().c_str(), 1);
+  ::setenv("CHROMIUM", chromiumPath().c_str(), 1);
   auto run = runSplit({"node", (kUi / "tests" / "docs.test.mjs").string()});
   std::printf("%s", run.out.c_str());
   EXPECT_EQ(run.code, 0) << run.out << "\n" << run.err;
