@@ -36,14 +36,12 @@ void printHotspots(const json& body) {
     for (auto& l : d.value("lanes", json::array())) {
       std::string key = l.value("firstKey", std::string());
       std::string error = l.value("firstLastError", std::string());
-      // When the delivery loop holding the lane tries again after a
-      // failure (it waits as a whole, for each of its lanes); "-" while it
-      // isn't waiting to retry.
-      auto next = l.value("nextRetryAt", json());
+      // NEXT TRY: when the delivery loop holding the lane tries again after
+      // a failure (it waits as a whole, for each of its lanes); null, so
+      // "-", while it isn't waiting to retry.
       rows.push_back({"  " + cell(l, "lane"), cell(l, "waiting"), cell(l, "firstMessageId"),
-                      key.empty() ? "-" : key, cell(l, "firstAttempts"),
-                      next.is_string() ? next.get<std::string>() : "-", cell(l, "firstReceivedAt"),
-                      error.empty() ? "-" : clip(error)});
+                      key.empty() ? "-" : key, cell(l, "firstAttempts"), cell(l, "nextRetryAt"),
+                      cell(l, "firstReceivedAt"), error.empty() ? "-" : clip(error)});
     }
     if (rows.size() > 1) printTable(rows);
   }

@@ -6,7 +6,7 @@ report (ctest --output-junit FILE).
 
 scripts/test prints this last: CI keeps only the tail of a run, and a
 test's output (printed where it failed, hundreds of lines above) is lost
-there. Kept from a test's output: GoogleTest's failure lines and the two
+there. Kept from a test's output: GoogleTest's failure lines and the three
 lines after each, the browser checks' "FAIL" lines, sanitizer reports'
 first and SUMMARY lines, ctest's timeout; at most N lines a test (default
 12), for at most N tests (default 6). Exit 0, or 2 when the report can't be
