@@ -54,19 +54,24 @@ project() {
 }
 
 # start_ms DIR DB: runs the engine (debug log) until started; sets
-# started_ms to "outside_ms engine_ms".
+# started_ms to "outside_ms engine_ms". The started line is waited for by
+# a reader of the engine's output (through a FIFO), not by polling its log:
+# a grep and a sleep every 5 ms took a sixth of the two cores' samples in
+# a profile of a 1,001-interface start, from the start being measured.
 start_ms() {
-  local t0 t1
+  local t0 t1 fifo="$work/started.fifo"
+  rm -f "$fifo"
+  mkfifo "$fifo"
   t0=$(date +%s%N)
-  "$build/ductus" run "$1" --database "$2" --log-level debug >"$work/engine.log" 2>&1 &
+  "$build/ductus" run "$1" --database "$2" --log-level debug \
+    > >(tee "$work/engine.log" | { grep -m1 -q "started:" && date +%s%N; cat > /dev/null; } > "$fifo") 2>&1 &
   engine_pid=$!
-  for _ in $(seq 1 3000); do
-    grep -q "started:" "$work/engine.log" && break
-    kill -0 "$engine_pid" 2>/dev/null || { tail -5 "$work/engine.log" >&2; return 1; }
-    sleep 0.005
-  done
-  t1=$(date +%s%N)
-  grep -q "started:" "$work/engine.log" || { tail -5 "$work/engine.log" >&2; return 1; }
+  if ! read -r -t 60 t1 < "$fifo" || [ -z "$t1" ]; then
+    tail -5 "$work/engine.log" >&2
+    return 1
+  fi
+  # tee may hand the line to the reader before it is in the file.
+  for _ in $(seq 1 200); do grep -q "started:" "$work/engine.log" && break; sleep 0.005; done
   started_ms="$(( (t1 - t0) / 1000000 )) $(sed -n 's/.*started: [0-9]* interface(s) in \([0-9]*\) ms.*/\1/p' "$work/engine.log")"
 }
 
