@@ -11,6 +11,8 @@
 #   TOTAL=6000                         messages per run (default 6,000)
 #   PGBENCH_SECONDS=5                  each pgbench run (default 5)
 #   FANOUT_SYNC=group                  the file destinations' sync: (group, each)
+#   STATEMENTS=1                       after each shape's last round, where the
+#                                      database's time went (pg_stat_statements)
 #
 # This machine's speed drifts (2x within an hour): a limit measured once at
 # the start and compared with a shape run minutes later says as much about
@@ -62,6 +64,7 @@ for dests in ${FANOUT_DESTS:-1 5 25}; do
     rm -rf "$dir/out"
     db="$(new_db "fan_${dests}_$r")"
     engine_start "$dir" "$db"
+    statements_reset "$db"
     t0=$(date +%s.%N)
     ack=$("$LOAD" 127.0.0.1 "$port" 16 "$total" | rate_of)
     # Done when no delivery is pending: every message is stored before its
@@ -77,6 +80,7 @@ for dests in ${FANOUT_DESTS:-1 5 25}; do
     t1=$(date +%s.%N)
     done_n=$(psql "$db" -Atc "SELECT count(*) FROM deliveries WHERE status = 1")
     engine_stop
+    [ "$r" = "$rounds" ] && statements_top "$db" "$dests destination(s), round $r" >> "$work/statements.txt"
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
     acks+=" $ack" pgs+=" $pg16" disks+=" $disk16" secs_all+=" $secs" delivered+=" $done_n"
     dps_all+=" $(awk -v n="$done_n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')"
@@ -97,3 +101,4 @@ echo
 echo "| destinations | ACKs/s | pgbench INSERT/s | ACKs ÷ pgbench | seconds until all delivered | delivered | deliveries/s | durable files/s | deliveries ÷ durable files | each round: ACKs ÷ pgbench | each round: deliveries ÷ files |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 printf '%s\n' "${rows[@]}"
+if [ -f "$work/statements.txt" ]; then cat "$work/statements.txt"; fi

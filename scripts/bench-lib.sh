@@ -15,7 +15,11 @@ bench_start() {
   pgdir="$(mktemp -d /tmp/ductus-bench.XXXXXX)"
   work="$(mktemp -d /tmp/ductus-bench-work.XXXXXX)"
   trap 'bench_stop' EXIT
-  url="$("$here/scripts/pg.sh" start "$pgdir")"
+  # STATEMENTS=1: the cluster keeps pg_stat_statements, and benches that
+  # support it print where the database's time went (statements_top).
+  local extra=""
+  [ -n "${STATEMENTS:-}" ] && extra="-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+  url="$(PG_EXTRA_OPTIONS="$extra" "$here/scripts/pg.sh" start "$pgdir")"
   echo "INSERT INTO bench_rows (payload) VALUES ('x');" > "$work/insert.sql"
 }
 
@@ -77,6 +81,35 @@ pgbench_statement_rate() {
     | awk '/^tps = / { printf "%.0f", $3 }')
   [ -n "$tps" ] || { echo "bench: pgbench on the engine's insert failed:" >&2; tail -3 "$work/pgbench-statement.err" >&2; }
   echo "$tps"
+}
+
+# statements_reset DBURL / statements_top DBURL TITLE: with STATEMENTS=1,
+# forget what pg_stat_statements counted, then print the statements that
+# took the most execution time since, with their calls, rows, time per
+# call, WAL and the heap tuples they updated in place (HOT) or not (the
+# table's n_tup_hot_upd beside n_tup_upd is in statements_tables).
+statements_reset() {
+  [ -n "${STATEMENTS:-}" ] || return 0
+  psql "$1" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "SELECT pg_stat_statements_reset()" -c "SELECT pg_stat_reset()" >/dev/null
+}
+statements_top() {
+  [ -n "${STATEMENTS:-}" ] || return 0
+  echo
+  echo "Where the database's time went: $2 (pg_stat_statements, top 10 by execution time)"
+  echo
+  psql "$1" -P pager=off -P footer=off -c "
+    SELECT round(total_exec_time::numeric, 0) AS total_ms, calls, rows,
+           round((total_exec_time / greatest(calls, 1))::numeric, 3) AS ms_per_call,
+           round(wal_bytes / greatest(calls, 1)) AS wal_bytes_per_call,
+           regexp_replace(left(regexp_replace(query, '\s+', ' ', 'g'), 90), '^ ', '') AS statement
+      FROM pg_stat_statements
+     WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+     ORDER BY total_exec_time DESC LIMIT 10"
+  psql "$1" -P pager=off -P footer=off -c "
+    SELECT relname AS \"table\", sum(n_tup_ins) AS inserted, sum(n_tup_upd) AS updated,
+           sum(n_tup_hot_upd) AS hot, sum(n_tup_del) AS deleted
+      FROM pg_stat_user_tables WHERE relname ~ '^(messages|deliveries|dedupe_keys)'
+     GROUP BY 1 ORDER BY 1"
 }
 
 # new_db NAME: a fresh database; prints its connection string.

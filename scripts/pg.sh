@@ -20,6 +20,9 @@
 #   scripts/pg.sh promote DIR                the standby in DIR becomes a primary
 #                                            (pg_ctl promote, waits for it)
 #
+# PG_EXTRA_OPTIONS: more server settings for `start`, as postgres -c ...
+# (e.g. "-c shared_preload_libraries=pg_stat_statements" for a benchmark).
+#
 # The cluster runs as the postgres OS user (initdb refuses root), keeps its
 # data in DIR/data, listens only on a Unix socket in DIR (no TCP port unless
 # --tcp), and has fsync on: the durability figures we measure are real.
@@ -60,7 +63,7 @@ case "$cmd" in
     [ -n "$tcp" ] && listen="'127.0.0.1'" && PORT="$tcp"
     if ! as_owner "$PGBIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
       as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 start \
-        -o "-c listen_addresses=$listen -c port=$PORT -c unix_socket_directories='$dir' -c fsync=on -c max_connections=300 -c shared_buffers=256MB -c max_locks_per_transaction=256" >/dev/null \
+        -o "-c listen_addresses=$listen -c port=$PORT -c unix_socket_directories='$dir' -c fsync=on -c max_connections=300 -c shared_buffers=256MB -c max_locks_per_transaction=256 ${PG_EXTRA_OPTIONS:-}" >/dev/null \
         || { tail -20 "$dir/postgres.log" >&2; die "postgres did not start in $dir"; }
     fi
     echo "$PORT" > "$dir/port"
