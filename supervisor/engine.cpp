@@ -66,6 +66,9 @@ struct Engine::Iface {
   std::vector<WorkerPool::FunctionId> functions;
   std::unique_ptr<intake::Intake> intake;
   std::vector<std::unique_ptr<senders::Sender>> senders;  // parallel; null for routes
+  // Settles what every loop of the interface finished (before the loops:
+  // they hold it, so it goes after them).
+  std::unique_ptr<delivery::Settler> settler;
   // loops[destination][slot]
   std::vector<std::vector<std::unique_ptr<delivery::DeliveryLoop>>> loops;
   uint32_t slots = 1;
@@ -659,6 +662,7 @@ Status Engine::buildDelivery() {
     uint32_t lanes = c.partitionCount();
     f->slots = c.isolation == config::Isolation::Dedicated ? std::max(1u, c.workers) : 1;
     f->slots = std::min(f->slots, lanes);
+    f->settler = std::make_unique<delivery::Settler>(loop_, *store_, c.name);
     for (size_t j = 0; j < c.destinations.size(); ++j) {
       const config::Destination& d = c.destinations[j];
       delivery::DeliveryTarget t;
@@ -683,6 +687,7 @@ Status Engine::buildDelivery() {
       }
       t.sender = sender.get();
       t.onlyDestination = c.destinations.size() == 1 && !t.route;
+      t.settler = f->settler.get();
       t.activity = &f->activity->addDestination(d.name, t.route != nullptr, t.destinationId);
       f->senders.push_back(std::move(sender));
       std::vector<std::unique_ptr<delivery::DeliveryLoop>> loops;
@@ -1456,8 +1461,19 @@ void Engine::runStopPhase() {
     case StopPhase::StopLoops: {
       if (options_.systemd)
         options_.systemd->tell("STATUS=stopping: delivery loops flushing, then the workers");
-      auto loops = Countdown::make(
-          nextPhase(stop_.handover ? StopPhase::ReleaseClaims : StopPhase::StopWorkers));
+      // Then each interface settles, once, what its stopped loops finished
+      // (a handover's successor would otherwise find those messages pending
+      // with nothing left to deliver, and settle them at its start).
+      auto settled =
+          [this, alive = alive_,
+           next = nextPhase(stop_.handover ? StopPhase::ReleaseClaims : StopPhase::StopWorkers)] {
+            if (!*alive) return;
+            auto settlers = Countdown::make(next);
+            for (auto& f : ifaces_)
+              if (f->settler) f->settler->finish(settlers->add());
+            settlers->start();
+          };
+      auto loops = Countdown::make(settled);
       for (auto& f : ifaces_)
         for (auto& perDest : f->loops)
           for (auto& l : perDest) l->stop(loops->add());

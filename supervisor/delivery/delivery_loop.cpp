@@ -30,7 +30,10 @@ DeliveryLoop::DeliveryLoop(uv_loop_t* loop, store::Store& store, Transformer& tr
       lanes_(std::move(lanes)), timing_(std::move(timing)) {
   if (target_.rateLimit && target_.rateLimit->count > 0) limiter_.emplace(*target_.rateLimit);
   timer_ = makeTimer(loop_, this);
-  settleTimer_ = makeTimer(loop_, this);
+  if (!target_.settler) {
+    ownSettler_ = std::make_unique<Settler>(loop_, store_, target_.interfaceName, timing_.backoff);
+    target_.settler = ownSettler_.get();
+  }
   flushTimer_ = makeTimer(loop_, this);
 }
 
@@ -102,7 +105,6 @@ void DeliveryLoop::enter(Phase next, std::chrono::milliseconds wait) {
     case Phase::Stopped:
       uv_timer_stop(timer_.get());
       uv_timer_stop(flushTimer_.get());
-      uv_timer_stop(settleTimer_.get());  // what is left, the next start settles
       return;
     case Phase::Reading:
     case Phase::AwaitingFlushes:
@@ -584,7 +586,7 @@ void DeliveryLoop::flush(std::function<void(bool ok)> then) {
       std::vector<store::MessageRef> refs;
       refs.reserve(routed->size());
       for (auto& it : *routed) refs.push_back(it.source);
-      settle(std::move(refs), 0);
+      settle(refs);
       for (int32_t lane : lanes) target_.route->wake(lane);
       then(okSoFar);
     });
@@ -614,44 +616,17 @@ void DeliveryLoop::flush(std::function<void(bool ok)> then) {
         for (auto& o : *outcomes)
           if (o.status != MessageStatus::Pending && !changed.count(o.message.id))
             refs.push_back(o.message);
-        settle(std::move(refs), 0);
+        settle(refs);
         doRouted(true);
       },
       settledHere ? store::Store::Settle::InTheFlush : store::Store::Settle::Separately);
 }
 
-void DeliveryLoop::settle(std::vector<store::MessageRef> refs, int attempt) {
-  // Messages whose settle failed earlier go along: their statuses are
-  // committed, and nothing else would settle them before a restart.
-  refs.insert(refs.end(), unsettled_.begin(), unsettled_.end());
-  unsettled_.clear();
-  if (refs.empty()) return;
-  auto alive = alive_;
-  auto copy = std::make_shared<std::vector<store::MessageRef>>(refs);
-  store_.settle(std::move(refs), [this, alive, copy, attempt](Result<int64_t> r) {
-    if (!*alive) return;
-    if (r) {
-      if (attempt > 0) settleAttempt_ = 0;
-      return;
-    }
-    // Only the settle is retried, never the status write (by then the
-    // delivery may have been resent), and until it succeeds: the database
-    // may be down for a while. At start, settleFinished repairs whatever a
-    // crash left.
-    auto delay = timing_.backoff.after(attempt);
-    logWith(spdlog::level::warn, fields(), "{}/{}: settling {} message(s) failed ({}); retrying in {} ms",
-            target_.interfaceName, target_.destinationName, copy->size(), r.error().message,
-            delay.count());
-    unsettled_.insert(unsettled_.end(), copy->begin(), copy->end());
-    settleAttempt_ = attempt + 1;
-    uv_timer_start(
-        settleTimer_.get(),
-        [](uv_timer_t* t) {
-          auto* self = static_cast<DeliveryLoop*>(t->data);
-          if (self) self->settle({}, self->settleAttempt_);
-        },
-        static_cast<uint64_t>(delay.count()), 0);
-  });
+void DeliveryLoop::settle(const std::vector<store::MessageRef>& refs) {
+  // The interface's settler, shared with its other destinations' loops: a
+  // message they all finish at about the same time is settled once, and
+  // one settle runs at a time (settler.h says why).
+  if (!refs.empty()) target_.settler->add(refs);
 }
 
 void DeliveryLoop::stop(std::function<void()> done) {

@@ -40,6 +40,7 @@
 #include "supervisor/delivery/backoff.h"
 #include "supervisor/delivery/senders/rate_limiter.h"
 #include "supervisor/delivery/senders/sender.h"
+#include "supervisor/delivery/settler.h"
 #include "supervisor/delivery/transformer.h"
 
 namespace ductus::intake {
@@ -62,6 +63,10 @@ struct DeliveryTarget {
   // The interface has no other destination: a message's status is its
   // delivery's, written by the flush itself (one statement, not three).
   bool onlyDestination = false;
+  // Settles the messages this loop's flushes finished, for every loop of
+  // the interface (settler.h). Null: the loop makes one of its own (a test
+  // with one loop).
+  Settler* settler = nullptr;
   // The engine's counts for this destination (shared by its loops); none
   // in tests that don't look.
   DestinationActivity* activity = nullptr;
@@ -194,7 +199,7 @@ class DeliveryLoop {
   // An outcome joined the batch: flush it within flushAfter.
   void batched();
   void flushInBackground();
-  void settle(std::vector<store::MessageRef> refs, int attempt);
+  void settle(const std::vector<store::MessageRef>& refs);
   void readAgainOrIdle();
   void idleUntilWindow();
   void backOff(std::chrono::milliseconds delay);
@@ -223,11 +228,9 @@ class DeliveryLoop {
   DeliveryTiming timing_;
   std::optional<senders::RateLimiter> limiter_;
   UvHandle<uv_timer_t> timer_;
-  UvHandle<uv_timer_t> settleTimer_;
   UvHandle<uv_timer_t> flushTimer_;
   int backgroundFlushes_ = 0;  // in flight; a stop and the next read wait for them
-  std::vector<store::MessageRef> unsettled_;  // their settle failed: retried
-  int settleAttempt_ = 0;
+  std::unique_ptr<Settler> ownSettler_;  // when the target brings none
 
   Phase phase_ = Phase::Idle;
   Backpressure backpressure_ = Backpressure::None;

@@ -88,7 +88,7 @@ class FakeEngine : public EngineView {
     h.waiting = 41;
     h.lanes.push_back({7, 40, 1234, "MRN-1", 9, "connection refused", "2024-05-01T12:00:00Z",
                        "2024-05-01T12:00:12Z"});
-    h.lanes.push_back({2, 1, 1300, "", 0, "", "2024-05-01T12:01:00Z"});
+    h.lanes.push_back({2, 1, 1300, "", 0, "", "2024-05-01T12:01:00Z", std::nullopt});
     h.findings.push_back({"blocked-lane", "lane 7 waits behind message 1234 (9 attempts)"});
     done(std::vector<HotspotInfo>{h});
   }

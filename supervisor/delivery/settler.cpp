@@ -1,0 +1,77 @@
+#include "supervisor/delivery/settler.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/log.h"
+
+namespace ductus::delivery {
+
+Settler::Settler(uv_loop_t* loop, store::Store& store, std::string interfaceName, Backoff backoff)
+    : loop_(loop), store_(store), interfaceName_(std::move(interfaceName)), backoff_(backoff) {
+  retry_ = makeTimer(loop_, this);
+}
+
+Settler::~Settler() { *alive_ = false; }
+
+void Settler::add(const std::vector<store::MessageRef>& messages) {
+  for (auto& m : messages) queued_.emplace(m.id, m);
+  // A settle running now may have read before these flushes committed: they
+  // wait for the next. While a retry waits, they go with it.
+  if (!running_ && !uv_is_active(reinterpret_cast<uv_handle_t*>(retry_.get()))) start();
+}
+
+void Settler::finish(std::function<void()> done) {
+  finishing_ = true;
+  finished_ = std::move(done);
+  // A retry waiting for its back-off goes now, once.
+  uv_timer_stop(retry_.get());
+  if (!running_) start();
+}
+
+void Settler::start() {
+  if (queued_.empty()) return ended();
+  std::vector<store::MessageRef> batch;
+  batch.reserve(queued_.size());
+  for (auto& [id, m] : queued_) batch.push_back(std::move(m));
+  queued_.clear();
+  running_ = true;
+  ++settles_;
+  auto copy = std::make_shared<std::vector<store::MessageRef>>(batch);
+  store_.settle(std::move(batch), [this, alive = alive_, copy](Result<int64_t> r) {
+    if (!*alive) return;
+    running_ = false;
+    if (r) {
+      attempt_ = 0;
+      // What arrived while this one ran.
+      if (!queued_.empty()) return start();
+      return ended();
+    }
+    ++failures_;
+    // Their statuses are committed and nothing else would settle them
+    // before a restart: kept, and tried again with what arrives meanwhile.
+    for (auto& m : *copy) queued_.emplace(m.id, m);
+    if (finishing_) {
+      logWith(spdlog::level::warn, LogFields{.interface = interfaceName_},
+              "{}: settling {} message(s) failed at stop ({}); the next start settles them",
+              interfaceName_, copy->size(), r.error().message);
+      return ended();
+    }
+    auto delay = backoff_.after(attempt_++);
+    logWith(spdlog::level::warn, LogFields{.interface = interfaceName_},
+            "{}: settling {} message(s) failed ({}); retrying in {} ms", interfaceName_,
+            queued_.size(), r.error().message, delay.count());
+    uv_timer_start(retry_.get(), &Settler::onRetry, static_cast<uint64_t>(delay.count()), 0);
+  });
+}
+
+void Settler::ended() {
+  if (!finishing_ || running_) return;
+  if (auto done = std::exchange(finished_, nullptr)) done();
+}
+
+void Settler::onRetry(uv_timer_t* t) {
+  auto* self = static_cast<Settler*>(t->data);
+  if (self && !self->running_) self->start();
+}
+
+}  // namespace ductus::delivery
