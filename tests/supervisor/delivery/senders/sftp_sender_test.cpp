@@ -35,7 +35,7 @@ class SftpSenderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(uv_loop_init(&loop_), 0);
-    sshd_ = std::make_unique<test::SshdServer>();
+    sshd_ = std::make_unique<::ductus::test::SshdServer>();
     auto started = sshd_->start();
     ASSERT_TRUE(started) << started.error().message;
     inbox_ = sshd_->folder() / "inbox";
@@ -80,7 +80,7 @@ class SftpSenderTest : public ::testing::Test {
   }
 
   uv_loop_t loop_{};
-  std::unique_ptr<test::SshdServer> sshd_;
+  std::unique_ptr<::ductus::test::SshdServer> sshd_;
   fs::path inbox_;
   std::unique_ptr<SftpSender> sender_;
 };
