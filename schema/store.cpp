@@ -652,11 +652,12 @@ void Store::settleChunk(std::shared_ptr<std::vector<MessageRef>> rest,
   std::vector<MessageRef> chunk(rest->begin(), rest->begin() + n);
   rest->erase(rest->begin(), rest->begin() + n);
   // First, without locks: the messages another destination still has
-  // pending are left to that destination's own settle, which runs after its
-  // flush commits and so sees ours (this read starts after our flush
-  // committed: of two destinations finishing a message at once, at least
-  // one sees the other done). With 25 destinations, every settle locking
-  // every message was 25 row locks per message.
+  // pending are left to the settle after that destination's flush, which
+  // sees ours (this read starts after our flush committed: of two
+  // destinations finishing a message at once, the settle after the later
+  // commit sees both done; supervisor/delivery/settler.h). With 25
+  // destinations, every settle locking every message was 25 row locks per
+  // message.
   static const Statement pending{"ductus_settle_pending", sql::kSettlePending};
   auto all = refArrays(chunk);
   auto whole = std::make_shared<std::vector<MessageRef>>(std::move(chunk));

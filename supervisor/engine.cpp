@@ -1460,7 +1460,8 @@ void Engine::runStopPhase() {
     }
     case StopPhase::StopLoops: {
       if (options_.systemd)
-        options_.systemd->tell("STATUS=stopping: delivery loops flushing, then the workers");
+        options_.systemd->tell(
+            "STATUS=stopping: delivery loops flushing and settling, then the workers");
       // Then each interface settles, once, what its stopped loops finished
       // (a handover's successor would otherwise find those messages pending
       // with nothing left to deliver, and settle them at its start).

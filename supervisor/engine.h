@@ -240,10 +240,11 @@ class Engine {
     // listener, and those a drain closed); the stores in flight are
     // answered first.
     CloseGates,
-    // The delivery loops finish the message in hand and flush.
+    // The delivery loops finish the message in hand and flush; then each
+    // interface's settler settles what they finished (5 s at most).
     StopLoops,
-    // A handover only: the claims go as soon as the loops stopped (the
-    // new engine waits for them); then `released`.
+    // A handover only: the claims go as soon as the loops stopped and
+    // settled (the new engine waits for them); then `released`.
     ReleaseClaims,
     StopWorkers,
     CloseSenders,  // their connections

@@ -6,9 +6,15 @@
 
 namespace ductus::delivery {
 
-Settler::Settler(uv_loop_t* loop, store::Store& store, std::string interfaceName, Backoff backoff)
-    : loop_(loop), store_(store), interfaceName_(std::move(interfaceName)), backoff_(backoff) {
+Settler::Settler(uv_loop_t* loop, store::Store& store, std::string interfaceName, Backoff backoff,
+                 std::chrono::milliseconds finishWait)
+    : loop_(loop),
+      store_(store),
+      interfaceName_(std::move(interfaceName)),
+      backoff_(backoff),
+      finishWait_(finishWait) {
   retry_ = makeTimer(loop_, this);
+  finishTimer_ = makeTimer(loop_, this);
 }
 
 Settler::~Settler() { *alive_ = false; }
@@ -16,13 +22,34 @@ Settler::~Settler() { *alive_ = false; }
 void Settler::add(const std::vector<store::MessageRef>& messages) {
   for (auto& m : messages) queued_.emplace(m.id, m);
   // A settle running now may have read before these flushes committed: they
-  // wait for the next. While a retry waits, they go with it.
-  if (!running_ && !uv_is_active(reinterpret_cast<uv_handle_t*>(retry_.get()))) start();
+  // wait for the next. A retry waiting for its back-off goes now, with
+  // them: a flush has just committed, so the database answers again, and
+  // messages whose deliveries are all done would otherwise show pending
+  // for as long as the back-off (up to a minute after an outage).
+  if (running_) return;
+  uv_timer_stop(retry_.get());
+  start();
 }
 
 void Settler::finish(std::function<void()> done) {
   finishing_ = true;
   finished_ = std::move(done);
+  // The stop waits for this at most finishWait_: a settle waiting on a row
+  // lock (up to the statement timeout) or on a database that stopped
+  // answering must not hold the stop, or a handover's pause. What it
+  // leaves, the next start (or the successor's) settles.
+  uv_timer_start(
+      finishTimer_.get(),
+      [](uv_timer_t* t) {
+        auto* self = static_cast<Settler*>(t->data);
+        if (!self || !self->finished_) return;
+        logWith(spdlog::level::warn, LogFields{.interface = self->interfaceName_},
+                "{}: settling at stop did not finish within {} ms; the next start settles "
+                "what is left",
+                self->interfaceName_, self->finishWait_.count());
+        if (auto d = std::exchange(self->finished_, nullptr)) d();
+      },
+      static_cast<uint64_t>(finishWait_.count()), 0);
   // A retry waiting for its back-off goes now, once.
   uv_timer_stop(retry_.get());
   if (!running_) start();
@@ -53,7 +80,7 @@ void Settler::start() {
     if (finishing_) {
       logWith(spdlog::level::warn, LogFields{.interface = interfaceName_},
               "{}: settling {} message(s) failed at stop ({}); the next start settles them",
-              interfaceName_, copy->size(), r.error().message);
+              interfaceName_, queued_.size(), r.error().message);
       return ended();
     }
     auto delay = backoff_.after(attempt_++);
@@ -66,6 +93,7 @@ void Settler::start() {
 
 void Settler::ended() {
   if (!finishing_ || running_) return;
+  uv_timer_stop(finishTimer_.get());
   if (auto done = std::exchange(finished_, nullptr)) done();
 }
 

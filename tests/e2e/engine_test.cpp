@@ -359,6 +359,9 @@ TEST(EngineEndToEnd, AKillNineMidFanOutLeavesNoPartialFileAndNoSentDeliveryWitho
     EXPECT_GE(files, acked.size()) << "d" << d;
   }
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
+  // After a clean stop every message whose 25 deliveries are done is
+  // settled too: none is left pending for the next start.
+  EXPECT_EQ(db.value("SELECT count(*) FROM messages WHERE status = 0"), "0");
 }
 
 TEST(EngineEndToEnd, ARouteStoresEachMessageOnceAcrossAKillNine) {

@@ -43,6 +43,25 @@ class SettlerTest : public store::test::StoreTest {
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
         "AND wait_event_type = 'Lock'");
   }
+  // `holder` takes the message's row in a transaction it keeps open; then
+  // `settler` is handed `refs` (the held one among them) and runs until its
+  // settle waits on that row: a settle still running.
+  void settleWaitingOn(store::test::Sql& holder, const MessageRef& held, Settler& settler,
+                       const std::vector<MessageRef>& refs) {
+    ASSERT_TRUE(holder("BEGIN").ok());
+    ASSERT_TRUE(
+        holder("SELECT 1 FROM messages WHERE id = $1 FOR UPDATE", {std::to_string(held.id)}).ok());
+    settler.add(refs);
+    ASSERT_TRUE(test::runUntil(
+        &loop_, [&] { return waitingOnLocks() > 0; }, 10s))
+        << "the settle never waited on the held row";
+  }
+  // Ends the connection of the settle waiting on a lock: the settle fails.
+  void cutTheWaitingSettle(store::test::Sql& sql) {
+    ASSERT_TRUE(sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND wait_event_type = 'Lock'")
+                    .ok());
+  }
 };
 
 TEST_F(SettlerTest, OneSettleRunsAtATimeAndWhatArrivesMeanwhileGoesTogetherInTheNext) {
@@ -53,12 +72,8 @@ TEST_F(SettlerTest, OneSettleRunsAtATimeAndWhatArrivesMeanwhileGoesTogetherInThe
   // Another transaction holds the first message's row: the settle that
   // takes it waits there, still running.
   store::test::Sql holder(db_->conninfo());
-  ASSERT_TRUE(holder("BEGIN").ok());
-  ASSERT_TRUE(
-      holder("SELECT 1 FROM messages WHERE id = $1 FOR UPDATE", {std::to_string(first.id)}).ok());
-  settler.add({first});
-  ASSERT_TRUE(test::runUntil(
-      &loop_, [&] { return waitingOnLocks() > 0; }, 10s));
+  settleWaitingOn(holder, first, settler, {first});
+  if (HasFatalFailure()) return;
   // Three loops hand over what they finished meanwhile, twice the same.
   settler.add({second});
   settler.add({third, second});
@@ -96,12 +111,8 @@ TEST_F(SettlerTest, AMessageWhoseLastDeliveryIsFlushedWhileASettleRunsIsSettledB
   // It also takes a row another transaction holds, so it is still running
   // when B's flush commits and hands the message over.
   store::test::Sql holder(db_->conninfo());
-  ASSERT_TRUE(holder("BEGIN").ok());
-  ASSERT_TRUE(
-      holder("SELECT 1 FROM messages WHERE id = $1 FOR UPDATE", {std::to_string(blocker.id)}).ok());
-  settler.add({m->ref, blocker});
-  ASSERT_TRUE(test::runUntil(
-      &loop_, [&] { return waitingOnLocks() > 0; }, 10s));
+  settleWaitingOn(holder, blocker, settler, {m->ref, blocker});
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(flushB("COMMIT").ok());
   settler.add({m->ref});
   ASSERT_TRUE(holder("COMMIT").ok());
@@ -111,27 +122,43 @@ TEST_F(SettlerTest, AMessageWhoseLastDeliveryIsFlushedWhileASettleRunsIsSettledB
   EXPECT_EQ(statusOf(blocker), 1);
 }
 
-TEST_F(SettlerTest, AFailedSettleIsTriedAgainAfterTheBackOffWithWhatArrivedMeanwhile) {
-  Settler settler(&loop_, *store_, "adt", Backoff{20ms, 200ms});
+TEST_F(SettlerTest, AFailedSettleIsTriedAgainAfterTheBackOff) {
+  Settler settler(&loop_, *store_, "adt", Backoff{300ms, 1000ms});
+  auto first = finished("first");
+  store::test::Sql holder(db_->conninfo());
+  settleWaitingOn(holder, first, settler, {first});
+  if (HasFatalFailure()) return;
+  // The settle's connection goes while it waits: the settle fails.
+  cutTheWaitingSettle(holder);
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(test::runUntil(&loop_, [&] { return settler.failures() == 1; }));
+  ASSERT_TRUE(holder("COMMIT").ok());
+  auto failedAt = uv_now(&loop_);
+  ASSERT_TRUE(test::runUntil(&loop_, [&] { return statusOf(first) == 1; }));
+  EXPECT_GE(uv_now(&loop_) - failedAt, 250u) << "tried again before its back-off";
+  EXPECT_EQ(settler.settles(), 2);
+  EXPECT_EQ(settler.queued(), 0u);
+}
+
+TEST_F(SettlerTest, WhatALoopHandsOverDuringTheBackOffGoesAtOnceWithTheFailedOnes) {
+  // A back-off far longer than the test: only the hand-over can start it.
+  Settler settler(&loop_, *store_, "adt", Backoff{60s, 60s});
   auto first = finished("first");
   auto second = finished("second");
   store::test::Sql holder(db_->conninfo());
-  ASSERT_TRUE(holder("BEGIN").ok());
-  ASSERT_TRUE(
-      holder("SELECT 1 FROM messages WHERE id = $1 FOR UPDATE", {std::to_string(first.id)}).ok());
-  settler.add({first});
-  ASSERT_TRUE(test::runUntil(
-      &loop_, [&] { return waitingOnLocks() > 0; }, 10s));
-  // The settle's connection goes while it waits: the settle fails.
-  ASSERT_TRUE(holder("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                     "WHERE datname = current_database() AND wait_event_type = 'Lock'")
-                  .ok());
+  settleWaitingOn(holder, first, settler, {first});
+  if (HasFatalFailure()) return;
+  cutTheWaitingSettle(holder);
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(test::runUntil(&loop_, [&] { return settler.failures() == 1; }));
-  settler.add({second});
   ASSERT_TRUE(holder("COMMIT").ok());
-  ASSERT_TRUE(
-      test::runUntil(&loop_, [&] { return statusOf(first) == 1 && statusOf(second) == 1; }));
-  EXPECT_EQ(settler.settles(), 2) << "the retry took the second message along";
+  EXPECT_EQ(settler.queued(), 1u) << "the failed message is kept";
+  // A loop's flush committed: the database answers again.
+  settler.add({second});
+  EXPECT_EQ(settler.settles(), 2) << "the hand-over waited for the back-off";
+  ASSERT_TRUE(test::runUntil(
+      &loop_, [&] { return statusOf(first) == 1 && statusOf(second) == 1; }, 10s));
+  EXPECT_EQ(settler.settles(), 2) << "both went in one settle";
 }
 
 TEST_F(SettlerTest, FinishSettlesWhatWasHandedOverOnceAndThenAnswers) {
@@ -139,12 +166,8 @@ TEST_F(SettlerTest, FinishSettlesWhatWasHandedOverOnceAndThenAnswers) {
   auto first = finished("first");
   auto second = finished("second");
   store::test::Sql holder(db_->conninfo());
-  ASSERT_TRUE(holder("BEGIN").ok());
-  ASSERT_TRUE(
-      holder("SELECT 1 FROM messages WHERE id = $1 FOR UPDATE", {std::to_string(first.id)}).ok());
-  settler.add({first});
-  ASSERT_TRUE(test::runUntil(
-      &loop_, [&] { return waitingOnLocks() > 0; }, 10s));
+  settleWaitingOn(holder, first, settler, {first});
+  if (HasFatalFailure()) return;
   settler.add({second});  // the last flush of a stopping loop
   bool done = false;
   settler.finish([&] { done = true; });
@@ -154,26 +177,68 @@ TEST_F(SettlerTest, FinishSettlesWhatWasHandedOverOnceAndThenAnswers) {
   ASSERT_TRUE(test::runUntil(&loop_, [&] { return done; }));
   EXPECT_EQ(statusOf(first), 1);
   EXPECT_EQ(statusOf(second), 1);
+  EXPECT_EQ(settler.settles(), 2);
 
-  // A failure at stop is not tried again: the next start settles it.
+  // Nothing handed over: it answers at once.
+  Settler idle(&loop_, *store_, "adt");
+  bool idleDone = false;
+  idle.finish([&] { idleDone = true; });
+  EXPECT_TRUE(idleDone);
+  EXPECT_EQ(idle.settles(), 0);
+}
+
+TEST_F(SettlerTest, AFailureAtStopIsNotTriedAgainAndARetryWaitingGoesAtOnce) {
+  store::test::Sql holder(db_->conninfo());
+  // A failure at stop: logged, left for the next start.
   Settler failing(&loop_, *store_, "adt", Backoff{20ms, 200ms});
   auto third = finished("third");
-  ASSERT_TRUE(holder("BEGIN").ok());
-  ASSERT_TRUE(
-      holder("SELECT 1 FROM messages WHERE id = $1 FOR UPDATE", {std::to_string(third.id)}).ok());
-  failing.add({third});
-  ASSERT_TRUE(test::runUntil(
-      &loop_, [&] { return waitingOnLocks() > 0; }, 10s));
+  settleWaitingOn(holder, third, failing, {third});
+  if (HasFatalFailure()) return;
   bool failedDone = false;
   failing.finish([&] { failedDone = true; });
-  ASSERT_TRUE(holder("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                     "WHERE datname = current_database() AND wait_event_type = 'Lock'")
-                  .ok());
+  cutTheWaitingSettle(holder);
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(test::runUntil(&loop_, [&] { return failedDone; }));
   EXPECT_EQ(failing.failures(), 1);
   EXPECT_EQ(failing.settles(), 1) << "tried again after the stop";
   ASSERT_TRUE(holder("ROLLBACK").ok());
   EXPECT_EQ(statusOf(third), 0);
+
+  // A retry waiting for a minute's back-off when the stop comes: tried now.
+  Settler waiting(&loop_, *store_, "adt", Backoff{60s, 60s});
+  auto fourth = finished("fourth");
+  settleWaitingOn(holder, fourth, waiting, {fourth});
+  if (HasFatalFailure()) return;
+  cutTheWaitingSettle(holder);
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(test::runUntil(&loop_, [&] { return waiting.failures() == 1; }));
+  ASSERT_TRUE(holder("COMMIT").ok());
+  bool done = false;
+  waiting.finish([&] { done = true; });
+  ASSERT_TRUE(test::runUntil(
+      &loop_, [&] { return done; }, 10s))
+      << "the stop waited for the back-off";
+  EXPECT_EQ(statusOf(fourth), 1);
+}
+
+TEST_F(SettlerTest, TheStopWaitsForItsSettleOnlySoLong) {
+  Settler settler(&loop_, *store_, "adt", Backoff{20ms, 200ms}, 300ms);
+  auto first = finished("first");
+  store::test::Sql holder(db_->conninfo());
+  settleWaitingOn(holder, first, settler, {first});
+  if (HasFatalFailure()) return;
+  bool done = false;
+  auto from = uv_now(&loop_);
+  settler.finish([&] { done = true; });
+  // The row stays held: the settle waits on it past the bound.
+  ASSERT_TRUE(test::runUntil(
+      &loop_, [&] { return done; }, 5s))
+      << "the stop waited on the lock";
+  EXPECT_GE(uv_now(&loop_) - from, 250u);
+  EXPECT_EQ(statusOf(first), 0);
+  // Once the row is free the settle still ends (and answers no one twice).
+  ASSERT_TRUE(holder("COMMIT").ok());
+  ASSERT_TRUE(test::runUntil(&loop_, [&] { return statusOf(first) == 1; }));
 }
 
 }  // namespace
