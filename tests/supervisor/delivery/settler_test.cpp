@@ -62,6 +62,16 @@ class SettlerTest : public store::test::StoreTest {
                     "WHERE datname = current_database() AND wait_event_type = 'Lock'")
                     .ok());
   }
+  // settleWaitingOn, then that settle fails (its connection cut) and the
+  // row is free again: a retry waits for its back-off.
+  void failedOnce(store::test::Sql& holder, const MessageRef& held, Settler& settler) {
+    settleWaitingOn(holder, held, settler, {held});
+    if (HasFatalFailure()) return;
+    cutTheWaitingSettle(holder);
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(test::runUntil(&loop_, [&] { return settler.failures() == 1; }));
+    ASSERT_TRUE(holder("COMMIT").ok());
+  }
 };
 
 TEST_F(SettlerTest, OneSettleRunsAtATimeAndWhatArrivesMeanwhileGoesTogetherInTheNext) {
@@ -126,13 +136,8 @@ TEST_F(SettlerTest, AFailedSettleIsTriedAgainAfterTheBackOff) {
   Settler settler(&loop_, *store_, "adt", Backoff{300ms, 1000ms});
   auto first = finished("first");
   store::test::Sql holder(db_->conninfo());
-  settleWaitingOn(holder, first, settler, {first});
+  failedOnce(holder, first, settler);
   if (HasFatalFailure()) return;
-  // The settle's connection goes while it waits: the settle fails.
-  cutTheWaitingSettle(holder);
-  if (HasFatalFailure()) return;
-  ASSERT_TRUE(test::runUntil(&loop_, [&] { return settler.failures() == 1; }));
-  ASSERT_TRUE(holder("COMMIT").ok());
   auto failedAt = uv_now(&loop_);
   ASSERT_TRUE(test::runUntil(&loop_, [&] { return statusOf(first) == 1; }));
   EXPECT_GE(uv_now(&loop_) - failedAt, 250u) << "tried again before its back-off";
@@ -146,12 +151,8 @@ TEST_F(SettlerTest, WhatALoopHandsOverDuringTheBackOffGoesAtOnceWithTheFailedOne
   auto first = finished("first");
   auto second = finished("second");
   store::test::Sql holder(db_->conninfo());
-  settleWaitingOn(holder, first, settler, {first});
+  failedOnce(holder, first, settler);
   if (HasFatalFailure()) return;
-  cutTheWaitingSettle(holder);
-  if (HasFatalFailure()) return;
-  ASSERT_TRUE(test::runUntil(&loop_, [&] { return settler.failures() == 1; }));
-  ASSERT_TRUE(holder("COMMIT").ok());
   EXPECT_EQ(settler.queued(), 1u) << "the failed message is kept";
   // A loop's flush committed: the database answers again.
   settler.add({second});
@@ -207,12 +208,8 @@ TEST_F(SettlerTest, AFailureAtStopIsNotTriedAgainAndARetryWaitingGoesAtOnce) {
   // A retry waiting for a minute's back-off when the stop comes: tried now.
   Settler waiting(&loop_, *store_, "adt", Backoff{60s, 60s});
   auto fourth = finished("fourth");
-  settleWaitingOn(holder, fourth, waiting, {fourth});
+  failedOnce(holder, fourth, waiting);
   if (HasFatalFailure()) return;
-  cutTheWaitingSettle(holder);
-  if (HasFatalFailure()) return;
-  ASSERT_TRUE(test::runUntil(&loop_, [&] { return waiting.failures() == 1; }));
-  ASSERT_TRUE(holder("COMMIT").ok());
   bool done = false;
   waiting.finish([&] { done = true; });
   ASSERT_TRUE(test::runUntil(
