@@ -55,15 +55,26 @@ class OutboundTlsFiles {
   // engine loads them, and the ClientTls of { ca: ca, certificate: engine
   // (or none) }.
   std::shared_ptr<tls::ClientTls> client(const TestCa& trusted, bool clientCertificate) {
-    tls::CertificateSource ca{.name = "ca", .caFile = trusted.cert(), .at = "resources.yaml:2"};
-    tls::CertificateSource pair{.name = "engine", .certFile = engine_.cert,
-                                .keyFile = engine_.key, .at = "resources.yaml:3"};
+    // Member by member: GCC 12 warns of every member a designated
+    // initializer leaves out (-Wmissing-field-initializers).
+    tls::CertificateSource ca;
+    ca.name = "ca";
+    ca.caFile = trusted.cert();
+    ca.at = "resources.yaml:2";
+    tls::CertificateSource pair;
+    pair.name = "engine";
+    pair.certFile = engine_.cert;
+    pair.keyFile = engine_.key;
+    pair.at = "resources.yaml:3";
     auto certs = tls::Certificates::load({ca, pair});
     EXPECT_TRUE(certs) << certs.error().message;
     if (!certs) return nullptr;
     certificates_ = *certs;
-    auto client = certificates_->client(
-        {.enabled = true, .ca = "ca", .certificate = clientCertificate ? "engine" : ""});
+    tls::ConnectTls connect;
+    connect.enabled = true;
+    connect.ca = "ca";
+    connect.certificate = clientCertificate ? "engine" : "";
+    auto client = certificates_->client(connect);
     EXPECT_TRUE(client) << client.error().message;
     return client ? *client : nullptr;
   }
