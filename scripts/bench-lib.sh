@@ -84,10 +84,10 @@ pgbench_statement_rate() {
 }
 
 # statements_reset DBURL / statements_top DBURL TITLE: with STATEMENTS=1,
-# forget what pg_stat_statements counted, then print the statements that
-# took the most execution time since, with their calls, rows, time per
-# call, WAL and the heap tuples they updated in place (HOT) or not (the
-# table's n_tup_hot_upd beside n_tup_upd is in statements_tables).
+# forget what pg_stat_statements and the table counters counted, then
+# print the statements that took the most execution time since (calls,
+# rows, time and WAL per call), and the rows each message table had
+# inserted, updated (of those, in place: HOT) and deleted.
 statements_reset() {
   [ -n "${STATEMENTS:-}" ] || return 0
   psql "$1" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "SELECT pg_stat_statements_reset()" -c "SELECT pg_stat_reset()" >/dev/null
