@@ -255,12 +255,9 @@ struct FileSender::Job {
   // Queues for the folder's fsync, which calls done().
   void renamed();
 
-  void rename() {
-    if (prevFailed) {
-      return fail("not written: an earlier message of this delivery's batch failed");
-    }
-    check(uv_fs_rename(loop(), &req, tempPath.c_str(), finalPath.c_str(), &Job::onFs));
-  }
+  // Its turn: renames it and the jobs behind it in its stream that are
+  // ready too (RenameRun).
+  void rename();
 
   // This job's place in its stream is settled (renamed, or failed): the
   // next job may rename now, or must fail.
@@ -432,6 +429,75 @@ struct FileSender::FolderSync {
 };
 
 void FileSender::Job::renamed() { FolderSync::join(state, this); }
+
+// A stream's renames happen in send() order, each after the one before it.
+// One pool request per rename made them a chain of round trips through
+// the pool: a group sync answers a whole read's files at once, and their
+// renames then went one after another (at one destination, most of a
+// read's time). So a job whose turn comes renames, in one request, every
+// job behind it in the stream that is already waiting for its turn, in
+// order, stopping at the first failure; the jobs behind a failure are not
+// renamed and fail as they did before ("an earlier message ... failed").
+// Jobs that become ready meanwhile wait for the last one of the run.
+struct FileSender::RenameRun {
+  uv_work_t work{};
+  std::vector<Job*> jobs;  // in stream order; each waits in Step::Rename
+  std::vector<int> results;  // 0, a negative errno, or kNotTried
+
+  static constexpr int kNotTried = 1;
+
+  static void start(Job* first) {
+    auto run = std::make_unique<RenameRun>();
+    run->work.data = run.get();
+    run->jobs.push_back(first);
+    for (Job* j = first; j->next && j->next->waitingForPrev; j = j->next) {
+      j->next->waitingForPrev = false;
+      run->jobs.push_back(j->next);
+    }
+    uv_loop_t* loop = first->loop();
+    ++first->state->renameRequests;
+    RenameRun* raw = run.release();  // owned by the request until answered()
+    int rc = uv_queue_work(loop, &raw->work, &RenameRun::renameAll, &RenameRun::answered);
+    if (rc < 0) net::postToLoop(loop, [raw, rc] { answered(&raw->work, rc); });
+  }
+
+  // On libuv's pool. The jobs' paths are not touched on the loop while
+  // they wait here.
+  static void renameAll(uv_work_t* w) {
+    auto* run = static_cast<RenameRun*>(w->data);
+    run->results.assign(run->jobs.size(), kNotTried);
+    for (size_t i = 0; i < run->jobs.size(); ++i) {
+      Job* j = run->jobs[i];
+      run->results[i] = ::rename(j->tempPath.c_str(), j->finalPath.c_str()) == 0 ? 0 : -errno;
+      if (run->results[i] != 0) return;
+    }
+  }
+
+  static void answered(uv_work_t* w, int status) {
+    std::unique_ptr<RenameRun> run(static_cast<RenameRun*>(w->data));
+    if (status < 0) {  // never queued: the first fails with the error, the rest behind it
+      run->results.assign(run->jobs.size(), kNotTried);
+      run->results[0] = status;
+    }
+    // In order: each job's releaseNext() unlinks it from the next before
+    // that one's result is taken; a failure marks the next prevFailed, so
+    // a job not tried fails as "an earlier message ... failed". A job may
+    // be freed by its own step, never the ones after it.
+    for (size_t i = 0; i < run->jobs.size(); ++i) {
+      Job* j = run->jobs[i];
+      if (run->results[i] == kNotTried) {
+        j->fail("not written: an earlier message of this delivery's batch failed");
+      } else {
+        j->onStep(run->results[i]);
+      }
+    }
+  }
+};
+
+void FileSender::Job::rename() {
+  if (prevFailed) return fail("not written: an earlier message of this delivery's batch failed");
+  RenameRun::start(this);
+}
 
 int folderModeFor(int fileMode) {
   int m = fileMode & 0777;

@@ -94,10 +94,14 @@ class FileSender final : public Sender {
 
   // Folder fsyncs run so far (fewer than files when writes overlap).
   uint64_t folderSyncs() const { return state_->folderSyncs; }
+  // Pool requests that renamed files so far (fewer than files when a
+  // stream's files are ready together: RenameRun in file_sender.cpp).
+  uint64_t renameRequests() const { return state_->renameRequests; }
 
  private:
   struct Job;
   struct FolderSync;
+  struct RenameRun;
   // A folder's fsyncs. A folder fsync makes every rename done before it
   // durable, so renames that land while one runs wait for the next, and
   // one fsync serves them all: concurrent writes into one folder cost
@@ -116,6 +120,7 @@ class FileSender final : public Sender {
     std::map<uint64_t, Job*> streamTails;  // the last job of each stream in flight
     uint64_t nextTemp = 0;
     uint64_t folderSyncs = 0;
+    uint64_t renameRequests = 0;
     std::shared_ptr<FileSyncGroup> group;  // sync: group
   };
 

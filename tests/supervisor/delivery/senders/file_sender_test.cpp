@@ -281,6 +281,30 @@ TEST_P(FileSenderTest, AStreamsFilesAppearInTheOrderTheyWereSentEvenWhenALaterWr
   EXPECT_EQ(renames.names(), expected);
 }
 
+TEST_P(FileSenderTest, AStreamsFilesReadyTogetherAreRenamedInOneRequest) {
+  // 32 files of one stream sent at once: each sync (or close) answers
+  // several together, and their renames go in order in one pool request
+  // rather than one round trip through the pool each, one after another.
+  auto& sender = makeSender(root_.string(), "{id}.txt");
+  RenameWatch renames(root_);
+  ASSERT_TRUE(renames.ok());
+  int done = 0;
+  for (int i = 0; i < 32; ++i) {
+    SendRequest req{i, "adt", "lab", std::to_string(i), {}, {}};
+    req.stream = 9;
+    sender.send(std::move(req), [&done](SendOutcome o) {
+      EXPECT_EQ(o.kind, SendOutcomeKind::Sent) << o.detail;
+      ++done;
+    });
+  }
+  ASSERT_TRUE(test::runUntil(&loop_, [&] { return done == 32; }));
+  std::vector<std::string> expected;
+  for (int i = 0; i < 32; ++i) expected.push_back(std::to_string(i) + ".txt");
+  EXPECT_EQ(renames.names(), expected);
+  EXPECT_LT(sender.renameRequests(), 32u);
+  EXPECT_GE(sender.renameRequests(), 1u);
+}
+
 TEST_P(FileSenderTest, AfterAFailedWriteTheLaterFilesOfItsStreamFailAndLeaveNothingOthersLand) {
   fs::create_directories(root_ / "2.txt" / "inside");  // 2's rename fails
   makeSender(root_.string(), "{id}.txt");
