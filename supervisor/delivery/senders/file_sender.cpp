@@ -132,6 +132,8 @@ struct FileSender::Job {
   };
 
   uv_fs_t req{};
+  uv_work_t work{};   // the create and write (createAndWrite)
+  int poolError = 0;  // its result: 0 or a negative errno
   std::shared_ptr<State> state;
   SendCallback cb;
   std::string payload;
@@ -146,6 +148,10 @@ struct FileSender::Job {
   std::vector<std::string> dirsToMake;  // for MakeDir, parent first
   size_t nextDir = 0;
   std::optional<SendOutcome> failure;  // set once a step failed; cleanup follows
+  // Written as an unnamed file (O_TMPFILE) and named by linking it: its
+  // temporary name (tempPath) is used only where the final name exists
+  // already, or where the file system makes no unnamed files.
+  bool unnamed = true;
   // Order within a stream: this job renames only after `prev` renamed; if
   // prev failed, this one fails too. `next` is told the same way.
   uint64_t stream = 0;
@@ -158,20 +164,56 @@ struct FileSender::Job {
 
   void start() { openTemp(); }
 
+  // Creates the file and writes the payload, in one pool request: one
+  // per step was two round trips through the pool for every file.
   void openTemp() {
     step = Step::OpenTemp;
-    check(uv_fs_open(loop(), &req, tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                     mode, &Job::onFs));
+    work.data = this;
+    int rc = uv_queue_work(loop(), &work, &Job::createAndWrite, &Job::created);
+    if (rc < 0) {
+      poolError = rc;
+      net::postToLoop(loop(), [this] { created(&work, 0); });
+    }
+  }
+  // On libuv's pool; the loop does not touch the job meanwhile.
+  static void createAndWrite(uv_work_t* w) {
+    auto* j = static_cast<Job*>(w->data);
+    // An unnamed file is not O_EXCL: that would forbid the link that names it.
+    int fd = j->unnamed ? ::open(j->dirPath.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, j->mode)
+                        : ::open(j->tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                                 j->mode);
+    if (fd < 0) {
+      j->poolError = -errno;
+      return;
+    }
+    j->fd = fd;
+    while (j->written < j->payload.size()) {
+      ssize_t n = ::pwrite(fd, j->payload.data() + j->written, j->payload.size() - j->written,
+                           static_cast<off_t>(j->written));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        j->poolError = -errno;
+        return;
+      }
+      j->written += static_cast<size_t>(n);
+    }
+  }
+  static void created(uv_work_t* w, int status) {
+    auto* j = static_cast<Job*>(w->data);
+    int err = status < 0 ? status : std::exchange(j->poolError, 0);
+    if (j->fd < 0) return j->onStep(err);  // the create failed
+    j->step = Step::Write;
+    if (err) return j->onStep(err);
+    j->dataWritten();
+  }
+  // What a failed create names: the temporary file, or the folder an
+  // unnamed file was to be made in.
+  std::string creating() const {
+    return unnamed ? "a file in " + dirPath + " (for " + finalPath + ")" : tempPath;
   }
   void makeNextDir() {
     step = Step::MakeDir;
     check(uv_fs_mkdir(loop(), &req, dirsToMake[nextDir].c_str(), folderMode, &Job::onFs));
-  }
-  void writeMore() {
-    step = Step::Write;
-    uv_buf_t buf = uv_buf_init(payload.data() + written,
-                               static_cast<unsigned>(payload.size() - written));
-    check(uv_fs_write(loop(), &req, fd, &buf, 1, static_cast<int64_t>(written), &Job::onFs));
   }
 
   // A submit error (as opposed to a failed operation) arrives here
@@ -200,25 +242,33 @@ struct FileSender::Job {
           planDirs();
           return makeNextDir();
         }
-        if (err) return fail(describe("create", tempPath, err));
-        fd = static_cast<uv_file>(result);
-        if (payload.empty()) return dataWritten();
-        return writeMore();
+        if (unnamed && (err == UV_ENOTSUP || err == UV_EISDIR || err == UV_EINVAL)) {
+          // This file system makes no unnamed files (NFS, some FUSE):
+          // this sender writes to temporary names from now on.
+          if (state->unnamedFiles) {
+            state->unnamedFiles = false;
+            spdlog::info("file destination {}: the file system makes no unnamed files (O_TMPFILE: "
+                         "{}); each file is written under a temporary dot-name and renamed",
+                         dirPath, uv_err_name(err));
+          }
+          unnamed = false;
+          return openTemp();
+        }
+        return fail(describe("create", creating(), err));
       case Step::MakeDir:
         if (err && err != UV_EEXIST) return fail(describe("make folder", dirsToMake[nextDir], err));
         if (++nextDir < dirsToMake.size()) return makeNextDir();
         return openTemp();
       case Step::Write:
-        if (err) return fail(describe("write", tempPath, err));
-        written += static_cast<size_t>(result);
-        if (written < payload.size()) return writeMore();
-        return dataWritten();
+        return fail(describe("write", unnamed ? finalPath + " (not yet linked)" : tempPath, err));
       case Step::SyncFile:
         if (err)
           return fail(
               describe(sync == FileSync::Group ? "sync (syncfs) of" : "fsync", tempPath, err));
         // group: the file stays open for the sync after its rename.
-        if (sync == FileSync::Group) return renameInTurn();
+        // An unnamed file is closed only once linked: closing it first
+        // would free it.
+        if (sync == FileSync::Group || unnamed) return renameInTurn();
         return closeFile();
       case Step::CloseFile:
         // A failed close after a successful fsync can still mean lost data
@@ -228,16 +278,15 @@ struct FileSender::Job {
       case Step::Rename:
         if (err) return fail(describe("rename to", finalPath, err));
         releaseNext(false);
+        if (sync != FileSync::Group && unnamed) closeInBackground(loop(), std::exchange(fd, -1));
         if (sync == FileSync::None) return done(SendOutcome::sent(finalPath));
         if (sync == FileSync::Each) return renamed();
         step = Step::SyncName;
-        return state->group->flush(fd, [this](int e) { onStep(e); });
+        return state->group->flush(fd, [this](int e) { onStep(e); }, true);
       case Step::SyncName:
         // Answered now, in the order of the group's requests (so in send()
-        // order per stream); the close is cleanup with a request of its
-        // own: closes finishing out of order on the pool must not reorder
-        // the answers.
-        closeInBackground(loop(), std::exchange(fd, -1));
+        // order per stream). The group closed the file after its sync.
+        fd = -1;
         // The file is complete under its final name; only its name's
         // durability is in doubt. Retrying rewrites it, harmlessly.
         if (err)
@@ -280,7 +329,7 @@ struct FileSender::Job {
 
   // The data is written: made durable as the destination's sync: says.
   void dataWritten() {
-    if (sync == FileSync::None) return closeFile();
+    if (sync == FileSync::None) return unnamed ? renameInTurn() : closeFile();
     step = Step::SyncFile;
     if (sync == FileSync::Group) return state->group->flush(fd, [this](int e) { onStep(e); });
     check(uv_fs_fsync(loop(), &req, fd, &Job::onFs));
@@ -318,6 +367,10 @@ struct FileSender::Job {
   void fail(std::string detail) {
     failure = SendOutcome::transient(std::move(detail));
     releaseNext(true);
+    if (unnamed) {  // nothing was named (a failed link removes its own leftovers)
+      if (fd >= 0) closeInBackground(loop(), std::exchange(fd, -1));
+      return done(*failure);
+    }
     bool tempExists = step == Step::Write || step == Step::SyncFile ||
                       step == Step::CloseFile || step == Step::Rename;
     if (!tempExists) return done(*failure);
@@ -461,16 +514,37 @@ struct FileSender::RenameRun {
     if (rc < 0) net::postToLoop(loop, [raw, rc] { answered(&raw->work, rc); });
   }
 
-  // On libuv's pool. The jobs' paths are not touched on the loop while
-  // they wait here.
+  // On libuv's pool. The jobs' paths and fds are not touched on the loop
+  // while they wait here.
   static void renameAll(uv_work_t* w) {
     auto* run = static_cast<RenameRun*>(w->data);
     run->results.assign(run->jobs.size(), kNotTried);
     for (size_t i = 0; i < run->jobs.size(); ++i) {
       Job* j = run->jobs[i];
-      run->results[i] = ::rename(j->tempPath.c_str(), j->finalPath.c_str()) == 0 ? 0 : -errno;
+      run->results[i] = j->unnamed ? link(*j) : renamed(*j);
       if (run->results[i] != 0) return;
     }
+  }
+
+  static int renamed(const Job& j) {
+    return ::rename(j.tempPath.c_str(), j.finalPath.c_str()) == 0 ? 0 : -errno;
+  }
+
+  // Names an unnamed file: a link to its final name, through /proc (a
+  // link from the fd itself, AT_EMPTY_PATH, needs CAP_DAC_READ_SEARCH).
+  // A link never replaces a name, so where the final name exists (a
+  // message written again) the file is linked to its temporary name and
+  // renamed over it, and that name is removed if the rename fails.
+  static int link(const Job& j) {
+    std::string self = "/proc/self/fd/" + std::to_string(j.fd);
+    if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, j.finalPath.c_str(), AT_SYMLINK_FOLLOW) == 0)
+      return 0;
+    if (errno != EEXIST) return -errno;
+    if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, j.tempPath.c_str(), AT_SYMLINK_FOLLOW) != 0)
+      return -errno;
+    int rc = renamed(j);
+    if (rc != 0) ::unlink(j.tempPath.c_str());
+    return rc;
   }
 
   static void answered(uv_work_t* w, int status) {
@@ -582,6 +656,10 @@ FileSender::FileSender(uv_loop_t* loop, FileSenderSettings settings, Clock now)
     : settings_(std::move(settings)), now_(std::move(now)), state_(std::make_shared<State>()) {
   state_->loop = loop;
   if (settings_.sync == FileSync::Group) state_->group = FileSyncGroup::of(loop);
+  // An unnamed file is linked through /proc/self/fd: without /proc (a
+  // chroot, a sandbox that hides it), temporary names.
+  static const bool procFds = ::access("/proc/self/fd", X_OK) == 0;
+  state_->unnamedFiles = settings_.unnamedFiles && procFds;
   while (settings_.dir.size() > 1 && settings_.dir.back() == '/') settings_.dir.pop_back();
   if (!settings_.dir.empty()) StaleTemporaries::start(loop, settings_.dir);
 }
@@ -613,6 +691,7 @@ void FileSender::send(SendRequest request, SendCallback cb) {
   job->payload = std::move(request.payload);
   job->mode = settings_.fileMode;
   job->sync = settings_.sync;
+  job->unnamed = state_->unnamedFiles;
   job->folderMode = folderModeFor(settings_.fileMode);
   job->finalPath = settings_.dir.empty() ? *name : settings_.dir + "/" + *name;
   job->dirPath = parentOf(job->finalPath);

@@ -1,6 +1,12 @@
-// FileSender: the file destination. Each message is written to a
-// temporary dot-name in the target folder and renamed to its final name,
-// so a reader never sees a partial file. How the write is made durable is
+// FileSender: the file destination. Each message is written to an
+// unnamed file in the target folder (O_TMPFILE) and linked to its final
+// name, so a reader never sees a partial file, and a crash leaves nothing
+// behind: the file system frees an unnamed file with its last fd. Where
+// the final name exists already (a message written again: the new file
+// replaces it) the file is linked to a temporary dot-name and renamed
+// over it; where the file system makes no unnamed files, every file is
+// written under a temporary dot-name and renamed. "Named" below is either
+// way. How the write is made durable is
 // the destination's `sync:` (FileSync below); with group and each, a crash
 // or a power loss never loses a file that was reported Sent, and a final
 // name never points at data that is not on disk. Every step runs on
@@ -31,10 +37,12 @@ namespace ductus::senders {
 // How a file destination makes its writes durable (`sync:`).
 //   group (the default): write; FileSyncGroup (the data of every file
 //     destination's writes since the last group, one syncfs per file
-//     system); rename; FileSyncGroup again (the names); close; Sent.
-//   each: write; fsync the file; close; rename; fsync the folder (renames
-//     landing while one runs share the next); Sent.
-//   none: write; close; rename; Sent. Nothing waits for the disk: a power
+//     system); named; FileSyncGroup again (the names; it closes the file);
+//     Sent.
+//   each: write; fsync the file; named (a temporary name's file is closed
+//     before its rename, an unnamed one after its link); fsync the folder
+//     (names landing while one runs share the next); Sent.
+//   none: write; named; close; Sent. Nothing waits for the disk: a power
 //     loss or a kernel crash may lose files reported Sent, or leave a final
 //     name over an empty file. For those who accept that (validate says so).
 enum class FileSync { Group, Each, None };
@@ -48,6 +56,12 @@ struct FileSenderSettings {
   // group at most, unless the destination's `mode:` says otherwise.
   int fileMode = 0640;
   FileSync sync = FileSync::Group;
+  // Write each file unnamed (O_TMPFILE) and link it to its final name, as
+  // long as the file system allows: one name made per file, where a
+  // temporary name costs a create, then a rename's two lookups, insert
+  // and delete in the folder. false: always a temporary name (what the
+  // sender falls back to; its tests run both).
+  bool unnamedFiles = true;
 };
 
 // The mode of a folder made for files of `fileMode`: the same, with search
@@ -121,6 +135,9 @@ class FileSender final : public Sender {
     uint64_t nextTemp = 0;
     uint64_t folderSyncs = 0;
     uint64_t renameRequests = 0;
+    // New files are made unnamed (O_TMPFILE) and linked; false once the
+    // file system refused (each file then has a temporary name).
+    bool unnamedFiles = true;
     std::shared_ptr<FileSyncGroup> group;  // sync: group
   };
 

@@ -35,14 +35,19 @@ struct FileSyncGroup::Group {
       auto [it, fresh] = byDevice.emplace(st.st_dev, 0);
       if (fresh && ::syncfs(g->requests[i].fd) != 0) it->second = -errno;
     }
-    for (size_t i = 0; i < g->requests.size(); ++i)
+    for (size_t i = 0; i < g->requests.size(); ++i) {
       if (g->results[i] == 0) g->results[i] = byDevice[devices[i]];
+      if (g->requests[i].closeAfter) ::close(g->requests[i].fd);
+    }
   }
 
   static void answered(uv_work_t* w, int status) {
     std::unique_ptr<Group> g(static_cast<Group*>(w->data));
     std::shared_ptr<FileSyncGroup> owner = std::move(g->owner);
     owner->running_ = false;
+    if (status < 0)  // never run: the fds it was to close are still open
+      for (auto& r : g->requests)
+        if (r.closeAfter) ::close(r.fd);
     // The next group starts before these callbacks, which may flush again.
     if (!owner->waiting_.empty()) owner->start();
     for (size_t i = 0; i < g->requests.size(); ++i)
@@ -65,8 +70,8 @@ std::shared_ptr<FileSyncGroup> FileSyncGroup::of(uv_loop_t* loop) {
   return group;
 }
 
-void FileSyncGroup::flush(int fd, std::function<void(int)> done) {
-  waiting_.push_back({fd, std::move(done)});
+void FileSyncGroup::flush(int fd, std::function<void(int)> done, bool closeAfter) {
+  waiting_.push_back({fd, std::move(done), closeAfter});
   if (!running_) start();
 }
 

@@ -45,8 +45,10 @@ class FileSyncGroup : public std::enable_shared_from_this<FileSyncGroup> {
   // Every write to fd's file system made before this call is durable when
   // done(0) runs, on the loop and never inside flush(); done(<0) is the
   // libuv error (a negative errno) the sync reported. fd stays open (the
-  // caller's) until done.
-  void flush(int fd, std::function<void(int)> done);
+  // caller's) until done; with closeAfter, the group closes it after the
+  // sync, on the pool (the caller's last use of it: one pool request less
+  // per file than a close of its own).
+  void flush(int fd, std::function<void(int)> done, bool closeAfter = false);
 
   // For the tests and the bench: groups synced, and requests they served.
   uint64_t groups() const { return groups_; }
@@ -56,6 +58,7 @@ class FileSyncGroup : public std::enable_shared_from_this<FileSyncGroup> {
   struct Request {
     int fd;
     std::function<void(int)> done;
+    bool closeAfter = false;
   };
   struct Group;
   void start();

@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -38,8 +40,15 @@ std::vector<std::string> listAll(const fs::path& dir) {
   return out;
 }
 
-// Every behaviour holds whatever the destination's sync: says.
-class FileSenderTest : public ::testing::TestWithParam<FileSync> {
+// Every behaviour holds whatever the destination's sync: says, with
+// unnamed files (O_TMPFILE, linked) and with temporary names (the sender's
+// fallback where the file system makes no unnamed files).
+struct Variant {
+  FileSync sync;
+  bool unnamed;
+};
+
+class FileSenderTest : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
     ASSERT_EQ(uv_loop_init(&loop_), 0);
@@ -58,7 +67,8 @@ class FileSenderTest : public ::testing::TestWithParam<FileSync> {
 
   FileSender& makeSender(std::string dir, std::string nameTemplate) {
     FileSenderSettings s{dir, nameTemplate};
-    s.sync = GetParam();
+    s.sync = GetParam().sync;
+    s.unnamedFiles = GetParam().unnamed;
     sender_ = std::make_unique<FileSender>(&loop_, s, [] { return kFixedTime; });
     return *sender_;
   }
@@ -163,7 +173,9 @@ TEST_P(FileSenderTest, AnUnwritableFolderIsTransientAndNamesThePathAndTheCause) 
     uv_loop_init(&loop);
     std::optional<SendOutcome> out;
     {
-      FileSender sender(&loop, FileSenderSettings{dir, "{id}.txt"});
+      FileSenderSettings settings{dir, "{id}.txt"};
+      settings.unnamedFiles = GetParam().unnamed;
+      FileSender sender(&loop, settings);
       sender.send({5, "adt", "lab", "x", {}, {}}, [&](SendOutcome o) { out = o; });
       while (!out && uv_run(&loop, UV_RUN_ONCE)) {
       }
@@ -176,9 +188,45 @@ TEST_P(FileSenderTest, AnUnwritableFolderIsTransientAndNamesThePathAndTheCause) 
   // own), so the pattern matches the path's shape, not this run's name.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(attempt(), ::testing::ExitedWithCode(0),
-              "transient create /tmp/senders-file-.*/locked/\\.5\\.txt\\..*\\.tmp: "
-              "permission denied \\(EACCES\\)");
+              GetParam().unnamed
+                  ? "transient create a file in /tmp/senders-file-.*/locked \\(for "
+                    "/tmp/senders-file-.*/locked/5\\.txt\\): permission denied \\(EACCES\\)"
+                  : "transient create /tmp/senders-file-.*/locked/\\.5\\.txt\\..*\\.tmp: "
+                    "permission denied \\(EACCES\\)");
   EXPECT_TRUE(fs::is_empty(root_ / "locked"));
+}
+
+TEST_P(FileSenderTest, AFailedWriteIsTransientNamesTheFileAndLeavesNothingBehind) {
+  // A file size limit makes the write fail (EFBIG) after the create; in a
+  // child, so the limit binds nothing else (but the child's stderr, which
+  // the death test reads from a file: hence 4 KB, not less).
+  const std::string dir = root_.string();
+  auto attempt = [&] {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit {4096, 4096};
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(2);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    std::optional<SendOutcome> out;
+    {
+      FileSenderSettings settings{dir, "{id}.txt"};
+      settings.sync = GetParam().sync;
+      settings.unnamedFiles = GetParam().unnamed;
+      FileSender sender(&loop, settings);
+      sender.send({6, "adt", "lab", std::string(10000, 'x'), {}, {}}, [&](SendOutcome o) { out = o; });
+      while (uv_run(&loop, UV_RUN_ONCE)) {
+      }
+    }
+    if (!out) _exit(3);
+    fprintf(stderr, "%s %s\n", toString(out->kind), out->detail.c_str());
+    _exit(out->kind == SendOutcomeKind::Transient ? 0 : 1);
+  };
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(attempt(), ::testing::ExitedWithCode(0),
+              GetParam().unnamed
+                  ? "transient write /tmp/senders-file-.*/6\\.txt \\(not yet linked\\): .*EFBIG"
+                  : "transient write /tmp/senders-file-.*/\\.6\\.txt\\..*\\.tmp: .*EFBIG");
+  EXPECT_TRUE(fs::is_empty(root_)) << listAll(root_).size();
 }
 
 TEST_P(FileSenderTest, AFolderThatIsAFileIsTransientAndLeavesNothingBehind) {
@@ -202,7 +250,13 @@ TEST_P(FileSenderTest, AFailedRenameRemovesTheTemporaryFile) {
   EXPECT_EQ(listAll(root_), (std::vector<std::string>{"9.txt", "9.txt/inside"}));
 }
 
+size_t openFds() {
+  return static_cast<size_t>(std::distance(fs::directory_iterator("/proc/self/fd"),
+                                           fs::directory_iterator()));
+}
+
 TEST_P(FileSenderTest, ManyWritesAtOnceAllLandShareFolderFsyncsAndCloseWaitsForThem) {
+  const size_t fdsBefore = openFds();  // before the sender's start-up scan opens its folder
   makeSender(root_.string(), "{id}.txt");
   int sent = 0;
   for (int i = 0; i < 40; ++i) {
@@ -218,7 +272,9 @@ TEST_P(FileSenderTest, ManyWritesAtOnceAllLandShareFolderFsyncsAndCloseWaitsForT
   for (int i = 0; i < 40; ++i)
     EXPECT_EQ(fileText(root_ / (std::to_string(i) + ".txt")), std::to_string(i));
   EXPECT_EQ(listAll(root_).size(), 40u);
-  if (GetParam() == FileSync::Each) {
+  uv_run(&loop_, UV_RUN_DEFAULT);  // the closes still under way
+  EXPECT_EQ(openFds(), fdsBefore) << "a file left open";
+  if (GetParam().sync == FileSync::Each) {
     // Renames that overlap share a folder fsync (one each would be 40).
     EXPECT_GT(sender_->folderSyncs(), 0u);
     EXPECT_LT(sender_->folderSyncs(), 40u);
@@ -227,13 +283,14 @@ TEST_P(FileSenderTest, ManyWritesAtOnceAllLandShareFolderFsyncsAndCloseWaitsForT
   }
 }
 
-// The names renamed into a folder, in the order the kernel saw them.
-class RenameWatch {
+// The final names that appear in a folder (renamed, or linked into it),
+// in the order the kernel saw them; temporary dot-names are left out.
+class NameWatch {
  public:
-  explicit RenameWatch(const fs::path& dir) : fd_(inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
-    if (fd_ >= 0) inotify_add_watch(fd_, dir.c_str(), IN_MOVED_TO);
+  explicit NameWatch(const fs::path& dir) : fd_(inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    if (fd_ >= 0) inotify_add_watch(fd_, dir.c_str(), IN_MOVED_TO | IN_CREATE);
   }
-  ~RenameWatch() {
+  ~NameWatch() {
     if (fd_ >= 0) ::close(fd_);
   }
   bool ok() const { return fd_ >= 0; }
@@ -245,7 +302,7 @@ class RenameWatch {
       for (char* p = buf; p < buf + n;) {
         auto* e = reinterpret_cast<inotify_event*>(p);
         if (e->mask & IN_Q_OVERFLOW) names_.push_back("<overflow>");
-        else if (e->len) names_.emplace_back(e->name);
+        else if (e->len && e->name[0] != '.') names_.emplace_back(e->name);
         p += sizeof(inotify_event) + e->len;
       }
     }
@@ -261,7 +318,7 @@ TEST_P(FileSenderTest, AStreamsFilesAppearInTheOrderTheyWereSentEvenWhenALaterWr
   makeSender(root_.string(), "{id}.txt");
   // What a reader of the folder sees is the order of the renames, not of
   // the callbacks: watched as the kernel reports them.
-  RenameWatch renames(root_);
+  NameWatch renames(root_);
   ASSERT_TRUE(renames.ok());
   std::vector<int64_t> order;
   for (int i = 0; i < 20; ++i) {
@@ -286,7 +343,7 @@ TEST_P(FileSenderTest, AStreamsFilesReadyTogetherAreRenamedInOneRequest) {
   // several together, and their renames go in order in one pool request
   // rather than one round trip through the pool each, one after another.
   auto& sender = makeSender(root_.string(), "{id}.txt");
-  RenameWatch renames(root_);
+  NameWatch renames(root_);
   ASSERT_TRUE(renames.ok());
   int done = 0;
   for (int i = 0; i < 32; ++i) {
@@ -326,11 +383,17 @@ TEST_P(FileSenderTest, AfterAFailedWriteTheLaterFilesOfItsStreamFailAndLeaveNoth
 }
 
 INSTANTIATE_TEST_SUITE_P(Sync, FileSenderTest,
-                         ::testing::Values(FileSync::Group, FileSync::Each, FileSync::None),
+                         ::testing::Values(Variant{FileSync::Group, true},
+                                           Variant{FileSync::Each, true},
+                                           Variant{FileSync::None, true},
+                                           Variant{FileSync::Group, false},
+                                           Variant{FileSync::Each, false},
+                                           Variant{FileSync::None, false}),
                          [](const auto& info) {
-                           return std::string(info.param == FileSync::Group  ? "Group"
-                                              : info.param == FileSync::Each ? "Each"
-                                                                             : "None");
+                           std::string sync = info.param.sync == FileSync::Group  ? "Group"
+                                              : info.param.sync == FileSync::Each ? "Each"
+                                                                                  : "None";
+                           return sync + (info.param.unnamed ? "" : "Named");
                          });
 
 TEST(FileName, PlaceholdersExpandWithTheUtcDate) {

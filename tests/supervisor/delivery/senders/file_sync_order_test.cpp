@@ -2,8 +2,9 @@
 // this process traced by strace (every thread: libuv's pool does the work)
 // while it writes. A final name may appear only after a sync that covers
 // its file's data, and a file may be reported sent only after a sync that
-// covers its name. Checked for sync: group and sync: each; sync: none
-// promises neither, and the check is shown to catch it.
+// covers its name. Checked for sync: group and sync: each, with unnamed
+// files (O_TMPFILE, named by linkat) and with temporary names (renamed);
+// sync: none promises neither, and the check is shown to catch it.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -48,7 +49,8 @@ class SelfTrace {
     pid_ = ::fork();
     if (pid_ == 0) {
       execlp("strace", "strace", "-f", "-qq", "-s", "4096", "-o", log.c_str(), "-e",
-             "trace=openat,pwrite64,write,fsync,fdatasync,syncfs,rename,renameat,renameat2,close,access,"
+             "trace=openat,pwrite64,write,fsync,fdatasync,syncfs,rename,renameat,renameat2,linkat,close,"
+             "access,"
              "faccessat,faccessat2",
              "-p", pid.c_str(), static_cast<char*>(nullptr));
       _exit(127);
@@ -124,23 +126,55 @@ std::vector<std::string> orderComplaints(const std::vector<Call>& calls, FileSyn
   };
   for (int id = 0; id < files; ++id) {
     std::string name = std::to_string(id) + ".txt";
-    // Its temporary file's open and last write, its rename, and
-    // the marker the test's callback leaves when it is reported sent.
+    // The call that gave it its final name (a rename of its temporary
+    // file, or a link of its unnamed one), its file's last write and
+    // fsync before that, and the marker the test's callback leaves when it
+    // is reported sent.
     std::optional<size_t> lastWrite, rename, sent, dataSynced;
-    std::string fd;
-    for (const Call& c : calls) {
-      if (c.name == "openat" && c.args.find("/." + name + ".") != std::string::npos && c.result >= 0) {
-        fd = std::to_string(c.result);
-      } else if (!fd.empty() && (c.name == "pwrite64" || c.name == "write") && c.args.rfind(fd + ",", 0) == 0) {
-        lastWrite = c.end;
-      } else if (!fd.empty() && c.name == "fsync" && c.args == fd && c.result == 0) {
-        dataSynced = c.end;
-      } else if (!fd.empty() && c.name == "close" && c.args == fd) {
-        fd.clear();
-      } else if (c.name.starts_with("rename") && c.args.find("/" + name + "\"") != std::string::npos) {
+    std::optional<size_t> naming;  // index in calls
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const Call& c = calls[i];
+      if ((c.name.starts_with("rename") || c.name == "linkat") && c.result == 0 &&
+          c.args.find("/" + name + "\"") != std::string::npos) {
+        naming = i;
         rename = c.start;
-      } else if (c.name.find("access") != std::string::npos && c.args.find("/ductus-sent/" + name) != std::string::npos) {
+      } else if (c.name.find("access") != std::string::npos &&
+                 c.args.find("/ductus-sent/" + name) != std::string::npos) {
         sent = c.start;
+      }
+    }
+    if (naming) {
+      // Its fd: a linked file's from the /proc path the link names; a
+      // renamed one's from the open of its temporary name.
+      std::string fd;
+      const Call& n = calls[*naming];
+      static const std::regex viaProc(R"(/proc/self/fd/(\d+))");
+      std::smatch m;
+      size_t opened = 0;
+      if (n.name == "linkat" && std::regex_search(n.args, m, viaProc)) {
+        fd = m[1];
+        for (size_t i = *naming; i-- > 0;)
+          if (calls[i].name == "openat" && std::to_string(calls[i].result) == fd) {
+            opened = i;
+            break;
+          }
+      } else {
+        for (size_t i = 0; i < *naming; ++i)
+          if (calls[i].name == "openat" && calls[i].args.find("/." + name + ".") != std::string::npos &&
+              calls[i].result >= 0) {
+            fd = std::to_string(calls[i].result);
+            opened = i;
+          }
+      }
+      for (size_t i = opened + 1; !fd.empty() && i < *naming; ++i) {
+        const Call& c = calls[i];
+        if ((c.name == "pwrite64" || c.name == "write") && c.args.rfind(fd + ",", 0) == 0) {
+          lastWrite = c.end;
+        } else if (c.name == "fsync" && c.args == fd && c.result == 0) {
+          dataSynced = c.end;
+        } else if (c.name == "close" && c.args == fd) {
+          break;  // the fd is another file's after this
+        }
       }
     }
     // Its close is not required: sync: group closes a renamed file in the
@@ -160,7 +194,8 @@ std::vector<std::string> orderComplaints(const std::vector<Call>& calls, FileSyn
       std::map<std::string, bool> isFolder;
       for (const Call& c : calls) {
         if (c.name == "openat" && c.result >= 0)
-          isFolder[std::to_string(c.result)] = c.args.find("O_DIRECTORY") != std::string::npos;
+          isFolder[std::to_string(c.result)] = c.args.find("O_DIRECTORY") != std::string::npos &&
+                                               c.args.find("O_TMPFILE") == std::string::npos;
         if (c.name == "fsync" && c.result == 0 && isFolder[c.args] && c.start > *rename && c.end < *sent)
           folderSynced = true;
       }
@@ -173,7 +208,7 @@ std::vector<std::string> orderComplaints(const std::vector<Call>& calls, FileSyn
   return out;
 }
 
-std::vector<std::string> traceWrites(FileSync sync, int files) {
+std::vector<std::string> traceWrites(FileSync sync, int files, bool unnamed = true) {
   char tmpl[] = "/tmp/ductus-sync-order-XXXXXX";
   if (!mkdtemp(tmpl)) return {"mkdtemp failed"};
   fs::path root = tmpl;
@@ -183,6 +218,7 @@ std::vector<std::string> traceWrites(FileSync sync, int files) {
   {
     FileSenderSettings s{(root / "out").string(), "{id}.txt"};
     s.sync = sync;
+    s.unnamedFiles = unnamed;
     FileSender sender(&loop, s);
     SelfTrace trace(root / "strace.log");
     if (!trace.attached()) return {"strace did not attach"};
@@ -224,11 +260,21 @@ TEST(FileSyncOrder, EachFsyncsTheFileBeforeItsRenameAndTheFolderBeforeSent) {
   EXPECT_TRUE(complaints.empty()) << joined(complaints);
 }
 
+TEST(FileSyncOrder, TheSameHoldsWithTemporaryNames) {
+  auto complaints = traceWrites(FileSync::Group, 24, false);
+  EXPECT_TRUE(complaints.empty()) << joined(complaints);
+  complaints = traceWrites(FileSync::Each, 24, false);
+  EXPECT_TRUE(complaints.empty()) << joined(complaints);
+}
+
 // The check is not blind: sync: none, which waits for nothing, fails it.
 TEST(FileSyncOrder, NoneIsCaughtByTheSameCheck) {
-  auto complaints = traceWrites(FileSync::None, 4);
-  ASSERT_EQ(complaints.size(), 8u) << joined(complaints);
-  EXPECT_NE(complaints[0].find("renamed before a sync of its data"), std::string::npos) << joined(complaints);
+  for (bool unnamed : {true, false}) {
+    auto complaints = traceWrites(FileSync::None, 4, unnamed);
+    ASSERT_EQ(complaints.size(), 8u) << joined(complaints);
+    EXPECT_NE(complaints[0].find("renamed before a sync of its data"), std::string::npos)
+        << joined(complaints);
+  }
 }
 
 }  // namespace
