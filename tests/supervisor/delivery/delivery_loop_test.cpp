@@ -101,7 +101,7 @@ class FakeSender : public senders::Sender {
   void close(std::function<void()> done) override { done(); }
   size_t pipelineDepth() const override { return depth; }
 
-  size_t depth = 1;  // the file sender's is 16
+  size_t depth = 1;  // the file sender's is 50
   std::function<senders::SendOutcome(const std::string&)> answer = [](const std::string&) {
     return senders::SendOutcome::sent();
   };
