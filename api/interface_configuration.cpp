@@ -171,6 +171,7 @@ ojson destinationJson(const config::Destination& d) {
     j["fileName"] = f->name;
     j["mode"] = modeText(f->mode);
     j["sync"] = syncName(f->sync);
+    j["publish"] = f->publish == config::FilePublish::Link ? "link" : "rename";
   } else if (auto* s = std::get_if<config::SftpDestination>(&d.target)) {
     j["target"] = s->server.describe() + ":" + s->path;
     j["server"] = sftpServerJson(s->server);
@@ -265,6 +266,7 @@ constexpr const char* kConfigurationSchema = R"({
           "fileName": {"type": "string"},
           "mode": {"type": "string", "description": "octal, e.g. 0640"},
           "sync": {"type": "string", "enum": ["group", "each", "none"]},
+          "publish": {"type": "string", "enum": ["link", "rename"]},
           "server": {"type": "object", "description": "host, port, user; password and an inline privateKey read \"***\" when set; privateKey {file} names the key's file; hostKey {pinned: how many} or {knownHosts: file}"},
           "transform": {"type": "string"},
           "output": {"type": "string"},

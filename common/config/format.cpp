@@ -857,6 +857,11 @@ std::vector<Section> makeSections() {
                           choice("sync", {"group", "each", "none"},
                                  "how a write is made durable before it counts as sent")
                               .def("group"),
+                          choice("publish", {"link", "rename"},
+                                 "how a finished file gets its name: link (written unnamed, "
+                                 "then linked; a folder watcher sees IN_CREATE) or rename "
+                                 "(written under a hidden dot-name, then renamed; IN_MOVED_TO)")
+                              .def("link"),
                       }});
   s.push_back(
       Section{S::SftpTarget, "interface.yaml", "destination.sftp", "A folder on an SFTP server.",

@@ -377,6 +377,9 @@ std::optional<Destination> parseDestination(YamlReader& r, const YAML::Node& n, 
         f.sync = *v;
         f.syncAt = r.keyAt(t, "sync");
       }
+      if (auto v = r.choice<FilePublish>(t, fs, "publish", tp,
+                                         {FilePublish::Link, FilePublish::Rename}))
+        f.publish = *v;
     }
     d.describe = "file " + f.path;
     d.target = f;

@@ -246,6 +246,11 @@ struct HttpDestination {
 // (senders::FileSync says what each does).
 enum class FileSyncMode { Group, Each, None };
 
+// How a finished file gets its name (`publish:`): linked, written unnamed
+// (a folder watcher sees IN_CREATE), or renamed from a hidden dot-name
+// (IN_MOVED_TO, for readers that wait for a rename).
+enum class FilePublish { Link, Rename };
+
 struct FileDestination {
   std::string path;  // folder, relative to the project
   std::string name = "{id}";
@@ -255,6 +260,7 @@ struct FileDestination {
   int mode = 0640;
   FileSyncMode sync = FileSyncMode::Group;
   Location syncAt;  // for validate's warning about sync: none
+  FilePublish publish = FilePublish::Link;
 };
 
 struct SftpDestination {

@@ -64,6 +64,7 @@ Result<std::unique_ptr<senders::Sender>> makeSender(const SenderContext& ctx,
     s.dir = (dir.is_absolute() ? dir : ctx.projectRoot / dir).string();
     s.nameTemplate = fd->name;
     s.fileMode = fd->mode;
+    s.unnamedFiles = fd->publish == config::FilePublish::Link;
     s.sync = fd->sync == config::FileSyncMode::Each   ? senders::FileSync::Each
              : fd->sync == config::FileSyncMode::None ? senders::FileSync::None
                                                       : senders::FileSync::Group;

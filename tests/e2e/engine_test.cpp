@@ -9,6 +9,7 @@
 #include <libpq-fe.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -176,6 +177,54 @@ TEST(EngineEndToEnd, ADestinationThatIsDownBlocksOnlyItself) {
   EXPECT_NE(db.value("SELECT last_error FROM deliveries d JOIN destinations t ON t.id = "
                      "d.destination_id WHERE t.name = 'lab' AND attempts > 0 LIMIT 1"),
             "");
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
+// publish: says how a finished file gets its name, as a program watching
+// the folder sees it: link (the default) as the final name's IN_CREATE and
+// no rename; rename as its IN_MOVED_TO (from a hidden dot-name).
+TEST(EngineEndToEnd, AFileDestinationsPublishSaysWhatAFolderWatcherSees) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  TempProject project(
+      MllpProject{.port = port,
+                  .destination = "destinations:\n  linked:\n    file: { path: linked/ }\n"
+                                 "  renamed:\n    file: { path: renamed/, publish: rename }\n"});
+  const fs::path linked = project.root() / "linked", renamed = project.root() / "renamed";
+  fs::create_directories(linked);
+  fs::create_directories(renamed);
+  Fd watch(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  ASSERT_TRUE(watch.valid());
+  int linkedWd = inotify_add_watch(watch.get(), linked.c_str(), IN_CREATE | IN_MOVED_TO);
+  int renamedWd = inotify_add_watch(watch.get(), renamed.c_str(), IN_CREATE | IN_MOVED_TO);
+  ASSERT_GE(linkedWd, 0);
+  ASSERT_GE(renamedWd, 0);
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c->exchange(hl7("P-" + std::to_string(i), "M")).ok());
+  auto files = [](const fs::path& dir) {
+    size_t n = 0;
+    for (auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string()[0] != '.') ++n;
+    return n;
+  };
+  ASSERT_TRUE(waitFor([&] { return files(linked) == 3 && files(renamed) == 3; }, 30s))
+      << engine.log();
+  // wd -> mask -> final names (dot-names are the temporary ones)
+  std::map<int, std::map<uint32_t, int>> seen;
+  alignas(inotify_event) char buf[64 * 1024];
+  for (ssize_t n; (n = ::read(watch.get(), buf, sizeof buf)) > 0;)
+    for (char* p = buf; p < buf + n;) {
+      auto* e = reinterpret_cast<inotify_event*>(p);
+      if (e->len && e->name[0] != '.') ++seen[e->wd][e->mask & (IN_CREATE | IN_MOVED_TO)];
+      p += sizeof(inotify_event) + e->len;
+    }
+  EXPECT_EQ(seen[linkedWd][IN_CREATE], 3);
+  EXPECT_EQ(seen[linkedWd][IN_MOVED_TO], 0);
+  EXPECT_EQ(seen[renamedWd][IN_MOVED_TO], 3);
+  EXPECT_EQ(seen[renamedWd][IN_CREATE], 0);
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 

@@ -48,7 +48,10 @@ void closeInBackground(uv_loop_t* loop, uv_file fd) {
     std::unique_ptr<uv_fs_t> own(r);
     uv_fs_req_cleanup(r);
   });
-  if (rc == 0) req.release();  // owned by the request until its callback
+  if (rc == 0)
+    req.release();  // owned by the request until its callback
+  else
+    ::close(fd);  // not submitted (cannot happen with a live loop): not leaked either
 }
 
 std::string parentOf(const std::string& path) {
@@ -152,6 +155,7 @@ struct FileSender::Job {
   // temporary name (tempPath) is used only where the final name exists
   // already, or where the file system makes no unnamed files.
   bool unnamed = true;
+  bool replacing = false;  // the final name existed: linked to tempPath, renamed over it (pool)
   // Order within a stream: this job renames only after `prev` renamed; if
   // prev failed, this one fails too. `next` is told the same way.
   uint64_t stream = 0;
@@ -175,7 +179,8 @@ struct FileSender::Job {
       net::postToLoop(loop(), [this] { created(&work, 0); });
     }
   }
-  // On libuv's pool; the loop does not touch the job meanwhile.
+  // On libuv's pool. The fields it uses (paths, mode, payload, fd,
+  // written, poolError) are not touched on the loop meanwhile.
   static void createAndWrite(uv_work_t* w) {
     auto* j = static_cast<Job*>(w->data);
     // An unnamed file is not O_EXCL: that would forbid the link that names it.
@@ -206,6 +211,9 @@ struct FileSender::Job {
     if (err) return j->onStep(err);
     j->dataWritten();
   }
+  // The file being written, in an error: its temporary name, or its final
+  // name with "(not yet linked)" (an unnamed file has no name of its own).
+  std::string writing() const { return unnamed ? finalPath + " (not yet linked)" : tempPath; }
   // What a failed create names: the temporary file, or the folder an
   // unnamed file was to be made in.
   std::string creating() const {
@@ -260,11 +268,11 @@ struct FileSender::Job {
         if (++nextDir < dirsToMake.size()) return makeNextDir();
         return openTemp();
       case Step::Write:
-        return fail(describe("write", unnamed ? finalPath + " (not yet linked)" : tempPath, err));
+        return fail(describe("write", writing(), err));
       case Step::SyncFile:
         if (err)
           return fail(
-              describe(sync == FileSync::Group ? "sync (syncfs) of" : "fsync", tempPath, err));
+              describe(sync == FileSync::Group ? "sync (syncfs) of" : "fsync", writing(), err));
         // group: the file stays open for the sync after its rename.
         // An unnamed file is closed only once linked: closing it first
         // would free it.
@@ -276,7 +284,7 @@ struct FileSender::Job {
         if (err) return fail(describe("close", tempPath, err));
         return renameInTurn();
       case Step::Rename:
-        if (err) return fail(describe("rename to", finalPath, err));
+        if (err) return fail(describe(unnamed && !replacing ? "link to" : "rename to", finalPath, err));
         releaseNext(false);
         if (sync != FileSync::Group && unnamed) closeInBackground(loop(), std::exchange(fd, -1));
         if (sync == FileSync::None) return done(SendOutcome::sent(finalPath));
@@ -535,11 +543,12 @@ struct FileSender::RenameRun {
   // A link never replaces a name, so where the final name exists (a
   // message written again) the file is linked to its temporary name and
   // renamed over it, and that name is removed if the rename fails.
-  static int link(const Job& j) {
+  static int link(Job& j) {
     std::string self = "/proc/self/fd/" + std::to_string(j.fd);
     if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, j.finalPath.c_str(), AT_SYMLINK_FOLLOW) == 0)
       return 0;
     if (errno != EEXIST) return -errno;
+    j.replacing = true;
     if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, j.tempPath.c_str(), AT_SYMLINK_FOLLOW) != 0)
       return -errno;
     int rc = renamed(j);

@@ -42,7 +42,8 @@ namespace ductus::senders {
 //   each: write; fsync the file; named (a temporary name's file is closed
 //     before its rename, an unnamed one after its link); fsync the folder
 //     (names landing while one runs share the next); Sent.
-//   none: write; named; close; Sent. Nothing waits for the disk: a power
+//   none: write; named; Sent (a temporary name's file is closed before
+//     its rename, an unnamed one after its link). Nothing waits for the disk: a power
 //     loss or a kernel crash may lose files reported Sent, or leave a final
 //     name over an empty file. For those who accept that (validate says so).
 enum class FileSync { Group, Each, None };
@@ -59,8 +60,10 @@ struct FileSenderSettings {
   // Write each file unnamed (O_TMPFILE) and link it to its final name, as
   // long as the file system allows: one name made per file, where a
   // temporary name costs a create, then a rename's two lookups, insert
-  // and delete in the folder. false: always a temporary name (what the
-  // sender falls back to; its tests run both).
+  // and delete in the folder. A folder watcher then sees IN_CREATE for
+  // the final name (IN_MOVED_TO where the name existed). false (the
+  // destination's `publish: rename`, and the fallback): a temporary name
+  // renamed, IN_MOVED_TO, for readers that wait for a rename.
   bool unnamedFiles = true;
 };
 

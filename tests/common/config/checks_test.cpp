@@ -227,6 +227,29 @@ TEST(ProjectWarnings, AFileDestinationWithSyncNoneIsAWarningGroupAndEachAreNot) 
   EXPECT_THAT(bad.errors(), HasSubstr("group"));
 }
 
+// publish: says how a finished file gets its name; link unless it says
+// rename (for readers that wait for a rename, IN_MOVED_TO).
+TEST(ProjectWarnings, AFileDestinationPublishesByLinkUnlessItSaysRename) {
+  ProjectDir p;
+  p.iface("a", mllpTo("127.0.0.1:2575", "  file: { path: out/, publish: rename }\n"));
+  p.iface("b", mllpTo("127.0.0.1:2576", "  file: { path: out2/ }\n"));
+  auto o = p.load();
+  ASSERT_TRUE(o.project) << p.errors();
+  EXPECT_TRUE(o.warnings.empty());
+  auto publish = [&](const char* name) {
+    return std::get<config::FileDestination>(o.project->find(name)->destinations.at(0).target)
+        .publish;
+  };
+  EXPECT_EQ(publish("a"), config::FilePublish::Rename);
+  EXPECT_EQ(publish("b"), config::FilePublish::Link);
+
+  ProjectDir bad;
+  bad.iface("a", mllpTo("127.0.0.1:2575", "  file: { path: out/, publish: copy }\n"));
+  EXPECT_FALSE(bad.load().project);
+  EXPECT_THAT(bad.errors(), HasSubstr("publish"));
+  EXPECT_THAT(bad.errors(), HasSubstr("rename"));
+}
+
 TEST(CheckCertificates, TheSmtpServersCaNamesACertificatesEntry) {
   ProjectDir p;
   p.write("ductus.yaml",

@@ -3194,6 +3194,8 @@ export interface operations {
                             mode?: string;
                             /** @enum {string} */
                             sync?: "group" | "each" | "none";
+                            /** @enum {string} */
+                            publish?: "link" | "rename";
                             /** @description host, port, user; password and an inline privateKey read "***" when set; privateKey {file} names the key's file; hostKey {pinned: how many} or {knownHosts: file} */
                             server?: Record<string, never>;
                             transform: string;

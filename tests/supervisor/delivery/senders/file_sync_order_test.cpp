@@ -150,7 +150,7 @@ std::vector<std::string> orderComplaints(const std::vector<Call>& calls, FileSyn
       const Call& n = calls[*naming];
       static const std::regex viaProc(R"(/proc/self/fd/(\d+))");
       std::smatch m;
-      size_t opened = 0;
+      std::optional<size_t> opened;
       if (n.name == "linkat" && std::regex_search(n.args, m, viaProc)) {
         fd = m[1];
         for (size_t i = *naming; i-- > 0;)
@@ -166,11 +166,21 @@ std::vector<std::string> orderComplaints(const std::vector<Call>& calls, FileSyn
             opened = i;
           }
       }
-      for (size_t i = opened + 1; !fd.empty() && i < *naming; ++i) {
+      if (!opened) {
+        out.push_back(name + ": the open of its file was not traced");
+        continue;
+      }
+      // Every write of the file, up to its close (or the trace's end): one
+      // that ends after the naming started wrote under the final name.
+      for (size_t i = *opened + 1; !fd.empty() && i < calls.size(); ++i) {
         const Call& c = calls[i];
         if ((c.name == "pwrite64" || c.name == "write") && c.args.rfind(fd + ",", 0) == 0) {
-          lastWrite = c.end;
-        } else if (c.name == "fsync" && c.args == fd && c.result == 0) {
+          if (c.end > calls[*naming].start) {
+            out.push_back(name + ": written after it was named");
+          } else {
+            lastWrite = c.end;
+          }
+        } else if (c.name == "fsync" && c.args == fd && c.result == 0 && i < *naming) {
           dataSynced = c.end;
         } else if (c.name == "close" && c.args == fd) {
           break;  // the fd is another file's after this
