@@ -40,6 +40,23 @@ std::vector<std::string> listAll(const fs::path& dir) {
   return out;
 }
 
+// In a death test's child: sends one message on a loop of its own, prints
+// the outcome for the matcher, and exits 0 when it was Transient.
+[[noreturn]] void sendAndExit(const FileSenderSettings& settings, SendRequest request) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  std::optional<SendOutcome> out;
+  {
+    FileSender sender(&loop, settings);
+    sender.send(std::move(request), [&](SendOutcome o) { out = o; });
+    while (uv_run(&loop, UV_RUN_ONCE)) {
+    }
+  }
+  if (!out) _exit(3);
+  fprintf(stderr, "%s %s\n", toString(out->kind), out->detail.c_str());
+  _exit(out->kind == SendOutcomeKind::Transient ? 0 : 1);
+}
+
 // Every behaviour holds whatever the destination's sync: says, with
 // unnamed files (O_TMPFILE, linked) and with temporary names (the sender's
 // fallback where the file system makes no unnamed files).
@@ -169,20 +186,9 @@ TEST_P(FileSenderTest, AnUnwritableFolderIsTransientAndNamesThePathAndTheCause) 
   // first becomes nobody. The child prints the outcome for the matcher.
   auto attempt = [&] {
     if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(2);
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    std::optional<SendOutcome> out;
-    {
-      FileSenderSettings settings{dir, "{id}.txt"};
-      settings.unnamedFiles = GetParam().unnamed;
-      FileSender sender(&loop, settings);
-      sender.send({5, "adt", "lab", "x", {}, {}}, [&](SendOutcome o) { out = o; });
-      while (!out && uv_run(&loop, UV_RUN_ONCE)) {
-      }
-    }
-    if (!out) _exit(3);
-    fprintf(stderr, "%s %s\n", toString(out->kind), out->detail.c_str());
-    _exit(out->kind == SendOutcomeKind::Transient ? 0 : 1);
+    FileSenderSettings settings{dir, "{id}.txt"};
+    settings.unnamedFiles = GetParam().unnamed;
+    sendAndExit(settings, {5, "adt", "lab", "x", {}, {}});
   };
   // "threadsafe" re-runs this test in the child (a fresh folder of its
   // own), so the pattern matches the path's shape, not this run's name.
@@ -205,21 +211,10 @@ TEST_P(FileSenderTest, AFailedWriteIsTransientNamesTheFileAndLeavesNothingBehind
     signal(SIGXFSZ, SIG_IGN);
     struct rlimit limit {4096, 4096};
     if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(2);
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    std::optional<SendOutcome> out;
-    {
-      FileSenderSettings settings{dir, "{id}.txt"};
-      settings.sync = GetParam().sync;
-      settings.unnamedFiles = GetParam().unnamed;
-      FileSender sender(&loop, settings);
-      sender.send({6, "adt", "lab", std::string(10000, 'x'), {}, {}}, [&](SendOutcome o) { out = o; });
-      while (uv_run(&loop, UV_RUN_ONCE)) {
-      }
-    }
-    if (!out) _exit(3);
-    fprintf(stderr, "%s %s\n", toString(out->kind), out->detail.c_str());
-    _exit(out->kind == SendOutcomeKind::Transient ? 0 : 1);
+    FileSenderSettings settings{dir, "{id}.txt"};
+    settings.sync = GetParam().sync;
+    settings.unnamedFiles = GetParam().unnamed;
+    sendAndExit(settings, {6, "adt", "lab", std::string(10000, 'x'), {}, {}});
   };
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(attempt(), ::testing::ExitedWithCode(0),
