@@ -211,6 +211,8 @@ struct FileSender::Job {
     if (err) return j->onStep(err);
     j->dataWritten();
   }
+  // Named by its link alone (not renamed over an existing name).
+  bool linked() const { return unnamed && !replacing; }
   // The file being written, in an error: its temporary name, or its final
   // name with "(not yet linked)" (an unnamed file has no name of its own).
   std::string writing() const { return unnamed ? finalPath + " (not yet linked)" : tempPath; }
@@ -284,7 +286,7 @@ struct FileSender::Job {
         if (err) return fail(describe("close", tempPath, err));
         return renameInTurn();
       case Step::Rename:
-        if (err) return fail(describe(unnamed && !replacing ? "link to" : "rename to", finalPath, err));
+        if (err) return fail(describe(linked() ? "link to" : "rename to", finalPath, err));
         releaseNext(false);
         if (sync != FileSync::Group && unnamed) closeInBackground(loop(), std::exchange(fd, -1));
         if (sync == FileSync::None) return done(SendOutcome::sent(finalPath));
@@ -299,7 +301,9 @@ struct FileSender::Job {
         // durability is in doubt. Retrying rewrites it, harmlessly.
         if (err)
           return done(
-              SendOutcome::transient(describe("sync (syncfs) after renaming to", finalPath, err)));
+              SendOutcome::transient(describe(linked() ? "sync (syncfs) after linking to"
+                                                       : "sync (syncfs) after renaming to",
+                                              finalPath, err)));
         return done(SendOutcome::sent(finalPath));
       case Step::CleanupClose:
         step = Step::CleanupUnlink;

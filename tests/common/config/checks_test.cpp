@@ -200,6 +200,12 @@ TEST(ProjectWarnings, TheApiOffLoopbackWithoutTlsIsAWarningNotAnError) {
   EXPECT_TRUE(so.warnings.empty());
 }
 
+// The first destination of interface `name`, a file destination.
+template <typename Loaded>
+const config::FileDestination& firstFileDestination(const Loaded& o, const char* name) {
+  return std::get<config::FileDestination>(o.project->find(name)->destinations.at(0).target);
+}
+
 // sync: is read on file destinations; none is allowed, and named as the
 // risk it is.
 TEST(ProjectWarnings, AFileDestinationWithSyncNoneIsAWarningGroupAndEachAreNot) {
@@ -213,9 +219,7 @@ TEST(ProjectWarnings, AFileDestinationWithSyncNoneIsAWarningGroupAndEachAreNot) 
   EXPECT_THAT(o.warnings[0].file, HasSubstr("interfaces/a/interface.yaml"));
   EXPECT_THAT(o.warnings[0].message,
               HasSubstr("sync: none reports a file sent before it is on disk"));
-  auto sync = [&](const char* name) {
-    return std::get<config::FileDestination>(o.project->find(name)->destinations.at(0).target).sync;
-  };
+  auto sync = [&](const char* name) { return firstFileDestination(o, name).sync; };
   EXPECT_EQ(sync("a"), config::FileSyncMode::None);
   EXPECT_EQ(sync("b"), config::FileSyncMode::Each);
   EXPECT_EQ(sync("c"), config::FileSyncMode::Group);
@@ -236,10 +240,7 @@ TEST(ProjectWarnings, AFileDestinationPublishesByLinkUnlessItSaysRename) {
   auto o = p.load();
   ASSERT_TRUE(o.project) << p.errors();
   EXPECT_TRUE(o.warnings.empty());
-  auto publish = [&](const char* name) {
-    return std::get<config::FileDestination>(o.project->find(name)->destinations.at(0).target)
-        .publish;
-  };
+  auto publish = [&](const char* name) { return firstFileDestination(o, name).publish; };
   EXPECT_EQ(publish("a"), config::FilePublish::Rename);
   EXPECT_EQ(publish("b"), config::FilePublish::Link);
 

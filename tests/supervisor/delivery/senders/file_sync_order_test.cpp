@@ -130,14 +130,13 @@ std::vector<std::string> orderComplaints(const std::vector<Call>& calls, FileSyn
     // file, or a link of its unnamed one), its file's last write and
     // fsync before that, and the marker the test's callback leaves when it
     // is reported sent.
-    std::optional<size_t> lastWrite, rename, sent, dataSynced;
+    std::optional<size_t> lastWrite, sent, dataSynced;
     std::optional<size_t> naming;  // index in calls
     for (size_t i = 0; i < calls.size(); ++i) {
       const Call& c = calls[i];
       if ((c.name.starts_with("rename") || c.name == "linkat") && c.result == 0 &&
           c.args.find("/" + name + "\"") != std::string::npos) {
         naming = i;
-        rename = c.start;
       } else if (c.name.find("access") != std::string::npos &&
                  c.args.find("/ductus-sent/" + name) != std::string::npos) {
         sent = c.start;
@@ -175,7 +174,7 @@ std::vector<std::string> orderComplaints(const std::vector<Call>& calls, FileSyn
       for (size_t i = *opened + 1; !fd.empty() && i < calls.size(); ++i) {
         const Call& c = calls[i];
         if ((c.name == "pwrite64" || c.name == "write") && c.args.rfind(fd + ",", 0) == 0) {
-          if (c.end > calls[*naming].start) {
+          if (c.end > n.start) {
             out.push_back(name + ": written after it was named");
           } else {
             lastWrite = c.end;
@@ -189,16 +188,17 @@ std::vector<std::string> orderComplaints(const std::vector<Call>& calls, FileSyn
     }
     // Its close is not required: sync: group closes a renamed file in the
     // background, so the last few may close after the trace has stopped.
-    if (!lastWrite || !rename || !sent) {
+    if (!lastWrite || !naming || !sent) {
       std::string missing;
       if (!lastWrite) missing += " write";
-      if (!rename) missing += " rename";
+      if (!naming) missing += " rename";
       if (!sent) missing += " sent-marker";
       out.push_back(name + ": not all of its calls were traced, missing:" + missing);
       continue;
     }
+    const size_t rename = calls[*naming].start;  // where its final name appeared
     if (sync == FileSync::Each) {
-      if (!dataSynced || *dataSynced > *rename) out.push_back(name + ": renamed before an fsync of its data");
+      if (!dataSynced || *dataSynced > rename) out.push_back(name + ": renamed before an fsync of its data");
       // An fsync of a folder (an fd opened O_DIRECTORY) between the two.
       bool folderSynced = false;
       std::map<std::string, bool> isFolder;
@@ -206,13 +206,13 @@ std::vector<std::string> orderComplaints(const std::vector<Call>& calls, FileSyn
         if (c.name == "openat" && c.result >= 0)
           isFolder[std::to_string(c.result)] = c.args.find("O_DIRECTORY") != std::string::npos &&
                                                c.args.find("O_TMPFILE") == std::string::npos;
-        if (c.name == "fsync" && c.result == 0 && isFolder[c.args] && c.start > *rename && c.end < *sent)
+        if (c.name == "fsync" && c.result == 0 && isFolder[c.args] && c.start > rename && c.end < *sent)
           folderSynced = true;
       }
       if (!folderSynced) out.push_back(name + ": reported sent before an fsync after its rename");
     } else {
-      if (!syncCovering(*lastWrite, *rename)) out.push_back(name + ": renamed before a sync of its data");
-      if (!syncCovering(*rename, *sent)) out.push_back(name + ": reported sent before a sync of its name");
+      if (!syncCovering(*lastWrite, rename)) out.push_back(name + ": renamed before a sync of its data");
+      if (!syncCovering(rename, *sent)) out.push_back(name + ": reported sent before a sync of its name");
     }
   }
   return out;
