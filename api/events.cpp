@@ -1,11 +1,10 @@
 #include "api/events.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "api/engine_routes.h"
+#include "common/log.h"
 
 namespace ductus::api {
 namespace {

@@ -1,6 +1,6 @@
 #include "api/housekeeping.h"
 
-#include <spdlog/spdlog.h>
+#include "common/log.h"
 
 namespace ductus::api {
 

@@ -1,7 +1,5 @@
 #include "api/message_export.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -12,6 +10,7 @@
 #include "api/auth/handler_support.h"
 #include "api/message_browser.h"
 #include "api/message_routes.h"
+#include "common/log.h"
 #include "common/uv_handle.h"
 #include "schema/message_pages.h"
 #include "schema/store_types.h"

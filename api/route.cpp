@@ -2,10 +2,11 @@
 
 #include <nlohmann/json.hpp>
 #include <openssl/rand.h>
-#include <spdlog/spdlog.h>
 
 #include <array>
 #include <atomic>
+
+#include "common/log.h"
 
 namespace ductus::api {
 

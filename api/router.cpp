@@ -1,11 +1,12 @@
 #include "api/router.h"
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <exception>
 #include <set>
+
+#include "common/log.h"
 
 namespace ductus::api {
 namespace {

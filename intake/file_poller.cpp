@@ -1,10 +1,10 @@
 #include "intake/file_poller.h"
 
-#include <spdlog/spdlog.h>
-
 #include <fnmatch.h>
 
 #include <algorithm>
+
+#include "common/log.h"
 
 namespace ductus::intake {
 

@@ -1,10 +1,9 @@
 #include "intake/file_source.h"
 
-#include <spdlog/spdlog.h>
-
 #include <nlohmann/json.hpp>
 
 #include "common/hl7/mllp.h"
+#include "common/log.h"
 #include "common/text.h"
 #include "intake/intake.h"
 #include "intake/local_folder.h"

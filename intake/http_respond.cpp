@@ -1,10 +1,9 @@
 #include "intake/http_respond.h"
 
-#include <spdlog/spdlog.h>
-
 #include <nlohmann/json.hpp>
 
 #include "common/http_syntax.h"
+#include "common/log.h"
 #include "common/text.h"
 
 namespace ductus::intake {

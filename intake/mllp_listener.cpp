@@ -1,13 +1,12 @@
 #include "intake/mllp_listener.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "common/config/duration.h"
 #include "common/hl7/message.h"
 #include "common/hl7/mllp.h"
+#include "common/log.h"
 
 namespace ductus::intake {
 namespace {

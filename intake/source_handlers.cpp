@@ -1,11 +1,10 @@
 #include "intake/source_handlers.h"
 
-#include <spdlog/spdlog.h>
-
 #include <chrono>
 #include <memory>
 #include <optional>
 
+#include "common/log.h"
 #include "intake/http_body_check.h"
 #include "intake/intake.h"
 

@@ -1,10 +1,9 @@
 #include "schema/pg_connection.h"
 
-#include <spdlog/spdlog.h>
-
 #include <charconv>
 #include <string_view>
 
+#include "common/log.h"
 #include "schema/conninfo.h"
 #include "schema/pg_error.h"
 

@@ -7,8 +7,8 @@
 // waitMs for a table's lock (a partition DDL queued behind a long query
 // would hold up every insert behind it) unless tomorrow's partition is
 // missing, when it waits for as long as it takes.
-#include <spdlog/spdlog.h>
 
+#include "common/log.h"
 #include "schema/pg_error.h"
 #include "schema/store.h"
 #include "schema/store_sql.h"

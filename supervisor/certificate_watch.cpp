@@ -1,6 +1,6 @@
 #include "supervisor/certificate_watch.h"
 
-#include <spdlog/spdlog.h>
+#include "common/log.h"
 
 namespace ductus::supervisor {
 namespace {

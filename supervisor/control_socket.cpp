@@ -1,6 +1,5 @@
 #include "supervisor/control_socket.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <pwd.h>
@@ -21,6 +20,7 @@
 #include "api/engine_view.h"
 #include "api/router.h"
 #include "common/fd.h"
+#include "common/log.h"
 #include "common/version.h"
 #include "ctl/protocol.h"
 

@@ -1,6 +1,5 @@
 #include "supervisor/engine.h"
 
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include "api/routes.h"
 #include "common/countdown.h"
 #include "common/duration_text.h"
+#include "common/log.h"
 #include "common/net/admission.h"
 #include "common/net/curl_easy.h"
 #include "common/net/curl_multi_uv.h"

@@ -1,12 +1,12 @@
 #include "supervisor/engine_actions.h"
 
 #include <signal.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <utility>
 
 #include "common/config/model.h"
+#include "common/log.h"
 #include "intake/intake.h"
 #include "schema/destination_pauses.h"
 #include "supervisor/delivery/delivery_loop.h"

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <poll.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "common/log.h"
 #include "common/version.h"
 #include "supervisor/engine.h"
 #include "supervisor/systemd.h"

@@ -1,7 +1,6 @@
 #include "supervisor/retention_job.h"
 
-#include <spdlog/spdlog.h>
-
+#include "common/log.h"
 #include "common/time_text.h"
 
 namespace ductus::supervisor {

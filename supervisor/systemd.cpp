@@ -1,7 +1,6 @@
 #include "supervisor/systemd.h"
 
 #include <fcntl.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -10,6 +9,8 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+
+#include "common/log.h"
 
 namespace ductus::supervisor {
 namespace {

@@ -2,8 +2,6 @@
 
 #include <openssl/crypto.h>
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <cctype>
 #include <memory>
@@ -14,6 +12,7 @@
 #include "api/auth/password_rules.h"
 #include "api/auth/totp.h"
 #include "api/auth/totp_routes.h"
+#include "common/log.h"
 
 namespace ductus::api {
 namespace {

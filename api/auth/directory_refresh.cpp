@@ -1,10 +1,10 @@
 #include "api/auth/directory_refresh.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <string>
 #include <vector>
+
+#include "common/log.h"
 
 namespace ductus::api {
 namespace {

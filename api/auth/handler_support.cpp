@@ -1,11 +1,10 @@
 #include "api/auth/handler_support.h"
 
-#include <spdlog/spdlog.h>
-
 #include <charconv>
 #include <chrono>
 #include <regex>
 
+#include "common/log.h"
 #include "schema/pg_error.h"
 
 namespace ductus::api {

@@ -1,11 +1,10 @@
 #include "api/auth/oidc_routes.h"
 
-#include <spdlog/spdlog.h>
-
 #include <memory>
 
 #include "api/auth/credentials.h"
 #include "api/auth/handler_support.h"
+#include "common/log.h"
 
 namespace ductus::api {
 namespace {

@@ -1,7 +1,6 @@
 #include "common/net/http_server.h"
 
 #include <llhttp.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
@@ -9,6 +8,7 @@
 #include <optional>
 
 #include "common/duration_text.h"
+#include "common/log.h"
 
 namespace ductus::net {
 namespace {

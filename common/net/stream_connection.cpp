@@ -2,7 +2,6 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "common/duration_text.h"
+#include "common/log.h"
 #include "common/net/tcp_listener.h"
 
 namespace ductus::net {

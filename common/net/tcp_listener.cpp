@@ -2,8 +2,9 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
+
+#include "common/log.h"
 
 namespace ductus::net {
 namespace {

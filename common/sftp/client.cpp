@@ -5,7 +5,6 @@
 #include <libssh2_sftp.h>
 #include <netdb.h>
 #include <poll.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 
 #include "common/detached_threads.h"
 #include "common/file_text.h"
+#include "common/log.h"
 #include "common/loop_mailbox.h"
 #include "common/sftp/known_hosts.h"
 

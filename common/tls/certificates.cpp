@@ -4,9 +4,9 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
-#include <spdlog/spdlog.h>
 
 #include "common/file_text.h"
+#include "common/log.h"
 #include "common/sha256.h"
 
 namespace ductus::tls {

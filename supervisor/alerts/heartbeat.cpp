@@ -1,9 +1,8 @@
 #include "supervisor/alerts/heartbeat.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
+#include "common/log.h"
 #include "common/net/curl_multi_uv.h"
 
 namespace ductus::supervisor::alerts {

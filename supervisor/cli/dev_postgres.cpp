@@ -12,7 +12,7 @@
 #include <fstream>
 #include <vector>
 
-#include <spdlog/spdlog.h>
+#include "common/log.h"
 
 extern char** environ;
 

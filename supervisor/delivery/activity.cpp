@@ -1,7 +1,5 @@
 #include "supervisor/delivery/activity.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
 #include "common/config/duration.h"

@@ -1,7 +1,5 @@
 #include "supervisor/delivery/delivery_loop.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -9,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "common/log.h"
 #include "intake/intake.h"
 
 namespace ductus::delivery {

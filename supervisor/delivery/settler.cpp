@@ -1,7 +1,5 @@
 #include "supervisor/delivery/settler.h"
 
-#include <spdlog/spdlog.h>
-
 #include "common/log.h"
 
 namespace ductus::delivery {

@@ -1,7 +1,6 @@
 #include "supervisor/monitor/activity_keeper.h"
 
-#include <spdlog/spdlog.h>
-
+#include "common/log.h"
 #include "schema/activity_store.h"
 #include "supervisor/delivery/activity.h"
 

@@ -1,11 +1,10 @@
 #include "supervisor/monitor/alert_round.h"
 
-#include <spdlog/spdlog.h>
-
 #include <map>
 #include <optional>
 
 #include "common/countdown.h"
+#include "common/log.h"
 #include "common/monitor/alerts.h"
 #include "common/time_text.h"
 #include "schema/alert_store.h"

@@ -1,10 +1,9 @@
 #include "supervisor/monitor/event_recorder.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <vector>
 
+#include "common/log.h"
 #include "schema/event_store.h"
 
 namespace ductus::supervisor {

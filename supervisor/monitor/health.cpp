@@ -1,11 +1,10 @@
 #include "supervisor/monitor/health.h"
 
-#include <spdlog/spdlog.h>
-
 #include <cstdio>
 #include <ctime>
 
 #include "common/config/model.h"
+#include "common/log.h"
 #include "common/monitor/diagnosis.h"
 #include "common/time_text.h"
 #include "schema/queue_probes.h"

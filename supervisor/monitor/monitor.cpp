@@ -1,11 +1,10 @@
 #include "supervisor/monitor/monitor.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
 #include "common/config/model.h"
 #include "common/countdown.h"
+#include "common/log.h"
 #include "common/monitor/hotspots.h"
 #include "common/net/curl_easy.h"
 #include "common/time_text.h"

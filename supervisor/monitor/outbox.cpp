@@ -1,10 +1,9 @@
 #include "supervisor/monitor/outbox.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
 #include "common/countdown.h"
+#include "common/log.h"
 #include "schema/alert_store.h"
 #include "supervisor/alerts/notifier.h"
 

@@ -1,7 +1,6 @@
 #include "supervisor/monitor/traffic_rollup.h"
 
-#include <spdlog/spdlog.h>
-
+#include "common/log.h"
 #include "supervisor/delivery/activity.h"
 
 namespace ductus::supervisor {

@@ -1,13 +1,12 @@
 #include "supervisor/workers/worker_pool.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <csignal>
 #include <deque>
 #include <set>
 #include <utility>
 
+#include "common/log.h"
 #include "proto/contract.h"
 #include "proto/frame.h"
 #include "proto/worker_exit.h"

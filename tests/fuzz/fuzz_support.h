@@ -5,8 +5,6 @@
 // refusal; at thousands of inputs a second that is all the fuzzer would do).
 #pragma once
 
-#include <spdlog/spdlog.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +13,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/log.h"
 
 namespace ductus::fuzz {
 

@@ -7,7 +7,6 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "common/fd.h"
+#include "common/log.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/loop_thread.h"
 #include "tests/support/mllp_client.h"

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <memory>
@@ -12,6 +11,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include "common/log.h"
 
 namespace ductus::test {
 

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/log.h"
 #include "common/net/loop_post.h"
 
 namespace ductus::senders {

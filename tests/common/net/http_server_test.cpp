@@ -8,7 +8,6 @@
 
 #include <netinet/tcp.h>
 #include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <cerrno>
@@ -18,6 +17,7 @@
 #include <thread>
 
 #include "common/fd.h"
+#include "common/log.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/loop_thread.h"
 
