@@ -1,9 +1,8 @@
 #include "intake/schedule_source.h"
 
-#include <spdlog/spdlog.h>
-
 #include <nlohmann/json.hpp>
 
+#include "common/log.h"
 #include "intake/intake.h"
 
 namespace ductus::intake {
@@ -30,7 +29,7 @@ Result<std::unique_ptr<ScheduleSource>> ScheduleSource::make(uv_loop_t* loop,
                                                              Intake& intake,
                                                              const config::ScheduleSource& cfg,
                                                              Now now) {
-  std::unique_ptr<ScheduleSource> s(new ScheduleSource(loop, intake, std::move(now)));
+  std::unique_ptr<ScheduleSource> s(new ScheduleSource(intake, std::move(now)));
   if (cfg.every) {
     if (cfg.every->count() <= 0) return Error{"schedule: every must be positive"};
     s->every_ = *cfg.every;

@@ -44,15 +44,14 @@ class ScheduleSource {
   bool paused() const { return paused_; }
 
  private:
-  ScheduleSource(uv_loop_t* loop, Intake& intake, Now now)
-      : loop_(loop), intake_(intake), now_(std::move(now)) {}
+  ScheduleSource(Intake& intake, Now now)
+      : intake_(intake), now_(std::move(now)) {}
   void begin();
   void arm();
   void tick();
   void fire(Clock::time_point due);
   Clock::time_point nextAfter(Clock::time_point t) const;
 
-  uv_loop_t* loop_;
   Intake& intake_;
   Now now_;
   std::optional<std::chrono::milliseconds> every_;

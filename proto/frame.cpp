@@ -48,7 +48,9 @@ Result<Frame*> FrameReader::next() {
   constexpr size_t W = sizeof(capnp::word);
   current_.reset();
   // start_ is a whole number of words: frames are.
-  const capnp::word* begin = buf_.data() + start_ / W;
+  static_assert(sizeof(capnp::word) == sizeof(uint64_t) &&
+                alignof(capnp::word) <= alignof(uint64_t));
+  const capnp::word* begin = reinterpret_cast<const capnp::word*>(buf_.data()) + start_ / W;
   size_t haveWords = (len_ - start_) / W;
   if (haveWords == 0) return nullptr;
   size_t expected;

@@ -73,7 +73,10 @@ class FrameReader {
 
  private:
   FrameLimits limits_;
-  std::vector<capnp::word> buf_;
+  // Words as plain integers: a vector's resize() needs copyable words, and
+  // Cap'n Proto 0.9 (Debian 12) makes capnp::word copyable under GCC but
+  // not under clang (capnp/common.h), which builds the Debug flavour.
+  std::vector<uint64_t> buf_;
   size_t len_ = 0;    // bytes used in buf_
   size_t start_ = 0;  // bytes of buf_ already handed out as frames
   std::optional<Frame> current_;

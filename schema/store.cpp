@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include <spdlog/spdlog.h>
-
+#include "common/log.h"
 #include "common/sha256.h"
 #include "common/text.h"
 #include "schema/conninfo.h"
@@ -113,8 +112,7 @@ std::string searchableText(std::string_view raw) {
 }
 
 Store::Store(uv_loop_t* loop, StoreOptions options)
-    : loop_(loop),
-      options_(std::move(options)),
+    : options_(std::move(options)),
       pool_(loop, options_.conninfo, options_.poolSize, sessionSetup(options_)) {}
 
 Store::~Store() { *alive_ = false; }

@@ -22,7 +22,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libcli11-dev
   libseccomp-dev libsystemd-dev libcurl4-openssl-dev node-llhttp
   libargon2-dev libssh2-1-dev libldap-dev
-  clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
+  clang libclang-rt-14-dev  # the Debug build (scripts/build.sh); scripts/fuzz.sh: libFuzzer
   postgresql-15 postgresql-client-15
   nodejs  # tests/api: the OpenAPI document's validator (npm, below)
   prometheus  # tests/api: promtool checks GET /api/v1/metrics

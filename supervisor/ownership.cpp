@@ -1,6 +1,5 @@
 #include "supervisor/ownership.h"
 
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include <random>
 
 #include "api/engine_view.h"
+#include "common/log.h"
 #include "common/version.h"
 #include "schema/conninfo.h"
 
@@ -140,7 +140,7 @@ void Ownership::claim(std::function<void(Status)> done) {
   std::vector<int64_t> ids;
   for (auto& i : interfaces_) ids.push_back(i.id);
   auto alive = alive_;
-  store::claim(*conn_, me_, std::move(ids), [this, alive, done](Result<store::ClaimReport> r) {
+  store::claim(*conn_, me_, std::move(ids), [alive, done](Result<store::ClaimReport> r) {
     if (!*alive) return;
     if (!r) return done(r.error());
     if (r->deadEngines || r->deadClaims)

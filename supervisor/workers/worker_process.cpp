@@ -47,7 +47,7 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
     return Error::fromErrno("socketpair() failed while spawning a worker");
   Fd ours(sv[0]), theirs(sv[1]);
 
-  std::unique_ptr<WorkerProcess> w(new WorkerProcess(loop, events));  // private constructor
+  std::unique_ptr<WorkerProcess> w(new WorkerProcess(events));  // private constructor
   std::string heap = std::to_string(options.heapMb);
   std::string bin = options.binary;
   char a0[] = "worker", a2[] = "--fd", a3[] = "3", a4[] = "--heap-mb";

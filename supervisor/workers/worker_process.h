@@ -77,7 +77,7 @@ class WorkerProcess {
   size_t queuedBytes() const { return pending_.size() + writingBytes_; }
 
  private:
-  WorkerProcess(uv_loop_t* loop, Events& events) : loop_(loop), events_(events) {}
+  explicit WorkerProcess(Events& events) : events_(events) {}
   void flushSoon();
   void flush();
   // n bytes were read into reader_.space() (or EOF / an error when < 0).
@@ -86,7 +86,6 @@ class WorkerProcess {
   void deliver(proto::WorkerEvent& m);
   static void onExitCb(uv_process_t* p, int64_t status, int signal);
 
-  uv_loop_t* loop_;
   Events& events_;
   UvHandle<uv_process_t> process_;
   UvHandle<uv_pipe_t> pipe_;

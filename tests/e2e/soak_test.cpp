@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/fd.h"
+#include "common/sanitizers.h"
 #include "tests/support/e2e.h"
 #include "tests/support/engine_process.h"
 #include "tests/support/mllp_client.h"
@@ -53,7 +54,7 @@ constexpr auto kTraffic = 20s;
 // ASan's 256 MB quarantine of freed blocks). The bounds are about twice
 // that. Without the limits the Release supervisor passed 800 MB within the
 // 20 s, growing with every AR the garbage peers left unread.
-#if defined(__SANITIZE_ADDRESS__)
+#if DUCTUS_ASAN
 constexpr long kRssBoundKb = 1400 * 1024;
 #else
 constexpr long kRssBoundKb = 180 * 1024;

@@ -104,10 +104,12 @@ void StoreTest::SetUp() {
   auto iface = run<int64_t>([&](auto cb) { store_->ensureInterface("adt-in", cb); });
   ASSERT_TRUE(iface.ok()) << iface.error().message;
   iface_ = *iface;
-  for (auto [name, id] : {std::pair{"a", &destA_}, {"b", &destB_}, {"c", &destC_}}) {
+  for (auto dest : {std::pair{"a", &destA_}, {"b", &destB_}, {"c", &destC_}}) {
+    // Not a structured binding: clang 14 can't capture one.
+    const char* name = dest.first;
     auto d = run<int64_t>([&](auto cb) { store_->ensureDestination(iface_, name, cb); });
     ASSERT_TRUE(d.ok()) << d.error().message;
-    *id = *d;
+    *dest.second = *d;
   }
 }
 

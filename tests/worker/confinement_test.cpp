@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/fd.h"
+#include "common/sanitizers.h"
 #include "supervisor/workers/worker_process.h"
 #include "tests/support/run_until.h"
 #include "tests/support/test_env.h"
@@ -114,7 +115,7 @@ TEST_F(WorkerConfinementTest, AWorkerWritesNoCoreAndMapsAtMostFourTimesItsHeapPl
     return soft + " " + hard;
   };
   EXPECT_EQ(row("Max core file size"), "0 0") << limits;
-#if !defined(__SANITIZE_ADDRESS__)
+#if !DUCTUS_ASAN
   std::string as = std::to_string((kHeapMb * 4 + 2048) << 20);
   EXPECT_EQ(row("Max address space"), as + " " + as) << limits;
 #endif
