@@ -5,6 +5,7 @@
 # paths (`man ductus` too) and purges it.
 #
 #   scripts/test-package.sh [--host] [DEB]     default DEB: built by scripts/package.sh
+#   scripts/test-package.sh --base-only        make the chroot's bookworm, nothing else
 #
 # By default the fresh Debian 12 is a chroot: a minimal bookworm made once
 # with debootstrap (kept in $DUCTUS_PACKAGE_BASE, default
@@ -16,6 +17,22 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 [ "$(id -u)" = 0 ] || { echo "test-package.sh: run as root (dpkg, chroot)" >&2; exit 2; }
+
+# The chroot's minimal bookworm, made once and kept.
+base="${DUCTUS_PACKAGE_BASE:-/var/tmp/ductus-package-base}"
+make_base() {
+  [ -x "$base/usr/bin/apt-get" ] && return 0
+  command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap
+  echo "== debootstrap bookworm into $base (once)"
+  rm -rf "$base"
+  debootstrap --variant=minbase bookworm "$base" http://deb.debian.org/debian >/dev/null
+}
+# --base-only: only that (.ci/run makes it beside the builds: on a fresh
+# machine it is two minutes of downloads).
+if [ "${1:-}" = --base-only ]; then
+  make_base
+  exit 0
+fi
 
 host=0
 if [ "${1:-}" = --host ]; then host=1; shift; fi
@@ -111,13 +128,7 @@ command -v systemd-analyze >/dev/null && systemd-analyze verify "$here/packaging
 if [ "$host" = 1 ]; then
   bash -c "$checks" test-package "$deb"
 else
-  base="${DUCTUS_PACKAGE_BASE:-/var/tmp/ductus-package-base}"
-  if [ ! -x "$base/usr/bin/apt-get" ]; then
-    command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap
-    echo "== debootstrap bookworm into $base (once)"
-    rm -rf "$base"
-    debootstrap --variant=minbase bookworm "$base" http://deb.debian.org/debian >/dev/null
-  fi
+  make_base
   root=$(mktemp -d /var/tmp/ductus-package-root.XXXXXX)
   cleanup() {
     umount "$root/proc" 2>/dev/null || true

@@ -10,7 +10,7 @@ BUILD_DIR is a build folder configured with -DDUCTUS_UNITY_BUILD=ON; it is
 configured again after each change of the list, since leaving a file out
 changes the batches after it. Needs Universal Ctags.
 """
-import glob, os, re, shutil, subprocess, sys
+import fcntl, glob, os, re, shutil, subprocess, sys
 
 here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 listfile = os.path.join(here, "cmake", "unity-alone.txt")
@@ -73,6 +73,10 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     build = os.path.abspath(sys.argv[1])
+    # One run at a time: scripts/test's two builds and .ci/run's fuzz build
+    # run side by side, and each would write the list over the others'.
+    lock = open(listfile, "a")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     alone = set()
     if os.path.exists(listfile):
         with open(listfile) as f:
