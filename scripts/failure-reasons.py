@@ -6,11 +6,11 @@ report (ctest --output-junit FILE).
 
 scripts/test prints this last: CI keeps only the tail of a run, and a
 test's output (printed where it failed, hundreds of lines above) is lost
-there. Kept from a test's output: GoogleTest's failure lines and the three
-lines after each, the browser checks' "FAIL" lines, sanitizer reports'
-first and SUMMARY lines, ctest's timeout; at most N lines a test (default
-12), for at most N tests (default 6). Exit 0, or 2 when the report can't be
-read.
+there. Kept from a test's output: GoogleTest's failure lines and up to
+six lines after each (up to its next status line), the browser checks'
+"FAIL" lines, sanitizer reports' first and SUMMARY lines, ctest's
+timeout; at most N lines a test (default 12), for at most N tests
+(default 6). Exit 0, or 2 when the report can't be read.
 """
 import argparse
 import re
@@ -19,8 +19,10 @@ import xml.etree.ElementTree as ET
 
 # A line that says why, and how many lines after it belong to it.
 REASONS = [
-    (re.compile(r"^\S.*:\d+: Failure$"), 3),  # GoogleTest's file:line
-    (re.compile(r"^Failure$|^unknown file: Failure"), 3),
+    # GoogleTest's file:line, then the values (two lines each for
+    # EXPECT_EQ) and the test's own message last: six lines hold them.
+    (re.compile(r"^\S.*:\d+: Failure$"), 6),
+    (re.compile(r"^Failure$|^unknown file: Failure"), 6),
     (re.compile(r"^FAIL "), 5),  # ui/tests/checks.mjs: its error's lines are indented
     (re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)"), 1),
     (re.compile(r"runtime error:"), 0),  # UBSan
@@ -40,7 +42,8 @@ def reasons(output: str, limit: int) -> list[str]:
             kept.append("  " + line[:300])
             follow = after
             indented_only = line.startswith("FAIL ")
-        elif follow > 0 and (not indented_only or line.startswith("     ")):
+        elif follow > 0 and (not indented_only or line.startswith("     ")) \
+                and not line.startswith("[  "):  # GoogleTest's next status line
             kept.append("    " + line[:300])
             follow -= 1
         else:

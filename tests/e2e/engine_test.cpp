@@ -432,7 +432,10 @@ TEST(EngineEndToEnd, ARouteStoresEachMessageOnceAcrossAKillNine) {
   std::atomic<size_t> total{0};
   std::atomic<bool> stop{false};
   std::vector<std::pair<std::string, std::string>> msgs;
-  for (int i = 0; i < 400; ++i) msgs.emplace_back("R-" + std::to_string(i), hl7("R-" + std::to_string(i), "M"));
+  // Enough that the sender is still sending when 50 have been routed: with
+  // the database in memory, 400 were all acknowledged first.
+  for (int i = 0; i < 2000; ++i)
+    msgs.emplace_back("R-" + std::to_string(i), hl7("R-" + std::to_string(i), "M"));
   std::vector<std::thread> threads;
   struct Joiner {
     std::atomic<bool>& stop;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "common/uv_handle.h"
+#include "schema/pg_error.h"
 #include "tests/schema/retention_fixture.h"
 
 namespace ductus::store::test {
@@ -280,7 +281,7 @@ TEST_F(RetentionStressTest, MovingToTheHeldAreaWhileAQueueDrainsLosesNothingAndK
   std::mt19937 rng(80501);
   std::uniform_int_distribution<size_t> pick(0, bIds.size() - 1);
   bool holding = false, stopHolding = false;
-  int holds = 0;
+  int holds = 0, lostHolds = 0;
   Later tick(&loop_);
   std::function<void()> hold = [&] {
     if (holding) {
@@ -291,17 +292,24 @@ TEST_F(RetentionStressTest, MovingToTheHeldAreaWhileAQueueDrainsLosesNothingAndK
     if (stopHolding) return;
     std::vector<int64_t> messages{bIds[pick(rng)], bIds[pick(rng)]};
     std::vector<int64_t> deliveries{bIds[pick(rng)], bIds[pick(rng)]};
-    bool ok = holder("BEGIN").ok() &&
-              holder("SELECT id FROM messages WHERE id = ANY ($1::int8[]) FOR UPDATE SKIP LOCKED",
-                     {idArray(messages)})
-                  .ok() &&
-              holder(
-                  "SELECT message_id FROM deliveries WHERE destination_id = $1 "
-                  "AND message_id = ANY ($2::int8[]) FOR UPDATE SKIP LOCKED",
-                  {std::to_string(destB_), idArray(deliveries)})
-                  .ok();
-    if (!ok) retentionErrors.push_back("holder: could not lock");
-    holding = true;
+    Result<PgResult> r = holder("BEGIN");
+    if (r)
+      r = holder("SELECT id FROM messages WHERE id = ANY ($1::int8[]) FOR UPDATE SKIP LOCKED",
+                 {idArray(messages)});
+    if (r)
+      r = holder(
+          "SELECT message_id FROM deliveries WHERE destination_id = $1 "
+          "AND message_id = ANY ($2::int8[]) FOR UPDATE SKIP LOCKED",
+          {std::to_string(destB_), idArray(deliveries)});
+    // SKIP LOCKED skips a row the move holds, but not one whose move
+    // committed while this statement ran: PostgreSQL then raises 40001
+    // ("tuple to be locked was already moved to another partition"), as
+    // it does to the loops' flushes. A hold missed, not a failure.
+    if (!r && pg::serializationFailure(r.error()))
+      ++lostHolds;
+    else if (!r)
+      retentionErrors.push_back("holder: " + r.error().message);
+    holding = true;  // COMMIT ends it, or rolls back an aborted one
     ++holds;
     tick.after(10ms, hold);
   };
@@ -323,7 +331,12 @@ TEST_F(RetentionStressTest, MovingToTheHeldAreaWhileAQueueDrainsLosesNothingAndK
   ASSERT_TRUE(finished) << "the loops or retention did not finish within 60 s (reads "
                         << tally.reads << ", flushes " << tally.flushes << ", runs " << runs << ")";
   EXPECT_TRUE(tally.errors.empty()) << tally.errors.front();
-  EXPECT_TRUE(retentionErrors.empty()) << retentionErrors.front();
+  EXPECT_TRUE(retentionErrors.empty()) << retentionErrors.size() << " errors:\n"
+                                      << [&] {
+                                           std::string all;
+                                           for (auto& e : retentionErrors) all += e + "\n";
+                                           return all;
+                                         }();
 
   // Nothing of destA_ is left waiting.
   EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE destination_id = $1 AND status = 0",
@@ -406,10 +419,12 @@ TEST_F(RetentionStressTest, MovingToTheHeldAreaWhileAQueueDrainsLosesNothingAndK
   std::printf(
       "[ stress   ] %d messages: %d reads, %d flushes, %lld rows flushed with 1w keys after "
       "their move, %lld serialization retries; %lld moved in %d runs under the loops (%d "
-      "holds), %lld in %zu after; %lld dropped with the day; race %lld ms, test %lld ms\n",
+      "holds, %d lost to a move), %lld in %zu after; %lld dropped with the day; race %lld ms, "
+      "test %lld ms\n",
       kMessages, tally.reads, tally.flushes, static_cast<long long>(tally.stale),
       static_cast<long long>(store_->stats().serializationRetries),
-      static_cast<long long>(movedInRace), runs, holds, static_cast<long long>(moved - movedInRace),
+      static_cast<long long>(movedInRace), runs, holds, lostHolds,
+      static_cast<long long>(moved - movedInRace),
       reports.size() - reportsInRace, static_cast<long long>(droppedMessages),
       static_cast<long long>(raceMs),
       static_cast<long long>(
