@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -42,7 +43,14 @@ Status run(const std::vector<std::string>& argv) {
 
 SshdServer::~SshdServer() {
   kill();
-  if (userMade_) runSplit({"userdel", user_});
+  // useradd and userdel take a lock on /etc/passwd, so a test beside this
+  // one can make userdel fail (exit 10), as can a session's process of the
+  // user still ending (8; -f removes it anyway). A user left behind keeps
+  // its name: a later test process with the same pid could not make it.
+  for (int i = 0; userMade_ && i < 50; ++i) {
+    if (runSplit({"userdel", "-f", user_}).code == 0) break;
+    std::this_thread::sleep_for(100ms);
+  }
   if (!root_.empty()) {
     std::error_code ec;
     fs::remove_all(root_, ec);
@@ -60,7 +68,12 @@ Status SshdServer::prepare() {
   fs::permissions(root_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                              fs::perms::others_read | fs::perms::others_exec);
   static std::atomic<int> counter{0};
-  user_ = "dt" + std::to_string(getpid()) + "x" + std::to_string(counter++);
+  // The pid, a count, and the folder's random suffix (lower-cased: useradd
+  // takes lower-case names): unique even beside a user that a killed test
+  // process with the same pid left behind.
+  std::string suffix = root_.extension().string().substr(1);  // mkdtemp's XXXXXX
+  for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  user_ = "dt" + std::to_string(getpid()) + "x" + std::to_string(counter++) + "r" + suffix;
   password_ = "pw-" + user_ + "-Secret!";
   // useradd takes a lock on /etc/passwd; tests run side by side retry it.
   Status made = Error{"useradd never ran"};

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "common/sftp/known_hosts.h"
 #include "tests/support/ports.h"
+#include "tests/support/processes.h"
 #include "tests/support/run_until.h"
 #include "tests/support/sshd_server.h"
 #include "tests/support/test_env.h"
@@ -379,6 +381,25 @@ TEST_F(SilentServerTest, DestroyingTheClientMidRequestReturnsAtOnceAndNeverCalls
   test::runUntil(
       &loop_, [] { return false; }, 200ms);
   EXPECT_FALSE(called);
+}
+
+// A test process killed before its SshdServer's destructor leaves its user
+// behind, and a later test process may get the same pid. CI once failed on
+// "useradd: user 'dt21100x0' already exists" when users were named by the
+// pid and a count alone: here users with those names are there first.
+TEST(SshdServerUsers, AUserLeftBehindUnderThisPidIsNoObstacle) {
+  std::vector<std::string> left;
+  for (int n = 0; n < 32; ++n) {
+    std::string user = "dt" + std::to_string(::getpid()) + "x" + std::to_string(n);
+    if (::ductus::test::runSplit({"useradd", "-M", "-s", "/usr/sbin/nologin", user}).code == 0)
+      left.push_back(user);
+  }
+  {
+    ::ductus::test::SshdServer sshd;
+    auto st = sshd.start();
+    EXPECT_TRUE(st) << st.error().message;
+  }
+  for (auto& user : left) ::ductus::test::runSplit({"userdel", "-f", user});
 }
 
 TEST(KnownHosts, ReadsPatternsPortsNegationAndMarkersAsOpenSshDoes) {
