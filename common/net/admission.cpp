@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,6 +10,7 @@
 #include <utility>
 
 #include "common/duration_text.h"
+#include "common/log.h"
 
 namespace ductus::net {
 namespace {
@@ -314,12 +314,16 @@ void AllowNames::answered(const std::string& name, Result<Addresses> result) {
   if (it == names_.end()) return;
   Name& n = it->second;
   n.inFlight = false;
-  if (result && result->empty()) result = Error{"no addresses", ErrorKind::Unavailable};
-  if (!result) {
+  // An answer without addresses fails as an error does. (Not by assigning
+  // an Error to `result`: GCC 12 then warns of a delete of an unallocated
+  // object inside the variant, wrongly.)
+  if (!result || result->empty()) {
     if (!n.failing)
-      spdlog::warn("allow: looking up {} failed ({}); {}", name, result.error().message,
-                   n.addresses.empty() ? "it admits nobody until a lookup succeeds"
-                                       : "its last addresses stay (" + join(n.addresses) + ")");
+      spdlog::warn(
+          "allow: looking up {} failed ({}); {}", name,
+          result ? std::string_view("no addresses") : std::string_view(result.error().message),
+          n.addresses.empty() ? "it admits nobody until a lookup succeeds"
+                              : "its last addresses stay (" + join(n.addresses) + ")");
     n.failing = true;
   } else {
     Addresses found = std::move(*result);

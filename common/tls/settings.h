@@ -17,15 +17,15 @@ namespace ductus::tls {
 // alone (ca_file or ca). A pair may name a CA too (its clients' CA when a
 // listener names the pair as clients.ca).
 struct CertificateSource {
-  std::string name;
-  std::filesystem::path certFile;  // resolved against the project folder
-  std::filesystem::path keyFile;
-  std::filesystem::path caFile;
-  std::string certPem;  // PEM text as given (after substitution)
-  std::string keyPem;
-  std::string caPem;
+  std::string name{};
+  std::filesystem::path certFile{};  // resolved against the project folder
+  std::filesystem::path keyFile{};
+  std::filesystem::path caFile{};
+  std::string certPem{};  // PEM text as given (after substitution)
+  std::string keyPem{};
+  std::string caPem{};
   // Where the entry is written ("resources.yaml:12"), for messages.
-  std::string at;
+  std::string at{};
 
   bool isPair() const {
     return !certFile.empty() || !certPem.empty() || !keyFile.empty() || !keyPem.empty();
@@ -58,9 +58,9 @@ struct ListenerTls {
 // certificate; the pair named is presented as the client certificate.
 struct ConnectTls {
   bool enabled = false;
-  std::string ca;           // an entry with a CA; empty: the system's roots alone
-  std::string certificate;  // a pair entry; empty: no client certificate
-  std::string at;
+  std::string ca{};           // an entry with a CA; empty: the system's roots alone
+  std::string certificate{};  // a pair entry; empty: no client certificate
+  std::string at{};
 
   bool operator==(const ConnectTls& o) const {
     return enabled == o.enabled && ca == o.ca && certificate == o.certificate;

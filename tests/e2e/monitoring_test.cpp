@@ -243,7 +243,9 @@ TEST_F(Monitoring, AFeedWhoseReceiverIsDownIsAlertedOnceAndRecovers) {
   ASSERT_TRUE(a.start()) << a.log();
   json after = api.get("/api/v1/interfaces");
   for (auto& i : after["interfaces"])
-    if (i["name"] == "adt") EXPECT_EQ(i["health"].value("lastReceived", ""), lastReceived);
+    if (i["name"] == "adt") {
+      EXPECT_EQ(i["health"].value("lastReceived", ""), lastReceived);
+    }
   fs::remove_all(dir);
 }
 

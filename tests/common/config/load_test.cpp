@@ -413,7 +413,9 @@ TEST(LoadProject, TimeoutMustBeFromTenMillisecondsToTenMinutes) {
     ProjectDir p;
     p.iface("adt", std::string(kMllpToFile) + "timeout: " + value + "\n");
     std::string e = p.errors();
-    if (ok) EXPECT_EQ(e, "") << value;
+    if (ok) {
+      EXPECT_EQ(e, "") << value;
+    }
     else EXPECT_THAT(e, HasSubstr("interfaces/adt/interface.yaml:5:10: timeout: must be from 10ms to 10m, got `" +
                                   std::string(value) + "`"));
   }

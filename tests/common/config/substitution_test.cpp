@@ -84,7 +84,9 @@ TEST(Substitution, ManyInterfacesReadOnTwoThreadsKeepEveryValueWarningAndErrorIn
     auto& f = o.project->interfaces[static_cast<size_t>(i)];
     EXPECT_EQ(f.name, name(i));
     auto& h = std::get<HttpDestination>(f.destinations[0].target);
-    if (i != 5 && i != 70) EXPECT_EQ(h.headers.at("X-Site"), "north") << f.name;
+    if (i != 5 && i != 70) {
+      EXPECT_EQ(h.headers.at("X-Site"), "north") << f.name;
+    }
   }
   ASSERT_EQ(o.warnings.size(), 2u);
   EXPECT_THAT(o.warnings[0].toString(), HasSubstr("interfaces/i05/interface.yaml:4:"));

@@ -302,6 +302,23 @@ TEST(AdmissionTest, AFailedLookupKeepsTheLastAddressesAndLogsOnce) {
   EXPECT_TRUE(a->admits(peer("192.0.2.7")));
 }
 
+// A lookup that answers with no address at all fails as an error does:
+// the last addresses stay, and the log says why.
+TEST(AdmissionTest, AnAnswerWithoutAddressesIsAFailedLookup) {
+  test::LogCapture log;
+  Loop l;
+  Script s;
+  auto names = AllowNames::make(&l.loop, s.options());
+  auto a = admission({"lab-gw.hospital.org"}, names);
+  names->start(nullptr);
+  s.answer({ip("192.0.2.7")});
+  s.nowMs += 5 * 60'000;
+  names->tick();
+  s.answer({});
+  EXPECT_TRUE(a->admits(peer("192.0.2.7")));
+  EXPECT_EQ(log.count("looking up lab-gw.hospital.org failed (no addresses)"), 1u) << log.all();
+}
+
 TEST(AdmissionTest, AFirstLookupThatNeverAnswersStillMakesItReady) {
   Loop l;
   Script s;
