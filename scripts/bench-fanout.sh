@@ -42,26 +42,29 @@ for dests in ${FANOUT_DESTS:-1 5 25}; do
   dir="$work/fan-$dests"
   mkdir -p "$dir/interfaces/adt"
   printf 'api: { listen: off }\nisolates: { workers: 2, heap_mb: 256 }\n' > "$dir/ductus.yaml"
-  {
-    printf 'source:\n  mllp: { listen: 127.0.0.1:%s }\nformat: hl7v2\n' "$port"
-    printf 'ordering: { key: PID.3.1, partitions: 16 }\ndurability: strict\ndestinations:\n'
-    for d in $(seq 1 "$dests"); do printf '  d%s:\n    file: { path: out/d%s/, sync: %s }\n' "$d" "$d" "$sync"; done
-  } > "$dir/interfaces/adt/interface.yaml"
   echo 'export function transform(msg) { return msg; }' > "$dir/interfaces/adt/transform.js"
   acks="" pgs="" secs_all="" dps_all="" disks="" delivered=""
   want=$(( total * dests ))
   for r in $(seq 1 "$rounds"); do
+    # Each round writes to folders of its own (keep_files in bench-lib.sh).
+    {
+      printf 'source:\n  mllp: { listen: 127.0.0.1:%s }\nformat: hl7v2\n' "$port"
+      printf 'ordering: { key: PID.3.1, partitions: 16 }\ndurability: strict\ndestinations:\n'
+      for d in $(seq 1 "$dests"); do printf '  d%s:\n    file: { path: out/r%s/d%s/, sync: %s }\n' "$d" "$r" "$d" "$sync"; done
+    } > "$dir/interfaces/adt/interface.yaml"
     pg16=$(pgbench_rate 16)
-    # The disk's own limit for file destinations, synced as the sender
-    # does: each, 16 at once (its pipeline depth); group, every
-    # destination's 16 in one group.
-    rm -rf "$work/disk"/*
+    # The disk's own limit for file destinations, made durable as the
+    # sender makes them (unnamed files linked to their names): each, 50 at
+    # once (the file sender's pipeline depth); group, every destination's
+    # 50 in one group, at most FileSyncGroup::kMaxGroup (1,024).
+    disk="$work/disk/$dests-$r"
+    mkdir -p "$disk"
     if [ "$sync" = group ]; then
-      disk16=$("$(dirname "$LOAD")/file_sync_rate" "$work/disk" 6000 $((16 * dests)) group | sed -n 's/rate=//p')
+      window=$(( 50 * dests < 1024 ? 50 * dests : 1024 ))
+      disk16=$("$(dirname "$LOAD")/file_sync_rate" "$disk" 6000 "$window" group | sed -n 's/rate=//p')
     else
-      disk16=$("$(dirname "$LOAD")/file_sync_rate" "$work/disk" 3000 16 each | sed -n 's/rate=//p')
+      disk16=$("$(dirname "$LOAD")/file_sync_rate" "$disk" 3000 50 each | sed -n 's/rate=//p')
     fi
-    rm -rf "$dir/out"
     db="$(new_db "fan_${dests}_$r")"
     engine_start "$dir" "$db"
     statements_reset "$db"
@@ -100,8 +103,9 @@ done
 
 echo
 echo "$rounds rounds a shape; each round measures pgbench (durable single-row INSERT, 16"
-echo "clients, fresh database) and durable files the way sync: $sync makes them (each: write,"
-echo "fsync, rename, folder fsync, 16 writers; group: 16 per destination written, syncfs, renamed, syncfs), then"
+echo "clients, fresh database) and durable files the way sync: $sync makes them (each: written"
+echo "unnamed, fsync, linked, folder fsync, 50 writers; group: 50 per destination written, syncfs,"
+echo "linked, syncfs), then"
 echo "the engine on a fresh database. Medians; ratios are the median of the rounds' own."
 echo
 echo "| destinations | ACKs/s | pgbench INSERT/s | ACKs ÷ pgbench | seconds until all delivered | delivered | deliveries/s | durable files/s | deliveries ÷ durable files | each round: ACKs ÷ pgbench | each round: deliveries ÷ files |"

@@ -30,12 +30,13 @@ rounds=${ROUNDS:-3}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-5}
 port=$((20000 + RANDOM % 20000))
 
-# project DIR DURABILITY SOURCE FORMAT [TRANSFORM]
+# project DIR DURABILITY SOURCE FORMAT [TRANSFORM [OUT]]: OUT is the file
+# destination's folder (out/ unless given).
 project() {
   mkdir -p "$1/interfaces/in"
   printf 'api: { listen: off }\nisolates: { workers: 1, heap_mb: 256 }\n' > "$1/ductus.yaml"
-  printf 'source:\n  %s\nformat: %s\ndurability: %s\ndestination:\n  file: { path: out/ }\n' \
-    "$3" "$4" "$2" > "$1/interfaces/in/interface.yaml"
+  printf 'source:\n  %s\nformat: %s\ndurability: %s\ndestination:\n  file: { path: %s }\n' \
+    "$3" "$4" "$2" "${6:-out/}" > "$1/interfaces/in/interface.yaml"
   # Filtered unless TRANSFORM says otherwise: this measures intake; the
   # delivery loop still runs each transform.
   echo "${5:-export function transform() { return null; \}}" > "$1/interfaces/in/transform.js"
@@ -91,10 +92,10 @@ done
 for conns in 1 16; do
   rates="" pgs=""
   dir="$work/p-deliver-$conns"
-  project "$dir" strict "mllp: { listen: 127.0.0.1:$port }" hl7v2 \
-    'export function transform(msg) { return msg; }'
   for r in $(seq 1 "$rounds"); do
-    rm -rf "$dir/out"
+    # A folder of its own each round (keep_files in bench-lib.sh).
+    project "$dir" strict "mllp: { listen: 127.0.0.1:$port }" hl7v2 \
+      'export function transform(msg) { return msg; }' "out/r$r/"
     pg=$(pgbench_rate "$conns")
     engine_start "$dir" "$(new_db "b_deliver_${conns}_$r")"
     rate=$("$LOAD" 127.0.0.1 "$port" "$conns" $(( conns == 1 ? 3000 : 16000 )) | rate_of)

@@ -83,7 +83,10 @@ size=$(( $(cat "$work"/msgs/* | wc -c) / files ))
 
 now() { date +%s.%N; }
 rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.0f", n / (b - a) }'; }
-fresh() { rm -rf "$work/remote/$1"; mkdir -p "$work/remote/$1"; echo "$work/remote/$1"; }
+# A new folder each call, nothing deleted until the end: on ext4 without a
+# journal a file made soon after many were deleted costs a scan of them
+# (keep_files in bench-lib.sh).
+fresh() { mkdir -p "$work/remote"; mktemp -d "$work/remote/$1.XXXXXX"; }
 count() { find "$1" -type f | wc -l; }
 
 sender() {  # the engine's SftpSender: FILES files over one kept session
