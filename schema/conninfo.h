@@ -54,10 +54,19 @@ Result<std::string> hardenedConninfo(const std::string& conninfo,
 // defaults would keep it, and every lock it holds, for two hours. Through
 // pg_settings, so a server without one of them is not an error; on a Unix
 // socket the TCP ones are taken and ignored.
+// And client_connection_check_interval (PostgreSQL 14 on): a statement
+// checks every second that its client is still there. A backend waiting on
+// a lock does not otherwise notice that its engine was killed (the socket
+// is closed, but nothing reads it until the statement ends): it waited on,
+// and when the lock went it committed what the dead engine asked, after
+// the next engine's start had settled and read the queue (a route's
+// deliveries done, its source messages left pending). Now it is cancelled
+// within a second of the death.
 inline constexpr const char* kServerSideKeepalives =
     "SELECT set_config(s.name, s.value, false) FROM (VALUES ('tcp_keepalives_idle', '10'), "
     "('tcp_keepalives_interval', '5'), ('tcp_keepalives_count', '3'), "
-    "('tcp_user_timeout', '25000')) AS s(name, value) JOIN pg_settings p ON p.name = s.name";
+    "('tcp_user_timeout', '25000'), ('client_connection_check_interval', '1000')) "
+    "AS s(name, value) JOIN pg_settings p ON p.name = s.name";
 
 // The value a connection string sets for `keyword` ("" when it sets none
 // or does not parse).

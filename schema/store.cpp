@@ -862,13 +862,14 @@ void Store::settleFinished(int64_t interfaceId, Callback<int64_t> cb) {
   start();
 }
 
-void Store::withWaiting(Callback<std::vector<int64_t>> cb) {
+void Store::withWaiting(Callback<std::vector<WaitingInterface>> cb) {
   static const Statement stmt{"ductus_with_waiting", sql::kWithWaiting};
   run(stmt, {}, {}, false, [cb](Result<PgResult> r) {
     if (!r) return cb(r.error());
-    std::vector<int64_t> ids;
-    for (int i = 0; i < r->rows(); ++i) ids.push_back(r->integer(i, 0));
-    cb(std::move(ids));
+    std::vector<WaitingInterface> found;
+    for (int i = 0; i < r->rows(); ++i)
+      found.push_back(WaitingInterface{r->integer(i, 0), r->text(i, 1) == "t"});
+    cb(std::move(found));
   });
 }
 

@@ -162,7 +162,7 @@ class Store {
   // Settles messages left pending with no pending delivery. Answers how many.
   void settleFinished(int64_t interfaceId, Callback<int64_t> cb);
   // Interfaces with a pending message or delivery (loose index scans).
-  void withWaiting(Callback<std::vector<int64_t>> cb);
+  void withWaiting(Callback<std::vector<WaitingInterface>> cb);
   // Pending deliveries per destination id (destinations with none are left
   // out): a count over the partial queue index, which holds only pending
   // rows, so it costs what is waiting, not what was ever stored.

@@ -496,7 +496,9 @@ SELECT destination_id, count(*) FROM deliveries WHERE status = 3 GROUP BY destin
 )";
 
 // Interfaces with something waiting: two loose index scans (one step per
-// distinct value) over the pending partial indexes.
+// distinct value) over the pending partial indexes; each with whether it
+// has a pending delivery (else only pending messages, whose deliveries are
+// all done).
 constexpr const char* kWithWaiting = R"(
 WITH RECURSIVE mi AS (
   (SELECT interface_id FROM messages WHERE status = 0 ORDER BY interface_id LIMIT 1)
@@ -513,9 +515,11 @@ WITH RECURSIVE mi AS (
           ORDER BY destination_id LIMIT 1)
   FROM dd WHERE dd.destination_id IS NOT NULL
 )
-SELECT interface_id FROM mi WHERE interface_id IS NOT NULL
-UNION
-SELECT ds.interface_id FROM dd JOIN destinations ds ON ds.id = dd.destination_id
+SELECT w.interface_id, bool_or(w.delivery)
+FROM (SELECT interface_id, false AS delivery FROM mi WHERE interface_id IS NOT NULL
+      UNION ALL
+      SELECT ds.interface_id, true FROM dd JOIN destinations ds ON ds.id = dd.destination_id) w
+GROUP BY w.interface_id
 ORDER BY 1
 )";
 

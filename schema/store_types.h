@@ -193,6 +193,14 @@ struct ReconcileReport {
   int64_t deliveriesFinished = 0;  // pending deliveries of messages already finished
 };
 
+// An interface with something pending (Store::withWaiting).
+struct WaitingInterface {
+  int64_t id = 0;
+  // A delivery of its is pending. When none is, every message of it that
+  // is pending has all its deliveries done: left unsettled.
+  bool deliveriesPending = false;
+};
+
 struct PartitionOptions {
   std::optional<std::string> firstDay;  // "YYYY-MM-DD"; default: today (UTC)
   int daysAhead = 3;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -518,10 +519,11 @@ void Engine::reconcile(std::function<void(Status)> next) {
       reconcile(next);
     });
   auto alive = alive_;
-  store_->withWaiting([this, alive, next](Result<std::vector<int64_t>> r) {
+  store_->withWaiting([this, alive, next](Result<std::vector<store::WaitingInterface>> r) {
     if (!*alive) return;
     if (!r) return next(r.error());
-    std::set<int64_t> waiting(r->begin(), r->end());
+    std::set<int64_t> waiting;
+    for (auto& w : *r) waiting.insert(w.id);
     auto failed = std::make_shared<std::optional<Error>>();
     auto all = Countdown::make([failed, next] { next(*failed ? Status(**failed) : Status()); });
     for (auto& fp : ifaces_) {
@@ -801,14 +803,48 @@ Status Engine::buildDelivery() {
 void Engine::sweepWaiting() {
   if (stopping() || !store_) return;
   auto alive = alive_;
-  store_->withWaiting([this, alive](Result<std::vector<int64_t>> r) {
+  store_->withWaiting([this, alive](Result<std::vector<store::WaitingInterface>> r) {
     if (!*alive || stopping()) return;
     if (!r) return spdlog::warn("looking for waiting deliveries failed: {}", r.error().message);
-    std::set<int64_t> waiting(r->begin(), r->end());
-    for (auto& f : ifaces_)
-      if (f->id && waiting.count(f->id))
+    std::map<int64_t, bool> waiting;  // interface id: a delivery of its is pending
+    for (auto& w : *r) waiting[w.id] = w.deliveriesPending;
+    for (auto& f : ifaces_) {
+      auto it = f->id ? waiting.find(f->id) : waiting.end();
+      if (it == waiting.end()) continue;
+      if (it->second) {
         for (auto& perDest : f->loops)
           for (auto& l : perDest) l->wake();
+      } else if (!sourcesHeld_) {  // never another engine's messages (standby, takeover)
+        settleLeftPending(*f);
+      }
+    }
+  });
+}
+
+// Pending messages with no pending delivery, seen by the sweep: every loop
+// settles what its flushes finish, and the start settles what a stop left,
+// but a statement that commits after the start and is no loop's of this
+// engine (a killed engine's, its backend still waiting on a lock when this
+// one started: the server ends it within client_connection_check_interval
+// of the death it notices, and a lock released within that second lets it
+// commit) finishes deliveries nobody settles. Harmless beside a loop's own
+// settle: a settle writes only what changes, locking in id order.
+void Engine::settleLeftPending(Iface& f) {
+  auto alive = alive_;
+  std::string name = f.cfg->name;
+  store_->settleFinished(f.id, [alive, name](Result<int64_t> n) {
+    if (!*alive) return;
+    if (!n)
+      return logWith(spdlog::level::warn, LogFields{.interface = name},
+                     "{}: settling messages whose deliveries are all done failed: {}; the next "
+                     "sweep tries again",
+                     name, n.error().message);
+    if (*n > 0)
+      logWith(spdlog::level::info, LogFields{.interface = name},
+              "{}: {} message(s) left pending with every delivery done are settled (a "
+              "statement that committed after this engine's start, such as a killed "
+              "engine's)",
+              name, *n);
   });
 }
 

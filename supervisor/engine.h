@@ -330,7 +330,9 @@ class Engine {
   // sweepWaiting()'s round: the longest a delivery whose wake was lost waits.
   static constexpr std::chrono::milliseconds kSweepEvery{30'000};
   UvHandle<uv_timer_t> sweepTimer_;
+  // Also settles what an interface left pending with every delivery done.
   void sweepWaiting();
+  void settleLeftPending(Iface& f);
   std::unique_ptr<RetentionJob> retention_;  // drops and dedupe purges: 5 s after start, hourly
   std::unique_ptr<delivery::ActivityReporter> activityReporter_;  // a summary a minute
   std::chrono::system_clock::time_point startedAt_;

@@ -261,6 +261,32 @@ TEST(EngineEndToEnd, ADeliveryMadePendingBehindTheEnginesBackIsSentByTheSweep) {
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 
+// A message left pending with every delivery done: what a statement that
+// committed after the engine's start and is none of its loops' leaves (a
+// killed engine's route, say, whose backend outlived it). Nothing pending
+// in the queue, so no loop reads it; the sweep settles it.
+TEST(EngineEndToEnd, AMessageLeftPendingWithEveryDeliveryDoneIsSettledByTheSweep) {
+  TestDatabase db;
+  uint16_t port = freePort();
+  TempProject project(MllpProject{.port = port});
+  EngineProcess engine(project.root(), db.url());
+  ASSERT_TRUE(engine.start());
+  auto c = MllpClient::connect("127.0.0.1", port);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c->exchange(hl7("LEFT-1", "M")).ok());
+  auto status = [&] { return db.value("SELECT string_agg(status::text, ',') FROM messages"); };
+  ASSERT_TRUE(waitFor([&] { return status() == "1"; }, 20s)) << status() << "\n" << engine.log();
+  db.value("UPDATE messages SET status = 0");
+  ASSERT_TRUE(waitFor([&] { return status() == "1"; }, 45s))
+      << "the message left pending was never settled: " << status() << "\n"
+      << engine.log();
+  EXPECT_NE(engine.log().find("1 message(s) left pending with every delivery done are settled"),
+            std::string::npos)
+      << engine.log();
+  EXPECT_EQ(db.value("SELECT string_agg(status::text, ',') FROM deliveries"), "1");
+  EXPECT_EQ(engine.terminate(), 0) << engine.log();
+}
+
 TEST(EngineEndToEnd, KillNineMidTrafficLosesNothingAcknowledgedAndKeepsOrder) {
   TestDatabase db;
   MllpReceiver receiver;

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "schema/store_sql.h"
@@ -719,18 +721,26 @@ TEST_F(Messages, SettleFinishedSettlesMessagesLeftPendingWithNothingPending) {
 TEST_F(Messages, WithWaitingAndHasPendingSeeOnlyInterfacesWithSomethingPending) {
   auto idle = run<int64_t>([&](auto cb) { store_->ensureInterface("idle", cb); });
   ASSERT_TRUE(idle.ok());
-  auto none = run<std::vector<int64_t>>([&](auto cb) { store_->withWaiting(cb); });
-  ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(none->empty());
+  // interface id: a delivery of it pending
+  auto waiting = [&] {
+    auto r = run<std::vector<WaitingInterface>>([&](auto cb) { store_->withWaiting(cb); });
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    std::map<int64_t, bool> found;
+    if (r.ok())
+      for (auto& w : *r) found[w.id] = w.deliveriesPending;
+    return found;
+  };
+  EXPECT_TRUE(waiting().empty());
   auto m = insert(message("x", {destA_}));
   ASSERT_TRUE(m.ok());
-  auto some = run<std::vector<int64_t>>([&](auto cb) { store_->withWaiting(cb); });
-  ASSERT_TRUE(some.ok());
-  EXPECT_EQ(*some, std::vector<int64_t>{iface_});
+  EXPECT_EQ(waiting(), (std::map<int64_t, bool>{{iface_, true}}));
   EXPECT_TRUE(*run<bool>([&](auto cb) { store_->hasPending(iface_, cb); }));
   EXPECT_FALSE(*run<bool>([&](auto cb) { store_->hasPending(*idle, cb); }));
+  // Its delivery done, not settled: pending, with nothing to deliver.
   flush(destA_, {outcome(m->ref, MessageStatus::Sent)});
+  EXPECT_EQ(waiting(), (std::map<int64_t, bool>{{iface_, false}}));
   settle({m->ref});
+  EXPECT_TRUE(waiting().empty());
   EXPECT_FALSE(*run<bool>([&](auto cb) { store_->hasPending(iface_, cb); }));
 }
 
