@@ -228,19 +228,31 @@ TEST(EngineEndToEnd, AFileDestinationsPublishSaysWhatAFolderWatcherSees) {
   EXPECT_EQ(engine.terminate(), 0) << engine.log();
 }
 
+// The sweep's tests: an engine on the one-MLLP-interface project (a file
+// destination, out/), sent one message.
+struct SweptEngine {
+  TestDatabase db;
+  uint16_t port = freePort();
+  TempProject project{MllpProject{.port = port}};
+  EngineProcess engine{project.root(), db.url()};
+
+  void startAndSend(const std::string& controlId) {
+    ASSERT_TRUE(engine.start());
+    auto c = MllpClient::connect("127.0.0.1", port);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c->exchange(hl7(controlId, "M")).ok());
+  }
+};
+
 // A wake can be lost only by a bug, or by a change made behind the engine's
 // back: the engine's sweep (every 30 s, one statement for every loop) finds
 // what waits and wakes its loops; no loop reads its own queue on a timer.
 TEST(EngineEndToEnd, ADeliveryMadePendingBehindTheEnginesBackIsSentByTheSweep) {
-  TestDatabase db;
-  uint16_t port = freePort();
-  TempProject project(MllpProject{.port = port});
-  EngineProcess engine(project.root(), db.url());
-  ASSERT_TRUE(engine.start());
-  auto c = MllpClient::connect("127.0.0.1", port);
-  ASSERT_TRUE(c.ok());
-  ASSERT_TRUE(c->exchange(hl7("SWEPT-1", "M")).ok());
-  fs::path out = project.root() / "out";
+  SweptEngine swept;
+  ASSERT_NO_FATAL_FAILURE(swept.startAndSend("SWEPT-1"));
+  TestDatabase& db = swept.db;
+  EngineProcess& engine = swept.engine;
+  fs::path out = swept.project.root() / "out";
   auto files = [&] {
     std::vector<fs::path> found;
     if (fs::exists(out))
@@ -266,14 +278,10 @@ TEST(EngineEndToEnd, ADeliveryMadePendingBehindTheEnginesBackIsSentByTheSweep) {
 // killed engine's route, say, whose backend outlived it). Nothing pending
 // in the queue, so no loop reads it; the sweep settles it.
 TEST(EngineEndToEnd, AMessageLeftPendingWithEveryDeliveryDoneIsSettledByTheSweep) {
-  TestDatabase db;
-  uint16_t port = freePort();
-  TempProject project(MllpProject{.port = port});
-  EngineProcess engine(project.root(), db.url());
-  ASSERT_TRUE(engine.start());
-  auto c = MllpClient::connect("127.0.0.1", port);
-  ASSERT_TRUE(c.ok());
-  ASSERT_TRUE(c->exchange(hl7("LEFT-1", "M")).ok());
+  SweptEngine swept;
+  ASSERT_NO_FATAL_FAILURE(swept.startAndSend("LEFT-1"));
+  TestDatabase& db = swept.db;
+  EngineProcess& engine = swept.engine;
   auto status = [&] { return db.value("SELECT string_agg(status::text, ',') FROM messages"); };
   ASSERT_TRUE(waitFor([&] { return status() == "1"; }, 20s)) << status() << "\n" << engine.log();
   db.value("UPDATE messages SET status = 0");
