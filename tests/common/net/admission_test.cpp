@@ -273,50 +273,56 @@ TEST(AdmissionTest, ANameAddedAfterStartIsLookedUpAtOnceAndKeptCurrent) {
   s.answer({ip("192.0.2.7")});
 }
 
-TEST(AdmissionTest, AFailedLookupKeepsTheLastAddressesAndLogsOnce) {
+// The lookup failure tests' start: lab-gw.hospital.org allowed, its first
+// lookup answered with `first`, the log captured from before it.
+struct LookedUpOnce {
   test::LogCapture log;
   Loop l;
   Script s;
-  auto names = AllowNames::make(&l.loop, s.options());
-  auto a = admission({"lab-gw.hospital.org"}, names);
-  names->start(nullptr);
-  s.answer({ip("192.0.2.7"), ip("2001:db8::7")});
-  for (int i = 0; i < 3; ++i) {
+  std::shared_ptr<AllowNames> names = AllowNames::make(&l.loop, s.options());
+  std::shared_ptr<Admission> a = admission({"lab-gw.hospital.org"}, names);
+
+  explicit LookedUpOnce(AllowNames::Addresses first) {
+    names->start(nullptr);
+    s.answer(std::move(first));
+  }
+  // Five minutes on: the name is looked up again.
+  void nextLookup() {
     s.nowMs += 5 * 60'000;
     names->tick();
-    s.fail();
-    EXPECT_TRUE(a->admits(peer("192.0.2.7")));
-    EXPECT_TRUE(a->admits(peer("2001:db8::7")));
   }
-  EXPECT_EQ(log.count("looking up lab-gw.hospital.org failed"), 1u) << log.all();
-  EXPECT_NE(log.all().find("its last addresses stay (192.0.2.7, 2001:db8::7)"), std::string::npos)
-      << log.all();
+};
+
+TEST(AdmissionTest, AFailedLookupKeepsTheLastAddressesAndLogsOnce) {
+  LookedUpOnce once({ip("192.0.2.7"), ip("2001:db8::7")});
+  for (int i = 0; i < 3; ++i) {
+    once.nextLookup();
+    once.s.fail();
+    EXPECT_TRUE(once.a->admits(peer("192.0.2.7")));
+    EXPECT_TRUE(once.a->admits(peer("2001:db8::7")));
+  }
+  EXPECT_EQ(once.log.count("looking up lab-gw.hospital.org failed"), 1u) << once.log.all();
+  EXPECT_NE(once.log.all().find("its last addresses stay (192.0.2.7, 2001:db8::7)"),
+            std::string::npos)
+      << once.log.all();
   // Back: logged, and a later failure is logged again.
-  s.nowMs += 5 * 60'000;
-  names->tick();
-  s.answer({ip("192.0.2.7")});
-  s.nowMs += 5 * 60'000;
-  names->tick();
-  s.fail();
-  EXPECT_EQ(log.count("looking up lab-gw.hospital.org failed"), 2u) << log.all();
-  EXPECT_TRUE(a->admits(peer("192.0.2.7")));
+  once.nextLookup();
+  once.s.answer({ip("192.0.2.7")});
+  once.nextLookup();
+  once.s.fail();
+  EXPECT_EQ(once.log.count("looking up lab-gw.hospital.org failed"), 2u) << once.log.all();
+  EXPECT_TRUE(once.a->admits(peer("192.0.2.7")));
 }
 
 // A lookup that answers with no address at all fails as an error does:
 // the last addresses stay, and the log says why.
 TEST(AdmissionTest, AnAnswerWithoutAddressesIsAFailedLookup) {
-  test::LogCapture log;
-  Loop l;
-  Script s;
-  auto names = AllowNames::make(&l.loop, s.options());
-  auto a = admission({"lab-gw.hospital.org"}, names);
-  names->start(nullptr);
-  s.answer({ip("192.0.2.7")});
-  s.nowMs += 5 * 60'000;
-  names->tick();
-  s.answer({});
-  EXPECT_TRUE(a->admits(peer("192.0.2.7")));
-  EXPECT_EQ(log.count("looking up lab-gw.hospital.org failed (no addresses)"), 1u) << log.all();
+  LookedUpOnce once({ip("192.0.2.7")});
+  once.nextLookup();
+  once.s.answer({});
+  EXPECT_TRUE(once.a->admits(peer("192.0.2.7")));
+  EXPECT_EQ(once.log.count("looking up lab-gw.hospital.org failed (no addresses)"), 1u)
+      << once.log.all();
 }
 
 TEST(AdmissionTest, AFirstLookupThatNeverAnswersStillMakesItReady) {
