@@ -10,7 +10,10 @@
 # of 100,000 CSV rows with split: records (relaxed); at one connection the
 # round trip of an echo server that stores nothing (what one more process
 # hop costs beside pgbench's commit); and one connection's ceiling, the
-# engine's own insert statement run by pgbench.
+# engine's own insert statement run by pgbench. The strict rows again with
+# the destination paused (intake alone, no delivery beside it), and for
+# each MLLP row where the machine's CPU went (bench-lib's cpu_per_message):
+# core-µs a message, the idle share, and the rate with every core busy.
 #
 #   scripts/bench-ingest.sh            (BUILD=build/release by default)
 #   ROUNDS=3                           rounds per figure (default 3)
@@ -22,8 +25,9 @@
 # database (pgbench_rate, new_db); a row shows the medians and the median of
 # the rounds' own ratios, and each round's ratio.
 #
-# Targets (the issue): strict >= 0.8 x pgbench at 1 and at 16 connections;
-# file ingest >= 100,000 rows/s.
+# Targets: strict >= 0.8 x pgbench at 1 and at 16 connections; with a file
+# destination delivering, >= 0.45 at 1 and >= 0.6 at 16; file ingest
+# >= 100,000 rows/s.
 source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 bench_start
 rounds=${ROUNDS:-3}
@@ -51,9 +55,22 @@ until grep -qs listening "$work/echo.out"; do sleep 0.05; done
 echo1=$("$LOAD" 127.0.0.1 "$port" 1 20000 | rate_of)
 kill "$echo_pid"; wait "$echo_pid" 2>/dev/null || true
 
-rows=()
+rows=() cpu_rows=()
+# measured CONNS N: the load client sends N messages over CONNS
+# connections; sets rate, and adds the machine's CPU for them
+# (cpu_per_message: "µs idle ceiling") to cpus, a round's figures a line.
+measured() {
+  local c0 c1
+  c0=$(machine_cpu)
+  rate=$("$LOAD" 127.0.0.1 "$port" "$1" "$2" | rate_of)
+  c1=$(machine_cpu)
+  cpus+="$(cpu_per_message "$c0" "$c1" "$2" "$rate")"$'\n'
+}
+
 # row LABEL CONNS DURABILITY "RATES" "PGBENCHES": a table row from the
-# rounds' figures; the limit goes in the column of its durability.
+# rounds' figures; the limit goes in the column of its durability. With
+# cpus set (measured), a row of the CPU table too: the rounds' medians,
+# and each round's ceiling as a ratio to its own pgbench.
 row() {
   local rates=($4) pgs=($5) ratios=() i pg
   for i in "${!rates[@]}"; do ratios+=("$(ratio "${rates[$i]}" "${pgs[$i]}")"); done
@@ -61,6 +78,14 @@ row() {
   if [ "$3" = relaxed ]; then pg="- | $pg"; else pg="$pg | -"; fi
   rows+=("| $1 | $2 | $(printf '%s\n' "${rates[@]}" | median) | $pg \
 | $(printf '%s\n' "${ratios[@]}" | median %.2f) | ${ratios[*]} |")
+  [ -n "${cpus:-}" ] || return 0
+  local us=() idle=() ceil=() cratios=()
+  while read -r u d c; do us+=("$u") idle+=("$d") ceil+=("$c"); done <<< "${cpus%$'\n'}"
+  for i in "${!ceil[@]}"; do cratios+=("$(ratio "${ceil[$i]}" "${pgs[$i]}")"); done
+  cpu_rows+=("| $1 | $2 | $(printf '%s\n' "${us[@]}" | median) \
+| $(printf '%s\n' "${idle[@]}" | median %.2f) | $(printf '%s\n' "${ceil[@]}" | median) \
+| $(printf '%s\n' "${cratios[@]}" | median %.2f) | ${cratios[*]} |")
+  cpus=""
 }
 
 # One connection, strict: also the echo-and-commit series and the ceiling.
@@ -74,7 +99,7 @@ for durability in strict relaxed; do
       pg=$(pgbench_rate "$conns" "$durability")
       db="$(new_db "b_${durability}_${conns}_$r")"
       engine_start "$dir" "$db"
-      rate=$("$LOAD" 127.0.0.1 "$port" "$conns" $(( conns == 1 ? 3000 : 16000 )) | rate_of)
+      measured "$conns" $(( conns == 1 ? 3000 : 16000 ))
       engine_stop
       rates+=" $rate" pgs+=" $pg"
       if [ "$durability-$conns" = strict-1 ]; then
@@ -84,6 +109,28 @@ for durability in strict relaxed; do
     row "MLLP ACKs/s, $durability" "$conns" "$durability" "$rates" "$pgs"
     [ "$durability-$conns" = strict-1 ] && s1_rates=$rates s1_pgs=$pgs
   done
+done
+
+# Intake alone: the strict rows again with the destination paused (a row in
+# destination_pauses before the second start, as `ductusctl pause` leaves
+# it), so no delivery loop reads, transforms or settles beside the senders.
+# What the filtered rows' delivery costs intake, and how far intake alone
+# gets.
+for conns in 1 16; do
+  rates="" pgs=""
+  dir="$work/p-strict-$conns"
+  for r in $(seq 1 "$rounds"); do
+    pg=$(pgbench_rate "$conns")
+    db="$(new_db "b_alone_${conns}_$r")"
+    engine_start "$dir" "$db"
+    engine_stop
+    psql "$db" -qc "INSERT INTO destination_pauses (destination_id, paused_by) SELECT id, 'bench' FROM destinations"
+    engine_start "$dir" "$db"
+    measured "$conns" $(( conns == 1 ? 3000 : 16000 ))
+    engine_stop
+    rates+=" $rate" pgs+=" $pg"
+  done
+  row "MLLP ACKs/s, strict, intake alone (its destination paused)" "$conns" strict "$rates" "$pgs"
 done
 
 # Ingest while delivery writes: every message passes to the file
@@ -98,7 +145,7 @@ for conns in 1 16; do
       'export function transform(msg) { return msg; }' "out/r$r/"
     pg=$(pgbench_rate "$conns")
     engine_start "$dir" "$(new_db "b_deliver_${conns}_$r")"
-    rate=$("$LOAD" 127.0.0.1 "$port" "$conns" $(( conns == 1 ? 3000 : 16000 )) | rate_of)
+    measured "$conns" $(( conns == 1 ? 3000 : 16000 ))
     engine_stop
     rates+=" $rate" pgs+=" $pg"
   done
@@ -166,3 +213,17 @@ echo "One connection's ceiling: pgbench running the engine's own insert (a messa
 echo "its delivery row in one statement, prepared, as the engine runs it) commits $stmt1/s"
 echo "(rounds:$s1_stmts), $(ratio "$stmt1" "$pg1") of pgbench's one-row INSERT, before any hop;"
 echo "strict MLLP at 1 connection is $(ratio "$strict1" "$stmt1") of that statement alone."
+stmt_series1=$(awk -v a="$stmt1" -v b="$echo1" 'BEGIN { if (a > 0 && b > 0) printf "%.0f", 1 / (1 / a + 1 / b); else print 0 }')
+echo "That statement and the echo round trip in series: $stmt_series1/s, $(ratio "$stmt_series1" "$pg1")"
+echo "of pgbench's one-row INSERT: what an engine that cost nothing but one hop would reach."
+
+echo
+echo "Where the machine's CPU went ($(nproc) cores; every process: the load client, the engine,"
+echo "its workers, PostgreSQL): core-µs a message, the share left idle, and the rate the same"
+echo "work a message would reach with every core busy (rate ÷ busy share), also as a ratio to"
+echo "the row's pgbench. Less waiting can win at most up to that ceiling; past it, only less"
+echo "work a message."
+echo
+echo "| what | connections | core-µs a message (median) | idle share (median) | rate with every core busy (median) | ÷ pgbench (median of the rounds') | each round's |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
+printf '%s\n' "${cpu_rows[@]}"

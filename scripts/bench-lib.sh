@@ -162,6 +162,24 @@ median() {
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
+# machine_cpu: the whole machine's CPU time so far, "busy all" in ticks
+# (/proc/stat: busy is user, nice, system, irq and softirq; all adds idle,
+# iowait and steal). cpu_per_message BEFORE AFTER MESSAGES RATE: from two
+# of them around a run of MESSAGES at RATE, what each message cost the
+# machine (core-µs: the load client, the engine, its workers and
+# PostgreSQL together), the share left idle, and the rate this work per
+# message would reach with every core busy (RATE ÷ busy share): "µs idle
+# ceiling". The machine runs nothing but the bench, so the ceiling bounds
+# what less waiting alone can win; beyond it only less work per message.
+machine_cpu() { awk '/^cpu / { b = $2 + $3 + $4 + $7 + $8; print b, b + $5 + $6 + $9 }' /proc/stat; }
+cpu_per_message() {
+  awk -v b0="${1% *}" -v a0="${1#* }" -v b1="${2% *}" -v a1="${2#* }" -v n="$3" -v r="$4" \
+      -v hz="$(getconf CLK_TCK)" 'BEGIN {
+    busy = b1 - b0; all = a1 - a0
+    if (busy <= 0 || all <= 0 || n <= 0) { print "n/a n/a n/a"; exit }
+    printf "%.0f %.2f %.0f\n", busy / hz * 1e6 / n, 1 - busy / all, r * all / busy }'
+}
+
 # rate_of: the rate=N that mllp_load prints.
 rate_of() { sed -n 's/.*rate=\([0-9]*\).*/\1/p'; }
 
