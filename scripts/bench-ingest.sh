@@ -116,19 +116,27 @@ done
 # it), so no delivery loop reads, transforms or settles beside the senders.
 # What the filtered rows' delivery costs intake, and how far intake alone
 # gets.
-for conns in 1 16; do
-  rates="" pgs=""
-  dir="$work/p-strict-$conns"
-  for r in $(seq 1 "$rounds"); do
-    pg=$(pgbench_rate "$conns")
-    db="$(new_db "b_alone_${conns}_$r")"
-    engine_start "$dir" "$db"
+# engine_round DIR DBNAME CONNS [paused]: pgbench at CONNS, then the
+# engine on a fresh database (with its destinations paused first, if
+# asked) under the load; adds the round's two figures to rates and pgs.
+engine_round() {
+  local pg db
+  pg=$(pgbench_rate "$3")
+  db="$(new_db "$2")"
+  engine_start "$1" "$db"
+  if [ "${4:-}" = paused ]; then
     engine_stop
     psql "$db" -qc "INSERT INTO destination_pauses (destination_id, paused_by) SELECT id, 'bench' FROM destinations"
-    engine_start "$dir" "$db"
-    measured "$conns" $(( conns == 1 ? 3000 : 16000 ))
-    engine_stop
-    rates+=" $rate" pgs+=" $pg"
+    engine_start "$1" "$db"
+  fi
+  measured "$3" $(( $3 == 1 ? 3000 : 16000 ))
+  engine_stop
+  rates+=" $rate" pgs+=" $pg"
+}
+for conns in 1 16; do
+  rates="" pgs=""
+  for r in $(seq 1 "$rounds"); do
+    engine_round "$work/p-strict-$conns" "b_alone_${conns}_$r" "$conns" paused
   done
   row "MLLP ACKs/s, strict, intake alone (its destination paused)" "$conns" strict "$rates" "$pgs"
 done
@@ -143,11 +151,7 @@ for conns in 1 16; do
     # A folder of its own each round (keep_files in bench-lib.sh).
     project "$dir" strict "mllp: { listen: 127.0.0.1:$port }" hl7v2 \
       'export function transform(msg) { return msg; }' "out/r$r/"
-    pg=$(pgbench_rate "$conns")
-    engine_start "$dir" "$(new_db "b_deliver_${conns}_$r")"
-    measured "$conns" $(( conns == 1 ? 3000 : 16000 ))
-    engine_stop
-    rates+=" $rate" pgs+=" $pg"
+    engine_round "$dir" "b_deliver_${conns}_$r" "$conns"
   done
   row "MLLP ACKs/s, strict, a file destination delivering" "$conns" strict "$rates" "$pgs"
 done
