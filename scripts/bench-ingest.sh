@@ -67,6 +67,26 @@ measured() {
   cpus+="$(cpu_per_message "$c0" "$c1" "$2" "$rate")"$'\n'
 }
 
+# engine_round DIR DBNAME CONNS DURABILITY [paused]: a round. pgbench at
+# CONNS (durable, or relaxed as bench-lib's pgbench_rate says), then the
+# engine on a fresh database, DBNAME (its destinations paused first, if
+# asked), under the load (measured); adds the round's two figures to
+# rates and pgs, and leaves the database's connection string in round_db.
+engine_round() {
+  local pg
+  pg=$(pgbench_rate "$3" "$4")
+  round_db="$(new_db "$2")"
+  engine_start "$1" "$round_db"
+  if [ "${5:-}" = paused ]; then
+    engine_stop
+    psql "$round_db" -qc "INSERT INTO destination_pauses (destination_id, paused_by) SELECT id, 'bench' FROM destinations"
+    engine_start "$1" "$round_db"
+  fi
+  measured "$3" $(( $3 == 1 ? 3000 : 16000 ))
+  engine_stop
+  rates+=" $rate" pgs+=" $pg"
+}
+
 # row LABEL CONNS DURABILITY "RATES" "PGBENCHES": a table row from the
 # rounds' figures; the limit goes in the column of its durability. With
 # cpus set (measured), a row of the CPU table too: the rounds' medians,
@@ -96,14 +116,9 @@ for durability in strict relaxed; do
     dir="$work/p-$durability-$conns"
     project "$dir" "$durability" "mllp: { listen: 127.0.0.1:$port }" hl7v2
     for r in $(seq 1 "$rounds"); do
-      pg=$(pgbench_rate "$conns" "$durability")
-      db="$(new_db "b_${durability}_${conns}_$r")"
-      engine_start "$dir" "$db"
-      measured "$conns" $(( conns == 1 ? 3000 : 16000 ))
-      engine_stop
-      rates+=" $rate" pgs+=" $pg"
+      engine_round "$dir" "b_${durability}_${conns}_$r" "$conns" "$durability"
       if [ "$durability-$conns" = strict-1 ]; then
-        s1_stmts+=" $(pgbench_statement_rate 1 "$db")"
+        s1_stmts+=" $(pgbench_statement_rate 1 "$round_db")"
       fi
     done
     row "MLLP ACKs/s, $durability" "$conns" "$durability" "$rates" "$pgs"
@@ -116,27 +131,10 @@ done
 # it), so no delivery loop reads, transforms or settles beside the senders.
 # What the filtered rows' delivery costs intake, and how far intake alone
 # gets.
-# engine_round DIR DBNAME CONNS [paused]: pgbench at CONNS, then the
-# engine on a fresh database (with its destinations paused first, if
-# asked) under the load; adds the round's two figures to rates and pgs.
-engine_round() {
-  local pg db
-  pg=$(pgbench_rate "$3")
-  db="$(new_db "$2")"
-  engine_start "$1" "$db"
-  if [ "${4:-}" = paused ]; then
-    engine_stop
-    psql "$db" -qc "INSERT INTO destination_pauses (destination_id, paused_by) SELECT id, 'bench' FROM destinations"
-    engine_start "$1" "$db"
-  fi
-  measured "$3" $(( $3 == 1 ? 3000 : 16000 ))
-  engine_stop
-  rates+=" $rate" pgs+=" $pg"
-}
 for conns in 1 16; do
   rates="" pgs=""
   for r in $(seq 1 "$rounds"); do
-    engine_round "$work/p-strict-$conns" "b_alone_${conns}_$r" "$conns" paused
+    engine_round "$work/p-strict-$conns" "b_alone_${conns}_$r" "$conns" strict paused
   done
   row "MLLP ACKs/s, strict, intake alone (its destination paused)" "$conns" strict "$rates" "$pgs"
 done
@@ -151,7 +149,7 @@ for conns in 1 16; do
     # A folder of its own each round (keep_files in bench-lib.sh).
     project "$dir" strict "mllp: { listen: 127.0.0.1:$port }" hl7v2 \
       'export function transform(msg) { return msg; }' "out/r$r/"
-    engine_round "$dir" "b_deliver_${conns}_$r" "$conns"
+    engine_round "$dir" "b_deliver_${conns}_$r" "$conns" strict
   done
   row "MLLP ACKs/s, strict, a file destination delivering" "$conns" strict "$rates" "$pgs"
 done
