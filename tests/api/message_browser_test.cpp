@@ -419,8 +419,8 @@ TEST_F(MessageBrowserTest, TheBrowsersLookupsAreIndexScans) {
          q.after = 100;
        }),
        "message_id_destination_id_idx"},
-      // Either control id index would do (the value is nearly unique); the
-      // planner takes the one of migration 0015.
+      // The one control id index (migration 0015's; 0019 dropped the one
+      // with the interface first): the value is nearly unique.
       {query([](auto& q) { q.controlId = "CTL-777"; }), "control_id_id_idx"},
       {query([](auto& q) { q.key = "MRN-42"; }), "interface_id_key_value_id_idx"},
       {query([](auto& q) {

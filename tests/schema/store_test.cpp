@@ -63,6 +63,19 @@ TEST_F(Messages, AMessageIsStoredByteForByteWithOneDeliveryPerDestination) {
   EXPECT_EQ(queue(destC_).size(), 0u);
 }
 
+TEST_F(Messages, TheMessagesKeepAnIndexOnlyForALookupNoOtherServes) {
+  // Every index costs each message stored an entry, and each settle
+  // another (the status update is not HOT), so each is here for a lookup
+  // no other serves. Migration 0019 dropped messages_control_id, which
+  // repeated migration 0015's with the interface first. The key value
+  // keeps two: a page of one interface's messages for a patient's key
+  // would otherwise read the patient's messages of every interface.
+  EXPECT_EQ(text("SELECT string_agg(indexname, ' ' ORDER BY indexname) FROM pg_indexes "
+                 "WHERE schemaname = current_schema() AND tablename = 'messages'"),
+            "messages_browse messages_control_id_search messages_key_value "
+            "messages_key_value_search messages_origin messages_pending messages_pkey");
+}
+
 TEST_F(Messages, ADedupeHitIsStoredAsDuplicateAndNeverQueued) {
   auto first = insert(message("one", {destA_}, "MSG0001"));
   auto again = insert(message("one again", {destA_}, "MSG0001"));
