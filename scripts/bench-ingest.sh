@@ -13,7 +13,8 @@
 # engine's own insert statement run by pgbench. The strict rows again with
 # the destination paused (intake alone, no delivery beside it), and for
 # each MLLP row where the machine's CPU went (bench-lib's cpu_per_message):
-# core-µs a message, the idle share, and the rate with every core busy.
+# core-µs a message, the idle share, and the rate with every core busy;
+# and the WAL written a message, delivery's included.
 #
 #   scripts/bench-ingest.sh            (BUILD=build/release by default)
 #   ROUNDS=3                           rounds per figure (default 3)
@@ -56,15 +57,28 @@ echo1=$("$LOAD" 127.0.0.1 "$port" 1 20000 | rate_of)
 kill "$echo_pid"; wait "$echo_pid" 2>/dev/null || true
 
 rows=() cpu_rows=()
-# measured CONNS N: the load client sends N messages over CONNS
-# connections; sets rate, and adds the machine's CPU for them
-# (cpu_per_message: "µs idle ceiling") to cpus, a round's figures a line.
+# measured CONNS N [paused]: the load client sends N messages over CONNS
+# connections to the engine on round_db; sets rate, and adds to cpus a
+# line of the round's figures: the machine's CPU for them
+# (cpu_per_message: "µs idle ceiling") and the WAL the cluster wrote a
+# message, from the first message until every delivery is done (unless
+# its destination is paused): what the database writes for a message and
+# its delivery, a figure that hardly varies from round to round, where
+# the rates swing with the machine.
 measured() {
-  local c0 c1
+  local c0 c1 w0 w1
+  w0=$(psql "$round_db" -Atc "SELECT pg_current_wal_lsn()")
   c0=$(machine_cpu)
   rate=$("$LOAD" 127.0.0.1 "$port" "$1" "$2" | rate_of)
   c1=$(machine_cpu)
-  cpus+="$(cpu_per_message "$c0" "$c1" "$2" "$rate")"$'\n'
+  if [ "${3:-}" != paused ]; then
+    for _ in $(seq 1 600); do
+      [ "$(psql "$round_db" -Atc "SELECT count(*) FROM deliveries WHERE status = 0")" = 0 ] && break
+      sleep 0.1
+    done
+  fi
+  w1=$(psql "$round_db" -Atc "SELECT round(pg_wal_lsn_diff(pg_current_wal_lsn(), '$w0') / $2)")
+  cpus+="$(cpu_per_message "$c0" "$c1" "$2" "$rate") $w1"$'\n'
 }
 
 # engine_round DIR DBNAME CONNS DURABILITY [paused]: a round. pgbench at
@@ -82,7 +96,7 @@ engine_round() {
     psql "$round_db" -qc "INSERT INTO destination_pauses (destination_id, paused_by) SELECT id, 'bench' FROM destinations"
     engine_start "$1" "$round_db"
   fi
-  measured "$3" $(( $3 == 1 ? 3000 : 16000 ))
+  measured "$3" $(( $3 == 1 ? 3000 : 16000 )) "${5:-}"
   engine_stop
   rates+=" $rate" pgs+=" $pg"
 }
@@ -99,12 +113,13 @@ row() {
   rows+=("| $1 | $2 | $(printf '%s\n' "${rates[@]}" | median) | $pg \
 | $(printf '%s\n' "${ratios[@]}" | median %.2f) | ${ratios[*]} |")
   [ -n "${cpus:-}" ] || return 0
-  local us=() idle=() ceil=() cratios=()
-  while read -r u d c; do us+=("$u") idle+=("$d") ceil+=("$c"); done <<< "${cpus%$'\n'}"
+  local us=() idle=() ceil=() cratios=() wal=()
+  while read -r u d c w; do us+=("$u") idle+=("$d") ceil+=("$c") wal+=("$w"); done <<< "${cpus%$'\n'}"
   for i in "${!ceil[@]}"; do cratios+=("$(ratio "${ceil[$i]}" "${pgs[$i]}")"); done
   cpu_rows+=("| $1 | $2 | $(printf '%s\n' "${us[@]}" | median) \
 | $(printf '%s\n' "${idle[@]}" | median %.2f) | $(printf '%s\n' "${ceil[@]}" | median) \
-| $(printf '%s\n' "${cratios[@]}" | median %.2f) | ${cratios[*]} |")
+| $(printf '%s\n' "${cratios[@]}" | median %.2f) | ${cratios[*]} \
+| $(printf '%s\n' "${wal[@]}" | median) |")
   cpus=""
 }
 
@@ -224,8 +239,10 @@ echo "Where the machine's CPU went ($(nproc) cores; every process: the load clie
 echo "its workers, PostgreSQL): core-µs a message, the share left idle, and the rate the same"
 echo "work a message would reach with every core busy (rate ÷ busy share), also as a ratio to"
 echo "the row's pgbench. Less waiting can win at most up to that ceiling; past it, only less"
-echo "work a message."
+echo "work a message. And the WAL the cluster wrote a message, from the first message until"
+echo "every delivery was done (the paused rows: until the last ACK): the database's work for"
+echo "a message, steady from round to round where the rates are not."
 echo
-echo "| what | connections | core-µs a message (median) | idle share (median) | rate with every core busy (median) | ÷ pgbench (median of the rounds') | each round's |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| what | connections | core-µs a message (median) | idle share (median) | rate with every core busy (median) | ÷ pgbench (median of the rounds') | each round's | WAL bytes a message (median) |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 printf '%s\n' "${cpu_rows[@]}"
