@@ -70,22 +70,7 @@ for dests in ${FANOUT_DESTS:-1 5 25}; do
     statements_reset "$db"
     t0=$(date +%s.%N)
     ack=$("$LOAD" 127.0.0.1 "$port" 16 "$total" | rate_of)
-    # Done when no delivery is pending: every message is stored before its
-    # ACK, so all deliveries exist by now. One probe of the queue's partial
-    # index; counting the delivered rows every 0.1 s instead scanned the whole
-    # table each time (150,000 rows and their dead versions at 25
-    # destinations) and took CPU from the engine it was timing. The probes
-    # go through one psql session: a psql and a backend started every 0.1 s
-    # took 8 % of the samples in a profile of the engine's run.
-    coproc PROBE { psql "$db" -Atq; }
-    for _ in $(seq 1 1200); do
-      echo "SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE status = 0 LIMIT 1) p;" >&"${PROBE[1]}"
-      read -r -t 60 pending <&"${PROBE[0]}" || pending=""
-      [ "$pending" = 0 ] && break
-      sleep 0.1
-    done
-    eval "exec ${PROBE[1]}>&-"
-    wait "$PROBE_PID" 2>/dev/null || true
+    wait_delivered "$db" || true
     t1=$(date +%s.%N)
     done_n=$(psql "$db" -Atc "SELECT count(*) FROM deliveries WHERE status = 1")
     engine_stop

@@ -71,12 +71,7 @@ measured() {
   c0=$(machine_cpu)
   rate=$("$LOAD" 127.0.0.1 "$port" "$1" "$2" | rate_of)
   c1=$(machine_cpu)
-  if [ "${3:-}" != paused ]; then
-    for _ in $(seq 1 600); do
-      [ "$(psql "$round_db" -Atc "SELECT count(*) FROM deliveries WHERE status = 0")" = 0 ] && break
-      sleep 0.1
-    done
-  fi
+  [ "${3:-}" = paused ] || wait_delivered "$round_db" 600 || true
   w1=$(psql "$round_db" -Atc "SELECT round(pg_wal_lsn_diff(pg_current_wal_lsn(), '$w0') / $2)")
   cpus+="$(cpu_per_message "$c0" "$c1" "$2" "$rate") $w1"$'\n'
 }
